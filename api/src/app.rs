@@ -1,0 +1,72 @@
+//! The router: every module's routes, the credential resolver, request ids,
+//! tracing, problem documents for unknown routes and methods, and paths
+//! served with or without a trailing slash.
+use std::time::Duration;
+
+use axum::{
+    Json, Router,
+    body::Body,
+    extract::Request,
+    http::{HeaderName, Method, StatusCode},
+    middleware,
+    routing::get,
+};
+use catalog_shared::AppError;
+use tower::Layer;
+use tower_http::{
+    normalize_path::{NormalizePath, NormalizePathLayer},
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::{auth, datasets, health, jobs, openapi::ApiDoc, state::AppState};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+pub fn build(state: AppState) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<NormalizePath<Router>, std::net::SocketAddr> {
+    let router = router(state);
+    let app = NormalizePathLayer::trim_trailing_slash().layer(router);
+    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(app)
+}
+
+pub fn router(state: AppState) -> Router {
+    let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(health::routes())
+        .merge(auth::routes())
+        .merge(datasets::routes(state.config.max_upload_bytes))
+        .merge(jobs::routes())
+        .split_for_parts();
+    doc.info.version = crate::openapi::INTERFACE_VERSION.into();
+    api.route("/api/openapi.json", get(move || async move { Json(doc) }))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))
+        .layer(TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, Duration::from_secs(300)))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
+                let request_id = request
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn not_found(method: Method, request: Request) -> AppError {
+    AppError::not_found(format!("no route for {method} {}", request.uri().path()))
+}
+
+async fn method_not_allowed(method: Method, request: Request) -> AppError {
+    AppError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not allowed on {}", request.uri().path()),
+    )
+}

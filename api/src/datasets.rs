@@ -1,0 +1,424 @@
+//! Datasets: upload and URL import (both answered with a queued job), and
+//! reading, editing and deleting the catalog records.
+use axum::{
+    Json,
+    extract::{DefaultBodyLimit, Multipart, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::IntoResponse,
+};
+use catalog_shared::{
+    AppError,
+    jobs::{self, IngestOptions, IngestPayload, JobKind, UrlDownloadPayload},
+    db::quote_ident,
+    storage::{safe_filename, upload_path},
+};
+use chrono::{DateTime, Utc};
+use object_store::{ObjectStoreExt, WriteMultipart};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::types::Json as SqlJson;
+use url::Url;
+use uuid::Uuid;
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
+
+use crate::{
+    auth::Caller,
+    extract::{Json as JsonBody, Path, Query},
+    state::AppState,
+};
+
+pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
+    // Multipart framing adds a little to the file itself.
+    let body_limit = usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
+    OpenApiRouter::new()
+        .routes(routes!(upload).layer(DefaultBodyLimit::max(body_limit)))
+        .routes(routes!(import_url))
+        .routes(routes!(list_datasets))
+        .routes(routes!(get_dataset, update_dataset, delete_dataset))
+}
+
+const VISIBILITIES: [&str; 4] = ["private", "restricted", "internal", "public"];
+const TITLE_MAX: usize = 500;
+const SUMMARY_MAX: usize = 5000;
+
+fn check_visibility(v: &str) -> Result<(), AppError> {
+    if VISIBILITIES.contains(&v) {
+        Ok(())
+    } else {
+        Err(AppError::unprocessable(format!("visibility must be one of {}", VISIBILITIES.join(", "))))
+    }
+}
+
+fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), AppError> {
+    let n = value.chars().count();
+    if n < min || n > max {
+        return Err(AppError::unprocessable(format!("{field} must be {min} to {max} characters long")));
+    }
+    Ok(())
+}
+
+/// The answer to work that was queued.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobAccepted {
+    job_id: Uuid,
+    status: &'static str,
+}
+
+fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
+    let mut headers = HeaderMap::new();
+    if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
+        headers.insert(header::LOCATION, location);
+    }
+    (StatusCode::ACCEPTED, headers, Json(JobAccepted { job_id, status: "queued" }))
+}
+
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+struct UploadForm {
+    /// .gpkg, .geojson/.json, .csv or .zip (a shapefile set or any of those)
+    #[schema(format = Binary, value_type = String)]
+    file: Vec<u8>,
+    title: Option<String>,
+    summary: Option<String>,
+    visibility: Option<String>,
+    /// Only this layer of a multi-layer source; default: every layer.
+    layer: Option<String>,
+    /// Source CRS (EPSG code) for files that declare none.
+    srid: Option<i32>,
+}
+
+/// Uploads a file; it is streamed into the object store and ingested by a worker.
+#[utoipa::path(post, path = "/api/datasets/upload", tag = "datasets",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = JobAccepted),
+              (status = 413, description = "larger than MAX_UPLOAD_BYTES", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn upload(State(state): State<AppState>, caller: Caller, mut multipart: Multipart) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    let job_id = Uuid::now_v7();
+    let limit = state.config.max_upload_bytes;
+    let mut stored: Option<(object_store::path::Path, String)> = None;
+    let mut options = IngestOptions { visibility: "private".into(), ..Default::default() };
+    let outcome: Result<(), AppError> = async {
+        while let Some(mut field) = multipart.next_field().await? {
+            let name = field.name().unwrap_or_default().to_string();
+            if name == "file" {
+                if stored.is_some() {
+                    return Err(AppError::unprocessable("send exactly one file part"));
+                }
+                let filename = safe_filename(field.file_name().unwrap_or_default());
+                if !catalog_jobs::is_accepted_upload(&filename) {
+                    return Err(AppError::unprocessable(format!(
+                        "{filename} is not a supported file; upload {}",
+                        catalog_jobs::ACCEPTED_UPLOADS
+                    )));
+                }
+                let path = upload_path(&state.prefix, job_id, &filename);
+                let mut writer = WriteMultipart::new(state.store.put_multipart(&path).await?);
+                stored = Some((path, filename));
+                let mut size: u64 = 0;
+                loop {
+                    let chunk = match field.chunk().await {
+                        Ok(Some(chunk)) => chunk,
+                        Ok(None) => break,
+                        Err(e) => {
+                            let _ = writer.abort().await;
+                            return Err(e.into());
+                        }
+                    };
+                    size += chunk.len() as u64;
+                    if size > limit {
+                        let _ = writer.abort().await;
+                        return Err(AppError::payload_too_large(limit));
+                    }
+                    writer.wait_for_capacity(4).await?;
+                    writer.write(&chunk);
+                }
+                if size == 0 {
+                    let _ = writer.abort().await;
+                    return Err(AppError::unprocessable("the file is empty"));
+                }
+                writer.finish().await?;
+            } else {
+                let value = field.text().await?;
+                let value = value.trim().to_string();
+                match name.as_str() {
+                    "title" if !value.is_empty() => {
+                        check_text("title", &value, 1, TITLE_MAX)?;
+                        options.title = Some(value);
+                    }
+                    "summary" if !value.is_empty() => {
+                        check_text("summary", &value, 0, SUMMARY_MAX)?;
+                        options.summary = Some(value);
+                    }
+                    "visibility" if !value.is_empty() => {
+                        check_visibility(&value)?;
+                        options.visibility = value;
+                    }
+                    "layer" if !value.is_empty() => options.layer = Some(value),
+                    "srid" if !value.is_empty() => {
+                        let srid: i32 = value
+                            .parse()
+                            .ok()
+                            .filter(|s| *s > 0)
+                            .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))?;
+                        options.srid = Some(srid);
+                    }
+                    "title" | "summary" | "visibility" | "layer" | "srid" => {}
+                    other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+                }
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        if let Some((path, _)) = &stored {
+            let _ = state.store.delete(path).await;
+        }
+        return Err(e);
+    }
+    let Some((path, filename)) = stored else {
+        return Err(AppError::unprocessable("the form has no file part named \"file\""));
+    };
+    let payload = IngestPayload { object_path: path.to_string(), filename, options };
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ImportUrl {
+    url: String,
+    title: Option<String>,
+    summary: Option<String>,
+    visibility: Option<String>,
+    layer: Option<String>,
+    srid: Option<i32>,
+}
+
+const URL_MAX: usize = 2048;
+
+/// Imports a file from a URL; the download runs in the background (job step `downloading`).
+#[utoipa::path(post, path = "/api/datasets/import-url", tag = "datasets", request_body = ImportUrl,
+    responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn import_url(State(state): State<AppState>, caller: Caller, JsonBody(body): JsonBody<ImportUrl>) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    check_text("url", &body.url, 1, URL_MAX)?;
+    let url = Url::parse(&body.url).map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
+    state
+        .outbound
+        .check_resolved(&url)
+        .await
+        .map_err(|why| AppError::unprocessable(format!("url is refused: {why}")))?;
+    if let Some(title) = &body.title {
+        check_text("title", title, 1, TITLE_MAX)?;
+    }
+    if let Some(summary) = &body.summary {
+        check_text("summary", summary, 0, SUMMARY_MAX)?;
+    }
+    let visibility = body.visibility.unwrap_or_else(|| "private".into());
+    check_visibility(&visibility)?;
+    let payload = UrlDownloadPayload {
+        url: url.to_string(),
+        options: IngestOptions {
+            title: body.title,
+            summary: body.summary,
+            visibility,
+            layer: body.layer,
+            srid: body.srid,
+        },
+    };
+    let job_id = Uuid::now_v7();
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::UrlDownload, &payload, Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+/// A dataset record.
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Dataset {
+    id: Uuid,
+    title: String,
+    summary: Option<String>,
+    schema_name: String,
+    table_name: String,
+    geometry_type: Option<String>,
+    srid: i32,
+    source_srid: Option<i32>,
+    /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
+    extent_bbox: Option<Vec<f64>>,
+    feature_count: i64,
+    #[schema(value_type = Vec<Object>)]
+    column_info: SqlJson<Value>,
+    #[schema(value_type = Object)]
+    sample_values: SqlJson<Value>,
+    visibility: String,
+    status: String,
+    publication_version: i32,
+    source_format: Option<String>,
+    source_filename: Option<String>,
+    source_layer: Option<String>,
+    is_registered: bool,
+    job_id: Option<Uuid>,
+    created_by: Option<Uuid>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+const DATASET_COLUMNS: &str = "id, title, summary, schema_name, table_name, geometry_type, srid, source_srid, extent_bbox,
+    feature_count, column_info, sample_values, visibility, status, publication_version, source_format,
+    source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
+
+/// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
+/// admin) for datasets the caller may see.
+const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
+    OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1)))";
+
+async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
+}
+
+/// The dataset, when the caller may change it (its owner with an editing
+/// role, or an admin); 404 when it may not even see it.
+async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    let dataset = visible_dataset(state, caller, id).await?;
+    let user = caller.editor()?;
+    if user.is_admin() || dataset.created_by == Some(user.id) {
+        Ok(dataset)
+    } else {
+        Err(AppError::forbidden("only the dataset's owner or an admin may change it"))
+    }
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct DatasetListQuery {
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct DatasetList {
+    datasets: Vec<Dataset>,
+    total: i64,
+    limit: i64,
+    offset: i64,
+}
+
+/// Datasets the caller may see, newest first.
+#[utoipa::path(get, path = "/api/datasets", tag = "datasets", params(DatasetListQuery), responses((status = 200, body = DatasetList)))]
+async fn list_datasets(State(state): State<AppState>, caller: Caller, Query(q): Query<DatasetListQuery>) -> Result<Json<DatasetList>, AppError> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::bad_request("limit must be from 1 to 1000"));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(AppError::bad_request("offset must not be negative"));
+    }
+    let sql = format!(
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER}
+         ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+    );
+    let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&state.pool)
+        .await?;
+    let count_sql = format!("SELECT count(*) FROM datasets WHERE {VISIBLE_TO_CALLER}");
+    let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .fetch_one(&state.pool)
+        .await?;
+    Ok(Json(DatasetList { datasets, total, limit, offset }))
+}
+
+#[utoipa::path(get, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, body = Dataset), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn get_dataset(State(state): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Json<Dataset>, AppError> {
+    Ok(Json(visible_dataset(&state, &caller, id).await?))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct DatasetUpdate {
+    title: Option<String>,
+    summary: Option<String>,
+    visibility: Option<String>,
+}
+
+/// Edits title, summary or visibility. A change of visibility rolls the
+/// publication version, which retires signed tile links.
+#[utoipa::path(patch, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)), request_body = DatasetUpdate,
+    responses((status = 200, body = Dataset), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn update_dataset(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<DatasetUpdate>,
+) -> Result<Json<Dataset>, AppError> {
+    if let Some(title) = &body.title {
+        check_text("title", title.trim(), 1, TITLE_MAX)?;
+    }
+    if let Some(summary) = &body.summary {
+        check_text("summary", summary, 0, SUMMARY_MAX)?;
+    }
+    if let Some(visibility) = &body.visibility {
+        check_visibility(visibility)?;
+    }
+    writable_dataset(&state, &caller, id).await?;
+    sqlx::query(
+        "UPDATE datasets SET
+            title = coalesce($2, title),
+            summary = coalesce($3, summary),
+            publication_version = publication_version + CASE WHEN $4::text IS NOT NULL AND $4 <> visibility THEN 1 ELSE 0 END,
+            visibility = coalesce($4, visibility),
+            updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(body.title.as_deref().map(str::trim))
+    .bind(&body.summary)
+    .bind(&body.visibility)
+    .execute(&state.pool)
+    .await?;
+    Ok(Json(visible_dataset(&state, &caller, id).await?))
+}
+
+/// Deletes a dataset. An ingested dataset's table is dropped with it; a
+/// registered table is left in place.
+#[utoipa::path(delete, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn delete_dataset(State(state): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<StatusCode, AppError> {
+    let dataset = writable_dataset(&state, &caller, id).await?;
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("DELETE FROM datasets WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    if !dataset.is_registered {
+        let sql = format!(
+            "DROP TABLE IF EXISTS {}.{}",
+            quote_ident(&dataset.schema_name),
+            quote_ident(&dataset.table_name)
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,114 @@
+//! Job status for the people who started the work.
+use axum::{Json, extract::State};
+use catalog_shared::{
+    AppError,
+    jobs::{self, JOB_COLUMNS, JobView},
+};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    auth::Caller,
+    extract::{Path, Query},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_jobs))
+        .routes(routes!(get_job, cancel_job))
+}
+
+/// The job, when the caller started it or is an admin.
+async fn visible_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
+    let user = caller.signed_in()?;
+    match jobs::find(&state.pool, job_id).await? {
+        Some(job) if user.is_admin() || job.created_by == Some(user.id) => Ok(job),
+        _ => Err(AppError::not_found(format!("no job {job_id}"))),
+    }
+}
+
+/// Status, step, progress and outcome of one job.
+#[utoipa::path(get, path = "/api/jobs/{job_id}", tag = "jobs",
+    params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobView), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn get_job(State(state): State<AppState>, caller: Caller, Path(job_id): Path<Uuid>) -> Result<Json<JobView>, AppError> {
+    Ok(Json(visible_job(&state, &caller, job_id).await?))
+}
+
+/// Cancels a queued or running job; its partial work is discarded.
+#[utoipa::path(delete, path = "/api/jobs/{job_id}", tag = "jobs",
+    params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobView), (status = 409, description = "the job has already finished", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn cancel_job(State(state): State<AppState>, caller: Caller, Path(job_id): Path<Uuid>) -> Result<Json<JobView>, AppError> {
+    let job = visible_job(&state, &caller, job_id).await?;
+    let cancelled = sqlx::query(
+        "UPDATE jobs SET status = 'cancelled', step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+         WHERE id = $1 AND status IN ('queued', 'running')",
+    )
+    .bind(job_id)
+    .execute(&state.pool)
+    .await?
+    .rows_affected();
+    if cancelled == 0 {
+        return Err(AppError::conflict(format!("the job has already {}", job.status)));
+    }
+    Ok(Json(visible_job(&state, &caller, job_id).await?))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct JobListQuery {
+    status: Option<String>,
+    kind: Option<String>,
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct JobList {
+    jobs: Vec<JobView>,
+    limit: i64,
+    offset: i64,
+}
+
+const JOB_STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
+
+/// The caller's jobs, newest first.
+#[utoipa::path(get, path = "/api/jobs", tag = "jobs", params(JobListQuery), responses((status = 200, body = JobList)))]
+async fn list_jobs(State(state): State<AppState>, caller: Caller, Query(q): Query<JobListQuery>) -> Result<Json<JobList>, AppError> {
+    let user = caller.signed_in()?;
+    if let Some(status) = &q.status {
+        if !JOB_STATUSES.contains(&status.as_str()) {
+            return Err(AppError::bad_request(format!("status must be one of {}", JOB_STATUSES.join(", "))));
+        }
+    }
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(AppError::bad_request("limit must be from 1 to 200"));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(AppError::bad_request("offset must not be negative"));
+    }
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM jobs
+         WHERE created_by = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)
+         ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
+    );
+    let rows: Vec<JobView> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(user.id)
+        .bind(&q.status)
+        .bind(&q.kind)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&state.pool)
+        .await?;
+    Ok(Json(JobList {
+        jobs: rows.into_iter().map(JobView::with_progress).collect(),
+        limit,
+        offset,
+    }))
+}

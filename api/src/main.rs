@@ -1,0 +1,51 @@
+//! The API process: validates requests, stores uploads, enqueues jobs and
+//! serves the catalog. `catalog-api migrate` applies migrations and exits.
+use std::time::Duration;
+
+use catalog_shared::{config::Config, db, telemetry};
+
+mod app;
+mod auth;
+mod datasets;
+mod extract;
+mod health;
+mod jobs;
+mod openapi;
+mod state;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init();
+    let command = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
+    match command.as_str() {
+        "migrate" => {
+            let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
+            let pool = db::connect(&url, 2).await?;
+            db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
+            db::migrate(&pool).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        "serve" => serve().await,
+        other => anyhow::bail!("unknown command {other:?}; use `serve` (default) or `migrate`"),
+    }
+}
+
+async fn serve() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let pool = db::connect(&config.database_url, 20).await?;
+    db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
+    db::migrate(&pool).await?;
+    auth::bootstrap_admin(&pool, &config).await?;
+    let bind_addr = config.bind_addr;
+    let state = state::AppState::new(pool, config)?;
+    let app = app::build(state);
+    let listener = tokio::net::TcpListener::bind(bind_addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "API listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

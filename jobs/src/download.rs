@@ -1,0 +1,94 @@
+//! The `url_download` job: streams a remote file into the object store,
+//! bounded in time and guarded against internal addresses, then ingests it.
+use catalog_shared::jobs::UrlDownloadPayload;
+use futures::StreamExt;
+use object_store::{ObjectStoreExt, WriteMultipart};
+use url::Url;
+
+use crate::{
+    ingest::{ingest_object, object_for},
+    runner::{JobContext, JobError},
+    sources,
+};
+
+const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
+
+pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
+    let payload: UrlDownloadPayload = serde_json::from_value(payload)
+        .map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
+    let url = Url::parse(&payload.url).map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
+    ctx.progress("downloading", Some(0), None).await?;
+    let policy = &ctx.deps.outbound;
+    policy.check_resolved(&url).await.map_err(|why| JobError::Invalid(format!("the URL is refused: {why}")))?;
+    let client = policy
+        .client(ctx.deps.config.url_import_fetch_max)
+        .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
+    let response = client.get(url.clone()).send().await.map_err(|e| describe(&e))?;
+    if !response.status().is_success() {
+        return Err(JobError::Invalid(format!("the server answered {} for {url}", response.status())));
+    }
+    let filename = filename_for(&url, response.headers());
+    if !sources::is_accepted_upload(&filename) {
+        return Err(JobError::Invalid(format!(
+            "{filename} is not a supported file; the URL must point at {}",
+            sources::ACCEPTED
+        )));
+    }
+    let total = response.content_length().map(|n| n as i64);
+    let object = object_for(ctx, &filename);
+    let upload = ctx.deps.store.put_multipart(&object).await?;
+    let mut writer = WriteMultipart::new(upload);
+    let mut stream = response.bytes_stream();
+    let mut done: u64 = 0;
+    let mut reported: u64 = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = match chunk {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writer.abort().await;
+                return Err(describe(&e));
+            }
+        };
+        done += chunk.len() as u64;
+        writer.write(&chunk);
+        if done - reported >= PROGRESS_EVERY_BYTES {
+            reported = done;
+            if let Err(e) = ctx.progress("downloading", Some(done as i64), total).await {
+                let _ = writer.abort().await;
+                return Err(e);
+            }
+        }
+    }
+    writer.finish().await?;
+    ctx.progress("downloading", Some(done as i64), Some(done as i64)).await?;
+    ingest_object(ctx, &object, &filename, &payload.options).await
+}
+
+fn describe(e: &reqwest::Error) -> JobError {
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        msg = format!("{msg}: {inner}");
+        source = inner.source();
+    }
+    if e.is_timeout() {
+        return JobError::Invalid(format!("the download took longer than URL_IMPORT_FETCH_MAX_SECONDS allows: {msg}"));
+    }
+    JobError::Invalid(format!("the download failed: {msg}"))
+}
+
+/// The name to store the download under: from Content-Disposition, else
+/// the last path segment of the URL, made safe.
+fn filename_for(url: &Url, headers: &reqwest::header::HeaderMap) -> String {
+    let from_header = headers
+        .get(reqwest::header::CONTENT_DISPOSITION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').find_map(|p| p.trim().strip_prefix("filename=")))
+        .map(|v| v.trim_matches('"').to_string());
+    let from_path = url
+        .path_segments()
+        .and_then(|mut s| s.next_back())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    catalog_shared::storage::safe_filename(&from_header.or(from_path).unwrap_or_else(|| "download".into()))
+}

@@ -1,0 +1,132 @@
+//! The extent of a layer, in RFC 7946 form when the data runs across the
+//! antimeridian (west greater than east).
+
+const BINS: usize = 360;
+
+/// Longitude coverage in one-degree bins plus the plain bounding box.
+#[derive(Clone, Debug)]
+pub struct ExtentTracker {
+    covered: Vec<bool>,
+    bin_min_x: Vec<f64>,
+    bin_max_x: Vec<f64>,
+    min_x: f64,
+    min_y: f64,
+    max_x: f64,
+    max_y: f64,
+}
+
+impl Default for ExtentTracker {
+    fn default() -> Self {
+        Self {
+            covered: vec![false; BINS],
+            bin_min_x: vec![f64::INFINITY; BINS],
+            bin_max_x: vec![f64::NEG_INFINITY; BINS],
+            min_x: f64::INFINITY,
+            min_y: f64::INFINITY,
+            max_x: f64::NEG_INFINITY,
+            max_y: f64::NEG_INFINITY,
+        }
+    }
+}
+
+fn bin_of(x: f64) -> usize {
+    ((x + 180.0).floor().clamp(0.0, (BINS - 1) as f64)) as usize
+}
+
+impl ExtentTracker {
+    pub fn add(&mut self, min_x: f64, max_x: f64, min_y: f64, max_y: f64) {
+        if !(min_x.is_finite() && max_x.is_finite() && min_y.is_finite() && max_y.is_finite()) {
+            return;
+        }
+        self.min_x = self.min_x.min(min_x);
+        self.max_x = self.max_x.max(max_x);
+        self.min_y = self.min_y.min(min_y);
+        self.max_y = self.max_y.max(max_y);
+        let (first, last) = (bin_of(min_x), bin_of(max_x));
+        for bin in first..=last {
+            self.covered[bin] = true;
+        }
+        self.bin_min_x[first] = self.bin_min_x[first].min(min_x);
+        self.bin_max_x[last] = self.bin_max_x[last].max(max_x);
+    }
+
+    /// `[west, south, east, north]`, or `None` when nothing had a location.
+    pub fn bbox(&self) -> Option<[f64; 4]> {
+        if !self.min_x.is_finite() {
+            return None;
+        }
+        let plain = [self.min_x, self.min_y, self.max_x, self.max_y];
+        // Crossing form only when the data touches the antimeridian from
+        // both sides and leaves a wider empty band elsewhere.
+        if !(self.covered[0] && self.covered[BINS - 1]) {
+            return Some(plain);
+        }
+        let Some((gap_start, gap_len)) = self.widest_interior_gap() else {
+            return Some(plain);
+        };
+        if gap_len < 1 {
+            return Some(plain);
+        }
+        let east_bin = gap_start - 1;
+        let west_bin = gap_start + gap_len;
+        let east = self.bin_max_x[..=east_bin].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let west = self.bin_min_x[west_bin..].iter().cloned().fold(f64::INFINITY, f64::min);
+        if !(east.is_finite() && west.is_finite()) {
+            return Some(plain);
+        }
+        Some([west, self.min_y, east, self.max_y])
+    }
+
+    /// Start and length of the widest run of empty bins.
+    fn widest_interior_gap(&self) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize)> = None;
+        let mut run_start = None;
+        for (i, &c) in self.covered.iter().enumerate() {
+            match (c, run_start) {
+                (false, None) => run_start = Some(i),
+                (true, Some(start)) => {
+                    let len = i - start;
+                    if best.is_none_or(|(_, l)| len > l) {
+                        best = Some((start, len));
+                    }
+                    run_start = None;
+                }
+                _ => {}
+            }
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_data_gets_a_plain_box() {
+        let mut t = ExtentTracker::default();
+        t.add(-10.0, 5.0, 40.0, 50.0);
+        t.add(20.0, 30.0, 35.0, 45.0);
+        assert_eq!(t.bbox(), Some([-10.0, 35.0, 30.0, 50.0]));
+    }
+
+    #[test]
+    fn data_across_the_antimeridian_gets_west_greater_than_east() {
+        let mut t = ExtentTracker::default();
+        t.add(177.0, 180.0, -20.0, -16.0);
+        t.add(-180.0, -178.5, -19.0, -15.0);
+        assert_eq!(t.bbox(), Some([177.0, -20.0, -178.5, -15.0]));
+    }
+
+    #[test]
+    fn world_data_stays_plain() {
+        let mut t = ExtentTracker::default();
+        t.add(-180.0, 180.0, -90.0, 83.0);
+        assert_eq!(t.bbox(), Some([-180.0, -90.0, 180.0, 83.0]));
+    }
+
+    #[test]
+    fn nothing_located_has_no_box() {
+        assert_eq!(ExtentTracker::default().bbox(), None);
+    }
+}

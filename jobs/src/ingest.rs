@@ -1,0 +1,165 @@
+//! The `ingest` job: a file in the object store becomes one dataset per
+//! spatial layer.
+use std::collections::HashSet;
+
+use catalog_shared::{
+    jobs::{IngestOptions, IngestPayload},
+    storage::upload_path,
+};
+use futures::StreamExt;
+use object_store::{ObjectStoreExt, path::Path};
+use tokio::io::AsyncWriteExt;
+
+use crate::{
+    columns::sql_identifier,
+    load::{self, DatasetMeta},
+    reader::{self, LayerPlan},
+    runner::{JobContext, JobError},
+    sources::{self, Source},
+};
+
+pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
+    let payload: IngestPayload = serde_json::from_value(payload)
+        .map_err(|e| JobError::Internal(format!("ingest payload: {e}")))?;
+    let object = Path::parse(&payload.object_path)
+        .map_err(|e| JobError::Internal(format!("object path: {e}")))?;
+    ingest_object(ctx, &object, &payload.filename, &payload.options).await
+}
+
+/// Copies the object to a local file, which GDAL needs.
+async fn fetch_to_disk(ctx: &JobContext, object: &Path, dir: &std::path::Path, filename: &str) -> Result<std::path::PathBuf, JobError> {
+    let local = dir.join(filename);
+    let mut file = tokio::fs::File::create(&local).await?;
+    let mut stream = ctx.deps.store.get(object).await?.into_stream();
+    while let Some(bytes) = stream.next().await {
+        file.write_all(&bytes?).await?;
+    }
+    file.flush().await?;
+    Ok(local)
+}
+
+struct LayerJob {
+    source: Source,
+    plan: LayerPlan,
+    key: String,
+}
+
+pub async fn ingest_object(ctx: &JobContext, object: &Path, filename: &str, options: &IngestOptions) -> Result<(), JobError> {
+    ctx.progress("reading", None, None).await?;
+    let workdir = tempfile::tempdir()?;
+    let local = fetch_to_disk(ctx, object, workdir.path(), filename).await?;
+    let wanted = options.layer.clone();
+    let srid = options.srid;
+    let name = filename.to_string();
+    let layers = tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
+        .await
+        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+        .map_err(JobError::Invalid)?;
+    let published: HashSet<String> = sqlx::query_scalar("SELECT source_layer FROM datasets WHERE job_id = $1")
+        .bind(ctx.job_id)
+        .fetch_all(&ctx.deps.pool)
+        .await?
+        .into_iter()
+        .collect();
+    let single = layers.len() == 1;
+    let mut loaded_any = !published.is_empty();
+    for (n, layer) in layers.iter().enumerate() {
+        if published.contains(&layer.key) {
+            continue;
+        }
+        if layer.plan.feature_count == Some(0) {
+            tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
+            continue;
+        }
+        let staging = format!("{}_{n}", ctx.staging_prefix());
+        let table = format!(
+            "{}_{}",
+            truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
+        if loaded.stats.rows == 0 {
+            crate::runner::drop_staging(ctx).await;
+            tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
+            continue;
+        }
+        let meta = DatasetMeta {
+            title: title_for(options, filename, &layer.plan.name, single),
+            summary: options.summary.clone(),
+            visibility: options.visibility.clone(),
+            source_format: layer.source.format.name().to_string(),
+            source_filename: filename.to_string(),
+            source_layer: layer.key.clone(),
+        };
+        load::publish(ctx, &layer.plan, &loaded, &meta).await?;
+        loaded_any = true;
+    }
+    if !loaded_any {
+        return Err(JobError::Invalid("the file holds no features: every spatial layer is empty".into()));
+    }
+    Ok(())
+}
+
+fn truncated(s: &str, max: usize) -> String {
+    s.chars().take(max).collect::<String>().trim_end_matches('_').to_string()
+}
+
+fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool) -> String {
+    let stem = filename.rsplit_once('.').map_or(filename, |(s, _)| s);
+    match (&options.title, single) {
+        (Some(title), true) => title.clone(),
+        (Some(title), false) => format!("{title} — {layer}"),
+        (None, true) if !stem.is_empty() => stem.to_string(),
+        _ => layer.to_string(),
+    }
+}
+
+/// Opens every source with GDAL and lists the spatial layers to load.
+fn plan_layers(local: &std::path::Path, filename: &str, wanted: Option<&str>, srid: Option<i32>) -> Result<Vec<LayerJob>, String> {
+    let sources = sources::sources_of(local, filename)?;
+    let many_sources = sources.len() > 1;
+    let mut all = Vec::new();
+    let mut available = Vec::new();
+    for source in sources {
+        let ds = reader::open(&source.gdal_path, source.format).map_err(read_message)?;
+        let spatial = reader::spatial_layers(&ds);
+        if spatial.is_empty() && source.format == reader::SourceFormat::Csv {
+            return Err(format!(
+                "{}: no coordinates found; a CSV needs lon/lat (or x/y, longitude/latitude) columns or a WKT column named wkt, geom, geometry or the_geom",
+                source.label
+            ));
+        }
+        for (index, name) in spatial {
+            let key = if many_sources { format!("{}:{name}", source.label) } else { name.clone() };
+            available.push(name.clone());
+            let selected = wanted.is_none_or(|w| w.eq_ignore_ascii_case(&name) || w == key);
+            if selected {
+                let plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
+                all.push(LayerJob { source: source.clone(), plan, key });
+            }
+        }
+    }
+    if available.is_empty() {
+        return Err("the file holds no layer with geometry".into());
+    }
+    if all.is_empty() {
+        return Err(format!(
+            "layer {:?} is not in the file; its spatial layers are: {}",
+            wanted.unwrap_or_default(),
+            available.join(", ")
+        ));
+    }
+    Ok(all)
+}
+
+fn read_message(e: reader::ReadError) -> String {
+    match e {
+        reader::ReadError::Invalid(msg) => msg,
+        other => format!("{other:?}"),
+    }
+}
+
+/// Where a job keeps its source file in the object store.
+pub fn object_for(ctx: &JobContext, filename: &str) -> Path {
+    upload_path(&ctx.deps.prefix, ctx.job_id, filename)
+}

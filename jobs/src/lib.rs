@@ -1,0 +1,12 @@
+//! Job handlers, run only by worker processes.
+mod columns;
+mod download;
+mod extent;
+mod ingest;
+mod load;
+mod reader;
+pub mod runner;
+mod sources;
+
+pub use sources::{ACCEPTED as ACCEPTED_UPLOADS, is_accepted_upload};
+pub use runner::{JobContext, JobError, cleanup_abandoned_staging, run_job};

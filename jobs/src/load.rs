@@ -1,0 +1,287 @@
+//! Loads one layer: a staging table filled by binary COPY, then key,
+//! spatial index and statistics, then an atomic publish in which the table
+//! gets its final name and the dataset row appears.
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::{
+    columns::quote,
+    reader::{self, GeomTarget, LayerPlan, ReadError, ReadRequest, ReadStats, postgis_type_name},
+    runner::{JobContext, JobError},
+    sources::Source,
+};
+
+/// A loaded, indexed staging table waiting to be published.
+pub struct LoadedLayer {
+    pub staging: String,
+    pub table: String,
+    pub geometry_type: String,
+    pub stats: ReadStats,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+pub async fn load_layer(
+    ctx: &JobContext,
+    source: &Source,
+    plan: &LayerPlan,
+    staging: String,
+    table: String,
+) -> Result<LoadedLayer, JobError> {
+    let mut target = plan.target;
+    loop {
+        create_staging(ctx, plan, target, &staging).await?;
+        match copy_layer(ctx, source, plan, target, &staging).await {
+            Ok(stats) => {
+                ctx.progress("indexing", Some(stats.rows as i64), Some(stats.rows as i64)).await?;
+                let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &stats).await?;
+                index_and_analyze(ctx, &staging, &table, stats.rows).await?;
+                return Ok(LoadedLayer { staging, table, geometry_type, stats });
+            }
+            Err(CopyError::Read(ReadError::GeometryMismatch)) if target != GeomTarget::Generic => {
+                tracing::info!(job_id = %ctx.job_id, layer = %plan.name, "mixed geometry types; reloading into a generic column");
+                target = GeomTarget::Generic;
+            }
+            Err(CopyError::Read(ReadError::GeometryMismatch)) => {
+                return Err(JobError::Internal("generic geometry column refused a geometry".into()));
+            }
+            Err(CopyError::Read(ReadError::Invalid(msg))) => {
+                return Err(JobError::Invalid(format!("layer {}: {msg}", plan.name)));
+            }
+            Err(CopyError::Read(ReadError::Stopped)) => {
+                return Err(JobError::Internal("the reader stopped without a reason".into()));
+            }
+            Err(CopyError::Job(e)) => return Err(e),
+        }
+    }
+}
+
+fn geometry_column_type(target: GeomTarget, has_z: bool) -> String {
+    let base = match target {
+        GeomTarget::Fixed(t) => postgis_type_name(t),
+        GeomTarget::Generic => "Geometry",
+    };
+    format!("geometry({base}{},4326)", if has_z { "Z" } else { "" })
+}
+
+async fn create_staging(ctx: &JobContext, plan: &LayerPlan, target: GeomTarget, staging: &str) -> Result<(), JobError> {
+    let mut columns = vec![
+        "gid bigint".to_string(),
+        format!("geom {}", geometry_column_type(target, plan.has_z)),
+    ];
+    columns.extend(plan.fields.iter().map(|f| format!("{} {}", quote(&f.name), f.pg.sql())));
+    let drop = format!("DROP TABLE IF EXISTS data.{}", quote(staging));
+    let create = format!("CREATE TABLE data.{} ({})", quote(staging), columns.join(", "));
+    sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&ctx.deps.pool).await?;
+    sqlx::query(sqlx::AssertSqlSafe(create)).execute(&ctx.deps.pool).await?;
+    Ok(())
+}
+
+enum CopyError {
+    Read(ReadError),
+    Job(JobError),
+}
+
+impl<E: Into<JobError>> From<E> for CopyError {
+    fn from(e: E) -> Self {
+        CopyError::Job(e.into())
+    }
+}
+
+/// Streams the layer into the staging table: GDAL reads and encodes on a
+/// blocking thread while this task feeds the COPY.
+async fn copy_layer(
+    ctx: &JobContext,
+    source: &Source,
+    plan: &LayerPlan,
+    target: GeomTarget,
+    staging: &str,
+) -> Result<ReadStats, CopyError> {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rows_read = Arc::new(AtomicU64::new(0));
+    let request = ReadRequest {
+        path: source.gdal_path.clone(),
+        format: source.format,
+        plan: plan.clone(),
+        target,
+        stop: stop.clone(),
+        rows_read: rows_read.clone(),
+    };
+    let reader = tokio::task::spawn_blocking(move || reader::read_layer(request, tx));
+    let mut conn = ctx.deps.pool.acquire().await?;
+    let statement = format!("COPY data.{} FROM STDIN (FORMAT binary)", quote(staging));
+    let mut copy = conn.copy_in_raw(&statement).await?;
+    let total = plan.feature_count.map(|n| n as i64);
+    let mut last_report = Instant::now();
+    let mut failure: Option<CopyError> = None;
+    while let Some(chunk) = rx.recv().await {
+        if let Err(e) = copy.send(chunk).await {
+            failure = Some(e.into());
+            break;
+        }
+        if last_report.elapsed() >= PROGRESS_EVERY {
+            last_report = Instant::now();
+            let done = rows_read.load(Ordering::Relaxed) as i64;
+            if let Err(e) = ctx.progress("loading", Some(done), total).await {
+                failure = Some(CopyError::Job(e));
+                break;
+            }
+        }
+    }
+    if failure.is_some() {
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+    }
+    let read = reader
+        .await
+        .map_err(|e| CopyError::Job(JobError::Internal(format!("reader thread: {e}"))))?;
+    if let Some(failure) = failure {
+        let _ = copy.abort("load stopped").await;
+        return Err(failure);
+    }
+    match read {
+        Ok(stats) => {
+            copy.finish().await?;
+            Ok(stats)
+        }
+        Err(e) => {
+            let _ = copy.abort("source could not be read").await;
+            Err(CopyError::Read(e))
+        }
+    }
+}
+
+/// A generic column whose rows turned out to share one type is narrowed to
+/// that type; single and multi parts of one family are made all multi.
+async fn settle_geometry_type(
+    ctx: &JobContext,
+    plan: &LayerPlan,
+    target: GeomTarget,
+    staging: &str,
+    stats: &ReadStats,
+) -> Result<String, JobError> {
+    if let GeomTarget::Fixed(t) = target {
+        return Ok(postgis_type_name(t).to_string());
+    }
+    let mut types: Vec<&str> = stats.types_seen.iter().copied().collect();
+    let families: std::collections::BTreeSet<&str> =
+        types.iter().map(|t| t.trim_start_matches("Multi")).collect();
+    if types.len() == 2 && families.len() == 1 && families.iter().all(|f| *f != "GeometryCollection") {
+        let sql = format!(
+            "UPDATE data.{} SET geom = ST_Multi(geom) WHERE NOT starts_with(GeometryType(geom), 'MULTI')",
+            quote(staging)
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
+        types.retain(|t| t.starts_with("Multi"));
+    }
+    if let [only] = types.as_slice() {
+        let sql = format!(
+            "ALTER TABLE data.{} ALTER COLUMN geom TYPE geometry({only}{},4326)",
+            quote(staging),
+            if plan.has_z { "Z" } else { "" }
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
+        return Ok(only.to_string());
+    }
+    Ok("Geometry".to_string())
+}
+
+async fn index_and_analyze(ctx: &JobContext, staging: &str, table: &str, rows: u64) -> Result<(), JobError> {
+    let staging_q = format!("data.{}", quote(staging));
+    let statements = [
+        format!(
+            "ALTER TABLE {staging_q} ALTER COLUMN gid SET NOT NULL, ADD CONSTRAINT {} PRIMARY KEY (gid)",
+            quote(&format!("{table}_pkey"))
+        ),
+        format!(
+            "ALTER TABLE {staging_q} ALTER COLUMN gid ADD GENERATED BY DEFAULT AS IDENTITY (SEQUENCE NAME data.{} START WITH {})",
+            quote(&format!("{table}_gid_seq")),
+            rows + 1
+        ),
+        format!("CREATE INDEX {} ON {staging_q} USING gist (geom)", quote(&format!("{table}_geom_idx"))),
+        format!("ANALYZE {staging_q}"),
+    ];
+    for sql in statements {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
+    }
+    Ok(())
+}
+
+/// What the dataset row says about its source.
+pub struct DatasetMeta {
+    pub title: String,
+    pub summary: Option<String>,
+    pub visibility: String,
+    pub source_format: String,
+    pub source_filename: String,
+    pub source_layer: String,
+}
+
+/// One transaction: the job is still running, the table takes its final
+/// name, the dataset row appears and the job records it.
+pub async fn publish(ctx: &JobContext, plan: &LayerPlan, loaded: &LoadedLayer, meta: &DatasetMeta) -> Result<Uuid, JobError> {
+    ctx.progress("publishing", Some(loaded.stats.rows as i64), Some(loaded.stats.rows as i64)).await?;
+    let dataset_id = Uuid::now_v7();
+    let mut tx = ctx.deps.pool.begin().await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(ctx.job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if status.as_deref() != Some("running") {
+        return Err(JobError::Cancelled);
+    }
+    let rename = format!("ALTER TABLE data.{} RENAME TO {}", quote(&loaded.staging), quote(&loaded.table));
+    sqlx::query(sqlx::AssertSqlSafe(rename)).execute(&mut *tx).await?;
+    let samples: Map<String, Value> = plan
+        .fields
+        .iter()
+        .zip(&loaded.stats.samples)
+        .map(|(f, values)| (f.name.clone(), Value::Array(values.clone())))
+        .collect();
+    let extent = loaded.stats.extent.bbox().map(|b| b.to_vec());
+    sqlx::query(
+        "INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type, srid, source_srid,
+                               extent_bbox, feature_count, column_info, sample_values, visibility,
+                               source_format, source_filename, source_layer, job_id, created_by)
+         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+    )
+    .bind(dataset_id)
+    .bind(&meta.title)
+    .bind(&meta.summary)
+    .bind(&loaded.table)
+    .bind(&loaded.geometry_type)
+    .bind(plan.source_srid)
+    .bind(extent)
+    .bind(loaded.stats.rows as i64)
+    .bind(reader::column_info(plan))
+    .bind(Value::Object(samples))
+    .bind(&meta.visibility)
+    .bind(&meta.source_format)
+    .bind(&meta.source_filename)
+    .bind(&meta.source_layer)
+    .bind(ctx.job_id)
+    .bind(ctx.created_by)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE jobs SET dataset_ids = array_append(dataset_ids, $2), dataset_id = coalesce(dataset_id, $2),
+                         updated_at = clock_timestamp()
+         WHERE id = $1",
+    )
+    .bind(ctx.job_id)
+    .bind(dataset_id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(dataset_id)
+}

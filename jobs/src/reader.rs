@@ -1,0 +1,576 @@
+//! Reads one layer through GDAL on a blocking thread and encodes its
+//! features as PostgreSQL binary COPY rows (EWKB geometry, SRID 4326).
+use std::{
+    collections::{BTreeSet, HashSet},
+    ffi::{CStr, c_char, c_int},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+};
+
+use gdal::{
+    Dataset, DatasetOptions, GdalOpenFlags,
+    spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
+    vector::LayerAccess,
+};
+use gdal_sys::{OGRFieldType, OGRwkbGeometryType as Gt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::{
+    columns::{PgType, binary, column_names, ogr_type_name},
+    extent::ExtentTracker,
+};
+
+/// What kind of file GDAL is asked to read; it picks the driver and its options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    GeoPackage,
+    Shapefile,
+    GeoJson,
+    Csv,
+}
+
+impl SourceFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::GeoPackage => "gpkg",
+            SourceFormat::Shapefile => "shapefile",
+            SourceFormat::GeoJson => "geojson",
+            SourceFormat::Csv => "csv",
+        }
+    }
+    fn drivers(self) -> &'static [&'static str] {
+        match self {
+            SourceFormat::GeoPackage => &["GPKG"],
+            SourceFormat::Shapefile => &["ESRI Shapefile"],
+            SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
+            SourceFormat::Csv => &["CSV"],
+        }
+    }
+    fn open_options(self) -> &'static [&'static str] {
+        match self {
+            SourceFormat::Csv => &[
+                "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
+                "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
+                "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
+                "KEEP_GEOM_COLUMNS=NO",
+                "AUTODETECT_TYPE=YES",
+                "AUTODETECT_SIZE_LIMIT=0",
+                "EMPTY_STRING_AS_NULL=YES",
+            ],
+            _ => &[],
+        }
+    }
+}
+
+/// A failure of reading, phrased for the person who uploaded the file.
+#[derive(Debug)]
+pub enum ReadError {
+    Invalid(String),
+    /// A geometry did not fit the column type chosen from the layer's
+    /// declared type; the load is redone with a generic geometry column.
+    GeometryMismatch,
+    /// The consumer stopped (the COPY failed or the job was cancelled).
+    Stopped,
+}
+
+pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
+    Dataset::open_ex(
+        path,
+        DatasetOptions {
+            open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
+            allowed_drivers: Some(format.drivers()),
+            open_options: Some(format.open_options()),
+            sibling_files: None,
+        },
+    )
+    .map_err(|e| ReadError::Invalid(format!("the file could not be read as {}: {e}", format.name())))
+}
+
+#[derive(Clone, Debug)]
+pub struct FieldPlan {
+    pub original: String,
+    pub name: String,
+    pub ogr_type: OGRFieldType::Type,
+    pub pg: PgType,
+}
+
+/// The geometry column a layer is loaded into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeomTarget {
+    /// One type; single parts are promoted to multi where the type is multi.
+    Fixed(Gt::Type),
+    /// Any type (mixed or undeclared); settled after the load.
+    Generic,
+}
+
+#[derive(Clone, Debug)]
+pub struct LayerPlan {
+    pub index: usize,
+    pub name: String,
+    pub fields: Vec<FieldPlan>,
+    pub target: GeomTarget,
+    pub has_z: bool,
+    pub source_srid: Option<i32>,
+    pub feature_count: Option<u64>,
+}
+
+/// Layers that have a geometry; tables without one are not datasets.
+pub fn spatial_layers(ds: &Dataset) -> Vec<(usize, String)> {
+    ds.layers()
+        .enumerate()
+        .filter(|(_, layer)| unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) } != Gt::wkbNone)
+        .map(|(i, layer)| (i, layer.name()))
+        .collect()
+}
+
+pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Result<LayerPlan, ReadError> {
+    let layer = ds
+        .layer(index)
+        .map_err(|e| ReadError::Invalid(format!("layer {index} could not be opened: {e}")))?;
+    let declared = unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) };
+    let has_z = unsafe { gdal_sys::OGR_GT_HasZ(declared) } != 0;
+    let layer_defn = unsafe { gdal_sys::OGR_L_GetLayerDefn(layer.c_layer()) };
+    let originals: Vec<(String, OGRFieldType::Type)> =
+        layer.defn().fields().map(|f| (f.name(), f.field_type())).collect();
+    let names = column_names(originals.iter().map(|(n, _)| n.as_str()));
+    let fields = originals
+        .into_iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, ((original, ogr_type), name))| {
+            let sub = unsafe { gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int)) };
+            FieldPlan { original, name, ogr_type, pg: PgType::from_ogr(ogr_type, sub) }
+        })
+        .collect();
+    let source_srid = match layer.spatial_ref() {
+        Some(srs) => epsg_of(&srs),
+        None => Some(srid_override.unwrap_or(4326)),
+    };
+    Ok(LayerPlan {
+        index,
+        name: layer.name(),
+        fields,
+        target: target_for(declared),
+        has_z,
+        source_srid,
+        feature_count: layer.try_feature_count(),
+    })
+}
+
+fn epsg_of(srs: &SpatialRef) -> Option<i32> {
+    let mut srs = srs.clone();
+    if srs.auth_name().as_deref() != Some("EPSG") {
+        let _ = srs.auto_identify_epsg();
+    }
+    match srs.auth_name().as_deref() {
+        Some("EPSG") => srs.auth_code().ok(),
+        _ => None,
+    }
+}
+
+fn target_for(declared: Gt::Type) -> GeomTarget {
+    match unsafe { gdal_sys::OGR_GT_Flatten(declared) } {
+        Gt::wkbPoint => GeomTarget::Fixed(Gt::wkbPoint),
+        Gt::wkbMultiPoint => GeomTarget::Fixed(Gt::wkbMultiPoint),
+        Gt::wkbLineString | Gt::wkbMultiLineString | Gt::wkbCircularString | Gt::wkbCompoundCurve | Gt::wkbMultiCurve => {
+            GeomTarget::Fixed(Gt::wkbMultiLineString)
+        }
+        Gt::wkbPolygon | Gt::wkbMultiPolygon | Gt::wkbCurvePolygon | Gt::wkbMultiSurface => {
+            GeomTarget::Fixed(Gt::wkbMultiPolygon)
+        }
+        _ => GeomTarget::Generic,
+    }
+}
+
+/// The PostGIS name of a flat geometry type, as used in column type modifiers.
+pub fn postgis_type_name(t: Gt::Type) -> &'static str {
+    match t {
+        Gt::wkbPoint => "Point",
+        Gt::wkbLineString => "LineString",
+        Gt::wkbPolygon => "Polygon",
+        Gt::wkbMultiPoint => "MultiPoint",
+        Gt::wkbMultiLineString => "MultiLineString",
+        Gt::wkbMultiPolygon => "MultiPolygon",
+        Gt::wkbGeometryCollection => "GeometryCollection",
+        _ => "Geometry",
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ReadStats {
+    pub rows: u64,
+    pub types_seen: BTreeSet<&'static str>,
+    pub extent: ExtentTracker,
+    pub samples: Vec<Vec<Value>>,
+}
+
+const SAMPLES_PER_COLUMN: usize = 5;
+const SAMPLE_TEXT_CHARS: usize = 200;
+const CHUNK_BYTES: usize = 1 << 20;
+const EWKB_SRID_FLAG: u32 = 0x2000_0000;
+const WGS84: u32 = 4326;
+
+/// Everything the reading thread needs; it opens its own dataset because
+/// GDAL handles cannot cross threads.
+pub struct ReadRequest {
+    pub path: String,
+    pub format: SourceFormat,
+    pub plan: LayerPlan,
+    pub target: GeomTarget,
+    pub stop: Arc<AtomicBool>,
+    /// Rows encoded so far, for progress reports.
+    pub rows_read: Arc<AtomicU64>,
+}
+
+/// Streams the layer as COPY chunks (header first, trailer last) into `out`.
+pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadStats, ReadError> {
+    let ds = open(&req.path, req.format)?;
+    let layer = ds
+        .layer(req.plan.index)
+        .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name)))?;
+    let transform = coordinate_transform(&layer, &req.plan)?;
+    let h_layer = unsafe { layer.c_layer() };
+    let mut stats = ReadStats {
+        samples: vec![Vec::new(); req.plan.fields.len()],
+        ..Default::default()
+    };
+    let mut sample_keys: Vec<HashSet<String>> = vec![HashSet::new(); req.plan.fields.len()];
+    let mut chunk = Vec::with_capacity(CHUNK_BYTES + 4096);
+    chunk.extend_from_slice(binary::HEADER);
+    let mut wkb = Vec::new();
+    let field_count = 2 + req.plan.fields.len();
+    unsafe {
+        gdal_sys::OGR_L_ResetReading(h_layer);
+        gdal_sys::CPLErrorReset();
+    }
+    loop {
+        let h_feature = unsafe { gdal_sys::OGR_L_GetNextFeature(h_layer) };
+        if h_feature.is_null() {
+            break;
+        }
+        let feature = OwnedFeature(h_feature);
+        stats.rows += 1;
+        binary::row_start(&mut chunk, field_count);
+        binary::i64(&mut chunk, stats.rows as i64);
+        let outcome = unsafe {
+            write_geometry(&mut chunk, &mut wkb, feature.0, transform.as_ref(), req.target, req.plan.has_z, &mut stats)
+        };
+        if let Err(e) = outcome {
+            return Err(match e {
+                ReadError::Invalid(msg) => ReadError::Invalid(format!("feature {}: {msg}", stats.rows)),
+                other => other,
+            });
+        }
+        for (i, field) in req.plan.fields.iter().enumerate() {
+            let sample = stats.samples[i].len() < SAMPLES_PER_COLUMN;
+            let value = unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) };
+            if let Some(value) = value {
+                let key = value.to_string();
+                if sample_keys[i].insert(key) {
+                    stats.samples[i].push(value);
+                }
+            }
+        }
+        if chunk.len() >= CHUNK_BYTES {
+            if req.stop.load(Ordering::Relaxed) {
+                return Err(ReadError::Stopped);
+            }
+            req.rows_read.store(stats.rows, Ordering::Relaxed);
+            let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_BYTES + 4096));
+            out.blocking_send(full).map_err(|_| ReadError::Stopped)?;
+        }
+    }
+    let last_error = unsafe { gdal_sys::CPLGetLastErrorType() };
+    if last_error == gdal_sys::CPLErr::CE_Failure || last_error == gdal_sys::CPLErr::CE_Fatal {
+        let msg = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }.to_string_lossy().into_owned();
+        return Err(ReadError::Invalid(format!(
+            "reading stopped after {} features: {msg}",
+            stats.rows
+        )));
+    }
+    chunk.extend_from_slice(binary::TRAILER);
+    out.blocking_send(chunk).map_err(|_| ReadError::Stopped)?;
+    Ok(stats)
+}
+
+struct OwnedFeature(gdal_sys::OGRFeatureH);
+
+impl Drop for OwnedFeature {
+    fn drop(&mut self) {
+        unsafe { gdal_sys::OGR_F_Destroy(self.0) }
+    }
+}
+
+struct OwnedGeometry(gdal_sys::OGRGeometryH);
+
+impl Drop for OwnedGeometry {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            unsafe { gdal_sys::OGR_G_DestroyGeometry(self.0) }
+        }
+    }
+}
+
+fn coordinate_transform(layer: &gdal::vector::Layer<'_>, plan: &LayerPlan) -> Result<Option<CoordTransform>, ReadError> {
+    let mut source = match layer.spatial_ref() {
+        Some(srs) => srs,
+        None => match plan.source_srid {
+            Some(4326) | None => return Ok(None),
+            Some(code) => SpatialRef::from_epsg(code as u32)
+                .map_err(|e| ReadError::Invalid(format!("EPSG:{code} is not a known coordinate system: {e}")))?,
+        },
+    };
+    if plan.source_srid == Some(4326) {
+        return Ok(None);
+    }
+    let mut target = SpatialRef::from_epsg(WGS84).map_err(|e| ReadError::Invalid(e.to_string()))?;
+    source.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    target.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    CoordTransform::new(&source, &target)
+        .map(Some)
+        .map_err(|e| ReadError::Invalid(format!("the layer's coordinate system cannot be converted to EPSG:4326: {e}")))
+}
+
+fn is_multi_of(multi: Gt::Type, single: Gt::Type) -> bool {
+    matches!(
+        (multi, single),
+        (Gt::wkbMultiPoint, Gt::wkbPoint) | (Gt::wkbMultiLineString, Gt::wkbLineString) | (Gt::wkbMultiPolygon, Gt::wkbPolygon)
+    )
+}
+
+/// Writes the geometry column: EWKB in WGS 84 with the layer's
+/// dimensions, or NULL for a feature without geometry.
+unsafe fn write_geometry(
+    buf: &mut Vec<u8>,
+    wkb: &mut Vec<u8>,
+    h_feature: gdal_sys::OGRFeatureH,
+    transform: Option<&CoordTransform>,
+    target: GeomTarget,
+    has_z: bool,
+    stats: &mut ReadStats,
+) -> Result<(), ReadError> {
+    unsafe {
+        let mut geom = OwnedGeometry(gdal_sys::OGR_F_StealGeometry(h_feature));
+        if geom.0.is_null() {
+            binary::null(buf);
+            return Ok(());
+        }
+        if gdal_sys::OGR_G_HasCurveGeometry(geom.0, 1) != 0 {
+            let linear = gdal_sys::OGR_G_GetLinearGeometry(geom.0, 0.0, std::ptr::null_mut());
+            geom = OwnedGeometry(linear);
+        }
+        if let Some(ct) = transform {
+            if gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE {
+                return Err(ReadError::Invalid("the geometry could not be reprojected to EPSG:4326".into()));
+            }
+        }
+        let mut flat = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
+        if let GeomTarget::Fixed(wanted) = target {
+            if is_multi_of(wanted, flat) {
+                let promoted = gdal_sys::OGR_G_ForceTo(geom.0, wanted, std::ptr::null_mut());
+                geom.0 = promoted;
+                flat = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
+            }
+            if flat != wanted {
+                return Err(ReadError::GeometryMismatch);
+            }
+        }
+        if gdal_sys::OGR_G_IsMeasured(geom.0) != 0 {
+            gdal_sys::OGR_G_SetMeasured(geom.0, 0);
+        }
+        let is_3d = gdal_sys::OGR_G_Is3D(geom.0) != 0;
+        if has_z && !is_3d {
+            gdal_sys::OGR_G_Set3D(geom.0, 1);
+        } else if !has_z && is_3d {
+            gdal_sys::OGR_G_FlattenTo2D(geom.0);
+        }
+        stats.types_seen.insert(postgis_type_name(flat));
+        if gdal_sys::OGR_G_IsEmpty(geom.0) == 0 {
+            let mut env = gdal_sys::OGREnvelope { MinX: 0.0, MaxX: 0.0, MinY: 0.0, MaxY: 0.0 };
+            gdal_sys::OGR_G_GetEnvelope(geom.0, &mut env);
+            stats.extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
+        }
+        let size = gdal_sys::OGR_G_WkbSize(geom.0) as usize;
+        wkb.clear();
+        wkb.resize(size, 0);
+        gdal_sys::OGR_G_ExportToWkb(geom.0, gdal_sys::OGRwkbByteOrder::wkbNDR, wkb.as_mut_ptr());
+        // WKB → EWKB: flag the SRID in the type word and put it after it.
+        let type_word = u32::from_le_bytes([wkb[1], wkb[2], wkb[3], wkb[4]]) | EWKB_SRID_FLAG;
+        buf.extend_from_slice(&((size + 4) as i32).to_be_bytes());
+        buf.push(1);
+        buf.extend_from_slice(&type_word.to_le_bytes());
+        buf.extend_from_slice(&WGS84.to_le_bytes());
+        buf.extend_from_slice(&wkb[5..]);
+        Ok(())
+    }
+}
+
+/// Text from GDAL as UTF-8. GDAL recodes sources with a declared
+/// encoding; bytes that are still not UTF-8 are taken as Latin-1, the
+/// usual encoding of legacy files, rather than dropped.
+fn text_of(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => bytes.iter().map(|&b| b as char).collect(),
+    }
+}
+
+fn sample_text(s: &str) -> Value {
+    Value::String(s.chars().take(SAMPLE_TEXT_CHARS).collect())
+}
+
+/// Writes one attribute; returns its value as JSON when asked for a sample.
+unsafe fn write_field(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, field: &FieldPlan, sample: bool) -> Option<Value> {
+    unsafe {
+        if gdal_sys::OGR_F_IsFieldSetAndNotNull(h, i) == 0 {
+            binary::null(buf);
+            return None;
+        }
+        match field.pg {
+            PgType::Boolean => {
+                let v = gdal_sys::OGR_F_GetFieldAsInteger(h, i) != 0;
+                binary::bool(buf, v);
+                sample.then(|| Value::Bool(v))
+            }
+            PgType::Integer => {
+                let v = gdal_sys::OGR_F_GetFieldAsInteger(h, i);
+                binary::i32(buf, v);
+                sample.then(|| Value::from(v))
+            }
+            PgType::BigInt => {
+                let v = gdal_sys::OGR_F_GetFieldAsInteger64(h, i);
+                binary::i64(buf, v);
+                sample.then(|| Value::from(v))
+            }
+            PgType::Double => {
+                let v = gdal_sys::OGR_F_GetFieldAsDouble(h, i);
+                binary::f64(buf, v);
+                if sample { serde_json::Number::from_f64(v).map(Value::Number) } else { None }
+            }
+            PgType::Text => {
+                let s = text_of(gdal_sys::OGR_F_GetFieldAsString(h, i));
+                binary::bytes(buf, s.as_bytes());
+                sample.then(|| sample_text(&s))
+            }
+            PgType::Bytea => {
+                let mut len: c_int = 0;
+                let ptr = gdal_sys::OGR_F_GetFieldAsBinary(h, i, &mut len);
+                let data = if ptr.is_null() { &[][..] } else { std::slice::from_raw_parts(ptr, len.max(0) as usize) };
+                binary::bytes(buf, data);
+                None
+            }
+            PgType::Jsonb => {
+                let value = list_value(h, i, field.ogr_type);
+                binary::jsonb(buf, &value.to_string());
+                sample.then_some(value)
+            }
+            PgType::Date | PgType::Time | PgType::TimestampTz => write_temporal(buf, h, i, field.pg, sample),
+        }
+    }
+}
+
+unsafe fn list_value(h: gdal_sys::OGRFeatureH, i: c_int, ogr_type: OGRFieldType::Type) -> Value {
+    unsafe {
+        let mut len: c_int = 0;
+        match ogr_type {
+            OGRFieldType::OFTIntegerList => {
+                let p = gdal_sys::OGR_F_GetFieldAsIntegerList(h, i, &mut len);
+                Value::from(slice_or_empty(p, len).to_vec())
+            }
+            OGRFieldType::OFTInteger64List => {
+                let p = gdal_sys::OGR_F_GetFieldAsInteger64List(h, i, &mut len);
+                Value::from(slice_or_empty(p, len).to_vec())
+            }
+            OGRFieldType::OFTRealList => {
+                let p = gdal_sys::OGR_F_GetFieldAsDoubleList(h, i, &mut len);
+                Value::Array(
+                    slice_or_empty(p, len)
+                        .iter()
+                        .map(|v| serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number))
+                        .collect(),
+                )
+            }
+            _ => {
+                let mut p = gdal_sys::OGR_F_GetFieldAsStringList(h, i);
+                let mut items = Vec::new();
+                while !p.is_null() && !(*p).is_null() {
+                    items.push(Value::String(text_of(*p)));
+                    p = p.add(1);
+                }
+                Value::Array(items)
+            }
+        }
+    }
+}
+
+unsafe fn slice_or_empty<'a, T>(p: *const T, len: c_int) -> &'a [T] {
+    if p.is_null() || len <= 0 { &[] } else { unsafe { std::slice::from_raw_parts(p, len as usize) } }
+}
+
+/// Dates, times and timestamps; a value that is not a real calendar date
+/// (a zero month, say) is stored as NULL rather than failing the load.
+unsafe fn write_temporal(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, pg: PgType, sample: bool) -> Option<Value> {
+    let (mut y, mut mo, mut d, mut hh, mut mi, mut tz) = (0, 0, 0, 0, 0, 0);
+    let mut sec: f32 = 0.0;
+    let ok = unsafe { gdal_sys::OGR_F_GetFieldAsDateTimeEx(h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz) } != 0;
+    let micros_of_day = ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
+    let text = || unsafe { text_of(gdal_sys::OGR_F_GetFieldAsString(h, i)) };
+    match pg {
+        PgType::Time if ok => {
+            binary::i64(buf, micros_of_day);
+            sample.then(|| Value::String(text()))
+        }
+        PgType::Date if ok => match binary::days_since_pg_epoch(y, mo as u32, d as u32) {
+            Some(days) => {
+                binary::i32(buf, days);
+                sample.then(|| Value::String(text()))
+            }
+            None => {
+                binary::null(buf);
+                None
+            }
+        },
+        PgType::TimestampTz if ok => match binary::days_since_pg_epoch(y, mo as u32, d as u32) {
+            Some(days) => {
+                // GDAL's tz flag: 0 unknown and 1 local (both taken as UTC),
+                // 100 UTC, otherwise 15-minute steps away from 100.
+                let offset_minutes = if tz > 1 { (tz as i64 - 100) * 15 } else { 0 };
+                let micros = days as i64 * 86_400_000_000 + micros_of_day - offset_minutes * 60_000_000;
+                binary::i64(buf, micros);
+                sample.then(|| Value::String(text()))
+            }
+            None => {
+                binary::null(buf);
+                None
+            }
+        },
+        _ => {
+            binary::null(buf);
+            None
+        }
+    }
+}
+
+/// Column descriptions recorded on the dataset.
+pub fn column_info(plan: &LayerPlan) -> Value {
+    Value::Array(
+        plan.fields
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "name": f.name,
+                    "original_name": f.original,
+                    "type": f.pg.sql(),
+                    "source_type": ogr_type_name(f.ogr_type),
+                })
+            })
+            .collect(),
+    )
+}

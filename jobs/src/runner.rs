@@ -1,0 +1,240 @@
+//! Runs one job: claims its row, dispatches on its kind, retries
+//! transient failures with backoff and records the outcome users poll.
+use std::{sync::Arc, time::Duration};
+
+use http::StatusCode;
+use catalog_shared::{
+    Problem,
+    config::Config,
+    error::is_unavailable,
+    outbound::OutboundPolicy,
+    storage::Store,
+};
+use object_store::path::Path;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{download, ingest};
+
+/// What every job handler needs; built once per worker process.
+#[derive(Clone)]
+pub struct JobDeps {
+    pub pool: PgPool,
+    pub store: Store,
+    pub prefix: Path,
+    pub config: Arc<Config>,
+    pub outbound: OutboundPolicy,
+}
+
+pub struct JobContext {
+    pub deps: JobDeps,
+    pub job_id: Uuid,
+    pub created_by: Option<Uuid>,
+}
+
+#[derive(Debug)]
+pub enum JobError {
+    /// The input is wrong; retrying cannot help.
+    Invalid(String),
+    /// The database or the store is unavailable; retried with backoff.
+    Transient(String),
+    /// The job was cancelled while it ran.
+    Cancelled,
+    /// A defect of ours; logged and reported without details.
+    Internal(String),
+}
+
+impl From<sqlx::Error> for JobError {
+    fn from(e: sqlx::Error) -> Self {
+        if is_unavailable(&e) {
+            return JobError::Transient(e.to_string());
+        }
+        match &e {
+            // Data exceptions and constraint violations come from the input.
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
+                JobError::Invalid(format!("the data could not be stored: {}", db.message()))
+            }
+            _ => JobError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<object_store::Error> for JobError {
+    fn from(e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { .. } => {
+                JobError::Invalid("the uploaded file is no longer in the object store".into())
+            }
+            other => JobError::Transient(format!("object store: {other}")),
+        }
+    }
+}
+
+impl From<std::io::Error> for JobError {
+    fn from(e: std::io::Error) -> Self {
+        JobError::Transient(format!("local disk: {e}"))
+    }
+}
+
+const MAX_TRIES: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+
+impl JobContext {
+    /// Records what the job is doing; answers `Cancelled` once the job was
+    /// cancelled, so every progress report doubles as a cancellation check.
+    pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
+        let still_running = sqlx::query(
+            "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
+             WHERE id = $1 AND status = 'running'",
+        )
+        .bind(self.job_id)
+        .bind(step)
+        .bind(done)
+        .bind(total)
+        .execute(&self.deps.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if still_running { Ok(()) } else { Err(JobError::Cancelled) }
+    }
+
+    /// Name prefix of this job's staging tables.
+    pub fn staging_prefix(&self) -> String {
+        format!("_staging_{}", self.job_id.simple())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct ClaimedJob {
+    kind: String,
+    payload: serde_json::Value,
+    created_by: Option<Uuid>,
+}
+
+/// Runs the job once it is handed over by the queue. Errors returned here
+/// are only those of reaching the database at all; the queue retries them.
+pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
+    let claimed: Option<ClaimedJob> = sqlx::query_as(
+        "UPDATE jobs SET status = 'running', attempts = attempts + 1, step = NULL,
+                started_at = coalesce(started_at, clock_timestamp()), updated_at = clock_timestamp()
+         WHERE id = $1 AND status IN ('queued', 'running')
+         RETURNING kind, payload, created_by",
+    )
+    .bind(job_id)
+    .fetch_optional(&deps.pool)
+    .await?;
+    let Some(job) = claimed else {
+        tracing::info!(%job_id, "job already finished or cancelled; nothing to do");
+        return Ok(());
+    };
+    let ctx = JobContext {
+        deps: deps.clone(),
+        job_id,
+        created_by: job.created_by,
+    };
+    tracing::info!(%job_id, kind = %job.kind, "job started");
+    let mut backoff = FIRST_BACKOFF;
+    let mut tries = 0;
+    let outcome = loop {
+        tries += 1;
+        let result = match job.kind.as_str() {
+            "ingest" => ingest::run(&ctx, job.payload.clone()).await,
+            "url_download" => download::run(&ctx, job.payload.clone()).await,
+            other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
+        };
+        match result {
+            Err(JobError::Transient(why)) if tries < MAX_TRIES => {
+                tracing::warn!(%job_id, %why, retry_in = ?backoff, "transient failure; retrying");
+                drop_staging(&ctx).await;
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            other => break other,
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            sqlx::query(
+                "UPDATE jobs SET status = 'succeeded', step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                 WHERE id = $1 AND status = 'running'",
+            )
+            .bind(job_id)
+            .execute(&deps.pool)
+            .await?;
+            tracing::info!(%job_id, "job succeeded");
+        }
+        Err(JobError::Cancelled) => {
+            drop_staging(&ctx).await;
+            tracing::info!(%job_id, "job cancelled");
+        }
+        Err(err) => {
+            drop_staging(&ctx).await;
+            let problem = match err {
+                JobError::Invalid(detail) => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, detail),
+                JobError::Transient(why) => {
+                    tracing::error!(%job_id, %why, "job gave up after retries");
+                    Problem::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the job could not reach the database or the object store after {MAX_TRIES} tries: {why}"),
+                    )
+                }
+                JobError::Internal(why) => {
+                    tracing::error!(%job_id, %why, "job failed on an internal error");
+                    Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "the job failed on an internal error; it has been logged")
+                }
+                JobError::Cancelled => unreachable!("handled above"),
+            };
+            tracing::info!(%job_id, detail = %problem.detail, "job failed");
+            sqlx::query(
+                "UPDATE jobs SET status = 'failed', step = NULL, error = $2, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                 WHERE id = $1 AND status = 'running'",
+            )
+            .bind(job_id)
+            .bind(sqlx::types::Json(&problem))
+            .execute(&deps.pool)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Drops the staging tables of one job.
+pub async fn drop_staging(ctx: &JobContext) {
+    if let Err(e) = drop_staging_like(&ctx.deps.pool, &ctx.staging_prefix()).await {
+        tracing::warn!(job_id = %ctx.job_id, error = %e, "staging tables not dropped yet; the sweeper will");
+    }
+}
+
+async fn drop_staging_like(pool: &PgPool, prefix: &str) -> Result<(), sqlx::Error> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'data' AND starts_with(tablename, $1)",
+    )
+    .bind(prefix)
+    .fetch_all(pool)
+    .await?;
+    for table in tables {
+        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(&table));
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
+    }
+    Ok(())
+}
+
+/// Drops staging tables left by jobs that are no longer running (a worker
+/// killed mid-load, a job cancelled while its worker was down).
+pub async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT t.tablename FROM pg_tables t
+         WHERE t.schemaname = 'data' AND starts_with(t.tablename, '_staging_')
+           AND NOT EXISTS (
+             SELECT 1 FROM jobs j
+             WHERE j.status IN ('queued', 'running')
+               AND starts_with(t.tablename, '_staging_' || replace(j.id::text, '-', '')))",
+    )
+    .fetch_all(pool)
+    .await?;
+    for table in &tables {
+        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(table));
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
+    }
+    Ok(tables.len() as u64)
+}

@@ -1,0 +1,93 @@
+# Shared by run.sh, test.sh and the bench scripts: installs what is missing
+# and runs a project-local PostgreSQL cluster (no system service touched).
+# shellcheck shell=bash
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/spatial-catalog/target}
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian packages the service, its build and its tests need.
+ensure_packages() {
+  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin pkg-config build-essential zip unzip curl python3)
+  local missing=()
+  for pkg in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  if ! command -v cargo >/dev/null; then
+    echo "cargo is not installed: install a Rust toolchain (1.88 or newer) and run again" >&2
+    exit 1
+  fi
+}
+
+# Runs a command as the cluster owner: initdb refuses root, so as root the
+# cluster belongs to the postgres user.
+as_pg() {
+  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# start_cluster DIR PORT [fast]: creates (once) and starts a cluster whose
+# superuser is `catalog`, listening on 127.0.0.1:PORT with trust auth.
+start_cluster() {
+  local dir=$1 port=$2 mode=${3:-}
+  mkdir -p "$(dirname "$dir")"
+  if [[ ! -s $dir/PG_VERSION ]]; then
+    log "creating PostgreSQL cluster in $dir"
+    mkdir -p "$dir"
+    [[ $(id -u) == 0 ]] && chown postgres: "$dir" && chmod 700 "$dir"
+    as_pg "$PG_BIN/initdb" -D "$dir" -U catalog --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+    {
+      echo "listen_addresses = '127.0.0.1'"
+      echo "port = $port"
+      echo "unix_socket_directories = '$dir'"
+      echo "max_connections = 300"
+      echo "shared_buffers = 512MB"
+      echo "maintenance_work_mem = 512MB"
+      echo "max_wal_size = 4GB"
+      if [[ $mode == fast ]]; then
+        # Test clusters trade durability for speed; the data is thrown away.
+        echo "fsync = off"
+        echo "synchronous_commit = off"
+        echo "full_page_writes = off"
+      fi
+    } | as_pg tee -a "$dir/postgresql.conf" >/dev/null
+  fi
+  if ! as_pg "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+    log "starting PostgreSQL on 127.0.0.1:$port"
+    as_pg "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null
+  fi
+}
+
+stop_cluster() {
+  as_pg "$PG_BIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# ensure_database PORT NAME: creates the database with PostGIS if absent.
+ensure_database() {
+  local port=$1 name=$2
+  if ! psql -h 127.0.0.1 -p "$port" -U catalog -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$name'" | grep -q 1; then
+    psql -h 127.0.0.1 -p "$port" -U catalog -d postgres -qc "CREATE DATABASE \"$name\"" >/dev/null
+  fi
+  psql -h 127.0.0.1 -p "$port" -U catalog -d "$name" -qc "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null
+}
+
+# A secret kept under .data so restarts keep sessions valid.
+persistent_secret() {
+  local file=$1
+  if [[ ! -s $file ]]; then
+    mkdir -p "$(dirname "$file")"
+    head -c 48 /dev/urandom | base64 | tr -d '/+=\n' | head -c 48 >"$file"
+    chmod 600 "$file"
+  fi
+  cat "$file"
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, starts a throwaway PostgreSQL
+# cluster under .data/test-pg, builds the binaries the integration tests
+# spawn, and runs the workspace's tests.
+set -euo pipefail
+source "$(dirname "$0")/stack.sh"
+cd "$ROOT"
+
+ensure_packages
+PORT=${CATALOG_TEST_PG_PORT:-54330}
+DIR="$ROOT/.data/test-pg"
+start_cluster "$DIR" "$PORT" fast
+trap 'stop_cluster "$DIR"' EXIT
+
+log "building"
+cargo build --workspace --bins --tests
+
+# Every test gets its own database cloned from this migrated template.
+export TEST_ADMIN_DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/postgres"
+psql -h 127.0.0.1 -p "$PORT" -U catalog -d postgres -qc "DROP DATABASE IF EXISTS catalog_template" >/dev/null
+ensure_database "$PORT" catalog_template
+DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGET_DIR/debug/catalog-api" migrate
+export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
+export SHARED_DATA_DIR=${SHARED_DATA_DIR:-$(cd "$ROOT/../shared/data" 2>/dev/null && pwd || echo "")}
+
+log "testing"
+cargo test --workspace "$@"

@@ -1,0 +1,46 @@
+use std::time::Duration;
+
+use apalis_postgres::PostgresStorage;
+use sqlx::{PgPool, postgres::PgPoolOptions};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// A pool that fails fast when the database is down (requests answer 503)
+/// and reconnects by itself when it comes back.
+pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy(url)?;
+    Ok(pool)
+}
+
+/// Waits for the database at start-up so a service started beside its
+/// database does not die while the database is still booting.
+pub async fn wait_until_reachable(pool: &PgPool, patience: Duration) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        match sqlx::query("SELECT 1").execute(pool).await {
+            Ok(_) => return Ok(()),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, "database not reachable yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(anyhow::anyhow!("database not reachable: {e}")),
+        }
+    }
+}
+
+/// Applies the catalog's migrations and the queue's own schema. Both take
+/// advisory locks, so concurrent starts are safe.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await?;
+    PostgresStorage::<()>::setup(pool).await?;
+    Ok(())
+}
+
+/// Quotes an identifier for SQL text. Only for names the service made or
+/// checked itself; request values always travel as bound parameters.
+pub fn quote_ident(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}

@@ -1,0 +1,174 @@
+use axum::{
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde::{Deserialize, Serialize};
+
+/// An RFC 9457 problem document: the body of every error the service gives,
+/// and the `error` member of a failed job.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            kind: "about:blank".into(),
+            title: status.canonical_reason().unwrap_or("Error").into(),
+            status: status.as_u16(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The one error type of the service; it renders as `application/problem+json`.
+#[derive(Debug)]
+pub struct AppError {
+    pub problem: Problem,
+    headers: Vec<(header::HeaderName, HeaderValue)>,
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            problem: Problem::new(status, detail),
+            headers: Vec::new(),
+        }
+    }
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, detail).with_header(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer"),
+        )
+    }
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, detail)
+    }
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+    pub fn payload_too_large(limit: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the upload is larger than the limit of {limit} bytes (MAX_UPLOAD_BYTES)"),
+        )
+    }
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, detail)
+            .with_header(header::RETRY_AFTER, HeaderValue::from_static("5"))
+    }
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server could not complete the request; it has been logged",
+        )
+    }
+    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+    pub fn status(&self) -> StatusCode {
+        StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.problem.status, self.problem.title, self.problem.detail)
+    }
+}
+
+impl std::error::Error for AppError {}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, axum::Json(self.problem)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        for (name, value) in self.headers {
+            headers.insert(name, value);
+        }
+        response
+    }
+}
+
+/// True when the error means the database could not be reached, as opposed
+/// to a query that is wrong.
+pub fn is_unavailable(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
+    ) || matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")))
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        if is_unavailable(&e) {
+            tracing::warn!(error = %e, "database unavailable");
+            return Self::unavailable("the database could not serve the request; try again shortly");
+        }
+        match e {
+            sqlx::Error::RowNotFound => Self::not_found("not found"),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl From<object_store::Error> for AppError {
+    fn from(e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { .. } => Self::not_found("stored object not found"),
+            other => {
+                tracing::warn!(error = %other, "object store error");
+                Self::unavailable("the object store could not serve the request; try again shortly")
+            }
+        }
+    }
+}
+
+// Axum's own rejections, rendered as problems like every other error.
+macro_rules! rejection_into_problem {
+    ($($rejection:ty),*) => {$(
+        impl From<$rejection> for AppError {
+            fn from(r: $rejection) -> Self {
+                Self::new(r.status(), r.body_text())
+            }
+        }
+    )*};
+}
+
+rejection_into_problem!(
+    axum::extract::rejection::JsonRejection,
+    axum::extract::rejection::QueryRejection,
+    axum::extract::rejection::FormRejection,
+    axum::extract::multipart::MultipartRejection,
+    axum::extract::multipart::MultipartError
+);
+
+impl From<axum::extract::rejection::PathRejection> for AppError {
+    fn from(r: axum::extract::rejection::PathRejection) -> Self {
+        // A malformed id in the path names no resource.
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, r.body_text())
+    }
+}

@@ -1,0 +1,155 @@
+//! Job records: our `jobs` row carries what users poll (status, step,
+//! progress, error, result); the apalis queue carries only the job id and
+//! decides which worker runs it.
+use apalis::prelude::TaskBuilder;
+use apalis_core::task::task_id::TaskId;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use crate::Problem;
+
+/// The single apalis queue every job kind goes through.
+pub const QUEUE: &str = "catalog_jobs";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Ingest,
+    Reupload,
+    UrlDownload,
+    Rehydrate,
+    Connector,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Ingest => "ingest",
+            JobKind::Reupload => "reupload",
+            JobKind::UrlDownload => "url_download",
+            JobKind::Rehydrate => "rehydrate",
+            JobKind::Connector => "connector",
+        }
+    }
+}
+
+/// What the queue carries.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JobMessage {
+    pub job_id: Uuid,
+}
+
+/// Options of an ingest, as given at upload or URL import.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IngestOptions {
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub visibility: String,
+    pub layer: Option<String>,
+    pub srid: Option<i32>,
+}
+
+/// Input of an `ingest` job: a file already in the object store.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IngestPayload {
+    pub object_path: String,
+    pub filename: String,
+    pub options: IngestOptions,
+}
+
+/// Input of a `url_download` job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UrlDownloadPayload {
+    pub url: String,
+    pub options: IngestOptions,
+}
+
+/// Inserts the job row and pushes its queue task in the caller's
+/// transaction, so a job exists in both places or in neither.
+pub async fn enqueue(
+    tx: &mut PgConnection,
+    job_id: Uuid,
+    kind: JobKind,
+    payload: &impl Serialize,
+    created_by: Option<Uuid>,
+) -> Result<Uuid, sqlx::Error> {
+    let task_id = ulid::Ulid::generate();
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(job_id)
+    .bind(kind.as_str())
+    .bind(sqlx::types::Json(payload))
+    .bind(task_id.to_string())
+    .bind(created_by)
+    .execute(&mut *tx)
+    .await?;
+    let message = serde_json::to_vec(&JobMessage { job_id }).expect("job message serializes");
+    // Retries of transient failures happen inside the handler with backoff;
+    // the queue's own attempts only cover workers that died.
+    let task = TaskBuilder::new(message)
+        .task_id(TaskId::Ulid(task_id))
+        .max_attempts(10)
+        .build();
+    apalis_postgres::queries::push_tasks(&mut *tx, QUEUE, vec![task])
+        .await
+        .map_err(|e| match e {
+            apalis_postgres::Error::Database(db) => db,
+            other => sqlx::Error::Protocol(other.to_string()),
+        })?;
+    Ok(job_id)
+}
+
+/// A job as users see it.
+#[derive(Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct JobView {
+    pub id: Uuid,
+    pub kind: String,
+    pub status: String,
+    pub step: Option<String>,
+    #[sqlx(skip)]
+    pub progress: Option<Progress>,
+    #[serde(skip)]
+    pub progress_done: Option<i64>,
+    #[serde(skip)]
+    pub progress_total: Option<i64>,
+    #[sqlx(json(nullable))]
+    pub error: Option<Problem>,
+    pub dataset_id: Option<Uuid>,
+    pub dataset_ids: Vec<Uuid>,
+    pub attempts: i32,
+    #[serde(skip)]
+    pub created_by: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Progress {
+    pub done: i64,
+    pub total: Option<i64>,
+}
+
+pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, attempts, created_by, created_at, started_at, finished_at";
+
+impl JobView {
+    pub fn with_progress(mut self) -> Self {
+        self.progress = self.progress_done.map(|done| Progress {
+            done,
+            total: self.progress_total,
+        });
+        self
+    }
+}
+
+pub async fn find(db: impl PgExecutor<'_>, job_id: Uuid) -> Result<Option<JobView>, sqlx::Error> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
+    let job: Option<JobView> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(job_id)
+        .fetch_optional(db)
+        .await?;
+    Ok(job.map(JobView::with_progress))
+}

@@ -1,0 +1,207 @@
+//! Outbound HTTP that cannot be turned against the service's own network:
+//! every address a request connects to (after DNS resolution, and again on
+//! each redirect) must be public unless its host is explicitly allowed.
+use std::{
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use url::Url;
+
+#[derive(Clone, Debug, Default)]
+pub struct OutboundPolicy {
+    /// Entries of `OUTBOUND_ALLOWED_HOSTS`: `host` or `host:port`.
+    allowed: Vec<String>,
+}
+
+impl OutboundPolicy {
+    pub fn new(allowed: &[String]) -> Self {
+        Self {
+            allowed: allowed.iter().map(|h| h.to_ascii_lowercase()).collect(),
+        }
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        self.allowed.iter().any(|entry| {
+            let entry_host = match entry.rsplit_once(':') {
+                Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') => h,
+                _ => entry.as_str(),
+            };
+            entry_host.trim_start_matches('[').trim_end_matches(']') == host
+        })
+    }
+
+    fn host_port_allowed(&self, host: &str, port: u16) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        self.allowed.iter().any(|entry| {
+            entry == &host || *entry == format!("{host}:{port}") || *entry == format!("[{host}]:{port}")
+        })
+    }
+
+    /// Checks what can be checked without resolving: scheme, host presence,
+    /// port allowance and literal addresses.
+    pub fn check_url(&self, url: &Url) -> Result<(), String> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
+        }
+        let host = url.host_str().ok_or("the URL has no host")?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        if self.host_port_allowed(host, port) {
+            return Ok(());
+        }
+        if self.host_allowed(host) {
+            return Err(format!("{host} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists"));
+        }
+        if let Some(ip) = literal_ip(url) {
+            if !is_public(ip) {
+                return Err(format!("{ip} is not a public address"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves the URL's host and refuses it when any address is not public.
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), String> {
+        self.check_url(url)?;
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(80);
+        if self.host_allowed(host) || literal_ip(url).is_some() {
+            return Ok(());
+        }
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| format!("{host} could not be resolved: {e}"))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(format!("{host} resolves to no address"));
+        }
+        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+            return Err(format!("{host} resolves to {}, which is not a public address", bad.ip()));
+        }
+        Ok(())
+    }
+
+    /// A client whose resolver and redirect policy enforce this policy on
+    /// every connection it makes.
+    pub fn client(&self, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+        let policy = Arc::new(self.clone());
+        let redirect_policy = policy.clone();
+        reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver { policy }))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 10 {
+                    return attempt.error("too many redirects");
+                }
+                match redirect_policy.check_url(attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(why) => attempt.error(format!("redirect refused: {why}")),
+                }
+            }))
+            .connect_timeout(Duration::from_secs(15))
+            .timeout(timeout)
+            .user_agent(concat!("spatial-catalog/", env!("CARGO_PKG_VERSION")))
+            .build()
+    }
+}
+
+fn literal_ip(url: &Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+        url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+struct GuardedResolver {
+    policy: Arc<OutboundPolicy>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .collect();
+            if !policy.host_allowed(&host) {
+                if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+                    let msg = format!("{host} resolves to {}, which is not a public address", bad.ip());
+                    return Err(msg.into());
+                }
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// Whether an address is on the public internet: not loopback, private,
+/// link-local (cloud metadata lives there), shared, documentation,
+/// multicast or otherwise reserved.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            is_public_v6(v6)
+        }
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || ip.is_multicast()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b == 18 || b == 19))
+        || a >= 240)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        || first == 0x2001 && ip.segments()[1] == 0x0db8
+        || first == 0x64 && ip.segments()[1] == 0xff9b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_metadata_addresses_are_not_public() {
+        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1"] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn literal_private_urls_are_refused_unless_allowed() {
+        let policy = OutboundPolicy::new(&[]);
+        assert!(policy.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_err());
+        assert!(policy.check_url(&Url::parse("http://[::1]/x").unwrap()).is_err());
+        assert!(policy.check_url(&Url::parse("ftp://example.com/x").unwrap()).is_err());
+        let allowed = OutboundPolicy::new(&["127.0.0.1:9".into()]);
+        assert!(allowed.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_ok());
+        assert!(allowed.check_url(&Url::parse("http://127.0.0.1:10/x").unwrap()).is_err());
+    }
+}

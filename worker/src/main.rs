@@ -1,0 +1,102 @@
+//! The worker process: takes jobs from the Postgres-backed apalis queue
+//! and runs them. Run as many as you like, on as many hosts as you like.
+use std::{sync::Arc, time::Duration};
+
+use apalis::prelude::*;
+use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
+use catalog_jobs::runner::JobDeps;
+use catalog_shared::{config::Config, db, jobs::{JobMessage, QUEUE}, outbound::OutboundPolicy, storage, telemetry};
+
+/// A dead worker's job is handed to another after this many missed beats.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+const MISSED_HEARTBEATS: usize = 3;
+/// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init();
+    let config = Arc::new(Config::from_env()?);
+    let concurrency: usize = std::env::var("WORKER_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2);
+    let pool = db::connect(&config.database_url, concurrency as u32 * 2 + 4).await?;
+    db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
+    db::migrate(&pool).await?;
+    let (store, prefix) = storage::open(&config.storage_url)?;
+    let deps = JobDeps {
+        pool: pool.clone(),
+        store,
+        prefix,
+        outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
+        config,
+    };
+
+    tokio::spawn(sweep_staging(pool.clone()));
+
+    let name = format!(
+        "worker-{}-{}-{}",
+        hostname(),
+        std::process::id(),
+        ulid::Ulid::generate().to_string().to_lowercase()
+    );
+    let queue_config = QueueConfig::default()
+        .queue(QUEUE)
+        .batch_size(1)
+        .heartbeat_interval(HEARTBEAT)
+        .missed_heartbeats(MISSED_HEARTBEATS);
+    let strategy = Strategy::new()
+        .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
+        .interval(POLL_INTERVAL);
+    let backend = PostgresStorage::<JobMessage>::new(&pool)
+        .with_config(queue_config)
+        .poll_with_strategy(strategy);
+    tracing::info!(%name, concurrency, "worker ready");
+    let worker = WorkerBuilder::new(name)
+        .backend(backend)
+        .data(deps)
+        .concurrency(concurrency)
+        .build(handle);
+    tokio::select! {
+        result = worker.run() => result?,
+        _ = shutdown_signal() => tracing::info!("shutting down; running jobs are handed to other workers"),
+    }
+    Ok(())
+}
+
+async fn handle(message: JobMessage, deps: Data<JobDeps>) -> Result<(), BoxDynError> {
+    catalog_jobs::run_job(&deps, message.job_id).await.map_err(Into::into)
+}
+
+async fn sweep_staging(pool: sqlx::PgPool) {
+    let mut interval = tokio::time::interval(SWEEP_INTERVAL);
+    loop {
+        interval.tick().await;
+        match catalog_jobs::cleanup_abandoned_staging(&pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(dropped = n, "dropped staging tables of finished jobs"),
+            Err(e) => tracing::warn!(error = %e, "staging sweep failed"),
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}
