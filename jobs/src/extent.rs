@@ -2,6 +2,8 @@
 //! antimeridian (west greater than east).
 
 const BINS: usize = 360;
+/// The widest empty band at ±180° that still counts as data running across it.
+const MAX_ANTIMERIDIAN_GAP_DEGREES: usize = 20;
 
 /// Longitude coverage in one-degree bins plus the plain bounding box.
 #[derive(Clone, Debug)]
@@ -56,15 +58,15 @@ impl ExtentTracker {
             return None;
         }
         let plain = [self.min_x, self.min_y, self.max_x, self.max_y];
-        // Crossing form only when the data touches the antimeridian from
-        // both sides and leaves a wider empty band elsewhere.
-        if !(self.covered[0] && self.covered[BINS - 1]) {
-            return Some(plain);
-        }
+        // Crossing form when the data runs up to the antimeridian from both
+        // sides (a narrow empty band there) and leaves a wider band elsewhere.
+        let leading = self.covered.iter().take_while(|c| !**c).count();
+        let trailing = self.covered.iter().rev().take_while(|c| !**c).count();
+        let wrap_gap = leading + trailing;
         let Some((gap_start, gap_len)) = self.widest_interior_gap() else {
             return Some(plain);
         };
-        if gap_len < 1 {
+        if wrap_gap > MAX_ANTIMERIDIAN_GAP_DEGREES || gap_len <= wrap_gap {
             return Some(plain);
         }
         let east_bin = gap_start - 1;
@@ -77,13 +79,14 @@ impl ExtentTracker {
         Some([west, self.min_y, east, self.max_y])
     }
 
-    /// Start and length of the widest run of empty bins.
+    /// Start and length of the widest run of empty bins between covered ones.
     fn widest_interior_gap(&self) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
         let mut run_start = None;
+        let mut seen_covered = false;
         for (i, &c) in self.covered.iter().enumerate() {
             match (c, run_start) {
-                (false, None) => run_start = Some(i),
+                (false, None) if seen_covered => run_start = Some(i),
                 (true, Some(start)) => {
                     let len = i - start;
                     if best.is_none_or(|(_, l)| len > l) {
@@ -92,6 +95,9 @@ impl ExtentTracker {
                     run_start = None;
                 }
                 _ => {}
+            }
+            if c {
+                seen_covered = true;
             }
         }
         best
@@ -116,6 +122,22 @@ mod tests {
         t.add(177.0, 180.0, -20.0, -16.0);
         t.add(-180.0, -178.5, -19.0, -15.0);
         assert_eq!(t.bbox(), Some([177.0, -20.0, -178.5, -15.0]));
+    }
+
+    #[test]
+    fn points_either_side_of_the_antimeridian_cross_it() {
+        let mut t = ExtentTracker::default();
+        t.add(178.44, 178.44, -18.14, -18.14);
+        t.add(-178.8, -178.8, -17.6, -17.6);
+        assert_eq!(t.bbox(), Some([178.44, -18.14, -178.8, -17.6]));
+    }
+
+    #[test]
+    fn far_apart_data_away_from_the_antimeridian_stays_plain() {
+        let mut t = ExtentTracker::default();
+        t.add(-124.0, -67.0, 25.0, 49.0);
+        t.add(123.0, 146.0, 24.0, 45.0);
+        assert_eq!(t.bbox(), Some([-124.0, 24.0, 146.0, 49.0]));
     }
 
     #[test]

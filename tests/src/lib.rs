@@ -1,1 +1,348 @@
+//! A real stack per test: its own database cloned from the migrated
+//! template, its own object-store directory, the real `catalog-api` and
+//! `catalog-worker` binaries as child processes.
+use std::{
+    io::Write,
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
 
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub const ADMIN_USER: &str = "admin";
+pub const ADMIN_PASSWORD: &str = "Admin-Password-123";
+pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
+
+pub fn bin_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("CATALOG_BIN_DIR") {
+        return dir.into();
+    }
+    // target/debug/deps/<test binary> → target/debug
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+}
+
+pub fn data_dir() -> PathBuf {
+    match std::env::var("SHARED_DATA_DIR") {
+        Ok(dir) if !dir.is_empty() => dir.into(),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+    }
+}
+
+pub fn data_file(relative: &str) -> Vec<u8> {
+    let path = data_dir().join(relative);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn admin_database_url() -> String {
+    std::env::var("TEST_ADMIN_DATABASE_URL").unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[derive(Default, Clone)]
+pub struct StackOptions {
+    pub workers: usize,
+    pub env: Vec<(String, String)>,
+}
+
+impl StackOptions {
+    pub fn workers(n: usize) -> Self {
+        Self { workers: n, env: Vec::new() }
+    }
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+pub struct Stack {
+    pub base: String,
+    pub database_url: String,
+    pub db_name: String,
+    pub pool: PgPool,
+    pub http: reqwest::Client,
+    env: Vec<(String, String)>,
+    api: Option<Child>,
+    workers: Vec<Child>,
+    _storage: tempfile::TempDir,
+    logs: tempfile::TempDir,
+}
+
+impl Stack {
+    pub async fn start() -> Self {
+        Self::start_with(StackOptions::workers(1)).await
+    }
+
+    pub async fn start_with(options: StackOptions) -> Self {
+        let admin_url = admin_database_url();
+        let admin = PgPool::connect(&admin_url).await.expect("test cluster reachable (run scripts/test.sh)");
+        let db_name = format!("t_{}", Uuid::new_v4().simple());
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name} TEMPLATE catalog_template")))
+            .execute(&admin)
+            .await
+            .expect("create test database");
+        admin.close().await;
+        let database_url = admin_url.rsplit_once('/').unwrap().0.to_string() + "/" + &db_name;
+        let storage = tempfile::tempdir().unwrap();
+        let logs = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut env = vec![
+            ("DATABASE_URL".to_string(), database_url.clone()),
+            ("JWT_SECRET".into(), JWT_SECRET.into()),
+            ("STORAGE_URL".into(), format!("file://{}", storage.path().display())),
+            ("BIND_ADDR".into(), format!("127.0.0.1:{port}")),
+            ("PUBLIC_URL".into(), base.clone()),
+            ("BOOTSTRAP_ADMIN_USERNAME".into(), ADMIN_USER.into()),
+            ("BOOTSTRAP_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into()),
+            ("RUST_LOG".into(), "info".into()),
+        ];
+        for (k, v) in &options.env {
+            env.retain(|(key, _)| key != k);
+            env.push((k.clone(), v.clone()));
+        }
+        let pool = PgPool::connect(&database_url).await.unwrap();
+        let mut stack = Stack {
+            base,
+            database_url,
+            db_name,
+            pool,
+            http: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            env,
+            api: None,
+            workers: Vec::new(),
+            _storage: storage,
+            logs,
+        };
+        stack.api = Some(stack.spawn("catalog-api", "api"));
+        stack.wait_healthy().await;
+        for _ in 0..options.workers {
+            stack.add_worker();
+        }
+        stack
+    }
+
+    fn spawn(&self, binary: &str, log_name: &str) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.logs.path().join(format!("{log_name}.log")))
+            .unwrap();
+        Command::new(bin_dir().join(binary))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{binary} could not start (build it first): {e}"))
+    }
+
+    /// Starts one more worker process; returns its index.
+    pub fn add_worker(&mut self) -> usize {
+        let n = self.workers.len();
+        let child = self.spawn("catalog-worker", &format!("worker{n}"));
+        self.workers.push(child);
+        n
+    }
+
+    /// SIGKILL, as when a host dies: no chance to clean up.
+    pub fn kill_worker(&mut self, index: usize) {
+        let child = &mut self.workers[index];
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.logs.path()) {
+            for entry in entries.flatten() {
+                out += &format!("--- {}\n{}\n", entry.file_name().to_string_lossy(), std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(r) = self.http.get(self.url("/api/health")).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            if let Some(status) = self.api.as_mut().unwrap().try_wait().unwrap() {
+                panic!("API exited with {status}:\n{}", self.logs());
+            }
+            assert!(Instant::now() < deadline, "API did not become healthy:\n{}", self.logs());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn token(&self, username: &str, password: &str) -> String {
+        let response = self
+            .http
+            .post(self.url("/api/auth/login"))
+            .form(&[("username", username), ("password", password)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "login of {username}");
+        let body: Value = response.json().await.unwrap();
+        body["access_token"].as_str().unwrap().to_string()
+    }
+
+    pub async fn admin_token(&self) -> String {
+        self.token(ADMIN_USER, ADMIN_PASSWORD).await
+    }
+
+    /// A user with the given role, made directly in the database (the
+    /// account routes have their own tests); answers its access token.
+    pub async fn user_token(&self, username: &str, role: &str) -> (Uuid, String) {
+        let password = "User-Password-123";
+        let id = Uuid::now_v7();
+        sqlx::query("INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)")
+            .bind(id)
+            .bind(username)
+            .bind(catalog_shared::auth::hash_password(password).unwrap())
+            .bind(role)
+            .execute(&self.pool)
+            .await
+            .unwrap();
+        (id, self.token(username, password).await)
+    }
+
+    pub async fn upload(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> reqwest::Response {
+        let mut form = reqwest::multipart::Form::new();
+        for (k, v) in fields {
+            form = form.text(k.to_string(), v.to_string());
+        }
+        form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()));
+        self.http
+            .post(self.url("/api/datasets/upload"))
+            .bearer_auth(token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Uploads and answers the queued job's id, asserting the 202.
+    pub async fn upload_ok(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
+        let response = self.upload(token, filename, bytes, fields).await;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 202, "upload of {filename}: {body}");
+        assert_eq!(body["status"], "queued");
+        body["job_id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn job(&self, token: &str, job_id: &str) -> Value {
+        let response = self.http.get(self.url(&format!("/api/jobs/{job_id}"))).bearer_auth(token).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// Polls the job until it has finished.
+    pub async fn wait_job(&self, token: &str, job_id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let job = self.job(token, job_id).await;
+            if matches!(job["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+                return job;
+            }
+            assert!(Instant::now() < deadline, "job {job_id} did not finish: {job}\n{}", self.logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn get_json(&self, token: Option<&str>, path: &str) -> (u16, Value) {
+        let mut request = self.http.get(self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn dataset(&self, token: &str, id: &str) -> Value {
+        let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Tables in the data schema, staging ones included.
+    pub async fn data_tables(&self) -> Vec<String> {
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1")
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    pub async fn dataset_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM datasets").fetch_one(&self.pool).await.unwrap()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for child in self.workers.iter_mut().chain(self.api.iter_mut()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("{}", self.logs());
+        }
+        let _ = Command::new("psql")
+            .arg(admin_database_url())
+            .args(["-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A zip archive made of (name, bytes) members.
+pub fn zip_of(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    {
+        let mut writer = zip::ZipWriter::new(&mut cursor);
+        for (name, bytes) in members {
+            writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+            writer.write_all(bytes).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    cursor.into_inner()
+}
+
+/// The members of a shapefile set in the shared data, by layer directory.
+pub fn shapefile_members(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let path = data_dir().join(dir);
+    let mut members: Vec<(String, Vec<u8>)> = std::fs::read_dir(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    members.sort();
+    members
+}
+
+pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let borrowed: Vec<(&str, Vec<u8>)> = members.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    zip_of(&borrowed)
+}
