@@ -26,10 +26,17 @@ use crate::{auth, datasets, health, jobs, openapi::ApiDoc, state::AppState};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-pub fn build(state: AppState) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<NormalizePath<Router>, std::net::SocketAddr> {
+pub fn build(
+    state: AppState,
+) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<
+    NormalizePath<Router>,
+    std::net::SocketAddr,
+> {
     let router = router(state);
     let app = NormalizePathLayer::trim_trailing_slash().layer(router);
-    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(app)
+    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(
+        app,
+    )
 }
 
 pub fn router(state: AppState) -> Router {

@@ -15,8 +15,8 @@ use catalog_shared::{
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
-use uuid::Uuid;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
 
 use crate::{extract::Form, state::AppState};
 
@@ -52,7 +52,8 @@ impl Caller {
     }
     /// The user, or 401 for anonymous callers.
     pub fn signed_in(&self) -> Result<&User, AppError> {
-        self.user().ok_or_else(|| AppError::unauthorized("sign in or send an API credential"))
+        self.user()
+            .ok_or_else(|| AppError::unauthorized("sign in or send an API credential"))
     }
     /// The user when it may create and edit content (editor or admin).
     pub fn editor(&self) -> Result<&User, AppError> {
@@ -68,13 +69,21 @@ impl Caller {
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = AppError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(parts.extensions.get::<Caller>().cloned().unwrap_or_default())
+        Ok(parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_default())
     }
 }
 
 /// Resolves the bearer credential once per request. A credential that was
 /// sent but cannot be resolved is a 401, never a silent anonymous request.
-pub async fn resolve_caller(State(state): State<AppState>, mut request: Request, next: Next) -> Result<Response, AppError> {
+pub async fn resolve_caller(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, AppError> {
     let caller = match bearer_token(request.headers()) {
         None => Caller(None),
         Some(token) => {
@@ -88,7 +97,9 @@ pub async fn resolve_caller(State(state): State<AppState>, mut request: Request,
             .bind(claims.sub)
             .fetch_optional(&state.pool)
             .await?;
-            Caller(Some(user.ok_or_else(|| AppError::unauthorized("the account of this token is not active"))?))
+            Caller(Some(user.ok_or_else(|| {
+                AppError::unauthorized("the account of this token is not active")
+            })?))
         }
     };
     request.extensions_mut().insert(caller);
@@ -126,7 +137,10 @@ const REFRESH_TOKEN_DAYS: i32 = 30;
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth",
     request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, body = TokenPair), (status = 401, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Result<Json<TokenPair>, AppError> {
+async fn login(
+    State(state): State<AppState>,
+    Form(form): Form<LoginForm>,
+) -> Result<Json<TokenPair>, AppError> {
     let account: Option<(Uuid, Option<String>, String, bool)> = sqlx::query_as(
         "SELECT id, password_hash, status, is_active FROM users WHERE lower(username) = lower($1)",
     )
@@ -139,10 +153,15 @@ async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Re
         return Err(refused());
     }
     if status != "active" || !is_active {
-        return Err(AppError::unauthorized(format!("the account is {status}; it cannot sign in")));
+        return Err(AppError::unauthorized(format!(
+            "the account is {status}; it cannot sign in"
+        )));
     }
     let ttl = state.config.access_token_ttl;
-    let access_token = state.keys.issue_access(user_id, ttl).map_err(AppError::internal)?;
+    let access_token = state
+        .keys
+        .issue_access(user_id, ttl)
+        .map_err(AppError::internal)?;
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
     let refresh_token = hex(&secret);
@@ -170,7 +189,10 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Creates the first admin from `BOOTSTRAP_ADMIN_*` when no user exists.
 pub async fn bootstrap_admin(pool: &PgPool, config: &Config) -> anyhow::Result<()> {
-    let (Some(username), Some(password)) = (&config.bootstrap_admin_username, &config.bootstrap_admin_password) else {
+    let (Some(username), Some(password)) = (
+        &config.bootstrap_admin_username,
+        &config.bootstrap_admin_password,
+    ) else {
         return Ok(());
     };
     let hash = hash_password(password)?;

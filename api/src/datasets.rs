@@ -8,8 +8,8 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    jobs::{self, IngestOptions, IngestPayload, JobKind, UrlDownloadPayload},
     db::quote_ident,
+    jobs::{self, IngestOptions, IngestPayload, JobKind, UrlDownloadPayload},
     storage::{safe_filename, upload_path},
 };
 use chrono::{DateTime, Utc};
@@ -18,11 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json as SqlJson;
 use url::Url;
-use uuid::Uuid;
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
     routes,
 };
+use uuid::Uuid;
 
 use crate::{
     auth::Caller,
@@ -32,7 +32,8 @@ use crate::{
 
 pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     // Multipart framing adds a little to the file itself.
-    let body_limit = usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
+    let body_limit =
+        usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
     OpenApiRouter::new()
         .routes(routes!(upload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(import_url))
@@ -48,14 +49,19 @@ fn check_visibility(v: &str) -> Result<(), AppError> {
     if VISIBILITIES.contains(&v) {
         Ok(())
     } else {
-        Err(AppError::unprocessable(format!("visibility must be one of {}", VISIBILITIES.join(", "))))
+        Err(AppError::unprocessable(format!(
+            "visibility must be one of {}",
+            VISIBILITIES.join(", ")
+        )))
     }
 }
 
 fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), AppError> {
     let n = value.chars().count();
     if n < min || n > max {
-        return Err(AppError::unprocessable(format!("{field} must be {min} to {max} characters long")));
+        return Err(AppError::unprocessable(format!(
+            "{field} must be {min} to {max} characters long"
+        )));
     }
     Ok(())
 }
@@ -69,10 +75,19 @@ pub struct JobAccepted {
 
 fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
     let mut headers = HeaderMap::new();
-    if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
+    if let Ok(location) =
+        HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url))
+    {
         headers.insert(header::LOCATION, location);
     }
-    (StatusCode::ACCEPTED, headers, Json(JobAccepted { job_id, status: "queued" }))
+    (
+        StatusCode::ACCEPTED,
+        headers,
+        Json(JobAccepted {
+            job_id,
+            status: "queued",
+        }),
+    )
 }
 
 #[allow(dead_code)]
@@ -96,12 +111,19 @@ struct UploadForm {
     responses((status = 202, body = JobAccepted),
               (status = 413, description = "larger than MAX_UPLOAD_BYTES", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn upload(State(state): State<AppState>, caller: Caller, mut multipart: Multipart) -> Result<impl IntoResponse, AppError> {
+async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    mut multipart: Multipart,
+) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
     let job_id = Uuid::now_v7();
     let limit = state.config.max_upload_bytes;
     let mut stored: Option<(object_store::path::Path, String)> = None;
-    let mut options = IngestOptions { visibility: "private".into(), ..Default::default() };
+    let mut options = IngestOptions {
+        visibility: "private".into(),
+        ..Default::default()
+    };
     let outcome: Result<(), AppError> = async {
         while let Some(mut field) = multipart.next_field().await? {
             let name = field.name().unwrap_or_default().to_string();
@@ -160,15 +182,17 @@ async fn upload(State(state): State<AppState>, caller: Caller, mut multipart: Mu
                     }
                     "layer" if !value.is_empty() => options.layer = Some(value),
                     "srid" if !value.is_empty() => {
-                        let srid: i32 = value
-                            .parse()
-                            .ok()
-                            .filter(|s| *s > 0)
-                            .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))?;
+                        let srid: i32 = value.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+                            AppError::unprocessable("srid must be a positive EPSG code")
+                        })?;
                         options.srid = Some(srid);
                     }
                     "title" | "summary" | "visibility" | "layer" | "srid" => {}
-                    other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+                    other => {
+                        return Err(AppError::unprocessable(format!(
+                            "unknown form field {other:?}"
+                        )));
+                    }
                 }
             }
         }
@@ -182,9 +206,15 @@ async fn upload(State(state): State<AppState>, caller: Caller, mut multipart: Mu
         return Err(e);
     }
     let Some((path, filename)) = stored else {
-        return Err(AppError::unprocessable("the form has no file part named \"file\""));
+        return Err(AppError::unprocessable(
+            "the form has no file part named \"file\"",
+        ));
     };
-    let payload = IngestPayload { object_path: path.to_string(), filename, options };
+    let payload = IngestPayload {
+        object_path: path.to_string(),
+        filename,
+        options,
+    };
     let mut tx = state.pool.begin().await?;
     jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
     tx.commit().await?;
@@ -207,10 +237,15 @@ const URL_MAX: usize = 2048;
 /// Imports a file from a URL; the download runs in the background (job step `downloading`).
 #[utoipa::path(post, path = "/api/datasets/import-url", tag = "datasets", request_body = ImportUrl,
     responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn import_url(State(state): State<AppState>, caller: Caller, JsonBody(body): JsonBody<ImportUrl>) -> Result<impl IntoResponse, AppError> {
+async fn import_url(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ImportUrl>,
+) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
     check_text("url", &body.url, 1, URL_MAX)?;
-    let url = Url::parse(&body.url).map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
+    let url = Url::parse(&body.url)
+        .map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
     state
         .outbound
         .check_resolved(&url)
@@ -236,7 +271,14 @@ async fn import_url(State(state): State<AppState>, caller: Caller, JsonBody(body
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::UrlDownload, &payload, Some(user.id)).await?;
+    jobs::enqueue(
+        &mut tx,
+        job_id,
+        JobKind::UrlDownload,
+        &payload,
+        Some(user.id),
+    )
+    .await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -282,7 +324,8 @@ const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
     OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1)))";
 
 async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
+    let sql =
+        format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
     sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
@@ -294,13 +337,19 @@ async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<
 
 /// The dataset, when the caller may change it (its owner with an editing
 /// role, or an admin); 404 when it may not even see it.
-async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+async fn writable_dataset(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Dataset, AppError> {
     let dataset = visible_dataset(state, caller, id).await?;
     let user = caller.editor()?;
     if user.is_admin() || dataset.created_by == Some(user.id) {
         Ok(dataset)
     } else {
-        Err(AppError::forbidden("only the dataset's owner or an admin may change it"))
+        Err(AppError::forbidden(
+            "only the dataset's owner or an admin may change it",
+        ))
     }
 }
 
@@ -322,7 +371,11 @@ struct DatasetList {
 
 /// Datasets the caller may see, newest first.
 #[utoipa::path(get, path = "/api/datasets", tag = "datasets", params(DatasetListQuery), responses((status = 200, body = DatasetList)))]
-async fn list_datasets(State(state): State<AppState>, caller: Caller, Query(q): Query<DatasetListQuery>) -> Result<Json<DatasetList>, AppError> {
+async fn list_datasets(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<DatasetListQuery>,
+) -> Result<Json<DatasetList>, AppError> {
     let limit = q.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(AppError::bad_request("limit must be from 1 to 1000"));
@@ -348,12 +401,21 @@ async fn list_datasets(State(state): State<AppState>, caller: Caller, Query(q): 
         .bind(caller.is_admin())
         .fetch_one(&state.pool)
         .await?;
-    Ok(Json(DatasetList { datasets, total, limit, offset }))
+    Ok(Json(DatasetList {
+        datasets,
+        total,
+        limit,
+        offset,
+    }))
 }
 
 #[utoipa::path(get, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)),
     responses((status = 200, body = Dataset), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn get_dataset(State(state): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Json<Dataset>, AppError> {
+async fn get_dataset(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Dataset>, AppError> {
     Ok(Json(visible_dataset(&state, &caller, id).await?))
 }
 
@@ -407,17 +469,26 @@ async fn update_dataset(
 /// registered table is left in place.
 #[utoipa::path(delete, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)),
     responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn delete_dataset(State(state): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<StatusCode, AppError> {
+async fn delete_dataset(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
     let mut tx = state.pool.begin().await?;
-    sqlx::query("DELETE FROM datasets WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM datasets WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     if !dataset.is_registered {
         let sql = format!(
             "DROP TABLE IF EXISTS {}.{}",
             quote_ident(&dataset.schema_name),
             quote_ident(&dataset.table_name)
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)

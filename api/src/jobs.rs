@@ -5,8 +5,8 @@ use catalog_shared::{
     jobs::{self, JOB_COLUMNS, JobView},
 };
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
 
 use crate::{
     auth::Caller,
@@ -33,7 +33,11 @@ async fn visible_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<
 #[utoipa::path(get, path = "/api/jobs/{job_id}", tag = "jobs",
     params(("job_id" = Uuid, Path)),
     responses((status = 200, body = JobView), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn get_job(State(state): State<AppState>, caller: Caller, Path(job_id): Path<Uuid>) -> Result<Json<JobView>, AppError> {
+async fn get_job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(job_id): Path<Uuid>,
+) -> Result<Json<JobView>, AppError> {
     Ok(Json(visible_job(&state, &caller, job_id).await?))
 }
 
@@ -41,7 +45,11 @@ async fn get_job(State(state): State<AppState>, caller: Caller, Path(job_id): Pa
 #[utoipa::path(delete, path = "/api/jobs/{job_id}", tag = "jobs",
     params(("job_id" = Uuid, Path)),
     responses((status = 200, body = JobView), (status = 409, description = "the job has already finished", body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn cancel_job(State(state): State<AppState>, caller: Caller, Path(job_id): Path<Uuid>) -> Result<Json<JobView>, AppError> {
+async fn cancel_job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(job_id): Path<Uuid>,
+) -> Result<Json<JobView>, AppError> {
     let job = visible_job(&state, &caller, job_id).await?;
     let cancelled = sqlx::query(
         "UPDATE jobs SET status = 'cancelled', step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
@@ -52,7 +60,10 @@ async fn cancel_job(State(state): State<AppState>, caller: Caller, Path(job_id):
     .await?
     .rows_affected();
     if cancelled == 0 {
-        return Err(AppError::conflict(format!("the job has already {}", job.status)));
+        return Err(AppError::conflict(format!(
+            "the job has already {}",
+            job.status
+        )));
     }
     Ok(Json(visible_job(&state, &caller, job_id).await?))
 }
@@ -78,11 +89,18 @@ const JOB_STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "ca
 
 /// The caller's jobs, newest first.
 #[utoipa::path(get, path = "/api/jobs", tag = "jobs", params(JobListQuery), responses((status = 200, body = JobList)))]
-async fn list_jobs(State(state): State<AppState>, caller: Caller, Query(q): Query<JobListQuery>) -> Result<Json<JobList>, AppError> {
+async fn list_jobs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<JobListQuery>,
+) -> Result<Json<JobList>, AppError> {
     let user = caller.signed_in()?;
     if let Some(status) = &q.status {
         if !JOB_STATUSES.contains(&status.as_str()) {
-            return Err(AppError::bad_request(format!("status must be one of {}", JOB_STATUSES.join(", "))));
+            return Err(AppError::bad_request(format!(
+                "status must be one of {}",
+                JOB_STATUSES.join(", ")
+            )));
         }
     }
     let limit = q.limit.unwrap_or(50);

@@ -92,7 +92,11 @@ pub fn sql_identifier(name: &str, fallback: &str) -> String {
         out.push(c);
     }
     let trimmed = out.trim_matches('_');
-    let mut ident = if trimmed.is_empty() { fallback.to_string() } else { trimmed.to_string() };
+    let mut ident = if trimmed.is_empty() {
+        fallback.to_string()
+    } else {
+        trimmed.to_string()
+    };
     if ident.starts_with(|c: char| c.is_ascii_digit()) {
         ident.insert(0, '_');
     }

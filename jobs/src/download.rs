@@ -16,16 +16,27 @@ const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
 pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
     let payload: UrlDownloadPayload = serde_json::from_value(payload)
         .map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
-    let url = Url::parse(&payload.url).map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
+    let url = Url::parse(&payload.url)
+        .map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
     ctx.progress("downloading", Some(0), None).await?;
     let policy = &ctx.deps.outbound;
-    policy.check_resolved(&url).await.map_err(|why| JobError::Invalid(format!("the URL is refused: {why}")))?;
+    policy
+        .check_resolved(&url)
+        .await
+        .map_err(|why| JobError::Invalid(format!("the URL is refused: {why}")))?;
     let client = policy
         .client(ctx.deps.config.url_import_fetch_max)
         .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
-    let response = client.get(url.clone()).send().await.map_err(|e| describe(&e))?;
+    let response = client
+        .get(url.clone())
+        .send()
+        .await
+        .map_err(|e| describe(&e))?;
     if !response.status().is_success() {
-        return Err(JobError::Invalid(format!("the server answered {} for {url}", response.status())));
+        return Err(JobError::Invalid(format!(
+            "the server answered {} for {url}",
+            response.status()
+        )));
     }
     let filename = filename_for(&url, response.headers());
     if !sources::is_accepted_upload(&filename) {
@@ -60,7 +71,8 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
         }
     }
     writer.finish().await?;
-    ctx.progress("downloading", Some(done as i64), Some(done as i64)).await?;
+    ctx.progress("downloading", Some(done as i64), Some(done as i64))
+        .await?;
     ingest_object(ctx, &object, &filename, &payload.options).await
 }
 
@@ -72,7 +84,9 @@ fn describe(e: &reqwest::Error) -> JobError {
         source = inner.source();
     }
     if e.is_timeout() {
-        return JobError::Invalid(format!("the download took longer than URL_IMPORT_FETCH_MAX_SECONDS allows: {msg}"));
+        return JobError::Invalid(format!(
+            "the download took longer than URL_IMPORT_FETCH_MAX_SECONDS allows: {msg}"
+        ));
     }
     JobError::Invalid(format!("the download failed: {msg}"))
 }
@@ -83,12 +97,19 @@ fn filename_for(url: &Url, headers: &reqwest::header::HeaderMap) -> String {
     let from_header = headers
         .get(reqwest::header::CONTENT_DISPOSITION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').find_map(|p| p.trim().strip_prefix("filename=")))
+        .and_then(|v| {
+            v.split(';')
+                .find_map(|p| p.trim().strip_prefix("filename="))
+        })
         .map(|v| v.trim_matches('"').to_string());
     let from_path = url
         .path_segments()
         .and_then(|mut s| s.next_back())
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    catalog_shared::storage::safe_filename(&from_header.or(from_path).unwrap_or_else(|| "download".into()))
+    catalog_shared::storage::safe_filename(
+        &from_header
+            .or(from_path)
+            .unwrap_or_else(|| "download".into()),
+    )
 }

@@ -71,8 +71,14 @@ impl ExtentTracker {
         }
         let east_bin = gap_start - 1;
         let west_bin = gap_start + gap_len;
-        let east = self.bin_max_x[..=east_bin].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let west = self.bin_min_x[west_bin..].iter().cloned().fold(f64::INFINITY, f64::min);
+        let east = self.bin_max_x[..=east_bin]
+            .iter()
+            .cloned()
+            .fold(f64::NEG_INFINITY, f64::max);
+        let west = self.bin_min_x[west_bin..]
+            .iter()
+            .cloned()
+            .fold(f64::INFINITY, f64::min);
         if !(east.is_finite() && west.is_finite()) {
             return Some(plain);
         }

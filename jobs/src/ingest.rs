@@ -27,7 +27,12 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
 }
 
 /// Copies the object to a local file, which GDAL needs.
-async fn fetch_to_disk(ctx: &JobContext, object: &Path, dir: &std::path::Path, filename: &str) -> Result<std::path::PathBuf, JobError> {
+async fn fetch_to_disk(
+    ctx: &JobContext,
+    object: &Path,
+    dir: &std::path::Path,
+    filename: &str,
+) -> Result<std::path::PathBuf, JobError> {
     let local = dir.join(filename);
     let mut file = tokio::fs::File::create(&local).await?;
     let mut stream = ctx.deps.store.get(object).await?.into_stream();
@@ -44,23 +49,30 @@ struct LayerJob {
     key: String,
 }
 
-pub async fn ingest_object(ctx: &JobContext, object: &Path, filename: &str, options: &IngestOptions) -> Result<(), JobError> {
+pub async fn ingest_object(
+    ctx: &JobContext,
+    object: &Path,
+    filename: &str,
+    options: &IngestOptions,
+) -> Result<(), JobError> {
     ctx.progress("reading", None, None).await?;
     let workdir = tempfile::tempdir()?;
     let local = fetch_to_disk(ctx, object, workdir.path(), filename).await?;
     let wanted = options.layer.clone();
     let srid = options.srid;
     let name = filename.to_string();
-    let layers = tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
-        .await
-        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
-        .map_err(JobError::Invalid)?;
-    let published: HashSet<String> = sqlx::query_scalar("SELECT source_layer FROM datasets WHERE job_id = $1")
-        .bind(ctx.job_id)
-        .fetch_all(&ctx.deps.pool)
-        .await?
-        .into_iter()
-        .collect();
+    let layers =
+        tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
+            .await
+            .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+            .map_err(JobError::Invalid)?;
+    let published: HashSet<String> =
+        sqlx::query_scalar("SELECT source_layer FROM datasets WHERE job_id = $1")
+            .bind(ctx.job_id)
+            .fetch_all(&ctx.deps.pool)
+            .await?
+            .into_iter()
+            .collect();
     let single = layers.len() == 1;
     let mut loaded_any = !published.is_empty();
     for (n, layer) in layers.iter().enumerate() {
@@ -77,7 +89,8 @@ pub async fn ingest_object(ctx: &JobContext, object: &Path, filename: &str, opti
             truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
+        let loaded =
+            load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
         if loaded.stats.rows == 0 {
             crate::runner::drop_staging(ctx).await;
             tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
@@ -95,13 +108,19 @@ pub async fn ingest_object(ctx: &JobContext, object: &Path, filename: &str, opti
         loaded_any = true;
     }
     if !loaded_any {
-        return Err(JobError::Invalid("the file holds no features: every spatial layer is empty".into()));
+        return Err(JobError::Invalid(
+            "the file holds no features: every spatial layer is empty".into(),
+        ));
     }
     Ok(())
 }
 
 fn truncated(s: &str, max: usize) -> String {
-    s.chars().take(max).collect::<String>().trim_end_matches('_').to_string()
+    s.chars()
+        .take(max)
+        .collect::<String>()
+        .trim_end_matches('_')
+        .to_string()
 }
 
 fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool) -> String {
@@ -115,7 +134,12 @@ fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool)
 }
 
 /// Opens every source with GDAL and lists the spatial layers to load.
-fn plan_layers(local: &std::path::Path, filename: &str, wanted: Option<&str>, srid: Option<i32>) -> Result<Vec<LayerJob>, String> {
+fn plan_layers(
+    local: &std::path::Path,
+    filename: &str,
+    wanted: Option<&str>,
+    srid: Option<i32>,
+) -> Result<Vec<LayerJob>, String> {
     let sources = sources::sources_of(local, filename)?;
     let many_sources = sources.len() > 1;
     let mut all = Vec::new();
@@ -130,12 +154,20 @@ fn plan_layers(local: &std::path::Path, filename: &str, wanted: Option<&str>, sr
             ));
         }
         for (index, name) in spatial {
-            let key = if many_sources { format!("{}:{name}", source.label) } else { name.clone() };
+            let key = if many_sources {
+                format!("{}:{name}", source.label)
+            } else {
+                name.clone()
+            };
             available.push(name.clone());
             let selected = wanted.is_none_or(|w| w.eq_ignore_ascii_case(&name) || w == key);
             if selected {
                 let plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
-                all.push(LayerJob { source: source.clone(), plan, key });
+                all.push(LayerJob {
+                    source: source.clone(),
+                    plan,
+                    key,
+                });
             }
         }
     }

@@ -8,5 +8,5 @@ mod reader;
 pub mod runner;
 mod sources;
 
-pub use sources::{ACCEPTED as ACCEPTED_UPLOADS, is_accepted_upload};
 pub use runner::{JobContext, JobError, cleanup_abandoned_staging, run_job};
+pub use sources::{ACCEPTED as ACCEPTED_UPLOADS, is_accepted_upload};

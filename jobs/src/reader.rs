@@ -86,7 +86,12 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
             sibling_files: None,
         },
     )
-    .map_err(|e| ReadError::Invalid(format!("the file could not be read as {}: {e}", format.name())))
+    .map_err(|e| {
+        ReadError::Invalid(format!(
+            "the file could not be read as {}: {e}",
+            format.name()
+        ))
+    })
 }
 
 #[derive(Clone, Debug)]
@@ -126,23 +131,37 @@ pub fn spatial_layers(ds: &Dataset) -> Vec<(usize, String)> {
         .collect()
 }
 
-pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Result<LayerPlan, ReadError> {
+pub fn plan_layer(
+    ds: &Dataset,
+    index: usize,
+    srid_override: Option<i32>,
+) -> Result<LayerPlan, ReadError> {
     let layer = ds
         .layer(index)
         .map_err(|e| ReadError::Invalid(format!("layer {index} could not be opened: {e}")))?;
     let declared = unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) };
     let has_z = unsafe { gdal_sys::OGR_GT_HasZ(declared) } != 0;
     let layer_defn = unsafe { gdal_sys::OGR_L_GetLayerDefn(layer.c_layer()) };
-    let originals: Vec<(String, OGRFieldType::Type)> =
-        layer.defn().fields().map(|f| (f.name(), f.field_type())).collect();
+    let originals: Vec<(String, OGRFieldType::Type)> = layer
+        .defn()
+        .fields()
+        .map(|f| (f.name(), f.field_type()))
+        .collect();
     let names = column_names(originals.iter().map(|(n, _)| n.as_str()));
     let fields = originals
         .into_iter()
         .zip(names)
         .enumerate()
         .map(|(i, ((original, ogr_type), name))| {
-            let sub = unsafe { gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int)) };
-            FieldPlan { original, name, ogr_type, pg: PgType::from_ogr(ogr_type, sub) }
+            let sub = unsafe {
+                gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int))
+            };
+            FieldPlan {
+                original,
+                name,
+                ogr_type,
+                pg: PgType::from_ogr(ogr_type, sub),
+            }
         })
         .collect();
     let source_srid = match layer.spatial_ref() {
@@ -175,9 +194,11 @@ fn target_for(declared: Gt::Type) -> GeomTarget {
     match unsafe { gdal_sys::OGR_GT_Flatten(declared) } {
         Gt::wkbPoint => GeomTarget::Fixed(Gt::wkbPoint),
         Gt::wkbMultiPoint => GeomTarget::Fixed(Gt::wkbMultiPoint),
-        Gt::wkbLineString | Gt::wkbMultiLineString | Gt::wkbCircularString | Gt::wkbCompoundCurve | Gt::wkbMultiCurve => {
-            GeomTarget::Fixed(Gt::wkbMultiLineString)
-        }
+        Gt::wkbLineString
+        | Gt::wkbMultiLineString
+        | Gt::wkbCircularString
+        | Gt::wkbCompoundCurve
+        | Gt::wkbMultiCurve => GeomTarget::Fixed(Gt::wkbMultiLineString),
         Gt::wkbPolygon | Gt::wkbMultiPolygon | Gt::wkbCurvePolygon | Gt::wkbMultiSurface => {
             GeomTarget::Fixed(Gt::wkbMultiPolygon)
         }
@@ -228,9 +249,9 @@ pub struct ReadRequest {
 /// Streams the layer as COPY chunks (header first, trailer last) into `out`.
 pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadStats, ReadError> {
     let ds = open(&req.path, req.format)?;
-    let layer = ds
-        .layer(req.plan.index)
-        .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name)))?;
+    let layer = ds.layer(req.plan.index).map_err(|e| {
+        ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name))
+    })?;
     let transform = coordinate_transform(&layer, &req.plan)?;
     let h_layer = unsafe { layer.c_layer() };
     let mut stats = ReadStats {
@@ -256,11 +277,21 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         binary::row_start(&mut chunk, field_count);
         binary::i64(&mut chunk, stats.rows as i64);
         let outcome = unsafe {
-            write_geometry(&mut chunk, &mut wkb, feature.0, transform.as_ref(), req.target, req.plan.has_z, &mut stats)
+            write_geometry(
+                &mut chunk,
+                &mut wkb,
+                feature.0,
+                transform.as_ref(),
+                req.target,
+                req.plan.has_z,
+                &mut stats,
+            )
         };
         if let Err(e) = outcome {
             return Err(match e {
-                ReadError::Invalid(msg) => ReadError::Invalid(format!("feature {}: {msg}", stats.rows)),
+                ReadError::Invalid(msg) => {
+                    ReadError::Invalid(format!("feature {}: {msg}", stats.rows))
+                }
                 other => other,
             });
         }
@@ -285,7 +316,9 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
     }
     let last_error = unsafe { gdal_sys::CPLGetLastErrorType() };
     if last_error == gdal_sys::CPLErr::CE_Failure || last_error == gdal_sys::CPLErr::CE_Fatal {
-        let msg = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }.to_string_lossy().into_owned();
+        let msg = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
+            .to_string_lossy()
+            .into_owned();
         return Err(ReadError::Invalid(format!(
             "reading stopped after {} features: {msg}",
             stats.rows
@@ -314,13 +347,17 @@ impl Drop for OwnedGeometry {
     }
 }
 
-fn coordinate_transform(layer: &gdal::vector::Layer<'_>, plan: &LayerPlan) -> Result<Option<CoordTransform>, ReadError> {
+fn coordinate_transform(
+    layer: &gdal::vector::Layer<'_>,
+    plan: &LayerPlan,
+) -> Result<Option<CoordTransform>, ReadError> {
     let mut source = match layer.spatial_ref() {
         Some(srs) => srs,
         None => match plan.source_srid {
             Some(4326) | None => return Ok(None),
-            Some(code) => SpatialRef::from_epsg(code as u32)
-                .map_err(|e| ReadError::Invalid(format!("EPSG:{code} is not a known coordinate system: {e}")))?,
+            Some(code) => SpatialRef::from_epsg(code as u32).map_err(|e| {
+                ReadError::Invalid(format!("EPSG:{code} is not a known coordinate system: {e}"))
+            })?,
         },
     };
     if plan.source_srid == Some(4326) {
@@ -331,13 +368,19 @@ fn coordinate_transform(layer: &gdal::vector::Layer<'_>, plan: &LayerPlan) -> Re
     target.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
     CoordTransform::new(&source, &target)
         .map(Some)
-        .map_err(|e| ReadError::Invalid(format!("the layer's coordinate system cannot be converted to EPSG:4326: {e}")))
+        .map_err(|e| {
+            ReadError::Invalid(format!(
+                "the layer's coordinate system cannot be converted to EPSG:4326: {e}"
+            ))
+        })
 }
 
 fn is_multi_of(multi: Gt::Type, single: Gt::Type) -> bool {
     matches!(
         (multi, single),
-        (Gt::wkbMultiPoint, Gt::wkbPoint) | (Gt::wkbMultiLineString, Gt::wkbLineString) | (Gt::wkbMultiPolygon, Gt::wkbPolygon)
+        (Gt::wkbMultiPoint, Gt::wkbPoint)
+            | (Gt::wkbMultiLineString, Gt::wkbLineString)
+            | (Gt::wkbMultiPolygon, Gt::wkbPolygon)
     )
 }
 
@@ -364,7 +407,9 @@ unsafe fn write_geometry(
         }
         if let Some(ct) = transform {
             if gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE {
-                return Err(ReadError::Invalid("the geometry could not be reprojected to EPSG:4326".into()));
+                return Err(ReadError::Invalid(
+                    "the geometry could not be reprojected to EPSG:4326".into(),
+                ));
             }
         }
         let mut flat = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
@@ -389,7 +434,12 @@ unsafe fn write_geometry(
         }
         stats.types_seen.insert(postgis_type_name(flat));
         if gdal_sys::OGR_G_IsEmpty(geom.0) == 0 {
-            let mut env = gdal_sys::OGREnvelope { MinX: 0.0, MaxX: 0.0, MinY: 0.0, MaxY: 0.0 };
+            let mut env = gdal_sys::OGREnvelope {
+                MinX: 0.0,
+                MaxX: 0.0,
+                MinY: 0.0,
+                MaxY: 0.0,
+            };
             gdal_sys::OGR_G_GetEnvelope(geom.0, &mut env);
             stats.extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
         }
@@ -427,7 +477,13 @@ fn sample_text(s: &str) -> Value {
 }
 
 /// Writes one attribute; returns its value as JSON when asked for a sample.
-unsafe fn write_field(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, field: &FieldPlan, sample: bool) -> Option<Value> {
+unsafe fn write_field(
+    buf: &mut Vec<u8>,
+    h: gdal_sys::OGRFeatureH,
+    i: c_int,
+    field: &FieldPlan,
+    sample: bool,
+) -> Option<Value> {
     unsafe {
         if gdal_sys::OGR_F_IsFieldSetAndNotNull(h, i) == 0 {
             binary::null(buf);
@@ -452,7 +508,11 @@ unsafe fn write_field(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, fie
             PgType::Double => {
                 let v = gdal_sys::OGR_F_GetFieldAsDouble(h, i);
                 binary::f64(buf, v);
-                if sample { serde_json::Number::from_f64(v).map(Value::Number) } else { None }
+                if sample {
+                    serde_json::Number::from_f64(v).map(Value::Number)
+                } else {
+                    None
+                }
             }
             PgType::Text => {
                 let s = text_of(gdal_sys::OGR_F_GetFieldAsString(h, i));
@@ -462,7 +522,11 @@ unsafe fn write_field(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, fie
             PgType::Bytea => {
                 let mut len: c_int = 0;
                 let ptr = gdal_sys::OGR_F_GetFieldAsBinary(h, i, &mut len);
-                let data = if ptr.is_null() { &[][..] } else { std::slice::from_raw_parts(ptr, len.max(0) as usize) };
+                let data = if ptr.is_null() {
+                    &[][..]
+                } else {
+                    std::slice::from_raw_parts(ptr, len.max(0) as usize)
+                };
                 binary::bytes(buf, data);
                 None
             }
@@ -471,7 +535,9 @@ unsafe fn write_field(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, fie
                 binary::jsonb(buf, &value.to_string());
                 sample.then_some(value)
             }
-            PgType::Date | PgType::Time | PgType::TimestampTz => write_temporal(buf, h, i, field.pg, sample),
+            PgType::Date | PgType::Time | PgType::TimestampTz => {
+                write_temporal(buf, h, i, field.pg, sample)
+            }
         }
     }
 }
@@ -493,7 +559,9 @@ unsafe fn list_value(h: gdal_sys::OGRFeatureH, i: c_int, ogr_type: OGRFieldType:
                 Value::Array(
                     slice_or_empty(p, len)
                         .iter()
-                        .map(|v| serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number))
+                        .map(|v| {
+                            serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
+                        })
                         .collect(),
                 )
             }
@@ -511,16 +579,31 @@ unsafe fn list_value(h: gdal_sys::OGRFeatureH, i: c_int, ogr_type: OGRFieldType:
 }
 
 unsafe fn slice_or_empty<'a, T>(p: *const T, len: c_int) -> &'a [T] {
-    if p.is_null() || len <= 0 { &[] } else { unsafe { std::slice::from_raw_parts(p, len as usize) } }
+    if p.is_null() || len <= 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(p, len as usize) }
+    }
 }
 
 /// Dates, times and timestamps; a value that is not a real calendar date
 /// (a zero month, say) is stored as NULL rather than failing the load.
-unsafe fn write_temporal(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, pg: PgType, sample: bool) -> Option<Value> {
+unsafe fn write_temporal(
+    buf: &mut Vec<u8>,
+    h: gdal_sys::OGRFeatureH,
+    i: c_int,
+    pg: PgType,
+    sample: bool,
+) -> Option<Value> {
     let (mut y, mut mo, mut d, mut hh, mut mi, mut tz) = (0, 0, 0, 0, 0, 0);
     let mut sec: f32 = 0.0;
-    let ok = unsafe { gdal_sys::OGR_F_GetFieldAsDateTimeEx(h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz) } != 0;
-    let micros_of_day = ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
+    let ok = unsafe {
+        gdal_sys::OGR_F_GetFieldAsDateTimeEx(
+            h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz,
+        )
+    } != 0;
+    let micros_of_day =
+        ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
     let text = || unsafe { text_of(gdal_sys::OGR_F_GetFieldAsString(h, i)) };
     match pg {
         PgType::Time if ok => {
@@ -542,7 +625,8 @@ unsafe fn write_temporal(buf: &mut Vec<u8>, h: gdal_sys::OGRFeatureH, i: c_int, 
                 // GDAL's tz flag: 0 unknown and 1 local (both taken as UTC),
                 // 100 UTC, otherwise 15-minute steps away from 100.
                 let offset_minutes = if tz > 1 { (tz as i64 - 100) * 15 } else { 0 };
-                let micros = days as i64 * 86_400_000_000 + micros_of_day - offset_minutes * 60_000_000;
+                let micros =
+                    days as i64 * 86_400_000_000 + micros_of_day - offset_minutes * 60_000_000;
                 binary::i64(buf, micros);
                 sample.then(|| Value::String(text()))
             }

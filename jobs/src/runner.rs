@@ -2,14 +2,10 @@
 //! transient failures with backoff and records the outcome users poll.
 use std::{sync::Arc, time::Duration};
 
-use http::StatusCode;
 use catalog_shared::{
-    Problem,
-    config::Config,
-    error::is_unavailable,
-    outbound::OutboundPolicy,
-    storage::Store,
+    Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Store,
 };
+use http::StatusCode;
 use object_store::path::Path;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -51,7 +47,11 @@ impl From<sqlx::Error> for JobError {
         }
         match &e {
             // Data exceptions and constraint violations come from the input.
-            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
+            sqlx::Error::Database(db)
+                if db
+                    .code()
+                    .is_some_and(|c| c.starts_with("22") || c.starts_with("23")) =>
+            {
                 JobError::Invalid(format!("the data could not be stored: {}", db.message()))
             }
             _ => JobError::Internal(e.to_string()),
@@ -82,7 +82,12 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 impl JobContext {
     /// Records what the job is doing; answers `Cancelled` once the job was
     /// cancelled, so every progress report doubles as a cancellation check.
-    pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
+    pub async fn progress(
+        &self,
+        step: &str,
+        done: Option<i64>,
+        total: Option<i64>,
+    ) -> Result<(), JobError> {
         let still_running = sqlx::query(
             "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
              WHERE id = $1 AND status = 'running'",
@@ -95,7 +100,11 @@ impl JobContext {
         .await?
         .rows_affected()
             == 1;
-        if still_running { Ok(()) } else { Err(JobError::Cancelled) }
+        if still_running {
+            Ok(())
+        } else {
+            Err(JobError::Cancelled)
+        }
     }
 
     /// Name prefix of this job's staging tables.
@@ -140,7 +149,9 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         let result = match job.kind.as_str() {
             "ingest" => ingest::run(&ctx, job.payload.clone()).await,
             "url_download" => download::run(&ctx, job.payload.clone()).await,
-            other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
+            other => Err(JobError::Internal(format!(
+                "no handler for job kind {other}"
+            ))),
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {
@@ -175,12 +186,17 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
                     tracing::error!(%job_id, %why, "job gave up after retries");
                     Problem::new(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        format!("the job could not reach the database or the object store after {MAX_TRIES} tries: {why}"),
+                        format!(
+                            "the job could not reach the database or the object store after {MAX_TRIES} tries: {why}"
+                        ),
                     )
                 }
                 JobError::Internal(why) => {
                     tracing::error!(%job_id, %why, "job failed on an internal error");
-                    Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "the job failed on an internal error; it has been logged")
+                    Problem::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the job failed on an internal error; it has been logged",
+                    )
                 }
                 JobError::Cancelled => unreachable!("handled above"),
             };
@@ -213,7 +229,10 @@ async fn drop_staging_like(pool: &PgPool, prefix: &str) -> Result<(), sqlx::Erro
     .fetch_all(pool)
     .await?;
     for table in tables {
-        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(&table));
+        let sql = format!(
+            "DROP TABLE IF EXISTS data.{}",
+            crate::columns::quote(&table)
+        );
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
     }
     Ok(())

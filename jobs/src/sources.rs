@@ -14,7 +14,8 @@ pub struct Source {
     pub label: String,
 }
 
-pub const ACCEPTED: &str = ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
+pub const ACCEPTED: &str =
+    ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
 
 /// The format an uploaded file name announces, if any.
 pub fn format_of(name: &str) -> Option<SourceFormat> {
@@ -61,8 +62,9 @@ fn is_safe_member(name: &str) -> bool {
 
 fn zip_sources(path: &Path) -> Result<Vec<Source>, String> {
     let file = File::open(path).map_err(|e| format!("the upload could not be read: {e}"))?;
-    let mut archive = zip::ZipArchive::new(file)
-        .map_err(|e| format!("the file is not a readable zip archive (truncated or corrupt?): {e}"))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| {
+        format!("the file is not a readable zip archive (truncated or corrupt?): {e}")
+    })?;
     let mut names = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
         let entry = archive
@@ -70,7 +72,9 @@ fn zip_sources(path: &Path) -> Result<Vec<Source>, String> {
             .map_err(|e| format!("the zip archive is corrupt: {e}"))?;
         let name = entry.name().to_string();
         if !is_safe_member(&name) {
-            return Err(format!("the zip archive holds an unsafe path {name:?}; paths must stay inside the archive"));
+            return Err(format!(
+                "the zip archive holds an unsafe path {name:?}; paths must stay inside the archive"
+            ));
         }
         if !entry.is_dir() && !name.starts_with("__MACOSX/") {
             names.push(name);
@@ -79,7 +83,9 @@ fn zip_sources(path: &Path) -> Result<Vec<Source>, String> {
     let lower: HashSet<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
     let mut sources = Vec::new();
     for name in &names {
-        let Some(format) = format_of(name) else { continue };
+        let Some(format) = format_of(name) else {
+            continue;
+        };
         if format == SourceFormat::Shapefile {
             let stem = &name[..name.len() - 4];
             let missing: Vec<&str> = ["shx", "dbf"]
@@ -101,7 +107,9 @@ fn zip_sources(path: &Path) -> Result<Vec<Source>, String> {
         });
     }
     if sources.is_empty() {
-        return Err(format!("the zip archive holds no spatial file; it should hold {ACCEPTED}"));
+        return Err(format!(
+            "the zip archive holds no spatial file; it should hold {ACCEPTED}"
+        ));
     }
     Ok(sources)
 }

@@ -91,7 +91,10 @@ impl Config {
             jwt_secret,
             storage_url,
             cors_allowed_origins,
-            url_import_fetch_max: Duration::from_secs(parsed("URL_IMPORT_FETCH_MAX_SECONDS", 1800)?),
+            url_import_fetch_max: Duration::from_secs(parsed(
+                "URL_IMPORT_FETCH_MAX_SECONDS",
+                1800,
+            )?),
             ogc_items_max_page_size: max_page,
             banner_enabled: parsed("BANNER_ENABLED", false)?,
             banner_text: var("BANNER_TEXT"),

@@ -46,10 +46,8 @@ impl AppError {
         Self::new(StatusCode::BAD_REQUEST, detail)
     }
     pub fn unauthorized(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, detail).with_header(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer"),
-        )
+        Self::new(StatusCode::UNAUTHORIZED, detail)
+            .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))
     }
     pub fn forbidden(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, detail)
@@ -91,7 +89,11 @@ impl AppError {
 
 impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.problem.status, self.problem.title, self.problem.detail)
+        write!(
+            f,
+            "{} {}: {}",
+            self.problem.status, self.problem.title, self.problem.detail
+        )
     }
 }
 
@@ -118,15 +120,32 @@ impl IntoResponse for AppError {
 pub fn is_unavailable(e: &sqlx::Error) -> bool {
     matches!(
         e,
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
-    ) || matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")))
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::Io(_)
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+    ) || matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| is_unavailable_code(&c)))
+}
+
+/// SQLSTATEs that say the server cannot serve right now rather than that
+/// the statement is wrong: connection failures (08), operator shutdowns
+/// (57P), exhausted resources (53), and connections refused to a database
+/// that is not accepting them (55000, 3D000).
+fn is_unavailable_code(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("57P")
+        || code.starts_with("53")
+        || code == "55000"
+        || code == "3D000"
 }
 
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         if is_unavailable(&e) {
             tracing::warn!(error = %e, "database unavailable");
-            return Self::unavailable("the database could not serve the request; try again shortly");
+            return Self::unavailable(
+                "the database could not serve the request; try again shortly",
+            );
         }
         match e {
             sqlx::Error::RowNotFound => Self::not_found("not found"),

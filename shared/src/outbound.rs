@@ -24,10 +24,17 @@ impl OutboundPolicy {
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
         self.allowed.iter().any(|entry| {
             let entry_host = match entry.rsplit_once(':') {
-                Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') => h,
+                Some((h, port))
+                    if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') =>
+                {
+                    h
+                }
                 _ => entry.as_str(),
             };
             entry_host.trim_start_matches('[').trim_end_matches(']') == host
@@ -35,9 +42,14 @@ impl OutboundPolicy {
     }
 
     fn host_port_allowed(&self, host: &str, port: u16) -> bool {
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
         self.allowed.iter().any(|entry| {
-            entry == &host || *entry == format!("{host}:{port}") || *entry == format!("[{host}]:{port}")
+            entry == &host
+                || *entry == format!("{host}:{port}")
+                || *entry == format!("[{host}]:{port}")
         })
     }
 
@@ -45,7 +57,10 @@ impl OutboundPolicy {
     /// port allowance and literal addresses.
     pub fn check_url(&self, url: &Url) -> Result<(), String> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
+            return Err(format!(
+                "only http and https URLs can be fetched, not {}",
+                url.scheme()
+            ));
         }
         let host = url.host_str().ok_or("the URL has no host")?;
         let port = url.port_or_known_default().unwrap_or(80);
@@ -53,7 +68,9 @@ impl OutboundPolicy {
             return Ok(());
         }
         if self.host_allowed(host) {
-            return Err(format!("{host} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists"));
+            return Err(format!(
+                "{host} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists"
+            ));
         }
         if let Some(ip) = literal_ip(url) {
             if !is_public(ip) {
@@ -79,7 +96,10 @@ impl OutboundPolicy {
             return Err(format!("{host} resolves to no address"));
         }
         if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-            return Err(format!("{host} resolves to {}, which is not a public address", bad.ip()));
+            return Err(format!(
+                "{host} resolves to {}, which is not a public address",
+                bad.ip()
+            ));
         }
         Ok(())
     }
@@ -124,12 +144,14 @@ impl Resolve for GuardedResolver {
         let policy = self.policy.clone();
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if !policy.host_allowed(&host) {
                 if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-                    let msg = format!("{host} resolves to {}, which is not a public address", bad.ip());
+                    let msg = format!(
+                        "{host} resolves to {}, which is not a public address",
+                        bad.ip()
+                    );
                     return Err(msg.into());
                 }
             }
@@ -186,7 +208,19 @@ mod tests {
 
     #[test]
     fn private_and_metadata_addresses_are_not_public() {
-        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1"] {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"] {
@@ -197,11 +231,31 @@ mod tests {
     #[test]
     fn literal_private_urls_are_refused_unless_allowed() {
         let policy = OutboundPolicy::new(&[]);
-        assert!(policy.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_err());
-        assert!(policy.check_url(&Url::parse("http://[::1]/x").unwrap()).is_err());
-        assert!(policy.check_url(&Url::parse("ftp://example.com/x").unwrap()).is_err());
+        assert!(
+            policy
+                .check_url(&Url::parse("http://127.0.0.1:9/x").unwrap())
+                .is_err()
+        );
+        assert!(
+            policy
+                .check_url(&Url::parse("http://[::1]/x").unwrap())
+                .is_err()
+        );
+        assert!(
+            policy
+                .check_url(&Url::parse("ftp://example.com/x").unwrap())
+                .is_err()
+        );
         let allowed = OutboundPolicy::new(&["127.0.0.1:9".into()]);
-        assert!(allowed.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_ok());
-        assert!(allowed.check_url(&Url::parse("http://127.0.0.1:10/x").unwrap()).is_err());
+        assert!(
+            allowed
+                .check_url(&Url::parse("http://127.0.0.1:9/x").unwrap())
+                .is_ok()
+        );
+        assert!(
+            allowed
+                .check_url(&Url::parse("http://127.0.0.1:10/x").unwrap())
+                .is_err()
+        );
     }
 }

@@ -49,12 +49,25 @@ pub fn safe_filename(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
     let cleaned: String = base
         .chars()
-        .map(|c| if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let cleaned = cleaned.trim_start_matches('.');
-    let mut out: String = if cleaned.is_empty() { "upload".into() } else { cleaned.into() };
+    let mut out: String = if cleaned.is_empty() {
+        "upload".into()
+    } else {
+        cleaned.into()
+    };
     if out.len() > 200 {
-        let ext = out.rsplit_once('.').map(|(_, e)| e.to_string()).unwrap_or_default();
+        let ext = out
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_string())
+            .unwrap_or_default();
         out = format!("{}.{ext}", &out.chars().take(150).collect::<String>());
     }
     out

@@ -23,7 +23,10 @@ pub fn bin_dir() -> PathBuf {
     }
     // target/debug/deps/<test binary> → target/debug
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(|p| p.parent())
+        .expect("target dir")
+        .to_path_buf()
 }
 
 pub fn data_dir() -> PathBuf {
@@ -39,11 +42,16 @@ pub fn data_file(relative: &str) -> Vec<u8> {
 }
 
 fn admin_database_url() -> String {
-    std::env::var("TEST_ADMIN_DATABASE_URL").unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
+    std::env::var("TEST_ADMIN_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[derive(Default, Clone)]
@@ -54,7 +62,10 @@ pub struct StackOptions {
 
 impl StackOptions {
     pub fn workers(n: usize) -> Self {
-        Self { workers: n, env: Vec::new() }
+        Self {
+            workers: n,
+            env: Vec::new(),
+        }
     }
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.into(), value.into()));
@@ -82,12 +93,16 @@ impl Stack {
 
     pub async fn start_with(options: StackOptions) -> Self {
         let admin_url = admin_database_url();
-        let admin = PgPool::connect(&admin_url).await.expect("test cluster reachable (run scripts/test.sh)");
-        let db_name = format!("t_{}", Uuid::new_v4().simple());
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name} TEMPLATE catalog_template")))
-            .execute(&admin)
+        let admin = PgPool::connect(&admin_url)
             .await
-            .expect("create test database");
+            .expect("test cluster reachable (run scripts/test.sh)");
+        let db_name = format!("t_{}", Uuid::new_v4().simple());
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {db_name} TEMPLATE catalog_template"
+        )))
+        .execute(&admin)
+        .await
+        .expect("create test database");
         admin.close().await;
         let database_url = admin_url.rsplit_once('/').unwrap().0.to_string() + "/" + &db_name;
         let storage = tempfile::tempdir().unwrap();
@@ -97,7 +112,10 @@ impl Stack {
         let mut env = vec![
             ("DATABASE_URL".to_string(), database_url.clone()),
             ("JWT_SECRET".into(), JWT_SECRET.into()),
-            ("STORAGE_URL".into(), format!("file://{}", storage.path().display())),
+            (
+                "STORAGE_URL".into(),
+                format!("file://{}", storage.path().display()),
+            ),
             ("BIND_ADDR".into(), format!("127.0.0.1:{port}")),
             ("PUBLIC_URL".into(), base.clone()),
             ("BOOTSTRAP_ADMIN_USERNAME".into(), ADMIN_USER.into()),
@@ -114,7 +132,10 @@ impl Stack {
             database_url,
             db_name,
             pool,
-            http: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .unwrap(),
             env,
             api: None,
             workers: Vec::new(),
@@ -166,7 +187,11 @@ impl Stack {
         let mut out = String::new();
         if let Ok(entries) = std::fs::read_dir(self.logs.path()) {
             for entry in entries.flatten() {
-                out += &format!("--- {}\n{}\n", entry.file_name().to_string_lossy(), std::fs::read_to_string(entry.path()).unwrap_or_default());
+                out += &format!(
+                    "--- {}\n{}\n",
+                    entry.file_name().to_string_lossy(),
+                    std::fs::read_to_string(entry.path()).unwrap_or_default()
+                );
             }
         }
         out
@@ -183,7 +208,11 @@ impl Stack {
             if let Some(status) = self.api.as_mut().unwrap().try_wait().unwrap() {
                 panic!("API exited with {status}:\n{}", self.logs());
             }
-            assert!(Instant::now() < deadline, "API did not become healthy:\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "API did not become healthy:\n{}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -214,23 +243,34 @@ impl Stack {
     pub async fn user_token(&self, username: &str, role: &str) -> (Uuid, String) {
         let password = "User-Password-123";
         let id = Uuid::now_v7();
-        sqlx::query("INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)")
-            .bind(id)
-            .bind(username)
-            .bind(catalog_shared::auth::hash_password(password).unwrap())
-            .bind(role)
-            .execute(&self.pool)
-            .await
-            .unwrap();
+        sqlx::query(
+            "INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(username)
+        .bind(catalog_shared::auth::hash_password(password).unwrap())
+        .bind(role)
+        .execute(&self.pool)
+        .await
+        .unwrap();
         (id, self.token(username, password).await)
     }
 
-    pub async fn upload(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> reqwest::Response {
+    pub async fn upload(
+        &self,
+        token: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut form = reqwest::multipart::Form::new();
         for (k, v) in fields {
             form = form.text(k.to_string(), v.to_string());
         }
-        form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()));
+        form = form.part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()),
+        );
         self.http
             .post(self.url("/api/datasets/upload"))
             .bearer_auth(token)
@@ -241,7 +281,13 @@ impl Stack {
     }
 
     /// Uploads and answers the queued job's id, asserting the 202.
-    pub async fn upload_ok(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
+    pub async fn upload_ok(
+        &self,
+        token: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        fields: &[(&str, &str)],
+    ) -> String {
         let response = self.upload(token, filename, bytes, fields).await;
         let status = response.status();
         let body: Value = response.json().await.unwrap();
@@ -251,7 +297,13 @@ impl Stack {
     }
 
     pub async fn job(&self, token: &str, job_id: &str) -> Value {
-        let response = self.http.get(self.url(&format!("/api/jobs/{job_id}"))).bearer_auth(token).send().await.unwrap();
+        let response = self
+            .http
+            .get(self.url(&format!("/api/jobs/{job_id}")))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200);
         response.json().await.unwrap()
     }
@@ -261,10 +313,17 @@ impl Stack {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             let job = self.job(token, job_id).await;
-            if matches!(job["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+            if matches!(
+                job["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            ) {
                 return job;
             }
-            assert!(Instant::now() < deadline, "job {job_id} did not finish: {job}\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "job {job_id} did not finish: {job}\n{}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -280,21 +339,28 @@ impl Stack {
     }
 
     pub async fn dataset(&self, token: &str, id: &str) -> Value {
-        let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
+        let (status, body) = self
+            .get_json(Some(token), &format!("/api/datasets/{id}"))
+            .await;
         assert_eq!(status, 200, "{body}");
         body
     }
 
     /// Tables in the data schema, staging ones included.
     pub async fn data_tables(&self) -> Vec<String> {
-        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1")
-            .fetch_all(&self.pool)
-            .await
-            .unwrap()
+        sqlx::query_scalar(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap()
     }
 
     pub async fn dataset_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM datasets").fetch_one(&self.pool).await.unwrap()
+        sqlx::query_scalar("SELECT count(*) FROM datasets")
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
     }
 }
 
@@ -309,7 +375,10 @@ impl Drop for Stack {
         }
         let _ = Command::new("psql")
             .arg(admin_database_url())
-            .args(["-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)])
+            .args([
+                "-qc",
+                &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -322,7 +391,9 @@ pub fn zip_of(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
     {
         let mut writer = zip::ZipWriter::new(&mut cursor);
         for (name, bytes) in members {
-            writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+            writer
+                .start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
             writer.write_all(bytes).unwrap();
         }
         writer.finish().unwrap();
@@ -336,13 +407,21 @@ pub fn shapefile_members(dir: &str) -> Vec<(String, Vec<u8>)> {
     let mut members: Vec<(String, Vec<u8>)> = std::fs::read_dir(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .flatten()
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
         .collect();
     members.sort();
     members
 }
 
 pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let borrowed: Vec<(&str, Vec<u8>)> = members.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let borrowed: Vec<(&str, Vec<u8>)> = members
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
     zip_of(&borrowed)
 }

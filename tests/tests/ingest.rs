@@ -3,7 +3,13 @@
 use catalog_tests::{Stack, StackOptions, data_file, shapefile_members, zip_of, zip_owned};
 use serde_json::Value;
 
-async fn ingest_one(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Vec<Value> {
+async fn ingest_one(
+    stack: &Stack,
+    token: &str,
+    filename: &str,
+    bytes: Vec<u8>,
+    fields: &[(&str, &str)],
+) -> Vec<Value> {
     let job_id = stack.upload_ok(token, filename, bytes, fields).await;
     let job = stack.wait_job(token, &job_id).await;
     assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
@@ -17,22 +23,43 @@ async fn ingest_one(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, 
 }
 
 fn assert_extent(dataset: &Value, expected: [f64; 4]) {
-    let bbox: Vec<f64> = dataset["extent_bbox"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let bbox: Vec<f64> = dataset["extent_bbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
     for (got, want) in bbox.iter().zip(expected) {
-        assert!((got - want).abs() < 0.01, "extent {bbox:?} is not {expected:?}");
+        assert!(
+            (got - want).abs() < 0.01,
+            "extent {bbox:?} is not {expected:?}"
+        );
     }
 }
 
 async fn count_rows(stack: &Stack, dataset: &Value) -> i64 {
-    let sql = format!("SELECT count(*) FROM data.\"{}\"", dataset["table_name"].as_str().unwrap());
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&stack.pool).await.unwrap()
+    let sql = format!(
+        "SELECT count(*) FROM data.\"{}\"",
+        dataset["table_name"].as_str().unwrap()
+    );
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
 async fn geopackage_in_nad27_is_reprojected() {
     let stack = Stack::start().await;
     let token = stack.admin_token().await;
-    let datasets = ingest_one(&stack, &token, "nc.gpkg", data_file("gpkg/nc.gpkg"), &[("title", "NC counties")]).await;
+    let datasets = ingest_one(
+        &stack,
+        &token,
+        "nc.gpkg",
+        data_file("gpkg/nc.gpkg"),
+        &[("title", "NC counties")],
+    )
+    .await;
     assert_eq!(datasets.len(), 1);
     let nc = &datasets[0];
     assert_eq!(nc["title"], "NC counties");
@@ -45,16 +72,30 @@ async fn geopackage_in_nad27_is_reprojected() {
     assert_eq!(nc["publication_version"], 1);
     assert_extent(nc, [-84.32, 33.88, -75.46, 36.59]);
     assert_eq!(count_rows(&stack, nc).await, 100);
-    let names: Vec<&str> = nc["column_info"].as_array().unwrap().iter().map(|c| c["original_name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = nc["column_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["original_name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"NAME"), "{names:?}");
-    assert!(nc["sample_values"]["name"].as_array().is_some_and(|v| !v.is_empty()));
+    assert!(
+        nc["sample_values"]["name"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+    );
     // GiST index and primary key are in place once the job says succeeded.
-    let indexes: Vec<String> = sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1")
-        .bind(nc["table_name"].as_str().unwrap())
-        .fetch_all(&stack.pool)
-        .await
-        .unwrap();
-    assert!(indexes.iter().any(|d| d.contains("USING gist (geom)")), "{indexes:?}");
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1",
+    )
+    .bind(nc["table_name"].as_str().unwrap())
+    .fetch_all(&stack.pool)
+    .await
+    .unwrap();
+    assert!(
+        indexes.iter().any(|d| d.contains("USING gist (geom)")),
+        "{indexes:?}"
+    );
     assert!(indexes.iter().any(|d| d.contains("(gid)")), "{indexes:?}");
     let srid: i32 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT DISTINCT ST_SRID(geom) FROM data.\"{}\"",
@@ -70,21 +111,46 @@ async fn geopackage_in_nad27_is_reprojected() {
 async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
     let stack = Stack::start().await;
     let token = stack.admin_token().await;
-    let datasets = ingest_one(&stack, &token, "world_map.gpkg", data_file("gpkg/world_map.gpkg"), &[("title", "World")]).await;
+    let datasets = ingest_one(
+        &stack,
+        &token,
+        "world_map.gpkg",
+        data_file("gpkg/world_map.gpkg"),
+        &[("title", "World")],
+    )
+    .await;
     let mut found: Vec<(String, i64, String)> = datasets
         .iter()
-        .map(|d| (d["source_layer"].as_str().unwrap().to_string(), d["feature_count"].as_i64().unwrap(), d["geometry_type"].as_str().unwrap().to_string()))
+        .map(|d| {
+            (
+                d["source_layer"].as_str().unwrap().to_string(),
+                d["feature_count"].as_i64().unwrap(),
+                d["geometry_type"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     found.sort();
     assert_eq!(
         found,
         vec![
             ("countries".to_string(), 240, "MultiPolygon".to_string()),
-            ("disputed_borders".to_string(), 46, "MultiLineString".to_string()),
-            ("states_provinces".to_string(), 4556, "MultiPolygon".to_string()),
+            (
+                "disputed_borders".to_string(),
+                46,
+                "MultiLineString".to_string()
+            ),
+            (
+                "states_provinces".to_string(),
+                4556,
+                "MultiPolygon".to_string()
+            ),
         ]
     );
-    assert!(datasets.iter().all(|d| d["title"].as_str().unwrap().starts_with("World — ")));
+    assert!(
+        datasets
+            .iter()
+            .all(|d| d["title"].as_str().unwrap().starts_with("World — "))
+    );
     // The non-spatial layer_styles table is not a dataset.
     assert_eq!(stack.dataset_count().await, 3);
 }
@@ -93,14 +159,31 @@ async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
 async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
     let stack = Stack::start().await;
     let token = stack.admin_token().await;
-    let datasets = ingest_one(&stack, &token, "world_map.gpkg", data_file("gpkg/world_map.gpkg"), &[("layer", "countries")]).await;
+    let datasets = ingest_one(
+        &stack,
+        &token,
+        "world_map.gpkg",
+        data_file("gpkg/world_map.gpkg"),
+        &[("layer", "countries")],
+    )
+    .await;
     assert_eq!(datasets.len(), 1);
     assert_eq!(datasets[0]["feature_count"], 240);
-    let job_id = stack.upload_ok(&token, "world_map.gpkg", data_file("gpkg/world_map.gpkg"), &[("layer", "rivers")]).await;
+    let job_id = stack
+        .upload_ok(
+            &token,
+            "world_map.gpkg",
+            data_file("gpkg/world_map.gpkg"),
+            &[("layer", "rivers")],
+        )
+        .await;
     let job = stack.wait_job(&token, &job_id).await;
     assert_eq!(job["status"], "failed");
     let detail = job["error"]["detail"].as_str().unwrap();
-    assert!(detail.contains("rivers") && detail.contains("countries"), "{detail}");
+    assert!(
+        detail.contains("rivers") && detail.contains("countries"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]
@@ -112,7 +195,12 @@ async fn shapefile_with_mixed_polygons_and_wide_reals() {
     let d = &datasets[0];
     assert_eq!(d["feature_count"], 177);
     assert_eq!(d["geometry_type"], "MultiPolygon");
-    let pop = d["column_info"].as_array().unwrap().iter().find(|c| c["name"] == "pop_est").unwrap();
+    let pop = d["column_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "pop_est")
+        .unwrap();
     assert_eq!(pop["type"], "double precision");
     assert_eq!(count_rows(&stack, d).await, 177);
 }
@@ -130,7 +218,10 @@ async fn shapefile_latin1_attributes_are_decoded() {
         "SELECT count(*) FROM data.\"{}\" WHERE name IN ('Asunción', 'São Tomé', 'Reykjavík')",
         d["table_name"].as_str().unwrap()
     );
-    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&stack.pool).await.unwrap();
+    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
     assert_eq!(n, 3);
 }
 
@@ -138,18 +229,44 @@ async fn shapefile_latin1_attributes_are_decoded() {
 async fn geojson_and_both_kinds_of_csv() {
     let stack = Stack::start_with(StackOptions::workers(2)).await;
     let token = stack.admin_token().await;
-    let bikes = &ingest_one(&stack, &token, "cycle_hire_osm.geojson", data_file("geojson/cycle_hire_osm.geojson"), &[]).await[0];
+    let bikes = &ingest_one(
+        &stack,
+        &token,
+        "cycle_hire_osm.geojson",
+        data_file("geojson/cycle_hire_osm.geojson"),
+        &[],
+    )
+    .await[0];
     assert_eq!(bikes["feature_count"], 532);
     assert_eq!(bikes["geometry_type"], "Point");
     assert_extent(bikes, [-0.2291, 51.4593, -0.0080, 51.5468]);
-    let airports = &ingest_one(&stack, &token, "airports.csv", data_file("csv/airports.csv"), &[]).await[0];
+    let airports = &ingest_one(
+        &stack,
+        &token,
+        "airports.csv",
+        data_file("csv/airports.csv"),
+        &[],
+    )
+    .await[0];
     assert_eq!(airports["feature_count"], 3376);
     assert_eq!(airports["geometry_type"], "Point");
-    let world = &ingest_one(&stack, &token, "world_wkt.csv", data_file("csv/world_wkt.csv"), &[]).await[0];
+    let world = &ingest_one(
+        &stack,
+        &token,
+        "world_wkt.csv",
+        data_file("csv/world_wkt.csv"),
+        &[],
+    )
+    .await[0];
     assert_eq!(world["feature_count"], 177);
     assert_eq!(world["geometry_type"], "MultiPolygon");
     // The coordinate and WKT columns became the geometry, not attributes.
-    let columns: Vec<&str> = world["column_info"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> = world["column_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert!(!columns.contains(&"wkt"), "{columns:?}");
 }
 
@@ -162,7 +279,14 @@ async fn extent_across_the_antimeridian_is_in_rfc7946_form() {
         {"type": "Feature", "properties": {"name": "Lau"}, "geometry": {"type": "Point", "coordinates": [-178.8, -17.6]}},
         {"type": "Feature", "properties": {"name": "Rotuma"}, "geometry": {"type": "Point", "coordinates": [177.05, -12.5]}}
     ]});
-    let d = &ingest_one(&stack, &token, "fiji.geojson", fiji.to_string().into_bytes(), &[]).await[0];
+    let d = &ingest_one(
+        &stack,
+        &token,
+        "fiji.geojson",
+        fiji.to_string().into_bytes(),
+        &[],
+    )
+    .await[0];
     assert_extent(d, [177.05, -18.14, -178.8, -12.5]);
 }
 
@@ -192,23 +316,46 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
     let detail = failed_job_detail(&stack, &token, "slip.zip", slip).await;
     assert!(detail.contains("unsafe path"), "{detail}");
 
-    let without_dbf: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".dbf")).cloned().collect();
+    let without_dbf: Vec<(String, Vec<u8>)> = shp
+        .iter()
+        .filter(|(n, _)| !n.ends_with(".dbf"))
+        .cloned()
+        .collect();
     let detail = failed_job_detail(&stack, &token, "nodbf.zip", zip_owned(&without_dbf)).await;
     assert!(detail.contains(".dbf"), "{detail}");
 
-    let without_shx: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".shx")).cloned().collect();
+    let without_shx: Vec<(String, Vec<u8>)> = shp
+        .iter()
+        .filter(|(n, _)| !n.ends_with(".shx"))
+        .cloned()
+        .collect();
     let detail = failed_job_detail(&stack, &token, "noshx.zip", zip_owned(&without_shx)).await;
     assert!(detail.contains(".shx"), "{detail}");
 
-    let detail = failed_job_detail(&stack, &token, "broken.geojson", b"{\"type\": \"FeatureCollection\", \"features\": [".to_vec()).await;
+    let detail = failed_job_detail(
+        &stack,
+        &token,
+        "broken.geojson",
+        b"{\"type\": \"FeatureCollection\", \"features\": [".to_vec(),
+    )
+    .await;
     assert!(detail.contains("geojson"), "{detail}");
 
-    let detail = failed_job_detail(&stack, &token, "plain.csv", b"name,population\nA,1\nB,2\n".to_vec()).await;
+    let detail = failed_job_detail(
+        &stack,
+        &token,
+        "plain.csv",
+        b"name,population\nA,1\nB,2\n".to_vec(),
+    )
+    .await;
     assert!(detail.contains("no coordinates"), "{detail}");
 
     let empty = br#"{"type": "FeatureCollection", "features": []}"#.to_vec();
     let detail = failed_job_detail(&stack, &token, "empty.geojson", empty).await;
-    assert!(detail.contains("no features") || detail.contains("no layer"), "{detail}");
+    assert!(
+        detail.contains("no features") || detail.contains("no layer"),
+        "{detail}"
+    );
 
     assert_eq!(stack.dataset_count().await, 0);
     assert_eq!(stack.data_tables().await, Vec::<String>::new());
@@ -218,21 +365,46 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
 async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
     let stack = Stack::start_with(StackOptions::workers(1).env("MAX_UPLOAD_BYTES", "1000")).await;
     let token = stack.admin_token().await;
-    let response = stack.upload(&token, "notes.txt", b"hello".to_vec(), &[]).await;
+    let response = stack
+        .upload(&token, "notes.txt", b"hello".to_vec(), &[])
+        .await;
     assert_eq!(response.status(), 422);
-    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
     let body: Value = response.json().await.unwrap();
-    assert!(body["detail"].as_str().unwrap().contains("notes.txt"), "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("notes.txt"),
+        "{body}"
+    );
 
-    let response = stack.upload(&token, "cities.zip", zip_owned(&shapefile_members("shp/naturalearth_cities")), &[]).await;
+    let response = stack
+        .upload(
+            &token,
+            "cities.zip",
+            zip_owned(&shapefile_members("shp/naturalearth_cities")),
+            &[],
+        )
+        .await;
     assert_eq!(response.status(), 413);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], 413);
     assert!(body["detail"].as_str().unwrap().contains("1000"), "{body}");
 
-    let response = stack.upload(&token, "a.geojson", b"{}".to_vec(), &[("visibility", "secret")]).await;
+    let response = stack
+        .upload(
+            &token,
+            "a.geojson",
+            b"{}".to_vec(),
+            &[("visibility", "secret")],
+        )
+        .await;
     assert_eq!(response.status(), 422);
 
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs").fetch_one(&stack.pool).await.unwrap();
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
     assert_eq!(jobs, 0, "refused uploads enqueue nothing");
 }

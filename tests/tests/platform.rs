@@ -7,10 +7,16 @@ use serde_json::{Value, json};
 
 async fn problem(response: reqwest::Response, status: u16) -> Value {
     assert_eq!(response.status().as_u16(), status);
-    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], status);
-    assert!(body["title"].is_string() && body["detail"].is_string() && body["type"].is_string(), "{body}");
+    assert!(
+        body["title"].is_string() && body["detail"].is_string() && body["type"].is_string(),
+        "{body}"
+    );
     body
 }
 
@@ -18,8 +24,26 @@ async fn problem(response: reqwest::Response, status: u16) -> Value {
 async fn every_error_is_a_problem_document() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    problem(stack.http.get(stack.url("/api/no-such-route")).send().await.unwrap(), 404).await;
-    problem(stack.http.put(stack.url("/api/health")).send().await.unwrap(), 405).await;
+    problem(
+        stack
+            .http
+            .get(stack.url("/api/no-such-route"))
+            .send()
+            .await
+            .unwrap(),
+        404,
+    )
+    .await;
+    problem(
+        stack
+            .http
+            .put(stack.url("/api/health"))
+            .send()
+            .await
+            .unwrap(),
+        405,
+    )
+    .await;
     let bad_json = stack
         .http
         .post(stack.url("/api/datasets/import-url"))
@@ -30,11 +54,48 @@ async fn every_error_is_a_problem_document() {
         .await
         .unwrap();
     problem(bad_json, 400).await;
-    let wrong_shape = stack.http.post(stack.url("/api/datasets/import-url")).bearer_auth(&token).json(&json!({"uri": 1})).send().await.unwrap();
+    let wrong_shape = stack
+        .http
+        .post(stack.url("/api/datasets/import-url"))
+        .bearer_auth(&token)
+        .json(&json!({"uri": 1}))
+        .send()
+        .await
+        .unwrap();
     problem(wrong_shape, 422).await;
-    problem(stack.http.get(stack.url("/api/datasets/not-a-uuid")).bearer_auth(&token).send().await.unwrap(), 422).await;
-    problem(stack.http.get(stack.url("/api/jobs/01a20103-74d3-75ec-9c9f-4a909601acb9")).bearer_auth(&token).send().await.unwrap(), 404).await;
-    problem(stack.http.get(stack.url("/api/datasets")).bearer_auth("garbage").send().await.unwrap(), 401).await;
+    problem(
+        stack
+            .http
+            .get(stack.url("/api/datasets/not-a-uuid"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap(),
+        422,
+    )
+    .await;
+    problem(
+        stack
+            .http
+            .get(stack.url("/api/jobs/01a20103-74d3-75ec-9c9f-4a909601acb9"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap(),
+        404,
+    )
+    .await;
+    problem(
+        stack
+            .http
+            .get(stack.url("/api/datasets"))
+            .bearer_auth("garbage")
+            .send()
+            .await
+            .unwrap(),
+        401,
+    )
+    .await;
     let oversize = stack
         .http
         .patch(stack.url("/api/datasets/01a20103-74d3-75ec-9c9f-4a909601acb9"))
@@ -51,18 +112,31 @@ async fn every_error_is_a_problem_document() {
 async fn routes_answer_with_and_without_a_trailing_slash() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    for path in ["/api/jobs", "/api/jobs/", "/api/datasets", "/api/datasets/", "/api/health/"] {
+    for path in [
+        "/api/jobs",
+        "/api/jobs/",
+        "/api/datasets",
+        "/api/datasets/",
+        "/api/health/",
+    ] {
         let (status, _) = stack.get_json(Some(&token), path).await;
         assert_eq!(status, 200, "{path}");
     }
     let response = stack
         .http
         .post(stack.url("/api/auth/login/"))
-        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
+        .form(&[
+            ("username", "admin"),
+            ("password", catalog_tests::ADMIN_PASSWORD),
+        ])
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200, "POST with a trailing slash keeps its body");
+    assert_eq!(
+        response.status(),
+        200,
+        "POST with a trailing slash keeps its body"
+    );
 }
 
 #[tokio::test]
@@ -70,9 +144,19 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let (status, doc) = stack.get_json(None, "/api/openapi.json").await;
     assert_eq!(status, 200);
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
     assert_eq!(doc["info"]["version"], "1.19.0");
-    for path in ["/api/datasets/upload", "/api/datasets/import-url", "/api/jobs/{job_id}", "/api/auth/login", "/api/ready"] {
+    for path in [
+        "/api/datasets/upload",
+        "/api/datasets/import-url",
+        "/api/jobs/{job_id}",
+        "/api/auth/login",
+        "/api/ready",
+    ] {
         assert!(doc["paths"][path].is_object(), "missing {path}");
     }
 }
@@ -84,20 +168,43 @@ async fn health_ready_and_recovery_after_the_database_returns() {
     assert_eq!(status, 200, "{body}");
     let token = stack.admin_token().await;
 
-    let admin = sqlx::PgPool::connect(&std::env::var("TEST_ADMIN_DATABASE_URL").unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into()))
+    let admin = sqlx::PgPool::connect(
+        &std::env::var("TEST_ADMIN_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into()),
+    )
+    .await
+    .unwrap();
+    let db = &stack.db_name;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {db} ALLOW_CONNECTIONS false"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(db)
+        .execute(&admin)
         .await
         .unwrap();
-    let db = &stack.db_name;
-    sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {db} ALLOW_CONNECTIONS false"))).execute(&admin).await.unwrap();
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1").bind(db).execute(&admin).await.unwrap();
-    let response = stack.http.get(stack.url("/api/datasets")).bearer_auth(&token).send().await.unwrap();
+    let response = stack
+        .http
+        .get(stack.url("/api/datasets"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     problem(response, 503).await;
     let (status, _) = stack.get_json(None, "/api/ready").await;
     assert_eq!(status, 503);
     let (status, _) = stack.get_json(None, "/api/health").await;
     assert_eq!(status, 200, "liveness does not depend on the database");
 
-    sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))).execute(&admin).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {db} ALLOW_CONNECTIONS true"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
     let (status, _) = stack.get_json(Some(&token), "/api/datasets").await;
     assert_eq!(status, 200, "the service recovers by itself");
 }
@@ -105,12 +212,21 @@ async fn health_ready_and_recovery_after_the_database_returns() {
 #[tokio::test]
 async fn sign_in_and_roles() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
-    let response = stack.http.post(stack.url("/api/auth/login")).form(&[("username", "admin"), ("password", "wrong")]).send().await.unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", "admin"), ("password", "wrong")])
+        .send()
+        .await
+        .unwrap();
     problem(response, 401).await;
     let response = stack
         .http
         .post(stack.url("/api/auth/login"))
-        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
+        .form(&[
+            ("username", "admin"),
+            ("password", catalog_tests::ADMIN_PASSWORD),
+        ])
         .send()
         .await
         .unwrap();
@@ -122,12 +238,21 @@ async fn sign_in_and_roles() {
     let anonymous = stack.upload("", "a.geojson", b"{}".to_vec(), &[]).await;
     assert_eq!(anonymous.status(), 401);
     let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let refused = stack.upload(&viewer, "a.geojson", b"{}".to_vec(), &[]).await;
+    let refused = stack
+        .upload(&viewer, "a.geojson", b"{}".to_vec(), &[])
+        .await;
     problem(refused, 403).await;
     let (_, editor) = stack.user_token("ed", "editor").await;
-    let accepted = stack.upload(&editor, "a.geojson", b"{}".to_vec(), &[]).await;
+    let accepted = stack
+        .upload(&editor, "a.geojson", b"{}".to_vec(), &[])
+        .await;
     assert_eq!(accepted.status(), 202);
-    assert!(accepted.headers()["location"].to_str().unwrap().contains("/api/jobs/"));
+    assert!(
+        accepted.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("/api/jobs/")
+    );
 }
 
 #[test]
@@ -139,7 +264,10 @@ fn a_short_jwt_secret_stops_start_up() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("JWT_SECRET") && stderr.contains("32"), "{stderr}");
+    assert!(
+        stderr.contains("JWT_SECRET") && stderr.contains("32"),
+        "{stderr}"
+    );
     assert!(JWT_SECRET.len() >= 32);
 }
 
@@ -151,38 +279,113 @@ async fn dataset_visibility_edit_and_delete() {
     let (_, viewer) = stack.user_token("vic", "viewer").await;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {"n": 1}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let job_id = stack.upload_ok(&owner, "p.geojson", points.to_string().into_bytes(), &[("title", "Mine")]).await;
+    let job_id = stack
+        .upload_ok(
+            &owner,
+            "p.geojson",
+            points.to_string().into_bytes(),
+            &[("title", "Mine")],
+        )
+        .await;
     let job = stack.wait_job(&owner, &job_id).await;
     let id = job["dataset_id"].as_str().unwrap().to_string();
     let path = format!("/api/datasets/{id}");
 
-    assert_eq!(stack.get_json(Some(&viewer), &path).await.0, 404, "private to its owner");
+    assert_eq!(
+        stack.get_json(Some(&viewer), &path).await.0,
+        404,
+        "private to its owner"
+    );
     assert_eq!(stack.get_json(None, &path).await.0, 404);
     let admin = stack.admin_token().await;
-    assert_eq!(stack.get_json(Some(&admin), &path).await.0, 200, "admins see everything");
+    assert_eq!(
+        stack.get_json(Some(&admin), &path).await.0,
+        200,
+        "admins see everything"
+    );
 
-    let patch = |token: &str, body: Value| stack.http.patch(stack.url(&path)).bearer_auth(token).json(&body).send();
-    assert_eq!(patch(&viewer, json!({"title": "x"})).await.unwrap().status(), 404);
-    let response = patch(&owner, json!({"visibility": "internal", "title": "Renamed"})).await.unwrap();
+    let patch = |token: &str, body: Value| {
+        stack
+            .http
+            .patch(stack.url(&path))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+    };
+    assert_eq!(
+        patch(&viewer, json!({"title": "x"}))
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let response = patch(
+        &owner,
+        json!({"visibility": "internal", "title": "Renamed"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(response.status(), 200);
     let updated: Value = response.json().await.unwrap();
     assert_eq!(updated["title"], "Renamed");
-    assert_eq!(updated["publication_version"], 2, "a visibility change rolls the publication version");
-    assert_eq!(stack.get_json(Some(&viewer), &path).await.0, 200, "internal: any signed-in user");
+    assert_eq!(
+        updated["publication_version"], 2,
+        "a visibility change rolls the publication version"
+    );
+    assert_eq!(
+        stack.get_json(Some(&viewer), &path).await.0,
+        200,
+        "internal: any signed-in user"
+    );
     assert_eq!(stack.get_json(None, &path).await.0, 404);
-    assert_eq!(patch(&owner, json!({"visibility": "everyone"})).await.unwrap().status(), 422);
-    assert_eq!(patch(&owner, json!({"colour": "red"})).await.unwrap().status(), 422);
-    assert_eq!(patch(&other_editor, json!({"title": "Theirs"})).await.unwrap().status(), 403);
-    patch(&owner, json!({"visibility": "public"})).await.unwrap();
+    assert_eq!(
+        patch(&owner, json!({"visibility": "everyone"}))
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    assert_eq!(
+        patch(&owner, json!({"colour": "red"}))
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    assert_eq!(
+        patch(&other_editor, json!({"title": "Theirs"}))
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    patch(&owner, json!({"visibility": "public"}))
+        .await
+        .unwrap();
     let (status, list) = stack.get_json(None, "/api/datasets").await;
     assert_eq!(status, 200);
     assert_eq!(list["total"], 1);
 
     let table = updated["table_name"].as_str().unwrap().to_string();
-    let denied = stack.http.delete(stack.url(&path)).bearer_auth(&other_editor).send().await.unwrap();
+    let denied = stack
+        .http
+        .delete(stack.url(&path))
+        .bearer_auth(&other_editor)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(denied.status(), 403);
-    let deleted = stack.http.delete(stack.url(&path)).bearer_auth(&owner).send().await.unwrap();
+    let deleted = stack
+        .http
+        .delete(stack.url(&path))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(deleted.status(), 204);
     assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
-    assert!(!stack.data_tables().await.contains(&table), "the ingested table is dropped");
+    assert!(
+        !stack.data_tables().await.contains(&table),
+        "the ingested table is dropped"
+    );
 }

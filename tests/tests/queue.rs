@@ -9,7 +9,9 @@ fn small_geojson(n: usize) -> Vec<u8> {
     let features: Vec<Value> = (0..n)
         .map(|i| json!({"type": "Feature", "properties": {"i": i}, "geometry": {"type": "Point", "coordinates": [i as f64 * 0.01, 1.0]}}))
         .collect();
-    json!({"type": "FeatureCollection", "features": features}).to_string().into_bytes()
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
 }
 
 /// A CSV big enough that loading it takes a few seconds.
@@ -19,7 +21,10 @@ fn big_csv(rows: usize) -> Vec<u8> {
     for i in 0..rows {
         let lon = -170.0 + (i % 34_000) as f64 * 0.01;
         let lat = -80.0 + (i / 34_000) as f64 * 0.01;
-        out.push_str(&format!("{i},{lon:.5},{lat:.5},point number {i},{}\n", i as f64 * 0.5));
+        out.push_str(&format!(
+            "{i},{lon:.5},{lat:.5},point number {i},{}\n",
+            i as f64 * 0.5
+        ));
     }
     out.into_bytes()
 }
@@ -30,7 +35,16 @@ async fn two_workers_share_twenty_jobs_each_run_once() {
     let token = stack.admin_token().await;
     let mut job_ids = Vec::new();
     for i in 0..20 {
-        job_ids.push(stack.upload_ok(&token, &format!("points{i}.geojson"), small_geojson(5 + i), &[]).await);
+        job_ids.push(
+            stack
+                .upload_ok(
+                    &token,
+                    &format!("points{i}.geojson"),
+                    small_geojson(5 + i),
+                    &[],
+                )
+                .await,
+        );
     }
     stack.add_worker();
     stack.add_worker();
@@ -38,20 +52,33 @@ async fn two_workers_share_twenty_jobs_each_run_once() {
         let job = stack.wait_job(&token, job_id).await;
         assert_eq!(job["status"], "succeeded", "{job}");
         assert_eq!(job["attempts"], 1, "ran more than once: {job}");
-        let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+        let dataset = stack
+            .dataset(&token, job["dataset_id"].as_str().unwrap())
+            .await;
         assert_eq!(dataset["feature_count"], 5 + i as i64);
     }
     assert_eq!(stack.dataset_count().await, 20);
-    let runners: i64 = sqlx::query_scalar("SELECT count(DISTINCT lock_by) FROM apalis.jobs WHERE job_type = 'catalog_jobs'")
-        .fetch_one(&stack.pool)
-        .await
-        .unwrap();
+    let runners: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT lock_by) FROM apalis.jobs WHERE job_type = 'catalog_jobs'",
+    )
+    .fetch_one(&stack.pool)
+    .await
+    .unwrap();
     assert_eq!(runners, 2, "both workers took jobs");
-    let (status, list) = stack.get_json(Some(&token), "/api/jobs/?status=succeeded&kind=ingest&limit=200").await;
+    let (status, list) = stack
+        .get_json(
+            Some(&token),
+            "/api/jobs/?status=succeeded&kind=ingest&limit=200",
+        )
+        .await;
     assert_eq!(status, 200);
     let listed = list["jobs"].as_array().unwrap();
     assert_eq!(listed.len(), 20);
-    assert_eq!(listed[0]["id"].as_str(), job_ids.last().map(String::as_str), "newest first");
+    assert_eq!(
+        listed[0]["id"].as_str(),
+        job_ids.last().map(String::as_str),
+        "newest first"
+    );
 }
 
 #[tokio::test]
@@ -66,8 +93,14 @@ async fn a_killed_workers_job_is_completed_by_another() {
         if job["step"] == "loading" {
             break;
         }
-        assert_ne!(job["status"], "succeeded", "the load finished before the worker could be killed");
-        assert!(Instant::now() < deadline, "job never started loading: {job}");
+        assert_ne!(
+            job["status"], "succeeded",
+            "the load finished before the worker could be killed"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "job never started loading: {job}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     stack.kill_worker(0);
@@ -82,40 +115,76 @@ async fn a_killed_workers_job_is_completed_by_another() {
     let job = stack.wait_job(&token, &job_id).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     assert!(job["attempts"].as_i64().unwrap() >= 2, "{job}");
-    assert!(started.elapsed() < Duration::from_secs(60), "reclaimed after {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "reclaimed after {:?}",
+        started.elapsed()
+    );
     assert_eq!(stack.dataset_count().await, 1);
-    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let dataset = stack
+        .dataset(&token, job["dataset_id"].as_str().unwrap())
+        .await;
     assert_eq!(dataset["feature_count"], rows as i64);
     let tables = stack.data_tables().await;
-    assert_eq!(tables, vec![dataset["table_name"].as_str().unwrap().to_string()], "no staging table left");
+    assert_eq!(
+        tables,
+        vec![dataset["table_name"].as_str().unwrap().to_string()],
+        "no staging table left"
+    );
 }
 
 #[tokio::test]
 async fn cancelled_jobs_never_publish() {
     let mut stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    let job_id = stack.upload_ok(&token, "p.geojson", small_geojson(3), &[]).await;
-    let response = stack.http.delete(stack.url(&format!("/api/jobs/{job_id}"))).bearer_auth(&token).send().await.unwrap();
+    let job_id = stack
+        .upload_ok(&token, "p.geojson", small_geojson(3), &[])
+        .await;
+    let response = stack
+        .http
+        .delete(stack.url(&format!("/api/jobs/{job_id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let job: Value = response.json().await.unwrap();
     assert_eq!(job["status"], "cancelled");
-    let again = stack.http.delete(stack.url(&format!("/api/jobs/{job_id}"))).bearer_auth(&token).send().await.unwrap();
+    let again = stack
+        .http
+        .delete(stack.url(&format!("/api/jobs/{job_id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.status(), 409);
 
     // A running job is stopped too.
-    let running_id = stack.upload_ok(&token, "big.csv", big_csv(400_000), &[]).await;
+    let running_id = stack
+        .upload_ok(&token, "big.csv", big_csv(400_000), &[])
+        .await;
     stack.add_worker();
     let deadline = Instant::now() + Duration::from_secs(60);
     while stack.job(&token, &running_id).await["step"] != "loading" {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let response = stack.http.delete(stack.url(&format!("/api/jobs/{running_id}"))).bearer_auth(&token).send().await.unwrap();
+    let response = stack
+        .http
+        .delete(stack.url(&format!("/api/jobs/{running_id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     // The worker notices at its next progress report and drops its staging table.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !stack.data_tables().await.is_empty() {
-        assert!(Instant::now() < deadline, "staging table not dropped: {:?}", stack.data_tables().await);
+        assert!(
+            Instant::now() < deadline,
+            "staging table not dropped: {:?}",
+            stack.data_tables().await
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -128,9 +197,13 @@ async fn cancelled_jobs_never_publish() {
 async fn jobs_are_private_to_their_owner() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    let job_id = stack.upload_ok(&token, "p.geojson", small_geojson(3), &[]).await;
+    let job_id = stack
+        .upload_ok(&token, "p.geojson", small_geojson(3), &[])
+        .await;
     let (_, editor) = stack.user_token("eve", "editor").await;
-    let (status, body) = stack.get_json(Some(&editor), &format!("/api/jobs/{job_id}")).await;
+    let (status, body) = stack
+        .get_json(Some(&editor), &format!("/api/jobs/{job_id}"))
+        .await;
     assert_eq!(status, 404, "{body}");
     let (status, _) = stack.get_json(None, &format!("/api/jobs/{job_id}")).await;
     assert_eq!(status, 401);

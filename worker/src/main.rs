@@ -5,7 +5,13 @@ use std::{sync::Arc, time::Duration};
 use apalis::prelude::*;
 use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
 use catalog_jobs::runner::JobDeps;
-use catalog_shared::{config::Config, db, jobs::{JobMessage, QUEUE}, outbound::OutboundPolicy, storage, telemetry};
+use catalog_shared::{
+    config::Config,
+    db,
+    jobs::{JobMessage, QUEUE},
+    outbound::OutboundPolicy,
+    storage, telemetry,
+};
 
 /// A dead worker's job is handed to another after this many missed beats.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -68,7 +74,9 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn handle(message: JobMessage, deps: Data<JobDeps>) -> Result<(), BoxDynError> {
-    catalog_jobs::run_job(&deps, message.job_id).await.map_err(Into::into)
+    catalog_jobs::run_job(&deps, message.job_id)
+        .await
+        .map_err(Into::into)
 }
 
 async fn sweep_staging(pool: sqlx::PgPool) {
