@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Writes a deterministic CSV of N points with six attributes (seeded)."""
+import random
+import sys
+
+n = int(sys.argv[1])
+out = sys.argv[2]
+rng = random.Random(42)
+categories = ["residential", "commercial", "industrial", "park", "water", "road"]
+with open(out, "w") as f:
+    f.write("id,lon,lat,name,category,value,count,observed\n")
+    for i in range(n):
+        lon = rng.uniform(-180, 180)
+        lat = rng.uniform(-85, 85)
+        f.write(
+            f"{i},{lon:.6f},{lat:.6f},point {i},{categories[i % 6]},{rng.random() * 1000:.3f},"
+            f"{rng.randint(0, 10000)},2024-{1 + i % 12:02d}-{1 + i % 28:02d}\n"
+        )
