@@ -28,15 +28,10 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 pub fn build(
     state: AppState,
-) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<
-    NormalizePath<Router>,
-    std::net::SocketAddr,
-> {
+) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<NormalizePath<Router>, std::net::SocketAddr> {
     let router = router(state);
     let app = NormalizePathLayer::trim_trailing_slash().layer(router);
-    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(
-        app,
-    )
+    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(app)
 }
 
 pub fn router(state: AppState) -> Router {
@@ -51,17 +46,19 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))
-        .layer(TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, Duration::from_secs(300)))
-        .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
-                let request_id = request
-                    .headers()
-                    .get(REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default();
-                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
-            }),
-        )
+        .layer(middleware::from_fn_with_state(state.clone(), auth::cors::cors))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            Duration::from_secs(300),
+        ))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
+            let request_id = request
+                .headers()
+                .get(REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+        }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

@@ -32,13 +32,14 @@ use crate::{
 
 pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     // Multipart framing adds a little to the file itself.
-    let body_limit =
-        usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
+    let body_limit = usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
     OpenApiRouter::new()
         .routes(routes!(upload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(import_url))
         .routes(routes!(list_datasets))
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
+        .routes(routes!(list_grants))
+        .routes(routes!(put_grant, delete_grant))
 }
 
 const VISIBILITIES: [&str; 4] = ["private", "restricted", "internal", "public"];
@@ -75,9 +76,7 @@ pub struct JobAccepted {
 
 fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
     let mut headers = HeaderMap::new();
-    if let Ok(location) =
-        HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url))
-    {
+    if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
         headers.insert(header::LOCATION, location);
     }
     (
@@ -182,16 +181,16 @@ async fn upload(
                     }
                     "layer" if !value.is_empty() => options.layer = Some(value),
                     "srid" if !value.is_empty() => {
-                        let srid: i32 = value.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
-                            AppError::unprocessable("srid must be a positive EPSG code")
-                        })?;
+                        let srid: i32 = value
+                            .parse()
+                            .ok()
+                            .filter(|s| *s > 0)
+                            .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))?;
                         options.srid = Some(srid);
                     }
                     "title" | "summary" | "visibility" | "layer" | "srid" => {}
                     other => {
-                        return Err(AppError::unprocessable(format!(
-                            "unknown form field {other:?}"
-                        )));
+                        return Err(AppError::unprocessable(format!("unknown form field {other:?}")));
                     }
                 }
             }
@@ -206,9 +205,7 @@ async fn upload(
         return Err(e);
     }
     let Some((path, filename)) = stored else {
-        return Err(AppError::unprocessable(
-            "the form has no file part named \"file\"",
-        ));
+        return Err(AppError::unprocessable("the form has no file part named \"file\""));
     };
     let payload = IngestPayload {
         object_path: path.to_string(),
@@ -244,8 +241,7 @@ async fn import_url(
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
     check_text("url", &body.url, 1, URL_MAX)?;
-    let url = Url::parse(&body.url)
-        .map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
+    let url = Url::parse(&body.url).map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
     state
         .outbound
         .check_resolved(&url)
@@ -271,14 +267,7 @@ async fn import_url(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(
-        &mut tx,
-        job_id,
-        JobKind::UrlDownload,
-        &payload,
-        Some(user.id),
-    )
-    .await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::UrlDownload, &payload, Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -314,18 +303,22 @@ pub struct Dataset {
     updated_at: DateTime<Utc>,
 }
 
-const DATASET_COLUMNS: &str = "id, title, summary, schema_name, table_name, geometry_type, srid, source_srid, extent_bbox,
+const DATASET_COLUMNS: &str =
+    "id, title, summary, schema_name, table_name, geometry_type, srid, source_srid, extent_bbox,
     feature_count, column_info, sample_values, visibility, status, publication_version, source_format,
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
 
 /// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
-/// admin) for datasets the caller may see.
+/// admin) for datasets the caller may see: public to anyone, internal to
+/// any signed-in user, restricted to users granted it, and everything to
+/// its owner and to admins.
 const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
-    OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1)))";
+    OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1
+        OR (visibility = 'restricted' AND EXISTS (
+            SELECT 1 FROM dataset_grants g WHERE g.dataset_id = datasets.id AND g.user_id = $1)))))";
 
-async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let sql =
-        format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
+pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
     sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
@@ -335,20 +328,39 @@ async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<
         .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
 }
 
-/// The dataset, when the caller may change it (its owner with an editing
-/// role, or an admin); 404 when it may not even see it.
-async fn writable_dataset(
-    state: &AppState,
-    caller: &Caller,
-    id: Uuid,
-) -> Result<Dataset, AppError> {
+/// The dataset, when the caller may change it: an admin, or an editor who
+/// owns it or holds a write grant; 404 when it may not even see it.
+async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
     let dataset = visible_dataset(state, caller, id).await?;
     let user = caller.editor()?;
+    if user.is_admin() || dataset.created_by == Some(user.id) {
+        return Ok(dataset);
+    }
+    let granted: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2 AND permission = 'write')",
+    )
+    .bind(id)
+    .bind(user.id)
+    .fetch_one(&state.pool)
+    .await?;
+    if granted {
+        Ok(dataset)
+    } else {
+        Err(AppError::forbidden(
+            "only the dataset's owner, a user granted write access, or an admin may change it",
+        ))
+    }
+}
+
+/// The dataset, when the caller may manage who else sees it: its owner or an admin.
+async fn owned_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    let dataset = visible_dataset(state, caller, id).await?;
+    let user = caller.signed_in()?;
     if user.is_admin() || dataset.created_by == Some(user.id) {
         Ok(dataset)
     } else {
         Err(AppError::forbidden(
-            "only the dataset's owner or an admin may change it",
+            "only the dataset's owner or an admin may manage its grants",
         ))
     }
 }
@@ -486,10 +498,100 @@ async fn delete_dataset(
             quote_ident(&dataset.schema_name),
             quote_ident(&dataset.table_name)
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
     tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Grant {
+    user_id: Uuid,
+    username: String,
+    /// `read` or `write`
+    permission: String,
+    created_at: DateTime<Utc>,
+}
+
+/// Who was granted access to the dataset (owner or admin).
+#[utoipa::path(get, path = "/api/datasets/{dataset_id}/grants", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, body = Vec<Grant>)))]
+async fn list_grants(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Vec<Grant>>, AppError> {
+    owned_dataset(&state, &caller, id).await?;
+    let grants = sqlx::query_as(
+        "SELECT g.user_id, u.username, g.permission, g.created_at FROM dataset_grants g JOIN users u ON u.id = g.user_id
+         WHERE g.dataset_id = $1 ORDER BY g.created_at",
+    )
+    .bind(id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(Json(grants))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct GrantRequest {
+    /// `read` or `write`
+    permission: String,
+}
+
+/// Grants a user read or write access to a dataset (owner or admin).
+#[utoipa::path(put, path = "/api/datasets/{dataset_id}/grants/{user_id}", tag = "datasets",
+    params(("dataset_id" = Uuid, Path), ("user_id" = Uuid, Path)), request_body = GrantRequest,
+    responses((status = 200, body = Grant), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn put_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, user_id)): Path<(Uuid, Uuid)>,
+    JsonBody(body): JsonBody<GrantRequest>,
+) -> Result<Json<Grant>, AppError> {
+    owned_dataset(&state, &caller, id).await?;
+    if !matches!(body.permission.as_str(), "read" | "write") {
+        return Err(AppError::unprocessable("permission must be read or write"));
+    }
+    let grant: Option<Grant> = sqlx::query_as(
+        "WITH upsert AS (
+            INSERT INTO dataset_grants (dataset_id, user_id, permission, granted_by)
+            SELECT $1, id, $3, $4 FROM users WHERE id = $2
+            ON CONFLICT (dataset_id, user_id) DO UPDATE SET permission = excluded.permission
+            RETURNING user_id, permission, created_at)
+         SELECT upsert.user_id, u.username, upsert.permission, upsert.created_at FROM upsert JOIN users u ON u.id = upsert.user_id",
+    )
+    .bind(id)
+    .bind(user_id)
+    .bind(&body.permission)
+    .bind(caller.user_id())
+    .fetch_optional(&state.pool)
+    .await?;
+    grant
+        .map(Json)
+        .ok_or_else(|| AppError::not_found(format!("no user {user_id}")))
+}
+
+/// Revokes a user's grant on a dataset (owner or admin).
+#[utoipa::path(delete, path = "/api/datasets/{dataset_id}/grants/{user_id}", tag = "datasets",
+    params(("dataset_id" = Uuid, Path), ("user_id" = Uuid, Path)),
+    responses((status = 204, description = "revoked"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn delete_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, user_id)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode, AppError> {
+    owned_dataset(&state, &caller, id).await?;
+    let deleted = sqlx::query("DELETE FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
+        .bind(id)
+        .bind(user_id)
+        .execute(&state.pool)
+        .await?
+        .rows_affected();
+    if deleted == 0 {
+        return Err(AppError::not_found(format!(
+            "user {user_id} holds no grant on this dataset"
+        )));
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -6,9 +6,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(health))
-        .routes(routes!(ready))
+    OpenApiRouter::new().routes(routes!(health)).routes(routes!(ready))
 }
 
 /// The process is alive.
@@ -24,7 +22,5 @@ async fn health() -> Json<Value> {
 async fn ready(State(state): State<AppState>) -> Result<Json<Value>, AppError> {
     sqlx::query("SELECT 1").execute(&state.pool).await?;
     storage::ping(&state.store, &state.prefix).await?;
-    Ok(Json(
-        json!({"status": "ready", "database": "ok", "storage": "ok"}),
-    ))
+    Ok(Json(json!({"status": "ready", "database": "ok", "storage": "ok"})))
 }

@@ -60,10 +60,7 @@ async fn cancel_job(
     .await?
     .rows_affected();
     if cancelled == 0 {
-        return Err(AppError::conflict(format!(
-            "the job has already {}",
-            job.status
-        )));
+        return Err(AppError::conflict(format!("the job has already {}", job.status)));
     }
     Ok(Json(visible_job(&state, &caller, job_id).await?))
 }

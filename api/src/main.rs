@@ -19,8 +19,8 @@ async fn main() -> anyhow::Result<()> {
     let command = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
     match command.as_str() {
         "migrate" => {
-            let url = std::env::var("DATABASE_URL")
-                .unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
+            let url =
+                std::env::var("DATABASE_URL").unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
             let pool = db::connect(&url, 2).await?;
             db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
             db::migrate(&pool).await?;

@@ -14,10 +14,9 @@ use crate::{
 const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
 
 pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: UrlDownloadPayload = serde_json::from_value(payload)
-        .map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
-    let url = Url::parse(&payload.url)
-        .map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
+    let payload: UrlDownloadPayload =
+        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
+    let url = Url::parse(&payload.url).map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
     ctx.progress("downloading", Some(0), None).await?;
     let policy = &ctx.deps.outbound;
     policy
@@ -27,11 +26,7 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
     let client = policy
         .client(ctx.deps.config.url_import_fetch_max)
         .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
-    let response = client
-        .get(url.clone())
-        .send()
-        .await
-        .map_err(|e| describe(&e))?;
+    let response = client.get(url.clone()).send().await.map_err(|e| describe(&e))?;
     if !response.status().is_success() {
         return Err(JobError::Invalid(format!(
             "the server answered {} for {url}",
@@ -97,19 +92,12 @@ fn filename_for(url: &Url, headers: &reqwest::header::HeaderMap) -> String {
     let from_header = headers
         .get(reqwest::header::CONTENT_DISPOSITION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.split(';')
-                .find_map(|p| p.trim().strip_prefix("filename="))
-        })
+        .and_then(|v| v.split(';').find_map(|p| p.trim().strip_prefix("filename=")))
         .map(|v| v.trim_matches('"').to_string());
     let from_path = url
         .path_segments()
         .and_then(|mut s| s.next_back())
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    catalog_shared::storage::safe_filename(
-        &from_header
-            .or(from_path)
-            .unwrap_or_else(|| "download".into()),
-    )
+    catalog_shared::storage::safe_filename(&from_header.or(from_path).unwrap_or_else(|| "download".into()))
 }

@@ -75,10 +75,7 @@ impl ExtentTracker {
             .iter()
             .cloned()
             .fold(f64::NEG_INFINITY, f64::max);
-        let west = self.bin_min_x[west_bin..]
-            .iter()
-            .cloned()
-            .fold(f64::INFINITY, f64::min);
+        let west = self.bin_min_x[west_bin..].iter().cloned().fold(f64::INFINITY, f64::min);
         if !(east.is_finite() && west.is_finite()) {
             return Some(plain);
         }

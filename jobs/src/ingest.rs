@@ -19,10 +19,9 @@ use crate::{
 };
 
 pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: IngestPayload = serde_json::from_value(payload)
-        .map_err(|e| JobError::Internal(format!("ingest payload: {e}")))?;
-    let object = Path::parse(&payload.object_path)
-        .map_err(|e| JobError::Internal(format!("object path: {e}")))?;
+    let payload: IngestPayload =
+        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("ingest payload: {e}")))?;
+    let object = Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?;
     ingest_object(ctx, &object, &payload.filename, &payload.options).await
 }
 
@@ -61,18 +60,16 @@ pub async fn ingest_object(
     let wanted = options.layer.clone();
     let srid = options.srid;
     let name = filename.to_string();
-    let layers =
-        tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
-            .await
-            .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
-            .map_err(JobError::Invalid)?;
-    let published: HashSet<String> =
-        sqlx::query_scalar("SELECT source_layer FROM datasets WHERE job_id = $1")
-            .bind(ctx.job_id)
-            .fetch_all(&ctx.deps.pool)
-            .await?
-            .into_iter()
-            .collect();
+    let layers = tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
+        .await
+        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+        .map_err(JobError::Invalid)?;
+    let published: HashSet<String> = sqlx::query_scalar("SELECT source_layer FROM datasets WHERE job_id = $1")
+        .bind(ctx.job_id)
+        .fetch_all(&ctx.deps.pool)
+        .await?
+        .into_iter()
+        .collect();
     let single = layers.len() == 1;
     let mut loaded_any = !published.is_empty();
     for (n, layer) in layers.iter().enumerate() {
@@ -89,8 +86,7 @@ pub async fn ingest_object(
             truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let loaded =
-            load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
+        let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
         if loaded.stats.rows == 0 {
             crate::runner::drop_staging(ctx).await;
             tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");

@@ -44,8 +44,7 @@ pub async fn load_layer(
             Ok(stats) => {
                 ctx.progress("indexing", Some(stats.rows as i64), Some(stats.rows as i64))
                     .await?;
-                let geometry_type =
-                    settle_geometry_type(ctx, plan, target, &staging, &stats).await?;
+                let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &stats).await?;
                 index_and_analyze(ctx, &staging, &table, stats.rows).await?;
                 return Ok(LoadedLayer {
                     staging,
@@ -59,17 +58,13 @@ pub async fn load_layer(
                 target = GeomTarget::Generic;
             }
             Err(CopyError::Read(ReadError::GeometryMismatch)) => {
-                return Err(JobError::Internal(
-                    "generic geometry column refused a geometry".into(),
-                ));
+                return Err(JobError::Internal("generic geometry column refused a geometry".into()));
             }
             Err(CopyError::Read(ReadError::Invalid(msg))) => {
                 return Err(JobError::Invalid(format!("layer {}: {msg}", plan.name)));
             }
             Err(CopyError::Read(ReadError::Stopped)) => {
-                return Err(JobError::Internal(
-                    "the reader stopped without a reason".into(),
-                ));
+                return Err(JobError::Internal("the reader stopped without a reason".into()));
             }
             Err(CopyError::Job(e)) => return Err(e),
         }
@@ -84,33 +79,16 @@ fn geometry_column_type(target: GeomTarget, has_z: bool) -> String {
     format!("geometry({base}{},4326)", if has_z { "Z" } else { "" })
 }
 
-async fn create_staging(
-    ctx: &JobContext,
-    plan: &LayerPlan,
-    target: GeomTarget,
-    staging: &str,
-) -> Result<(), JobError> {
+async fn create_staging(ctx: &JobContext, plan: &LayerPlan, target: GeomTarget, staging: &str) -> Result<(), JobError> {
     let mut columns = vec![
         "gid bigint".to_string(),
         format!("geom {}", geometry_column_type(target, plan.has_z)),
     ];
-    columns.extend(
-        plan.fields
-            .iter()
-            .map(|f| format!("{} {}", quote(&f.name), f.pg.sql())),
-    );
+    columns.extend(plan.fields.iter().map(|f| format!("{} {}", quote(&f.name), f.pg.sql())));
     let drop = format!("DROP TABLE IF EXISTS data.{}", quote(staging));
-    let create = format!(
-        "CREATE TABLE data.{} ({})",
-        quote(staging),
-        columns.join(", ")
-    );
-    sqlx::query(sqlx::AssertSqlSafe(drop))
-        .execute(&ctx.deps.pool)
-        .await?;
-    sqlx::query(sqlx::AssertSqlSafe(create))
-        .execute(&ctx.deps.pool)
-        .await?;
+    let create = format!("CREATE TABLE data.{} ({})", quote(staging), columns.join(", "));
+    sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&ctx.deps.pool).await?;
+    sqlx::query(sqlx::AssertSqlSafe(create)).execute(&ctx.deps.pool).await?;
     Ok(())
 }
 
@@ -202,21 +180,13 @@ async fn settle_geometry_type(
         return Ok(postgis_type_name(t).to_string());
     }
     let mut types: Vec<&str> = stats.types_seen.iter().copied().collect();
-    let families: std::collections::BTreeSet<&str> = types
-        .iter()
-        .map(|t| t.trim_start_matches("Multi"))
-        .collect();
-    if types.len() == 2
-        && families.len() == 1
-        && families.iter().all(|f| *f != "GeometryCollection")
-    {
+    let families: std::collections::BTreeSet<&str> = types.iter().map(|t| t.trim_start_matches("Multi")).collect();
+    if types.len() == 2 && families.len() == 1 && families.iter().all(|f| *f != "GeometryCollection") {
         let sql = format!(
             "UPDATE data.{} SET geom = ST_Multi(geom) WHERE NOT starts_with(GeometryType(geom), 'MULTI')",
             quote(staging)
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&ctx.deps.pool)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
         types.retain(|t| t.starts_with("Multi"));
     }
     if let [only] = types.as_slice() {
@@ -225,20 +195,13 @@ async fn settle_geometry_type(
             quote(staging),
             if plan.has_z { "Z" } else { "" }
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&ctx.deps.pool)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
         return Ok(only.to_string());
     }
     Ok("Geometry".to_string())
 }
 
-async fn index_and_analyze(
-    ctx: &JobContext,
-    staging: &str,
-    table: &str,
-    rows: u64,
-) -> Result<(), JobError> {
+async fn index_and_analyze(ctx: &JobContext, staging: &str, table: &str, rows: u64) -> Result<(), JobError> {
     let staging_q = format!("data.{}", quote(staging));
     let statements = [
         format!(
@@ -257,9 +220,7 @@ async fn index_and_analyze(
         format!("ANALYZE {staging_q}"),
     ];
     for sql in statements {
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&ctx.deps.pool)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
     }
     Ok(())
 }
@@ -290,11 +251,10 @@ pub async fn publish(
     .await?;
     let dataset_id = Uuid::now_v7();
     let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<String> =
-        sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
-            .bind(ctx.job_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(ctx.job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
     if status.as_deref() != Some("running") {
         return Err(JobError::Cancelled);
     }
@@ -303,9 +263,7 @@ pub async fn publish(
         quote(&loaded.staging),
         quote(&loaded.table)
     );
-    sqlx::query(sqlx::AssertSqlSafe(rename))
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(sqlx::AssertSqlSafe(rename)).execute(&mut *tx).await?;
     let samples: Map<String, Value> = plan
         .fields
         .iter()

@@ -86,12 +86,7 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
             sibling_files: None,
         },
     )
-    .map_err(|e| {
-        ReadError::Invalid(format!(
-            "the file could not be read as {}: {e}",
-            format.name()
-        ))
-    })
+    .map_err(|e| ReadError::Invalid(format!("the file could not be read as {}: {e}", format.name())))
 }
 
 #[derive(Clone, Debug)]
@@ -131,31 +126,22 @@ pub fn spatial_layers(ds: &Dataset) -> Vec<(usize, String)> {
         .collect()
 }
 
-pub fn plan_layer(
-    ds: &Dataset,
-    index: usize,
-    srid_override: Option<i32>,
-) -> Result<LayerPlan, ReadError> {
+pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Result<LayerPlan, ReadError> {
     let layer = ds
         .layer(index)
         .map_err(|e| ReadError::Invalid(format!("layer {index} could not be opened: {e}")))?;
     let declared = unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) };
     let has_z = unsafe { gdal_sys::OGR_GT_HasZ(declared) } != 0;
     let layer_defn = unsafe { gdal_sys::OGR_L_GetLayerDefn(layer.c_layer()) };
-    let originals: Vec<(String, OGRFieldType::Type)> = layer
-        .defn()
-        .fields()
-        .map(|f| (f.name(), f.field_type()))
-        .collect();
+    let originals: Vec<(String, OGRFieldType::Type)> =
+        layer.defn().fields().map(|f| (f.name(), f.field_type())).collect();
     let names = column_names(originals.iter().map(|(n, _)| n.as_str()));
     let fields = originals
         .into_iter()
         .zip(names)
         .enumerate()
         .map(|(i, ((original, ogr_type), name))| {
-            let sub = unsafe {
-                gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int))
-            };
+            let sub = unsafe { gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int)) };
             FieldPlan {
                 original,
                 name,
@@ -249,9 +235,9 @@ pub struct ReadRequest {
 /// Streams the layer as COPY chunks (header first, trailer last) into `out`.
 pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadStats, ReadError> {
     let ds = open(&req.path, req.format)?;
-    let layer = ds.layer(req.plan.index).map_err(|e| {
-        ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name))
-    })?;
+    let layer = ds
+        .layer(req.plan.index)
+        .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name)))?;
     let transform = coordinate_transform(&layer, &req.plan)?;
     let h_layer = unsafe { layer.c_layer() };
     let mut stats = ReadStats {
@@ -289,9 +275,7 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         };
         if let Err(e) = outcome {
             return Err(match e {
-                ReadError::Invalid(msg) => {
-                    ReadError::Invalid(format!("feature {}: {msg}", stats.rows))
-                }
+                ReadError::Invalid(msg) => ReadError::Invalid(format!("feature {}: {msg}", stats.rows)),
                 other => other,
             });
         }
@@ -355,9 +339,8 @@ fn coordinate_transform(
         Some(srs) => srs,
         None => match plan.source_srid {
             Some(4326) | None => return Ok(None),
-            Some(code) => SpatialRef::from_epsg(code as u32).map_err(|e| {
-                ReadError::Invalid(format!("EPSG:{code} is not a known coordinate system: {e}"))
-            })?,
+            Some(code) => SpatialRef::from_epsg(code as u32)
+                .map_err(|e| ReadError::Invalid(format!("EPSG:{code} is not a known coordinate system: {e}")))?,
         },
     };
     if plan.source_srid == Some(4326) {
@@ -366,13 +349,11 @@ fn coordinate_transform(
     let mut target = SpatialRef::from_epsg(WGS84).map_err(|e| ReadError::Invalid(e.to_string()))?;
     source.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
     target.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
-    CoordTransform::new(&source, &target)
-        .map(Some)
-        .map_err(|e| {
-            ReadError::Invalid(format!(
-                "the layer's coordinate system cannot be converted to EPSG:4326: {e}"
-            ))
-        })
+    CoordTransform::new(&source, &target).map(Some).map_err(|e| {
+        ReadError::Invalid(format!(
+            "the layer's coordinate system cannot be converted to EPSG:4326: {e}"
+        ))
+    })
 }
 
 fn is_multi_of(multi: Gt::Type, single: Gt::Type) -> bool {
@@ -535,9 +516,7 @@ unsafe fn write_field(
                 binary::jsonb(buf, &value.to_string());
                 sample.then_some(value)
             }
-            PgType::Date | PgType::Time | PgType::TimestampTz => {
-                write_temporal(buf, h, i, field.pg, sample)
-            }
+            PgType::Date | PgType::Time | PgType::TimestampTz => write_temporal(buf, h, i, field.pg, sample),
         }
     }
 }
@@ -559,9 +538,7 @@ unsafe fn list_value(h: gdal_sys::OGRFeatureH, i: c_int, ogr_type: OGRFieldType:
                 Value::Array(
                     slice_or_empty(p, len)
                         .iter()
-                        .map(|v| {
-                            serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
-                        })
+                        .map(|v| serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number))
                         .collect(),
                 )
             }
@@ -598,12 +575,9 @@ unsafe fn write_temporal(
     let (mut y, mut mo, mut d, mut hh, mut mi, mut tz) = (0, 0, 0, 0, 0, 0);
     let mut sec: f32 = 0.0;
     let ok = unsafe {
-        gdal_sys::OGR_F_GetFieldAsDateTimeEx(
-            h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz,
-        )
+        gdal_sys::OGR_F_GetFieldAsDateTimeEx(h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz)
     } != 0;
-    let micros_of_day =
-        ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
+    let micros_of_day = ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
     let text = || unsafe { text_of(gdal_sys::OGR_F_GetFieldAsString(h, i)) };
     match pg {
         PgType::Time if ok => {
@@ -625,8 +599,7 @@ unsafe fn write_temporal(
                 // GDAL's tz flag: 0 unknown and 1 local (both taken as UTC),
                 // 100 UTC, otherwise 15-minute steps away from 100.
                 let offset_minutes = if tz > 1 { (tz as i64 - 100) * 15 } else { 0 };
-                let micros =
-                    days as i64 * 86_400_000_000 + micros_of_day - offset_minutes * 60_000_000;
+                let micros = days as i64 * 86_400_000_000 + micros_of_day - offset_minutes * 60_000_000;
                 binary::i64(buf, micros);
                 sample.then(|| Value::String(text()))
             }

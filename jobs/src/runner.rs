@@ -2,9 +2,7 @@
 //! transient failures with backoff and records the outcome users poll.
 use std::{sync::Arc, time::Duration};
 
-use catalog_shared::{
-    Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Store,
-};
+use catalog_shared::{Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Store};
 use http::StatusCode;
 use object_store::path::Path;
 use sqlx::PgPool;
@@ -47,11 +45,7 @@ impl From<sqlx::Error> for JobError {
         }
         match &e {
             // Data exceptions and constraint violations come from the input.
-            sqlx::Error::Database(db)
-                if db
-                    .code()
-                    .is_some_and(|c| c.starts_with("22") || c.starts_with("23")) =>
-            {
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
                 JobError::Invalid(format!("the data could not be stored: {}", db.message()))
             }
             _ => JobError::Internal(e.to_string()),
@@ -82,12 +76,7 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 impl JobContext {
     /// Records what the job is doing; answers `Cancelled` once the job was
     /// cancelled, so every progress report doubles as a cancellation check.
-    pub async fn progress(
-        &self,
-        step: &str,
-        done: Option<i64>,
-        total: Option<i64>,
-    ) -> Result<(), JobError> {
+    pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
         let still_running = sqlx::query(
             "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
              WHERE id = $1 AND status = 'running'",
@@ -149,9 +138,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         let result = match job.kind.as_str() {
             "ingest" => ingest::run(&ctx, job.payload.clone()).await,
             "url_download" => download::run(&ctx, job.payload.clone()).await,
-            other => Err(JobError::Internal(format!(
-                "no handler for job kind {other}"
-            ))),
+            other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {
@@ -222,17 +209,13 @@ pub async fn drop_staging(ctx: &JobContext) {
 }
 
 async fn drop_staging_like(pool: &PgPool, prefix: &str) -> Result<(), sqlx::Error> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT tablename FROM pg_tables WHERE schemaname = 'data' AND starts_with(tablename, $1)",
-    )
-    .bind(prefix)
-    .fetch_all(pool)
-    .await?;
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT tablename FROM pg_tables WHERE schemaname = 'data' AND starts_with(tablename, $1)")
+            .bind(prefix)
+            .fetch_all(pool)
+            .await?;
     for table in tables {
-        let sql = format!(
-            "DROP TABLE IF EXISTS data.{}",
-            crate::columns::quote(&table)
-        );
+        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(&table));
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
     }
     Ok(())

@@ -14,8 +14,7 @@ pub struct Source {
     pub label: String,
 }
 
-pub const ACCEPTED: &str =
-    ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
+pub const ACCEPTED: &str = ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
 
 /// The format an uploaded file name announces, if any.
 pub fn format_of(name: &str) -> Option<SourceFormat> {
@@ -42,7 +41,8 @@ pub fn sources_of(path: &Path, filename: &str) -> Result<Vec<Source>, String> {
     }
     match format_of(&lower) {
         Some(SourceFormat::Shapefile) => Err(
-            "a shapefile must be uploaded as a .zip holding its .shp, .shx and .dbf (and .prj, .cpg when present)".into(),
+            "a shapefile must be uploaded as a .zip holding its .shp, .shx and .dbf (and .prj, .cpg when present)"
+                .into(),
         ),
         Some(format) => Ok(vec![Source {
             gdal_path: path.display().to_string(),
@@ -62,9 +62,8 @@ fn is_safe_member(name: &str) -> bool {
 
 fn zip_sources(path: &Path) -> Result<Vec<Source>, String> {
     let file = File::open(path).map_err(|e| format!("the upload could not be read: {e}"))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| {
-        format!("the file is not a readable zip archive (truncated or corrupt?): {e}")
-    })?;
+    let mut archive = zip::ZipArchive::new(file)
+        .map_err(|e| format!("the file is not a readable zip archive (truncated or corrupt?): {e}"))?;
     let mut names = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
         let entry = archive

@@ -6,9 +6,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Viewer,
@@ -46,24 +44,42 @@ pub fn hash_password(password: &str) -> anyhow::Result<String> {
 
 pub fn verify_password(password: &str, hash: &str) -> bool {
     PasswordHash::new(hash)
-        .map(|parsed| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
-        })
+        .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
         .unwrap_or(false)
 }
 
-/// Claims of an access token.
+/// Claims of an access token. `ver` is the account's token version at
+/// issue; signing out everywhere bumps it, retiring every earlier token.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct AccessClaims {
     pub sub: Uuid,
     pub typ: String,
     pub iat: u64,
     pub exp: u64,
+    #[serde(default)]
+    pub ver: i32,
+}
+
+/// Claims of a download token: one dataset, two minutes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DownloadClaims {
+    pub sub: Option<Uuid>,
+    pub typ: String,
+    pub scope: String,
+    pub iat: u64,
+    pub exp: u64,
 }
 
 pub const ACCESS_TOKEN_TYPE: &str = "access";
+pub const DOWNLOAD_TOKEN_TYPE: &str = "download";
+pub const DOWNLOAD_TOKEN_TTL: Duration = Duration::from_secs(120);
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 #[derive(Clone)]
 pub struct TokenKeys {
@@ -79,13 +95,14 @@ impl TokenKeys {
         }
     }
 
-    pub fn issue_access(&self, user_id: Uuid, ttl: Duration) -> anyhow::Result<String> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+    pub fn issue_access(&self, user_id: Uuid, token_version: i32, ttl: Duration) -> anyhow::Result<String> {
+        let now = now_secs();
         let claims = AccessClaims {
             sub: user_id,
             typ: ACCESS_TOKEN_TYPE.into(),
             iat: now,
             exp: now + ttl.as_secs(),
+            ver: token_version,
         };
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
@@ -94,11 +111,120 @@ impl TokenKeys {
         )?)
     }
 
-    /// The claims of a valid, unexpired access token.
-    pub fn verify_access(&self, token: &str) -> Option<AccessClaims> {
+    /// The claims of a validly signed access token; expired ones only when
+    /// `allow_expired` (signing out accepts a dead access token).
+    pub fn verify_access(&self, token: &str, allow_expired: bool) -> Option<AccessClaims> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
+        validation.validate_exp = !allow_expired;
         let data = jsonwebtoken::decode::<AccessClaims>(token, &self.decoding, &validation).ok()?;
         (data.claims.typ == ACCESS_TOKEN_TYPE).then_some(data.claims)
+    }
+
+    pub fn issue_download(&self, user_id: Option<Uuid>, dataset_id: Uuid) -> anyhow::Result<String> {
+        let now = now_secs();
+        let claims = DownloadClaims {
+            sub: user_id,
+            typ: DOWNLOAD_TOKEN_TYPE.into(),
+            scope: format!("dataset:{dataset_id}"),
+            iat: now,
+            exp: now + DOWNLOAD_TOKEN_TTL.as_secs(),
+        };
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.encoding,
+        )?)
+    }
+
+    /// The claims of a valid download token for this dataset.
+    pub fn verify_download(&self, token: &str, dataset_id: Uuid) -> Option<DownloadClaims> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        let data = jsonwebtoken::decode::<DownloadClaims>(token, &self.decoding, &validation).ok()?;
+        let scope = format!("dataset:{dataset_id}");
+        (data.claims.typ == DOWNLOAD_TOKEN_TYPE && data.claims.scope == scope).then_some(data.claims)
+    }
+}
+
+/// Why a new password is refused, or `None` when it meets the policy: at
+/// least 12 characters, at least 3 of the 4 classes (lower case, upper
+/// case, digits, symbols), at most 72 bytes in UTF-8.
+pub fn password_policy_violation(password: &str) -> Option<String> {
+    if password.chars().count() < 12 {
+        return Some("the password must have at least 12 characters".into());
+    }
+    if password.len() > 72 {
+        return Some("the password must be at most 72 bytes in UTF-8".into());
+    }
+    let classes = [
+        password.chars().any(char::is_lowercase),
+        password.chars().any(char::is_uppercase),
+        password.chars().any(|c| c.is_numeric()),
+        password.chars().any(|c| !c.is_alphanumeric()),
+    ];
+    if classes.iter().filter(|c| **c).count() < 3 {
+        return Some(
+            "the password must mix at least 3 of: lower-case letters, upper-case letters, digits, symbols".into(),
+        );
+    }
+    None
+}
+
+/// A new random secret: 32 bytes as hex, with a prefix saying what it is.
+pub fn random_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_policy_edges() {
+        assert!(password_policy_violation("Abcdefghij1").is_some(), "11 characters");
+        assert!(
+            password_policy_violation("Abcdefghij12").is_none(),
+            "12 characters, 3 classes"
+        );
+        assert!(password_policy_violation("abcdefghijkl").is_some(), "one class");
+        assert!(password_policy_violation("abcdefghij12").is_some(), "two classes");
+        let max = format!("Aa1{}", "x".repeat(69));
+        assert_eq!(max.len(), 72);
+        assert!(password_policy_violation(&max).is_none(), "72 bytes");
+        let over = format!("Aa1{}", "x".repeat(70));
+        assert!(password_policy_violation(&over).is_some(), "73 bytes");
+        // The euro sign takes 3 bytes: 23 of them fit in 72 bytes, 24 do not.
+        let fits = format!("Aa1{}", "€".repeat(23));
+        assert_eq!(fits.len(), 72);
+        assert!(password_policy_violation(&fits).is_none());
+        let over = format!("Aa1{}", "€".repeat(24));
+        assert!(password_policy_violation(&over).is_some());
+    }
+
+    #[test]
+    fn tokens_round_trip_and_expire() {
+        let keys = TokenKeys::new("0123456789abcdef0123456789abcdef");
+        let id = Uuid::now_v7();
+        let token = keys.issue_access(id, 3, Duration::from_secs(60)).unwrap();
+        let claims = keys.verify_access(&token, false).unwrap();
+        assert_eq!((claims.sub, claims.ver), (id, 3));
+        let dead = keys.issue_access(id, 3, Duration::from_secs(0)).unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        assert!(keys.verify_access(&dead, false).is_none());
+        assert!(keys.verify_access(&dead, true).is_some());
+        let other = TokenKeys::new("another-secret-another-secret-123");
+        assert!(other.verify_access(&token, true).is_none());
+        let dataset = Uuid::now_v7();
+        let download = keys.issue_download(None, dataset).unwrap();
+        assert!(keys.verify_download(&download, dataset).is_some());
+        assert!(keys.verify_download(&download, Uuid::now_v7()).is_none());
+        assert!(
+            keys.verify_access(&download, false).is_none(),
+            "a download token is no session"
+        );
     }
 }

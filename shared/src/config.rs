@@ -58,9 +58,8 @@ fn list(name: &str) -> Vec<String> {
 
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
-        let jwt_secret = var("JWT_SECRET").context(
-            "JWT_SECRET is not set: set it to a random string of at least 32 characters",
-        )?;
+        let jwt_secret =
+            var("JWT_SECRET").context("JWT_SECRET is not set: set it to a random string of at least 32 characters")?;
         if jwt_secret.chars().count() < MIN_JWT_SECRET_CHARS {
             bail!(
                 "JWT_SECRET has {} characters; at least {MIN_JWT_SECRET_CHARS} are required",
@@ -91,10 +90,7 @@ impl Config {
             jwt_secret,
             storage_url,
             cors_allowed_origins,
-            url_import_fetch_max: Duration::from_secs(parsed(
-                "URL_IMPORT_FETCH_MAX_SECONDS",
-                1800,
-            )?),
+            url_import_fetch_max: Duration::from_secs(parsed("URL_IMPORT_FETCH_MAX_SECONDS", 1800)?),
             ogc_items_max_page_size: max_page,
             banner_enabled: parsed("BANNER_ENABLED", false)?,
             banner_text: var("BANNER_TEXT"),

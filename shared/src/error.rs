@@ -120,10 +120,7 @@ impl IntoResponse for AppError {
 pub fn is_unavailable(e: &sqlx::Error) -> bool {
     matches!(
         e,
-        sqlx::Error::PoolTimedOut
-            | sqlx::Error::Io(_)
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Tls(_)
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
     ) || matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| is_unavailable_code(&c)))
 }
 
@@ -132,20 +129,14 @@ pub fn is_unavailable(e: &sqlx::Error) -> bool {
 /// (57P), exhausted resources (53), and connections refused to a database
 /// that is not accepting them (55000, 3D000).
 fn is_unavailable_code(code: &str) -> bool {
-    code.starts_with("08")
-        || code.starts_with("57P")
-        || code.starts_with("53")
-        || code == "55000"
-        || code == "3D000"
+    code.starts_with("08") || code.starts_with("57P") || code.starts_with("53") || code == "55000" || code == "3D000"
 }
 
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         if is_unavailable(&e) {
             tracing::warn!(error = %e, "database unavailable");
-            return Self::unavailable(
-                "the database could not serve the request; try again shortly",
-            );
+            return Self::unavailable("the database could not serve the request; try again shortly");
         }
         match e {
             sqlx::Error::RowNotFound => Self::not_found("not found"),

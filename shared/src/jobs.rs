@@ -76,16 +76,14 @@ pub async fn enqueue(
     created_by: Option<Uuid>,
 ) -> Result<Uuid, sqlx::Error> {
     let task_id = ulid::Ulid::generate();
-    sqlx::query(
-        "INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(job_id)
-    .bind(kind.as_str())
-    .bind(sqlx::types::Json(payload))
-    .bind(task_id.to_string())
-    .bind(created_by)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)")
+        .bind(job_id)
+        .bind(kind.as_str())
+        .bind(sqlx::types::Json(payload))
+        .bind(task_id.to_string())
+        .bind(created_by)
+        .execute(&mut *tx)
+        .await?;
     let message = serde_json::to_vec(&JobMessage { job_id }).expect("job message serializes");
     // Retries of transient failures happen inside the handler with backoff;
     // the queue's own attempts only cover workers that died.

@@ -24,17 +24,10 @@ impl OutboundPolicy {
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
         self.allowed.iter().any(|entry| {
             let entry_host = match entry.rsplit_once(':') {
-                Some((h, port))
-                    if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') =>
-                {
-                    h
-                }
+                Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') => h,
                 _ => entry.as_str(),
             };
             entry_host.trim_start_matches('[').trim_end_matches(']') == host
@@ -42,25 +35,17 @@ impl OutboundPolicy {
     }
 
     fn host_port_allowed(&self, host: &str, port: u16) -> bool {
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
-        self.allowed.iter().any(|entry| {
-            entry == &host
-                || *entry == format!("{host}:{port}")
-                || *entry == format!("[{host}]:{port}")
-        })
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        self.allowed
+            .iter()
+            .any(|entry| entry == &host || *entry == format!("{host}:{port}") || *entry == format!("[{host}]:{port}"))
     }
 
     /// Checks what can be checked without resolving: scheme, host presence,
     /// port allowance and literal addresses.
     pub fn check_url(&self, url: &Url) -> Result<(), String> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "only http and https URLs can be fetched, not {}",
-                url.scheme()
-            ));
+            return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
         }
         let host = url.host_str().ok_or("the URL has no host")?;
         let port = url.port_or_known_default().unwrap_or(80);
@@ -144,14 +129,10 @@ impl Resolve for GuardedResolver {
         let policy = self.policy.clone();
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if !policy.host_allowed(&host) {
                 if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-                    let msg = format!(
-                        "{host} resolves to {}, which is not a public address",
-                        bad.ip()
-                    );
+                    let msg = format!("{host} resolves to {}, which is not a public address", bad.ip());
                     return Err(msg.into());
                 }
             }
@@ -231,27 +212,11 @@ mod tests {
     #[test]
     fn literal_private_urls_are_refused_unless_allowed() {
         let policy = OutboundPolicy::new(&[]);
-        assert!(
-            policy
-                .check_url(&Url::parse("http://127.0.0.1:9/x").unwrap())
-                .is_err()
-        );
-        assert!(
-            policy
-                .check_url(&Url::parse("http://[::1]/x").unwrap())
-                .is_err()
-        );
-        assert!(
-            policy
-                .check_url(&Url::parse("ftp://example.com/x").unwrap())
-                .is_err()
-        );
+        assert!(policy.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_err());
+        assert!(policy.check_url(&Url::parse("http://[::1]/x").unwrap()).is_err());
+        assert!(policy.check_url(&Url::parse("ftp://example.com/x").unwrap()).is_err());
         let allowed = OutboundPolicy::new(&["127.0.0.1:9".into()]);
-        assert!(
-            allowed
-                .check_url(&Url::parse("http://127.0.0.1:9/x").unwrap())
-                .is_ok()
-        );
+        assert!(allowed.check_url(&Url::parse("http://127.0.0.1:9/x").unwrap()).is_ok());
         assert!(
             allowed
                 .check_url(&Url::parse("http://127.0.0.1:10/x").unwrap())

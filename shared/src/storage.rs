@@ -8,8 +8,7 @@ use url::Url;
 pub type Store = Arc<dyn ObjectStore>;
 
 pub fn open(storage_url: &str) -> anyhow::Result<(Store, Path)> {
-    let url = Url::parse(storage_url)
-        .map_err(|e| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a URL: {e}"))?;
+    let url = Url::parse(storage_url).map_err(|e| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a URL: {e}"))?;
     if url.scheme() == "file" {
         let dir = url
             .to_file_path()
@@ -28,11 +27,7 @@ pub fn open(storage_url: &str) -> anyhow::Result<(Store, Path)> {
 
 /// Where the source file of a job is kept.
 pub fn upload_path(prefix: &Path, job_id: uuid::Uuid, filename: &str) -> Path {
-    prefix
-        .clone()
-        .join("uploads")
-        .join(job_id.to_string())
-        .join(filename)
+    prefix.clone().join("uploads").join(job_id.to_string()).join(filename)
 }
 
 /// Round trip to the store, for readiness checks.
@@ -64,10 +59,7 @@ pub fn safe_filename(name: &str) -> String {
         cleaned.into()
     };
     if out.len() > 200 {
-        let ext = out
-            .rsplit_once('.')
-            .map(|(_, e)| e.to_string())
-            .unwrap_or_default();
+        let ext = out.rsplit_once('.').map(|(_, e)| e.to_string()).unwrap_or_default();
         out = format!("{}.{ext}", &out.chars().take(150).collect::<String>());
     }
     out

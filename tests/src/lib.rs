@@ -23,10 +23,7 @@ pub fn bin_dir() -> PathBuf {
     }
     // target/debug/deps/<test binary> → target/debug
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(|p| p.parent())
-        .expect("target dir")
-        .to_path_buf()
+    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
 }
 
 pub fn data_dir() -> PathBuf {
@@ -42,16 +39,11 @@ pub fn data_file(relative: &str) -> Vec<u8> {
 }
 
 fn admin_database_url() -> String {
-    std::env::var("TEST_ADMIN_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
+    std::env::var("TEST_ADMIN_DATABASE_URL").unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[derive(Default, Clone)]
@@ -112,10 +104,7 @@ impl Stack {
         let mut env = vec![
             ("DATABASE_URL".to_string(), database_url.clone()),
             ("JWT_SECRET".into(), JWT_SECRET.into()),
-            (
-                "STORAGE_URL".into(),
-                format!("file://{}", storage.path().display()),
-            ),
+            ("STORAGE_URL".into(), format!("file://{}", storage.path().display())),
             ("BIND_ADDR".into(), format!("127.0.0.1:{port}")),
             ("PUBLIC_URL".into(), base.clone()),
             ("BOOTSTRAP_ADMIN_USERNAME".into(), ADMIN_USER.into()),
@@ -243,16 +232,14 @@ impl Stack {
     pub async fn user_token(&self, username: &str, role: &str) -> (Uuid, String) {
         let password = "User-Password-123";
         let id = Uuid::now_v7();
-        sqlx::query(
-            "INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(id)
-        .bind(username)
-        .bind(catalog_shared::auth::hash_password(password).unwrap())
-        .bind(role)
-        .execute(&self.pool)
-        .await
-        .unwrap();
+        sqlx::query("INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)")
+            .bind(id)
+            .bind(username)
+            .bind(catalog_shared::auth::hash_password(password).unwrap())
+            .bind(role)
+            .execute(&self.pool)
+            .await
+            .unwrap();
         (id, self.token(username, password).await)
     }
 
@@ -281,13 +268,7 @@ impl Stack {
     }
 
     /// Uploads and answers the queued job's id, asserting the 202.
-    pub async fn upload_ok(
-        &self,
-        token: &str,
-        filename: &str,
-        bytes: Vec<u8>,
-        fields: &[(&str, &str)],
-    ) -> String {
+    pub async fn upload_ok(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
         let response = self.upload(token, filename, bytes, fields).await;
         let status = response.status();
         let body: Value = response.json().await.unwrap();
@@ -313,10 +294,7 @@ impl Stack {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             let job = self.job(token, job_id).await;
-            if matches!(
-                job["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled")
-            ) {
+            if matches!(job["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
                 return job;
             }
             assert!(
@@ -339,21 +317,17 @@ impl Stack {
     }
 
     pub async fn dataset(&self, token: &str, id: &str) -> Value {
-        let (status, body) = self
-            .get_json(Some(token), &format!("/api/datasets/{id}"))
-            .await;
+        let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
         assert_eq!(status, 200, "{body}");
         body
     }
 
     /// Tables in the data schema, staging ones included.
     pub async fn data_tables(&self) -> Vec<String> {
-        sqlx::query_scalar(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .unwrap()
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1")
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
     }
 
     pub async fn dataset_count(&self) -> i64 {
@@ -375,10 +349,7 @@ impl Drop for Stack {
         }
         let _ = Command::new("psql")
             .arg(admin_database_url())
-            .args([
-                "-qc",
-                &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name),
-            ])
+            .args(["-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -419,9 +390,6 @@ pub fn shapefile_members(dir: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let borrowed: Vec<(&str, Vec<u8>)> = members
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.clone()))
-        .collect();
+    let borrowed: Vec<(&str, Vec<u8>)> = members.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
     zip_of(&borrowed)
 }

@@ -3,13 +3,7 @@
 use catalog_tests::{Stack, StackOptions, data_file, shapefile_members, zip_of, zip_owned};
 use serde_json::Value;
 
-async fn ingest_one(
-    stack: &Stack,
-    token: &str,
-    filename: &str,
-    bytes: Vec<u8>,
-    fields: &[(&str, &str)],
-) -> Vec<Value> {
+async fn ingest_one(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Vec<Value> {
     let job_id = stack.upload_ok(token, filename, bytes, fields).await;
     let job = stack.wait_job(token, &job_id).await;
     assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
@@ -30,10 +24,7 @@ fn assert_extent(dataset: &Value, expected: [f64; 4]) {
         .map(|v| v.as_f64().unwrap())
         .collect();
     for (got, want) in bbox.iter().zip(expected) {
-        assert!(
-            (got - want).abs() < 0.01,
-            "extent {bbox:?} is not {expected:?}"
-        );
+        assert!((got - want).abs() < 0.01, "extent {bbox:?} is not {expected:?}");
     }
 }
 
@@ -79,23 +70,15 @@ async fn geopackage_in_nad27_is_reprojected() {
         .map(|c| c["original_name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"NAME"), "{names:?}");
-    assert!(
-        nc["sample_values"]["name"]
-            .as_array()
-            .is_some_and(|v| !v.is_empty())
-    );
+    assert!(nc["sample_values"]["name"].as_array().is_some_and(|v| !v.is_empty()));
     // GiST index and primary key are in place once the job says succeeded.
-    let indexes: Vec<String> = sqlx::query_scalar(
-        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1",
-    )
-    .bind(nc["table_name"].as_str().unwrap())
-    .fetch_all(&stack.pool)
-    .await
-    .unwrap();
-    assert!(
-        indexes.iter().any(|d| d.contains("USING gist (geom)")),
-        "{indexes:?}"
-    );
+    let indexes: Vec<String> =
+        sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1")
+            .bind(nc["table_name"].as_str().unwrap())
+            .fetch_all(&stack.pool)
+            .await
+            .unwrap();
+    assert!(indexes.iter().any(|d| d.contains("USING gist (geom)")), "{indexes:?}");
     assert!(indexes.iter().any(|d| d.contains("(gid)")), "{indexes:?}");
     let srid: i32 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT DISTINCT ST_SRID(geom) FROM data.\"{}\"",
@@ -134,16 +117,8 @@ async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
         found,
         vec![
             ("countries".to_string(), 240, "MultiPolygon".to_string()),
-            (
-                "disputed_borders".to_string(),
-                46,
-                "MultiLineString".to_string()
-            ),
-            (
-                "states_provinces".to_string(),
-                4556,
-                "MultiPolygon".to_string()
-            ),
+            ("disputed_borders".to_string(), 46, "MultiLineString".to_string()),
+            ("states_provinces".to_string(), 4556, "MultiPolygon".to_string()),
         ]
     );
     assert!(
@@ -180,10 +155,7 @@ async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
     let job = stack.wait_job(&token, &job_id).await;
     assert_eq!(job["status"], "failed");
     let detail = job["error"]["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("rivers") && detail.contains("countries"),
-        "{detail}"
-    );
+    assert!(detail.contains("rivers") && detail.contains("countries"), "{detail}");
 }
 
 #[tokio::test]
@@ -240,24 +212,10 @@ async fn geojson_and_both_kinds_of_csv() {
     assert_eq!(bikes["feature_count"], 532);
     assert_eq!(bikes["geometry_type"], "Point");
     assert_extent(bikes, [-0.2291, 51.4593, -0.0080, 51.5468]);
-    let airports = &ingest_one(
-        &stack,
-        &token,
-        "airports.csv",
-        data_file("csv/airports.csv"),
-        &[],
-    )
-    .await[0];
+    let airports = &ingest_one(&stack, &token, "airports.csv", data_file("csv/airports.csv"), &[]).await[0];
     assert_eq!(airports["feature_count"], 3376);
     assert_eq!(airports["geometry_type"], "Point");
-    let world = &ingest_one(
-        &stack,
-        &token,
-        "world_wkt.csv",
-        data_file("csv/world_wkt.csv"),
-        &[],
-    )
-    .await[0];
+    let world = &ingest_one(&stack, &token, "world_wkt.csv", data_file("csv/world_wkt.csv"), &[]).await[0];
     assert_eq!(world["feature_count"], 177);
     assert_eq!(world["geometry_type"], "MultiPolygon");
     // The coordinate and WKT columns became the geometry, not attributes.
@@ -279,14 +237,7 @@ async fn extent_across_the_antimeridian_is_in_rfc7946_form() {
         {"type": "Feature", "properties": {"name": "Lau"}, "geometry": {"type": "Point", "coordinates": [-178.8, -17.6]}},
         {"type": "Feature", "properties": {"name": "Rotuma"}, "geometry": {"type": "Point", "coordinates": [177.05, -12.5]}}
     ]});
-    let d = &ingest_one(
-        &stack,
-        &token,
-        "fiji.geojson",
-        fiji.to_string().into_bytes(),
-        &[],
-    )
-    .await[0];
+    let d = &ingest_one(&stack, &token, "fiji.geojson", fiji.to_string().into_bytes(), &[]).await[0];
     assert_extent(d, [177.05, -18.14, -178.8, -12.5]);
 }
 
@@ -316,19 +267,11 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
     let detail = failed_job_detail(&stack, &token, "slip.zip", slip).await;
     assert!(detail.contains("unsafe path"), "{detail}");
 
-    let without_dbf: Vec<(String, Vec<u8>)> = shp
-        .iter()
-        .filter(|(n, _)| !n.ends_with(".dbf"))
-        .cloned()
-        .collect();
+    let without_dbf: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".dbf")).cloned().collect();
     let detail = failed_job_detail(&stack, &token, "nodbf.zip", zip_owned(&without_dbf)).await;
     assert!(detail.contains(".dbf"), "{detail}");
 
-    let without_shx: Vec<(String, Vec<u8>)> = shp
-        .iter()
-        .filter(|(n, _)| !n.ends_with(".shx"))
-        .cloned()
-        .collect();
+    let without_shx: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".shx")).cloned().collect();
     let detail = failed_job_detail(&stack, &token, "noshx.zip", zip_owned(&without_shx)).await;
     assert!(detail.contains(".shx"), "{detail}");
 
@@ -341,13 +284,7 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
     .await;
     assert!(detail.contains("geojson"), "{detail}");
 
-    let detail = failed_job_detail(
-        &stack,
-        &token,
-        "plain.csv",
-        b"name,population\nA,1\nB,2\n".to_vec(),
-    )
-    .await;
+    let detail = failed_job_detail(&stack, &token, "plain.csv", b"name,population\nA,1\nB,2\n".to_vec()).await;
     assert!(detail.contains("no coordinates"), "{detail}");
 
     let empty = br#"{"type": "FeatureCollection", "features": []}"#.to_vec();
@@ -365,19 +302,11 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
 async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
     let stack = Stack::start_with(StackOptions::workers(1).env("MAX_UPLOAD_BYTES", "1000")).await;
     let token = stack.admin_token().await;
-    let response = stack
-        .upload(&token, "notes.txt", b"hello".to_vec(), &[])
-        .await;
+    let response = stack.upload(&token, "notes.txt", b"hello".to_vec(), &[]).await;
     assert_eq!(response.status(), 422);
-    assert_eq!(
-        response.headers()["content-type"],
-        "application/problem+json"
-    );
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
     let body: Value = response.json().await.unwrap();
-    assert!(
-        body["detail"].as_str().unwrap().contains("notes.txt"),
-        "{body}"
-    );
+    assert!(body["detail"].as_str().unwrap().contains("notes.txt"), "{body}");
 
     let response = stack
         .upload(
@@ -393,12 +322,7 @@ async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
     assert!(body["detail"].as_str().unwrap().contains("1000"), "{body}");
 
     let response = stack
-        .upload(
-            &token,
-            "a.geojson",
-            b"{}".to_vec(),
-            &[("visibility", "secret")],
-        )
+        .upload(&token, "a.geojson", b"{}".to_vec(), &[("visibility", "secret")])
         .await;
     assert_eq!(response.status(), 422);
 

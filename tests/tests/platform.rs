@@ -7,10 +7,7 @@ use serde_json::{Value, json};
 
 async fn problem(response: reqwest::Response, status: u16) -> Value {
     assert_eq!(response.status().as_u16(), status);
-    assert_eq!(
-        response.headers()["content-type"],
-        "application/problem+json"
-    );
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], status);
     assert!(
@@ -25,25 +22,11 @@ async fn every_error_is_a_problem_document() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
     problem(
-        stack
-            .http
-            .get(stack.url("/api/no-such-route"))
-            .send()
-            .await
-            .unwrap(),
+        stack.http.get(stack.url("/api/no-such-route")).send().await.unwrap(),
         404,
     )
     .await;
-    problem(
-        stack
-            .http
-            .put(stack.url("/api/health"))
-            .send()
-            .await
-            .unwrap(),
-        405,
-    )
-    .await;
+    problem(stack.http.put(stack.url("/api/health")).send().await.unwrap(), 405).await;
     let bad_json = stack
         .http
         .post(stack.url("/api/datasets/import-url"))
@@ -125,18 +108,11 @@ async fn routes_answer_with_and_without_a_trailing_slash() {
     let response = stack
         .http
         .post(stack.url("/api/auth/login/"))
-        .form(&[
-            ("username", "admin"),
-            ("password", catalog_tests::ADMIN_PASSWORD),
-        ])
+        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        response.status(),
-        200,
-        "POST with a trailing slash keeps its body"
-    );
+    assert_eq!(response.status(), 200, "POST with a trailing slash keeps its body");
 }
 
 #[tokio::test]
@@ -223,10 +199,7 @@ async fn sign_in_and_roles() {
     let response = stack
         .http
         .post(stack.url("/api/auth/login"))
-        .form(&[
-            ("username", "admin"),
-            ("password", catalog_tests::ADMIN_PASSWORD),
-        ])
+        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
         .send()
         .await
         .unwrap();
@@ -238,21 +211,12 @@ async fn sign_in_and_roles() {
     let anonymous = stack.upload("", "a.geojson", b"{}".to_vec(), &[]).await;
     assert_eq!(anonymous.status(), 401);
     let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let refused = stack
-        .upload(&viewer, "a.geojson", b"{}".to_vec(), &[])
-        .await;
+    let refused = stack.upload(&viewer, "a.geojson", b"{}".to_vec(), &[]).await;
     problem(refused, 403).await;
     let (_, editor) = stack.user_token("ed", "editor").await;
-    let accepted = stack
-        .upload(&editor, "a.geojson", b"{}".to_vec(), &[])
-        .await;
+    let accepted = stack.upload(&editor, "a.geojson", b"{}".to_vec(), &[]).await;
     assert_eq!(accepted.status(), 202);
-    assert!(
-        accepted.headers()["location"]
-            .to_str()
-            .unwrap()
-            .contains("/api/jobs/")
-    );
+    assert!(accepted.headers()["location"].to_str().unwrap().contains("/api/jobs/"));
 }
 
 #[test]
@@ -264,10 +228,7 @@ fn a_short_jwt_secret_stops_start_up() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("JWT_SECRET") && stderr.contains("32"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("JWT_SECRET") && stderr.contains("32"), "{stderr}");
     assert!(JWT_SECRET.len() >= 32);
 }
 
@@ -304,27 +265,11 @@ async fn dataset_visibility_edit_and_delete() {
         "admins see everything"
     );
 
-    let patch = |token: &str, body: Value| {
-        stack
-            .http
-            .patch(stack.url(&path))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-    };
-    assert_eq!(
-        patch(&viewer, json!({"title": "x"}))
-            .await
-            .unwrap()
-            .status(),
-        404
-    );
-    let response = patch(
-        &owner,
-        json!({"visibility": "internal", "title": "Renamed"}),
-    )
-    .await
-    .unwrap();
+    let patch = |token: &str, body: Value| stack.http.patch(stack.url(&path)).bearer_auth(token).json(&body).send();
+    assert_eq!(patch(&viewer, json!({"title": "x"})).await.unwrap().status(), 404);
+    let response = patch(&owner, json!({"visibility": "internal", "title": "Renamed"}))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let updated: Value = response.json().await.unwrap();
     assert_eq!(updated["title"], "Renamed");
@@ -339,29 +284,15 @@ async fn dataset_visibility_edit_and_delete() {
     );
     assert_eq!(stack.get_json(None, &path).await.0, 404);
     assert_eq!(
-        patch(&owner, json!({"visibility": "everyone"}))
-            .await
-            .unwrap()
-            .status(),
+        patch(&owner, json!({"visibility": "everyone"})).await.unwrap().status(),
         422
     );
+    assert_eq!(patch(&owner, json!({"colour": "red"})).await.unwrap().status(), 422);
     assert_eq!(
-        patch(&owner, json!({"colour": "red"}))
-            .await
-            .unwrap()
-            .status(),
-        422
-    );
-    assert_eq!(
-        patch(&other_editor, json!({"title": "Theirs"}))
-            .await
-            .unwrap()
-            .status(),
+        patch(&other_editor, json!({"title": "Theirs"})).await.unwrap().status(),
         403
     );
-    patch(&owner, json!({"visibility": "public"}))
-        .await
-        .unwrap();
+    patch(&owner, json!({"visibility": "public"})).await.unwrap();
     let (status, list) = stack.get_json(None, "/api/datasets").await;
     assert_eq!(status, 200);
     assert_eq!(list["total"], 1);

@@ -21,10 +21,7 @@ fn big_csv(rows: usize) -> Vec<u8> {
     for i in 0..rows {
         let lon = -170.0 + (i % 34_000) as f64 * 0.01;
         let lat = -80.0 + (i / 34_000) as f64 * 0.01;
-        out.push_str(&format!(
-            "{i},{lon:.5},{lat:.5},point number {i},{}\n",
-            i as f64 * 0.5
-        ));
+        out.push_str(&format!("{i},{lon:.5},{lat:.5},point number {i},{}\n", i as f64 * 0.5));
     }
     out.into_bytes()
 }
@@ -37,12 +34,7 @@ async fn two_workers_share_twenty_jobs_each_run_once() {
     for i in 0..20 {
         job_ids.push(
             stack
-                .upload_ok(
-                    &token,
-                    &format!("points{i}.geojson"),
-                    small_geojson(5 + i),
-                    &[],
-                )
+                .upload_ok(&token, &format!("points{i}.geojson"), small_geojson(5 + i), &[])
                 .await,
         );
     }
@@ -52,24 +44,18 @@ async fn two_workers_share_twenty_jobs_each_run_once() {
         let job = stack.wait_job(&token, job_id).await;
         assert_eq!(job["status"], "succeeded", "{job}");
         assert_eq!(job["attempts"], 1, "ran more than once: {job}");
-        let dataset = stack
-            .dataset(&token, job["dataset_id"].as_str().unwrap())
-            .await;
+        let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
         assert_eq!(dataset["feature_count"], 5 + i as i64);
     }
     assert_eq!(stack.dataset_count().await, 20);
-    let runners: i64 = sqlx::query_scalar(
-        "SELECT count(DISTINCT lock_by) FROM apalis.jobs WHERE job_type = 'catalog_jobs'",
-    )
-    .fetch_one(&stack.pool)
-    .await
-    .unwrap();
+    let runners: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT lock_by) FROM apalis.jobs WHERE job_type = 'catalog_jobs'")
+            .fetch_one(&stack.pool)
+            .await
+            .unwrap();
     assert_eq!(runners, 2, "both workers took jobs");
     let (status, list) = stack
-        .get_json(
-            Some(&token),
-            "/api/jobs/?status=succeeded&kind=ingest&limit=200",
-        )
+        .get_json(Some(&token), "/api/jobs/?status=succeeded&kind=ingest&limit=200")
         .await;
     assert_eq!(status, 200);
     let listed = list["jobs"].as_array().unwrap();
@@ -97,18 +83,16 @@ async fn a_killed_workers_job_is_completed_by_another() {
             job["status"], "succeeded",
             "the load finished before the worker could be killed"
         );
-        assert!(
-            Instant::now() < deadline,
-            "job never started loading: {job}"
-        );
+        assert!(Instant::now() < deadline, "job never started loading: {job}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     stack.kill_worker(0);
-    let staging_left: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'data' AND tablename LIKE '\\_staging\\_%'")
-            .fetch_one(&stack.pool)
-            .await
-            .unwrap();
+    let staging_left: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'data' AND tablename LIKE '\\_staging\\_%'",
+    )
+    .fetch_one(&stack.pool)
+    .await
+    .unwrap();
     assert_eq!(staging_left, 1, "the killed load left its staging table");
     let started = Instant::now();
     stack.add_worker();
@@ -121,9 +105,7 @@ async fn a_killed_workers_job_is_completed_by_another() {
         started.elapsed()
     );
     assert_eq!(stack.dataset_count().await, 1);
-    let dataset = stack
-        .dataset(&token, job["dataset_id"].as_str().unwrap())
-        .await;
+    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(dataset["feature_count"], rows as i64);
     let tables = stack.data_tables().await;
     assert_eq!(
@@ -137,9 +119,7 @@ async fn a_killed_workers_job_is_completed_by_another() {
 async fn cancelled_jobs_never_publish() {
     let mut stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    let job_id = stack
-        .upload_ok(&token, "p.geojson", small_geojson(3), &[])
-        .await;
+    let job_id = stack.upload_ok(&token, "p.geojson", small_geojson(3), &[]).await;
     let response = stack
         .http
         .delete(stack.url(&format!("/api/jobs/{job_id}")))
@@ -160,9 +140,7 @@ async fn cancelled_jobs_never_publish() {
     assert_eq!(again.status(), 409);
 
     // A running job is stopped too.
-    let running_id = stack
-        .upload_ok(&token, "big.csv", big_csv(400_000), &[])
-        .await;
+    let running_id = stack.upload_ok(&token, "big.csv", big_csv(400_000), &[]).await;
     stack.add_worker();
     let deadline = Instant::now() + Duration::from_secs(60);
     while stack.job(&token, &running_id).await["step"] != "loading" {
@@ -197,13 +175,9 @@ async fn cancelled_jobs_never_publish() {
 async fn jobs_are_private_to_their_owner() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let token = stack.admin_token().await;
-    let job_id = stack
-        .upload_ok(&token, "p.geojson", small_geojson(3), &[])
-        .await;
+    let job_id = stack.upload_ok(&token, "p.geojson", small_geojson(3), &[]).await;
     let (_, editor) = stack.user_token("eve", "editor").await;
-    let (status, body) = stack
-        .get_json(Some(&editor), &format!("/api/jobs/{job_id}"))
-        .await;
+    let (status, body) = stack.get_json(Some(&editor), &format!("/api/jobs/{job_id}")).await;
     assert_eq!(status, 404, "{body}");
     let (status, _) = stack.get_json(None, &format!("/api/jobs/{job_id}")).await;
     assert_eq!(status, 401);

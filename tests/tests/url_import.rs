@@ -10,24 +10,19 @@ use serde_json::{Value, json};
 async fn remote_host() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = Router::new()
-        .route(
-            "/data/bikes.geojson",
-            get(|| async { data_file("geojson/cycle_hire_osm.geojson") }),
-        )
-        .route(
-            "/redirect",
-            get(move || async move {
-                Redirect::temporary(&format!(
-                    "http://127.0.0.2:{}/data/bikes.geojson",
-                    addr.port()
-                ))
-            }),
-        )
-        .route(
-            "/slow.geojson",
-            get(|| async { Body::from_stream(trickle()) }),
-        );
+    let app =
+        Router::new()
+            .route(
+                "/data/bikes.geojson",
+                get(|| async { data_file("geojson/cycle_hire_osm.geojson") }),
+            )
+            .route(
+                "/redirect",
+                get(move || async move {
+                    Redirect::temporary(&format!("http://127.0.0.2:{}/data/bikes.geojson", addr.port()))
+                }),
+            )
+            .route("/slow.geojson", get(|| async { Body::from_stream(trickle()) }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
 }
@@ -57,23 +52,21 @@ async fn import(stack: &Stack, token: &str, body: Value) -> reqwest::Response {
 #[tokio::test]
 async fn a_url_is_downloaded_in_the_background_and_ingested() {
     let host = remote_host().await;
-    let stack = Stack::start_with(
-        StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string()),
+    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
+    let token = stack.admin_token().await;
+    let response = import(
+        &stack,
+        &token,
+        json!({"url": format!("http://{host}/data/bikes.geojson"), "title": "Bikes", "visibility": "public"}),
     )
     .await;
-    let token = stack.admin_token().await;
-    let response = import(&stack, &token, json!({"url": format!("http://{host}/data/bikes.geojson"), "title": "Bikes", "visibility": "public"})).await;
     assert_eq!(response.status(), 202);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], "queued");
-    let job = stack
-        .wait_job(&token, body["job_id"].as_str().unwrap())
-        .await;
+    let job = stack.wait_job(&token, body["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["kind"], "url_download");
-    let dataset = stack
-        .dataset(&token, job["dataset_id"].as_str().unwrap())
-        .await;
+    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(dataset["title"], "Bikes");
     assert_eq!(dataset["visibility"], "public");
     assert_eq!(dataset["feature_count"], 532);
@@ -83,10 +76,7 @@ async fn a_url_is_downloaded_in_the_background_and_ingested() {
 #[tokio::test]
 async fn internal_addresses_are_refused_before_anything_is_queued() {
     let host = remote_host().await;
-    let stack = Stack::start_with(
-        StackOptions::workers(0).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string()),
-    )
-    .await;
+    let stack = Stack::start_with(StackOptions::workers(0).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
     let token = stack.admin_token().await;
     for url in [
         format!("http://127.0.0.1:{}/x.geojson", host.port() + 1),
@@ -99,10 +89,7 @@ async fn internal_addresses_are_refused_before_anything_is_queued() {
     ] {
         let response = import(&stack, &token, json!({"url": url})).await;
         assert_eq!(response.status(), 422, "{url}");
-        assert_eq!(
-            response.headers()["content-type"],
-            "application/problem+json"
-        );
+        assert_eq!(response.headers()["content-type"], "application/problem+json");
     }
     let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
         .fetch_one(&stack.pool)
@@ -114,22 +101,12 @@ async fn internal_addresses_are_refused_before_anything_is_queued() {
 #[tokio::test]
 async fn a_redirect_to_an_internal_address_fails_the_job() {
     let host = remote_host().await;
-    let stack = Stack::start_with(
-        StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string()),
-    )
-    .await;
+    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
     let token = stack.admin_token().await;
-    let response = import(
-        &stack,
-        &token,
-        json!({"url": format!("http://{host}/redirect")}),
-    )
-    .await;
+    let response = import(&stack, &token, json!({"url": format!("http://{host}/redirect")})).await;
     assert_eq!(response.status(), 202);
     let body: Value = response.json().await.unwrap();
-    let job = stack
-        .wait_job(&token, body["job_id"].as_str().unwrap())
-        .await;
+    let job = stack.wait_job(&token, body["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "failed", "{job}");
     let detail = job["error"]["detail"].as_str().unwrap();
     assert!(
@@ -149,12 +126,7 @@ async fn a_download_is_bounded_in_time() {
     )
     .await;
     let token = stack.admin_token().await;
-    let response = import(
-        &stack,
-        &token,
-        json!({"url": format!("http://{host}/slow.geojson")}),
-    )
-    .await;
+    let response = import(&stack, &token, json!({"url": format!("http://{host}/slow.geojson")})).await;
     let body: Value = response.json().await.unwrap();
     let job_id = body["job_id"].as_str().unwrap();
     let mut saw_downloading = false;

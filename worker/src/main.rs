@@ -74,9 +74,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn handle(message: JobMessage, deps: Data<JobDeps>) -> Result<(), BoxDynError> {
-    catalog_jobs::run_job(&deps, message.job_id)
-        .await
-        .map_err(Into::into)
+    catalog_jobs::run_job(&deps, message.job_id).await.map_err(Into::into)
 }
 
 async fn sweep_staging(pool: sqlx::PgPool) {
@@ -101,8 +99,8 @@ fn hostname() -> String {
 
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler installs");
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
     tokio::select! {
         _ = ctrl_c => {}
         _ = term.recv() => {}

@@ -1,0 +1,355 @@
+//! Accounts: the caller's own (me, change password), self-registration
+//! (pending until an admin approves) and the admin's user management.
+use axum::{Json, extract::State, http::StatusCode};
+use catalog_shared::{
+    AppError,
+    auth::{Role, hash_password, password_policy_violation, verify_password},
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use super::{Caller, api_keys};
+use crate::{
+    extract::{Json as JsonBody, Path},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(register))
+        .routes(routes!(change_password))
+        .routes(routes!(create_user, list_users))
+        .routes(routes!(update_user))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct QuotaUsage {
+    bytes_used: i64,
+    dataset_count: i64,
+    /// 0: no cap.
+    storage_cap: i64,
+    /// 0: no cap.
+    count_cap: i64,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct UserResponse {
+    id: Uuid,
+    username: String,
+    email: Option<String>,
+    is_active: bool,
+    status: String,
+    created_at: DateTime<Utc>,
+    roles: Vec<String>,
+    quota_usage: Option<QuotaUsage>,
+}
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: Uuid,
+    username: String,
+    email: Option<String>,
+    is_active: bool,
+    status: String,
+    role: String,
+    created_at: DateTime<Utc>,
+    dataset_count: i64,
+    bytes_used: i64,
+}
+
+const USER_SELECT: &str = "SELECT u.id, u.username, u.email, u.is_active, u.status, u.role, u.created_at,
+        (SELECT count(*) FROM datasets d WHERE d.created_by = u.id) AS dataset_count,
+        (SELECT coalesce(sum(pg_total_relation_size(to_regclass(format('%I.%I', d.schema_name, d.table_name)))), 0)::bigint
+           FROM datasets d WHERE d.created_by = u.id AND NOT d.is_registered) AS bytes_used
+     FROM users u";
+
+impl From<UserRow> for UserResponse {
+    fn from(row: UserRow) -> Self {
+        Self {
+            id: row.id,
+            username: row.username,
+            email: row.email,
+            is_active: row.is_active,
+            status: row.status,
+            created_at: row.created_at,
+            roles: vec![row.role],
+            quota_usage: Some(QuotaUsage {
+                bytes_used: row.bytes_used,
+                dataset_count: row.dataset_count,
+                storage_cap: 0,
+                count_cap: 0,
+            }),
+        }
+    }
+}
+
+async fn user_response(state: &AppState, id: Uuid) -> Result<UserResponse, AppError> {
+    let sql = format!("{USER_SELECT} WHERE u.id = $1");
+    let row: Option<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?;
+    row.map(Into::into)
+        .ok_or_else(|| AppError::not_found(format!("no user {id}")))
+}
+
+/// The caller's own account.
+#[utoipa::path(get, path = "/api/auth/me", tag = "auth", responses((status = 200, body = UserResponse)))]
+async fn me(State(state): State<AppState>, caller: Caller) -> Result<Json<UserResponse>, AppError> {
+    let user = caller.signed_in()?;
+    Ok(Json(user_response(&state, user.id).await?))
+}
+
+fn check_username(username: &str) -> Result<(), AppError> {
+    let ok = (1..=150).contains(&username.chars().count())
+        && username
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '@' | '+' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(AppError::unprocessable(
+            "username must be 1 to 150 letters, digits or _ . @ + -",
+        ))
+    }
+}
+
+fn check_email(email: &str) -> Result<(), AppError> {
+    let ok = email.len() <= 254
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(AppError::unprocessable("email is not a valid address"))
+    }
+}
+
+fn check_password(password: &str) -> Result<(), AppError> {
+    match password_policy_violation(password) {
+        Some(why) => Err(AppError::unprocessable(why)),
+        None => Ok(()),
+    }
+}
+
+/// Inserts an account; a taken username or email is a 409.
+async fn insert_user(
+    state: &AppState,
+    username: &str,
+    password: &str,
+    email: Option<&str>,
+    role: &str,
+    status: &str,
+) -> Result<Uuid, AppError> {
+    check_username(username)?;
+    if let Some(email) = email {
+        check_email(email)?;
+    }
+    check_password(password)?;
+    let hash = hash_password(password).map_err(AppError::internal)?;
+    let id = Uuid::now_v7();
+    let inserted = sqlx::query(
+        "INSERT INTO users (id, username, email, password_hash, role, status) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(id)
+    .bind(username)
+    .bind(email)
+    .bind(hash)
+    .bind(role)
+    .bind(status)
+    .execute(&state.pool)
+    .await;
+    match inserted {
+        Ok(_) => Ok(id),
+        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("23505") => {
+            Err(AppError::conflict("that username or email is already taken"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    username: String,
+    password: String,
+    email: String,
+}
+
+/// Asks for an account; it stays `pending` until an admin approves it.
+#[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = Registration,
+    responses((status = 201, body = UserResponse), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn register(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<Registration>,
+) -> Result<(StatusCode, Json<UserResponse>), AppError> {
+    let id = insert_user(
+        &state,
+        body.username.trim(),
+        &body.password,
+        Some(body.email.trim()),
+        "viewer",
+        "pending",
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(user_response(&state, id).await?)))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    current_password: String,
+    #[schema(min_length = 8)]
+    new_password: String,
+}
+
+/// Changes the caller's password; every API key of the account stops working.
+#[utoipa::path(post, path = "/api/auth/change-password", tag = "auth", request_body = PasswordChange,
+    responses((status = 204, description = "changed"), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn change_password(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<PasswordChange>,
+) -> Result<StatusCode, AppError> {
+    let user = caller.signed_in()?;
+    let hash: Option<String> = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
+        .bind(user.id)
+        .fetch_one(&state.pool)
+        .await?;
+    if !hash.is_some_and(|h| verify_password(&body.current_password, &h)) {
+        return Err(AppError::bad_request("the current password is wrong"));
+    }
+    check_password(&body.new_password)?;
+    let new_hash = hash_password(&body.new_password).map_err(AppError::internal)?;
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1")
+        .bind(user.id)
+        .bind(new_hash)
+        .execute(&mut *tx)
+        .await?;
+    api_keys::revoke_all(&mut *tx, user.id).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewUser {
+    username: String,
+    password: String,
+    email: Option<String>,
+    /// viewer, editor or admin
+    role: String,
+}
+
+fn check_role(role: &str) -> Result<(), AppError> {
+    Role::parse(role)
+        .map(|_| ())
+        .ok_or_else(|| AppError::unprocessable("role must be viewer, editor or admin"))
+}
+
+/// An admin creates an active account.
+#[utoipa::path(post, path = "/api/admin/users", tag = "admin", request_body = NewUser,
+    responses((status = 201, body = UserResponse), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn create_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<NewUser>,
+) -> Result<(StatusCode, Json<UserResponse>), AppError> {
+    caller.admin()?;
+    check_role(&body.role)?;
+    let id = insert_user(
+        &state,
+        body.username.trim(),
+        &body.password,
+        body.email.as_deref().map(str::trim),
+        &body.role,
+        "active",
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(user_response(&state, id).await?)))
+}
+
+/// Every account.
+#[utoipa::path(get, path = "/api/admin/users", tag = "admin", responses((status = 200, body = Vec<UserResponse>)))]
+async fn list_users(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<UserResponse>>, AppError> {
+    caller.admin()?;
+    let sql = format!("{USER_SELECT} ORDER BY u.created_at");
+    let rows: Vec<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(&state.pool).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserUpdate {
+    email: Option<String>,
+    is_active: Option<bool>,
+    /// active, pending, suspended or deactivated
+    status: Option<String>,
+    /// viewer, editor or admin
+    role: Option<String>,
+}
+
+const STATUSES: [&str; 4] = ["active", "pending", "suspended", "deactivated"];
+
+/// An admin edits an account. A role change or the approval of a pending
+/// account revokes every API key of the account.
+#[utoipa::path(patch, path = "/api/admin/users/{user_id}", tag = "admin", params(("user_id" = Uuid, Path)), request_body = UserUpdate,
+    responses((status = 200, body = UserResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn update_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<UserUpdate>,
+) -> Result<Json<UserResponse>, AppError> {
+    caller.admin()?;
+    if let Some(role) = &body.role {
+        check_role(role)?;
+    }
+    if let Some(status) = &body.status {
+        if !STATUSES.contains(&status.as_str()) {
+            return Err(AppError::unprocessable(format!(
+                "status must be one of {}",
+                STATUSES.join(", ")
+            )));
+        }
+    }
+    if let Some(email) = &body.email {
+        check_email(email)?;
+    }
+    let mut tx = state.pool.begin().await?;
+    let current: Option<(String, String)> = sqlx::query_as("SELECT role, status FROM users WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (old_role, old_status) = current.ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    let updated = sqlx::query(
+        "UPDATE users SET email = coalesce($2, email), is_active = coalesce($3, is_active),
+                          status = coalesce($4, status), role = coalesce($5, role), updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(&body.email)
+    .bind(body.is_active)
+    .bind(&body.status)
+    .bind(&body.role)
+    .execute(&mut *tx)
+    .await;
+    if let Err(sqlx::Error::Database(db)) = &updated {
+        if db.code().as_deref() == Some("23505") {
+            return Err(AppError::conflict("that email is already taken"));
+        }
+    }
+    updated?;
+    let role_changed = body.role.as_ref().is_some_and(|r| *r != old_role);
+    let approved = old_status == "pending" && body.status.as_deref() == Some("active");
+    if role_changed || approved {
+        api_keys::revoke_all(&mut *tx, id).await?;
+    }
+    tx.commit().await?;
+    Ok(Json(user_response(&state, id).await?))
+}

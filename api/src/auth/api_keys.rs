@@ -1,0 +1,230 @@
+//! API keys: one user each, scope `full` or `read_only` fixed at creation,
+//! optional expiry, the secret shown once and stored only as a hash.
+use axum::{Json, body::Bytes, extract::State, http::StatusCode};
+use catalog_shared::{AppError, auth::random_secret};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use super::{Caller, KeyScope, User};
+use crate::{extract::Path, state::AppState};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_own_key, list_own_keys))
+        .routes(routes!(revoke_key))
+        .routes(routes!(create_key_for_user))
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyOwner {
+    id: Uuid,
+    role: String,
+    token_version: i32,
+    scope: String,
+}
+
+/// Resolves a presented key into its owner, narrowed by the key's scope.
+pub async fn resolve(pool: &PgPool, key: &str) -> Result<Caller, AppError> {
+    let owner: Option<KeyOwner> = sqlx::query_as(
+        "SELECT u.id, u.role, u.token_version, k.scope
+         FROM api_keys k JOIN users u ON u.id = k.user_id
+         WHERE k.key_hash = sha256($1) AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+           AND u.status = 'active' AND u.is_active",
+    )
+    .bind(key.as_bytes())
+    .fetch_optional(pool)
+    .await?;
+    let owner = owner.ok_or_else(|| AppError::unauthorized("the API key is invalid, expired or revoked"))?;
+    Ok(Caller {
+        key_scope: Some(if owner.scope == "read_only" {
+            KeyScope::ReadOnly
+        } else {
+            KeyScope::Full
+        }),
+        user: Some(User {
+            id: owner.id,
+            role: owner.role,
+            token_version: owner.token_version,
+        }),
+    })
+}
+
+/// Revokes every key of a user (password, role or provider change, approval).
+pub async fn revoke_all(db: impl sqlx::PgExecutor<'_>, user_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL")
+        .bind(user_id)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRequest {
+    /// `full` (default) or `read_only`.
+    scope: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    name: Option<String>,
+    /// Only on the admin route: whose key it is.
+    user_id: Option<Uuid>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CreatedKey {
+    id: Uuid,
+    /// The secret; shown this once.
+    key: String,
+    scope: String,
+    name: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    user_id: Uuid,
+}
+
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct KeyInfo {
+    id: Uuid,
+    /// The first characters of the key, to tell keys apart.
+    key_prefix: String,
+    name: Option<String>,
+    scope: String,
+    expires_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+fn parse_request(body: &Bytes) -> Result<KeyRequest, AppError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(KeyRequest::default());
+    }
+    serde_json::from_slice(body).map_err(|e| AppError::unprocessable(format!("invalid API key request: {e}")))
+}
+
+async fn create_key(
+    state: &AppState,
+    owner: Uuid,
+    creator: Uuid,
+    request: KeyRequest,
+) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
+    let scope = request.scope.unwrap_or_else(|| "full".into());
+    if !matches!(scope.as_str(), "full" | "read_only") {
+        return Err(AppError::unprocessable("scope must be full or read_only"));
+    }
+    if request.expires_at.is_some_and(|t| t <= Utc::now()) {
+        return Err(AppError::unprocessable("expires_at must be in the future"));
+    }
+    if request.name.as_ref().is_some_and(|n| n.chars().count() > 255) {
+        return Err(AppError::unprocessable("name must be at most 255 characters"));
+    }
+    let key = random_secret("sdc_");
+    let id = Uuid::now_v7();
+    let created_at: DateTime<Utc> = sqlx::query_scalar(
+        "INSERT INTO api_keys (id, user_id, key_hash, key_prefix, name, scope, expires_at, created_by)
+         VALUES ($1, $2, sha256($3), $4, $5, $6, $7, $8) RETURNING created_at",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(key.as_bytes())
+    .bind(&key[..12])
+    .bind(&request.name)
+    .bind(&scope)
+    .bind(request.expires_at)
+    .bind(creator)
+    .fetch_one(&state.pool)
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedKey {
+            id,
+            key,
+            scope,
+            name: request.name,
+            expires_at: request.expires_at,
+            created_at,
+            user_id: owner,
+        }),
+    ))
+}
+
+/// Creates a key for the caller.
+#[utoipa::path(post, path = "/api/auth/api-keys", tag = "auth", request_body = KeyRequest,
+    responses((status = 201, body = CreatedKey), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn create_own_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
+    let user = caller.signed_in()?;
+    let request = parse_request(&body)?;
+    if request.user_id.is_some_and(|id| id != user.id) {
+        return Err(AppError::unprocessable(
+            "user_id is for the admin route /api/admin/api-keys",
+        ));
+    }
+    create_key(&state, user.id, user.id, request).await
+}
+
+/// An admin issues a key for another user.
+#[utoipa::path(post, path = "/api/admin/api-keys", tag = "admin", request_body = KeyRequest,
+    responses((status = 201, body = CreatedKey), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn create_key_for_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
+    let admin = caller.admin()?;
+    let request = parse_request(&body)?;
+    let owner = request
+        .user_id
+        .ok_or_else(|| AppError::unprocessable("user_id is required"))?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)")
+        .bind(owner)
+        .fetch_one(&state.pool)
+        .await?;
+    if !exists {
+        return Err(AppError::not_found(format!("no user {owner}")));
+    }
+    create_key(&state, owner, admin.id, request).await
+}
+
+/// The caller's keys, without their secrets.
+#[utoipa::path(get, path = "/api/auth/api-keys", tag = "auth", responses((status = 200, body = Vec<KeyInfo>)))]
+async fn list_own_keys(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<KeyInfo>>, AppError> {
+    let user = caller.signed_in()?;
+    let keys = sqlx::query_as(
+        "SELECT id, key_prefix, name, scope, expires_at, created_at, revoked_at FROM api_keys
+         WHERE user_id = $1 ORDER BY created_at DESC",
+    )
+    .bind(user.id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(Json(keys))
+}
+
+/// Revokes one of the caller's keys (an admin may revoke anyone's).
+#[utoipa::path(delete, path = "/api/auth/api-keys/{key_id}", tag = "auth", params(("key_id" = Uuid, Path)),
+    responses((status = 204, description = "revoked"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn revoke_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key_id): Path<Uuid>,
+) -> Result<StatusCode, AppError> {
+    let user = caller.signed_in()?;
+    let revoked = sqlx::query(
+        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+         WHERE id = $1 AND (user_id = $2 OR $3)",
+    )
+    .bind(key_id)
+    .bind(user.id)
+    .bind(user.is_admin())
+    .execute(&state.pool)
+    .await?
+    .rows_affected();
+    if revoked == 0 {
+        return Err(AppError::not_found(format!("no API key {key_id}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,225 @@
+//! Who is calling. One credential resolver runs before every handler, in
+//! the order of the specification (X-Api-Key header, `api_key` query
+//! parameter on reads, bearer JWT, anonymous), refuses what a read-only key
+//! may not do, and leaves a `Caller` in the request.
+use axum::{
+    extract::{FromRequestParts, Request, State},
+    http::{HeaderMap, Method, header, request::Parts},
+    middleware::Next,
+    response::Response,
+};
+use catalog_shared::{
+    AppError,
+    auth::{Role, hash_password},
+    config::Config,
+};
+use sqlx::PgPool;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+use crate::state::AppState;
+
+pub mod accounts;
+pub mod api_keys;
+mod cookies;
+pub mod cors;
+pub mod tokens;
+
+/// A signed-in account.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct User {
+    pub id: Uuid,
+    pub role: String,
+    pub token_version: i32,
+}
+
+impl User {
+    pub fn role(&self) -> Role {
+        Role::parse(&self.role).unwrap_or(Role::Viewer)
+    }
+    pub fn is_admin(&self) -> bool {
+        self.role() == Role::Admin
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyScope {
+    Full,
+    ReadOnly,
+}
+
+/// The resolved identity of a request: anonymous or a user, and whether
+/// it came through an API key.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub user: Option<User>,
+    pub key_scope: Option<KeyScope>,
+}
+
+impl Caller {
+    pub fn user(&self) -> Option<&User> {
+        self.user.as_ref()
+    }
+    pub fn user_id(&self) -> Option<Uuid> {
+        self.user.as_ref().map(|u| u.id)
+    }
+    pub fn is_admin(&self) -> bool {
+        self.user.as_ref().is_some_and(User::is_admin)
+    }
+    /// The user, or 401 for anonymous callers.
+    pub fn signed_in(&self) -> Result<&User, AppError> {
+        self.user()
+            .ok_or_else(|| AppError::unauthorized("sign in or send an API key"))
+    }
+    /// The user when it may create and edit content (editor or admin).
+    pub fn editor(&self) -> Result<&User, AppError> {
+        let user = self.signed_in()?;
+        if user.role() >= Role::Editor {
+            Ok(user)
+        } else {
+            Err(AppError::forbidden("this needs the editor or admin role"))
+        }
+    }
+    pub fn admin(&self) -> Result<&User, AppError> {
+        let user = self.signed_in()?;
+        if user.is_admin() {
+            Ok(user)
+        } else {
+            Err(AppError::forbidden("this needs the admin role"))
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = AppError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get::<Caller>().cloned().unwrap_or_default())
+    }
+}
+
+/// Routes that read no credential: the landing page and conformance (the
+/// specification says so), liveness, and the routes that take their
+/// credential in the body or a cookie (sign-in, refresh, sign-out).
+fn reads_no_credential(path: &str) -> bool {
+    matches!(
+        path,
+        "/api" | "/api/conformance" | "/api/health" | "/api/auth/login" | "/api/auth/refresh" | "/api/auth/logout"
+    )
+}
+
+fn is_read_method(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// What a read-only key may do: reads, except the GET that writes
+/// (validate with refresh), and the two read-only POST routes.
+fn read_only_key_allows(method: &Method, path: &str, query: Option<&str>) -> bool {
+    if is_read_method(method) {
+        let refresh = query_param(query, "refresh").is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"));
+        return !(path.ends_with("/validate") && refresh);
+    }
+    *method == Method::POST && matches!(path, "/api/query" | "/api/stac/search")
+}
+
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+pub async fn resolve_caller(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let path = request.uri().path().to_string();
+    if reads_no_credential(&path) {
+        request.extensions_mut().insert(Caller::default());
+        return Ok(next.run(request).await);
+    }
+    let method = request.method().clone();
+    let query = request.uri().query().map(str::to_string);
+    let header_key = request
+        .headers()
+        .get("x-api-key")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    // The query-string key counts on reads only; elsewhere it is absent.
+    let query_key = if is_read_method(&method) {
+        query_param(query.as_deref(), "api_key")
+    } else {
+        None
+    };
+    let caller = if let Some(key) = header_key.or(query_key) {
+        api_keys::resolve(&state.pool, &key).await?
+    } else if let Some(token) = bearer_token(request.headers()) {
+        tokens::resolve_access(&state, token).await?
+    } else {
+        Caller::default()
+    };
+    if caller.key_scope == Some(KeyScope::ReadOnly) && !read_only_key_allows(&method, &path, query.as_deref()) {
+        return Err(AppError::forbidden(
+            "the API key is read-only; it cannot be used for this request",
+        ));
+    }
+    request.extensions_mut().insert(caller);
+    Ok(next.run(request).await)
+}
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(tokens::routes())
+        .merge(api_keys::routes())
+        .merge(accounts::routes())
+}
+
+/// Creates the first admin from `BOOTSTRAP_ADMIN_*` when no user exists.
+pub async fn bootstrap_admin(pool: &PgPool, config: &Config) -> anyhow::Result<()> {
+    let (Some(username), Some(password)) = (&config.bootstrap_admin_username, &config.bootstrap_admin_password) else {
+        return Ok(());
+    };
+    let hash = hash_password(password)?;
+    let created = sqlx::query(
+        "INSERT INTO users (id, username, password_hash, role)
+         SELECT $1, $2, $3, 'admin' WHERE NOT EXISTS (SELECT 1 FROM users)",
+    )
+    .bind(Uuid::now_v7())
+    .bind(username)
+    .bind(hash)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if created == 1 {
+        tracing::info!(%username, "bootstrap admin created");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_keys_read() {
+        assert!(read_only_key_allows(&Method::GET, "/api/datasets", None));
+        assert!(read_only_key_allows(&Method::POST, "/api/query", None));
+        assert!(read_only_key_allows(&Method::POST, "/api/stac/search", None));
+        assert!(!read_only_key_allows(&Method::POST, "/api/datasets/upload", None));
+        assert!(!read_only_key_allows(&Method::DELETE, "/api/jobs/x", None));
+        assert!(!read_only_key_allows(
+            &Method::GET,
+            "/api/datasets/x/validate",
+            Some("refresh=true")
+        ));
+        assert!(read_only_key_allows(
+            &Method::GET,
+            "/api/datasets/x/validate",
+            Some("refresh=false")
+        ));
+    }
+}

@@ -1,0 +1,470 @@
+//! Identity and access: sessions, cookie mode, sign-out, API keys and
+//! their invalidation, accounts, grants, CORS, download tokens, and no
+//! secret in the logs.
+use std::time::Duration;
+
+use catalog_shared::auth::TokenKeys;
+use catalog_tests::{ADMIN_PASSWORD, JWT_SECRET, Stack, StackOptions};
+use reqwest::{Method, header};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+async fn login(stack: &Stack, username: &str, password: &str) -> Value {
+    let response = stack.http.post(stack.url("/api/auth/login")).form(&[("username", username), ("password", password)]).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn refresh(stack: &Stack, refresh_token: &str) -> reqwest::Response {
+    stack.http.post(stack.url("/api/auth/refresh")).json(&json!({"refresh_token": refresh_token})).send().await.unwrap()
+}
+
+async fn me_status(stack: &Stack, token: &str) -> u16 {
+    stack.http.get(stack.url("/api/auth/me")).bearer_auth(token).send().await.unwrap().status().as_u16()
+}
+
+async fn key_status(stack: &Stack, key: &str) -> u16 {
+    stack.http.get(stack.url("/api/auth/me")).header("X-Api-Key", key).send().await.unwrap().status().as_u16()
+}
+
+async fn create_key(stack: &Stack, token: &str, body: Value) -> Value {
+    let response = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(token).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    response.json().await.unwrap()
+}
+
+fn expired_token(user_id: Uuid) -> String {
+    let token = TokenKeys::new(JWT_SECRET).issue_access(user_id, 0, Duration::from_secs(0)).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    token
+}
+
+#[tokio::test]
+async fn refresh_tokens_rotate_with_a_grace_for_concurrent_tabs() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let first = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let rt1 = first["refresh_token"].as_str().unwrap();
+    let response = refresh(&stack, rt1).await;
+    assert_eq!(response.status(), 200);
+    let second: Value = response.json().await.unwrap();
+    let rt2 = second["refresh_token"].as_str().unwrap();
+    assert_ne!(rt1, rt2, "the refresh token rotates");
+    assert_eq!(me_status(&stack, second["access_token"].as_str().unwrap()).await, 200);
+    // A second tab refreshing with the same token at the same moment succeeds.
+    assert_eq!(refresh(&stack, rt1).await.status(), 200);
+    // Past the grace period the rotated token is dead.
+    sqlx::query("UPDATE refresh_tokens SET rotated_at = now() - interval '5 minutes' WHERE rotated_at IS NOT NULL")
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(refresh(&stack, rt1).await.status(), 401);
+    assert_eq!(refresh(&stack, rt2).await.status(), 200, "the newest token still works");
+    assert_eq!(refresh(&stack, "rt_garbage").await.status(), 401);
+}
+
+#[tokio::test]
+async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .header("X-Service-Auth-Mode", "cookie")
+        .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cookies: Vec<String> = response.headers().get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["refresh_token"], Value::Null);
+    let refresh_cookie = cookies.iter().find(|c| c.starts_with("refresh_token=")).expect("refresh cookie");
+    assert!(refresh_cookie.contains("HttpOnly"));
+    let csrf_cookie = cookies.iter().find(|c| c.starts_with("csrf_token=")).expect("csrf cookie");
+    assert!(!csrf_cookie.contains("HttpOnly"), "scripts read the CSRF cookie");
+    let value = |c: &str| c.split(';').next().unwrap().split_once('=').unwrap().1.to_string();
+    let (rt, csrf) = (value(refresh_cookie), value(csrf_cookie));
+    let cookie_header = format!("refresh_token={rt}; csrf_token={csrf}");
+
+    let send = |csrf_header: Option<&str>| {
+        let mut request = stack
+            .http
+            .post(stack.url("/api/auth/refresh/"))
+            .header("X-Service-Auth-Mode", "cookie")
+            .header(header::COOKIE, cookie_header.clone());
+        if let Some(h) = csrf_header {
+            request = request.header("X-CSRF-Token", h.to_string());
+        }
+        request.send()
+    };
+    assert_eq!(send(Some("wrong")).await.unwrap().status(), 403);
+    assert_eq!(send(None).await.unwrap().status(), 403);
+    let ok = send(Some(&csrf)).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(ok.headers().get_all(header::SET_COOKIE).iter().any(|c| c.to_str().unwrap().starts_with("refresh_token=")));
+    let body: Value = ok.json().await.unwrap();
+    assert_eq!(body["refresh_token"], Value::Null);
+    assert!(body["access_token"].is_string());
+}
+
+#[tokio::test]
+async fn sign_out_ends_every_session_but_keeps_api_keys() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let laptop = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let phone = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let laptop_token = laptop["access_token"].as_str().unwrap();
+    let key = create_key(&stack, laptop_token, json!({}))["key"].as_str().unwrap().to_string();
+    let response = stack.http.post(stack.url("/api/auth/logout/")).bearer_auth(laptop_token).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(me_status(&stack, laptop_token).await, 401);
+    assert_eq!(me_status(&stack, phone["access_token"].as_str().unwrap()).await, 401, "the other device is signed out too");
+    assert_eq!(refresh(&stack, phone["refresh_token"].as_str().unwrap()).await.status(), 401);
+    assert_eq!(key_status(&stack, &key).await, 200, "API keys stay valid");
+
+    // A dead access token is accepted; without one the refresh token is used.
+    let admin_id: Uuid = sqlx::query_scalar("SELECT id FROM users WHERE username = 'admin'").fetch_one(&stack.pool).await.unwrap();
+    let dead = expired_token(admin_id);
+    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&dead).send().await.unwrap().status(), 204);
+    let session = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let by_refresh = stack
+        .http
+        .post(stack.url("/api/auth/logout"))
+        .json(&json!({"refresh_token": session["refresh_token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_refresh.status(), 204);
+    assert_eq!(me_status(&stack, session["access_token"].as_str().unwrap()).await, 401);
+    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).send().await.unwrap().status(), 401);
+    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).bearer_auth("garbage").send().await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn keys_die_on_password_change_role_change_and_approval() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let admin = stack.admin_token().await;
+    let (editor_id, editor) = stack.user_token("erin", "editor").await;
+    let key = create_key(&stack, &editor, json!({"scope": "full"}))["key"].as_str().unwrap().to_string();
+    assert_eq!(key_status(&stack, &key).await, 200);
+    let change = |current: &str, new: &str| {
+        stack
+            .http
+            .post(stack.url("/api/auth/change-password/"))
+            .bearer_auth(&editor)
+            .json(&json!({"current_password": current, "new_password": new}))
+            .send()
+    };
+    assert_eq!(change("wrong-password", "Another-Passw0rd").await.unwrap().status(), 400);
+    assert_eq!(change("User-Password-123", "Another-Passw0rd").await.unwrap().status(), 204);
+    assert_eq!(key_status(&stack, &key).await, 401, "password change");
+    assert_eq!(me_status(&stack, &editor).await, 200, "the session itself stays");
+
+    let key = create_key(&stack, &editor, json!({}))["key"].as_str().unwrap().to_string();
+    let patch = |id: Uuid, body: Value| stack.http.patch(stack.url(&format!("/api/admin/users/{id}"))).bearer_auth(&admin).json(&body).send();
+    assert_eq!(patch(editor_id, json!({"email": "erin@example.org"})).await.unwrap().status(), 200);
+    assert_eq!(key_status(&stack, &key).await, 200, "an email change keeps keys");
+    assert_eq!(patch(editor_id, json!({"role": "viewer"})).await.unwrap().status(), 200);
+    assert_eq!(key_status(&stack, &key).await, 401, "role change");
+
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/register"))
+        .json(&json!({"username": "newbie", "password": "Newbie-Passw0rd", "email": "newbie@example.org"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let newbie: Value = response.json().await.unwrap();
+    assert_eq!(newbie["status"], "pending");
+    let newbie_id: Uuid = newbie["id"].as_str().unwrap().parse().unwrap();
+    let refused = stack.http.post(stack.url("/api/auth/login")).form(&[("username", "newbie"), ("password", "Newbie-Passw0rd")]).send().await.unwrap();
+    assert_eq!(refused.status(), 401, "pending accounts cannot sign in");
+    let response = stack.http.post(stack.url("/api/admin/api-keys/")).bearer_auth(&admin).json(&json!({"user_id": newbie_id, "scope": "read_only"})).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    let pending_key = response.json::<Value>().await.unwrap()["key"].as_str().unwrap().to_string();
+    assert_eq!(key_status(&stack, &pending_key).await, 401, "a pending account's key does not resolve");
+    assert_eq!(patch(newbie_id, json!({"status": "active"})).await.unwrap().status(), 200);
+    assert_eq!(key_status(&stack, &pending_key).await, 401, "approval revoked it");
+    login(&stack, "newbie", "Newbie-Passw0rd").await;
+
+    // Suspension stops sessions and keys at once.
+    let newbie_token = stack.token("newbie", "Newbie-Passw0rd").await;
+    let newbie_key = create_key(&stack, &newbie_token, json!({}))["key"].as_str().unwrap().to_string();
+    assert_eq!(patch(newbie_id, json!({"status": "suspended"})).await.unwrap().status(), 200);
+    assert_eq!(me_status(&stack, &newbie_token).await, 401);
+    assert_eq!(key_status(&stack, &newbie_key).await, 401);
+}
+
+#[tokio::test]
+async fn api_key_rules() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let (_, editor) = stack.user_token("kim", "editor").await;
+    let full = create_key(&stack, &editor, json!({"name": "ci"}));
+    assert_eq!(full["scope"], "full");
+    let key = full["key"].as_str().unwrap().to_string();
+    let read_only = create_key(&stack, &editor, json!({"scope": "read_only"}))["key"].as_str().unwrap().to_string();
+
+    // The query-string key counts on reads only.
+    let (status, _) = stack.get_json(None, &format!("/api/auth/me?api_key={key}")).await;
+    assert_eq!(status, 200);
+    let post = stack.http.post(stack.url(&format!("/api/auth/api-keys?api_key={key}"))).json(&json!({})).send().await.unwrap();
+    assert_eq!(post.status(), 401, "on POST the query key is absent, so the request is anonymous");
+    // The header wins over the query parameter and the bearer token.
+    let both = stack.http.get(stack.url("/api/auth/me?api_key=garbage")).header("X-Api-Key", &key).send().await.unwrap();
+    assert_eq!(both.status(), 200);
+
+    // Read-only keys read, and are refused before the handler otherwise.
+    assert_eq!(key_status(&stack, &read_only).await, 200);
+    let refused = stack.http.post(stack.url("/api/auth/api-keys")).header("X-Api-Key", &read_only).json(&json!({})).send().await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert!(body["detail"].as_str().unwrap().contains("read-only"), "{body}");
+    let delete = stack.http.delete(stack.url(&format!("/api/jobs/{}", Uuid::now_v7()))).header("X-Api-Key", &read_only).send().await.unwrap();
+    assert_eq!(delete.status(), 403);
+
+    // Listing never shows secrets; revoking stops a key; expiry is honoured.
+    let (status, list) = stack.get_json(Some(&editor), "/api/auth/api-keys").await;
+    assert_eq!(status, 200);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert!(!list.to_string().contains(&key) && !list.to_string().contains(&read_only));
+    let id = full["id"].as_str().unwrap();
+    let revoked = stack.http.delete(stack.url(&format!("/api/auth/api-keys/{id}"))).bearer_auth(&editor).send().await.unwrap();
+    assert_eq!(revoked.status(), 204);
+    assert_eq!(key_status(&stack, &key).await, 401);
+    let soon = create_key(&stack, &editor, json!({"expires_at": (chrono_now_plus(2))}))["key"].as_str().unwrap().to_string();
+    assert_eq!(key_status(&stack, &soon).await, 200);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(key_status(&stack, &soon).await, 401, "expired");
+    let past = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(&editor).json(&json!({"expires_at": "2020-01-01T00:00:00Z"})).send().await.unwrap();
+    assert_eq!(past.status(), 422);
+    let bad_scope = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(&editor).json(&json!({"scope": "root"})).send().await.unwrap();
+    assert_eq!(bad_scope.status(), 422);
+}
+
+fn chrono_now_plus(seconds: u64) -> String {
+    let t = std::time::SystemTime::now() + Duration::from_secs(seconds);
+    let secs = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    // RFC 3339 from Unix seconds, without pulling a date crate into tests.
+    let output = std::process::Command::new("date").args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"]).output().unwrap();
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test]
+async fn password_policy_edges() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let (_, token) = stack.user_token("pat", "viewer").await;
+    let mut current = "User-Password-123".to_string();
+    for (new, expected) in [
+        ("Abcdefghij1".to_string(), 422),                      // 11 characters
+        ("abcdefghijkl".to_string(), 422),                     // one class
+        (format!("Aa1{}", "x".repeat(70)), 422),               // 73 bytes
+        (format!("Aa1{}", "€".repeat(24)), 422),               // 75 bytes in 27 characters
+        (format!("Aa1{}", "€".repeat(23)), 204),               // 72 bytes, multibyte
+        (format!("Aa1{}", "x".repeat(69)), 204),               // 72 bytes
+        ("Abcdefghij12".to_string(), 204),                     // 12 characters, 3 classes
+    ] {
+        let response = stack
+            .http
+            .post(stack.url("/api/auth/change-password"))
+            .bearer_auth(&token)
+            .json(&json!({"current_password": current, "new_password": new}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), expected, "{new:?} ({} bytes)", new.len());
+        if expected == 204 {
+            current = new;
+        }
+    }
+    login(&stack, "pat", &current).await;
+}
+
+#[tokio::test]
+async fn accounts_admin_and_me() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let admin = stack.admin_token().await;
+    let create = |body: Value| stack.http.post(stack.url("/api/admin/users/")).bearer_auth(&admin).json(&body).send();
+    let response = create(json!({"username": "dana", "password": "Dana-Passw0rd!", "email": "dana@example.org", "role": "editor"})).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let dana: Value = response.json().await.unwrap();
+    assert_eq!(dana["roles"], json!(["editor"]));
+    assert_eq!(dana["status"], "active");
+    assert_eq!(dana["is_active"], true);
+    for field in ["bytes_used", "dataset_count", "storage_cap", "count_cap"] {
+        assert!(dana["quota_usage"][field].is_i64(), "{field}");
+    }
+    assert!(dana.get("password_hash").is_none() && !dana.to_string().contains("Dana-Passw0rd"));
+    assert_eq!(create(json!({"username": "DANA", "password": "Dana-Passw0rd!", "role": "viewer"})).await.unwrap().status(), 409);
+    assert_eq!(create(json!({"username": "x", "password": "short", "role": "viewer"})).await.unwrap().status(), 422);
+    assert_eq!(create(json!({"username": "y", "password": "Dana-Passw0rd!", "role": "root"})).await.unwrap().status(), 422);
+    let (status, users) = stack.get_json(Some(&admin), "/api/admin/users").await;
+    assert_eq!(status, 200);
+    assert_eq!(users.as_array().unwrap().len(), 2);
+    let dana_token = stack.token("dana", "Dana-Passw0rd!").await;
+    let (status, me) = stack.get_json(Some(&dana_token), "/api/auth/me").await;
+    assert_eq!(status, 200);
+    assert_eq!(me["username"], "dana");
+    let (status, _) = stack.get_json(Some(&dana_token), "/api/admin/users").await;
+    assert_eq!(status, 403);
+    let unknown = stack.http.patch(stack.url(&format!("/api/admin/users/{}", Uuid::now_v7()))).bearer_auth(&admin).json(&json!({"role": "viewer"})).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    let deactivate = stack.http.patch(stack.url(&format!("/api/admin/users/{}", dana["id"].as_str().unwrap()))).bearer_auth(&admin).json(&json!({"is_active": false})).send().await.unwrap();
+    assert_eq!(deactivate.status(), 200);
+    assert_eq!(me_status(&stack, &dana_token).await, 401);
+    let refused = stack.http.post(stack.url("/api/auth/login")).form(&[("username", "dana"), ("password", "Dana-Passw0rd!")]).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+}
+
+#[tokio::test]
+async fn restricted_datasets_follow_grants() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (owner_id, owner) = stack.user_token("owen", "editor").await;
+    let (reader_id, reader) = stack.user_token("rita", "viewer").await;
+    let (writer_id, writer) = stack.user_token("walt", "editor").await;
+    let _ = owner_id;
+    let points = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
+    let job = stack.upload_ok(&owner, "p.geojson", points.to_string().into_bytes(), &[("visibility", "restricted")]).await;
+    let id = stack.wait_job(&owner, &job).await["dataset_id"].as_str().unwrap().to_string();
+    let path = format!("/api/datasets/{id}");
+    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
+    let grant = |user: Uuid, permission: &str| {
+        stack.http.put(stack.url(&format!("{path}/grants/{user}"))).bearer_auth(&owner).json(&json!({"permission": permission})).send()
+    };
+    assert_eq!(grant(reader_id, "read").await.unwrap().status(), 200);
+    assert_eq!(grant(writer_id, "write").await.unwrap().status(), 200);
+    assert_eq!(grant(writer_id, "admin").await.unwrap().status(), 422);
+    assert_eq!(grant(Uuid::now_v7(), "read").await.unwrap().status(), 404);
+    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 200);
+    let (status, grants) = stack.get_json(Some(&owner), &format!("{path}/grants")).await;
+    assert_eq!(status, 200);
+    assert_eq!(grants.as_array().unwrap().len(), 2);
+    assert_eq!(stack.get_json(Some(&reader), &format!("{path}/grants")).await.0, 403, "only the owner manages grants");
+    let edit = |token: &str| stack.http.patch(stack.url(&path)).bearer_auth(token).json(&json!({"summary": "edited"})).send();
+    assert_eq!(edit(&reader).await.unwrap().status(), 403, "a read grant does not allow writes");
+    assert_eq!(edit(&writer).await.unwrap().status(), 200, "a write grant does");
+    let revoke = stack.http.delete(stack.url(&format!("{path}/grants/{reader_id}"))).bearer_auth(&owner).send().await.unwrap();
+    assert_eq!(revoke.status(), 204);
+    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
+}
+
+#[tokio::test]
+async fn download_tokens_cover_one_dataset_for_two_minutes() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("dora", "editor").await;
+    let points = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
+    let public = stack.upload_ok(&owner, "pub.geojson", points.to_string().into_bytes(), &[("visibility", "public")]).await;
+    let private = stack.upload_ok(&owner, "priv.geojson", points.to_string().into_bytes(), &[]).await;
+    let public_id: Uuid = stack.wait_job(&owner, &public).await["dataset_id"].as_str().unwrap().parse().unwrap();
+    let private_id: Uuid = stack.wait_job(&owner, &private).await["dataset_id"].as_str().unwrap().parse().unwrap();
+    let mint = |id: Uuid, token: Option<&str>| {
+        let mut request = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}")));
+        if let Some(token) = token {
+            request = request.bearer_auth(token.to_string());
+        }
+        request.send()
+    };
+    let response = mint(public_id, None).await.unwrap();
+    assert_eq!(response.status(), 200, "anonymous callers may for public datasets");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["expires_in"], 120);
+    let keys = TokenKeys::new(JWT_SECRET);
+    let claims = keys.verify_download(body["token"].as_str().unwrap(), public_id).expect("a download token for this dataset");
+    assert_eq!(claims.typ, "download");
+    assert_eq!(claims.scope, format!("dataset:{public_id}"));
+    assert_eq!(claims.exp - claims.iat, 120);
+    assert_eq!(mint(private_id, None).await.unwrap().status(), 404);
+    assert_eq!(mint(private_id, Some(&owner)).await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn cors_follows_rule_17() {
+    let stack = Stack::start_with(StackOptions::workers(0).env("CORS_ALLOWED_ORIGINS", "https://app.example")).await;
+    let admin = stack.admin_token().await;
+    let get = |path: &str, origin: &str, token: Option<&str>| {
+        let mut request = stack.http.get(stack.url(path)).header(header::ORIGIN, origin);
+        if let Some(token) = token {
+            request = request.bearer_auth(token.to_string());
+        }
+        request.send()
+    };
+    let acao = |r: &reqwest::Response| r.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).map(|v| v.to_str().unwrap().to_string());
+    let anonymous = get("/api/openapi.json", "https://other.example", None).await.unwrap();
+    assert_eq!(acao(&anonymous).as_deref(), Some("*"));
+    let search = get("/api/search/datasets", "https://other.example", None).await.unwrap();
+    assert_eq!(acao(&search).as_deref(), Some("*"));
+    let credentialed = get("/api/openapi.json", "https://other.example", Some(&admin)).await.unwrap();
+    assert_eq!(acao(&credentialed), None, "a credential drops the wildcard");
+    let listed = get("/api/auth/me", "https://app.example", Some(&admin)).await.unwrap();
+    assert_eq!(acao(&listed).as_deref(), Some("https://app.example"));
+    assert_eq!(listed.headers()[header::ACCESS_CONTROL_ALLOW_CREDENTIALS], "true");
+    let unlisted = get("/api/auth/me", "https://other.example", Some(&admin)).await.unwrap();
+    assert_eq!(acao(&unlisted), None);
+    let preflight = |origin: &str| {
+        stack
+            .http
+            .request(Method::OPTIONS, stack.url("/api/datasets"))
+            .header(header::ORIGIN, origin)
+            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "GET")
+            .header(header::ACCESS_CONTROL_REQUEST_HEADERS, "x-api-key")
+            .send()
+    };
+    let ok = preflight("https://app.example").await.unwrap();
+    assert!(ok.status().is_success());
+    assert_eq!(acao(&ok).as_deref(), Some("https://app.example"));
+    assert_eq!(acao(&preflight("https://other.example").await.unwrap()), None);
+}
+
+#[test]
+fn a_wildcard_cors_setting_stops_start_up() {
+    let output = std::process::Command::new(catalog_tests::bin_dir().join("catalog-api"))
+        .env("JWT_SECRET", JWT_SECRET)
+        .env("CORS_ALLOWED_ORIGINS", "https://a.example,*")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("CORS_ALLOWED_ORIGINS"));
+}
+
+#[tokio::test]
+async fn no_secret_reaches_the_logs() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let mut secrets = vec![ADMIN_PASSWORD.to_string(), JWT_SECRET.to_string()];
+    let session = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let access = session["access_token"].as_str().unwrap().to_string();
+    secrets.push(access.clone());
+    secrets.push(session["refresh_token"].as_str().unwrap().to_string());
+    let renewed: Value = refresh(&stack, session["refresh_token"].as_str().unwrap()).await.json().await.unwrap();
+    secrets.push(renewed["refresh_token"].as_str().unwrap().to_string());
+    let key = create_key(&stack, &access, json!({}))["key"].as_str().unwrap().to_string();
+    secrets.push(key.clone());
+    stack.get_json(None, &format!("/api/datasets?api_key={key}")).await;
+    stack.http.get(stack.url("/api/datasets")).header("X-Api-Key", "sdc_wrong_key_value_0000").send().await.unwrap();
+    secrets.push("sdc_wrong_key_value_0000".into());
+    let response = stack
+        .http
+        .post(stack.url("/api/admin/users"))
+        .bearer_auth(&access)
+        .json(&json!({"username": "sam", "password": "Sam-Secret-Passw0rd", "role": "viewer"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    secrets.push("Sam-Secret-Passw0rd".into());
+    stack.http.post(stack.url("/api/auth/login")).form(&[("username", "sam"), ("password", "Wrong-Secret-Passw0rd")]).send().await.unwrap();
+    secrets.push("Wrong-Secret-Passw0rd".into());
+    let points = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
+    let job = stack.upload_ok(&access, "p.geojson", points.to_string().into_bytes(), &[("visibility", "public")]).await;
+    let id = stack.wait_job(&access, &job).await["dataset_id"].as_str().unwrap().to_string();
+    let download: Value = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}"))).send().await.unwrap().json().await.unwrap();
+    secrets.push(download["token"].as_str().unwrap().to_string());
+    stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&access).send().await.unwrap();
+    let logs = stack.logs();
+    assert!(logs.contains("request"), "the logs were captured");
+    for secret in &secrets {
+        assert!(!logs.contains(secret.as_str()), "a secret is in the logs: {}...", &secret[..6]);
+    }
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT key_hash FROM api_keys").fetch_all(&stack.pool).await.unwrap();
+    assert!(stored.iter().all(|h| h.len() == 32 && h != key.as_bytes()), "keys are stored only as hashes");
+}
