@@ -17,8 +17,9 @@ use tower_http::{
     normalize_path::{NormalizePath, NormalizePathLayer},
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     timeout::TimeoutLayer,
-    trace::TraceLayer,
+    trace::{DefaultOnResponse, TraceLayer},
 };
+use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -51,14 +52,18 @@ pub fn router(state: AppState) -> Router {
             StatusCode::GATEWAY_TIMEOUT,
             Duration::from_secs(300),
         ))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
-            let request_id = request
-                .headers()
-                .get(REQUEST_ID)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
-        }))
+        .layer(
+            TraceLayer::new_for_http()
+                .on_response(DefaultOnResponse::new().level(Level::INFO))
+                .make_span_with(|request: &Request<Body>| {
+                    let request_id = request
+                        .headers()
+                        .get(REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+                }),
+        )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

@@ -10,31 +10,68 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 async fn login(stack: &Stack, username: &str, password: &str) -> Value {
-    let response = stack.http.post(stack.url("/api/auth/login")).form(&[("username", username), ("password", password)]).send().await.unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", username), ("password", password)])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }
 
 async fn refresh(stack: &Stack, refresh_token: &str) -> reqwest::Response {
-    stack.http.post(stack.url("/api/auth/refresh")).json(&json!({"refresh_token": refresh_token})).send().await.unwrap()
+    stack
+        .http
+        .post(stack.url("/api/auth/refresh"))
+        .json(&json!({"refresh_token": refresh_token}))
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn me_status(stack: &Stack, token: &str) -> u16 {
-    stack.http.get(stack.url("/api/auth/me")).bearer_auth(token).send().await.unwrap().status().as_u16()
+    stack
+        .http
+        .get(stack.url("/api/auth/me"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 async fn key_status(stack: &Stack, key: &str) -> u16 {
-    stack.http.get(stack.url("/api/auth/me")).header("X-Api-Key", key).send().await.unwrap().status().as_u16()
+    stack
+        .http
+        .get(stack.url("/api/auth/me"))
+        .header("X-Api-Key", key)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 async fn create_key(stack: &Stack, token: &str, body: Value) -> Value {
-    let response = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(token).json(&body).send().await.unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 201);
     response.json().await.unwrap()
 }
 
 fn expired_token(user_id: Uuid) -> String {
-    let token = TokenKeys::new(JWT_SECRET).issue_access(user_id, 0, Duration::from_secs(0)).unwrap();
+    let token = TokenKeys::new(JWT_SECRET)
+        .issue_access(user_id, 0, Duration::from_secs(0))
+        .unwrap();
     std::thread::sleep(Duration::from_millis(1100));
     token
 }
@@ -74,12 +111,23 @@ async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let cookies: Vec<String> = response.headers().get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let cookies: Vec<String> = response
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["refresh_token"], Value::Null);
-    let refresh_cookie = cookies.iter().find(|c| c.starts_with("refresh_token=")).expect("refresh cookie");
+    let refresh_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("refresh_token="))
+        .expect("refresh cookie");
     assert!(refresh_cookie.contains("HttpOnly"));
-    let csrf_cookie = cookies.iter().find(|c| c.starts_with("csrf_token=")).expect("csrf cookie");
+    let csrf_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("csrf_token="))
+        .expect("csrf cookie");
     assert!(!csrf_cookie.contains("HttpOnly"), "scripts read the CSRF cookie");
     let value = |c: &str| c.split(';').next().unwrap().split_once('=').unwrap().1.to_string();
     let (rt, csrf) = (value(refresh_cookie), value(csrf_cookie));
@@ -100,7 +148,12 @@ async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
     assert_eq!(send(None).await.unwrap().status(), 403);
     let ok = send(Some(&csrf)).await.unwrap();
     assert_eq!(ok.status(), 200);
-    assert!(ok.headers().get_all(header::SET_COOKIE).iter().any(|c| c.to_str().unwrap().starts_with("refresh_token=")));
+    assert!(
+        ok.headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("refresh_token="))
+    );
     let body: Value = ok.json().await.unwrap();
     assert_eq!(body["refresh_token"], Value::Null);
     assert!(body["access_token"].is_string());
@@ -112,18 +165,47 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
     let laptop = login(&stack, "admin", ADMIN_PASSWORD).await;
     let phone = login(&stack, "admin", ADMIN_PASSWORD).await;
     let laptop_token = laptop["access_token"].as_str().unwrap();
-    let key = create_key(&stack, laptop_token, json!({}))["key"].as_str().unwrap().to_string();
-    let response = stack.http.post(stack.url("/api/auth/logout/")).bearer_auth(laptop_token).send().await.unwrap();
+    let key = create_key(&stack, laptop_token, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/logout/"))
+        .bearer_auth(laptop_token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 204);
     assert_eq!(me_status(&stack, laptop_token).await, 401);
-    assert_eq!(me_status(&stack, phone["access_token"].as_str().unwrap()).await, 401, "the other device is signed out too");
-    assert_eq!(refresh(&stack, phone["refresh_token"].as_str().unwrap()).await.status(), 401);
+    assert_eq!(
+        me_status(&stack, phone["access_token"].as_str().unwrap()).await,
+        401,
+        "the other device is signed out too"
+    );
+    assert_eq!(
+        refresh(&stack, phone["refresh_token"].as_str().unwrap()).await.status(),
+        401
+    );
     assert_eq!(key_status(&stack, &key).await, 200, "API keys stay valid");
 
     // A dead access token is accepted; without one the refresh token is used.
-    let admin_id: Uuid = sqlx::query_scalar("SELECT id FROM users WHERE username = 'admin'").fetch_one(&stack.pool).await.unwrap();
+    let admin_id: Uuid = sqlx::query_scalar("SELECT id FROM users WHERE username = 'admin'")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
     let dead = expired_token(admin_id);
-    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&dead).send().await.unwrap().status(), 204);
+    assert_eq!(
+        stack
+            .http
+            .post(stack.url("/api/auth/logout"))
+            .bearer_auth(&dead)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
     let session = login(&stack, "admin", ADMIN_PASSWORD).await;
     let by_refresh = stack
         .http
@@ -134,8 +216,27 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
         .unwrap();
     assert_eq!(by_refresh.status(), 204);
     assert_eq!(me_status(&stack, session["access_token"].as_str().unwrap()).await, 401);
-    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).send().await.unwrap().status(), 401);
-    assert_eq!(stack.http.post(stack.url("/api/auth/logout")).bearer_auth("garbage").send().await.unwrap().status(), 401);
+    assert_eq!(
+        stack
+            .http
+            .post(stack.url("/api/auth/logout"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        stack
+            .http
+            .post(stack.url("/api/auth/logout"))
+            .bearer_auth("garbage")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
 }
 
 #[tokio::test]
@@ -143,7 +244,10 @@ async fn keys_die_on_password_change_role_change_and_approval() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let admin = stack.admin_token().await;
     let (editor_id, editor) = stack.user_token("erin", "editor").await;
-    let key = create_key(&stack, &editor, json!({"scope": "full"}))["key"].as_str().unwrap().to_string();
+    let key = create_key(&stack, &editor, json!({"scope": "full"})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(key_status(&stack, &key).await, 200);
     let change = |current: &str, new: &str| {
         stack
@@ -153,14 +257,36 @@ async fn keys_die_on_password_change_role_change_and_approval() {
             .json(&json!({"current_password": current, "new_password": new}))
             .send()
     };
-    assert_eq!(change("wrong-password", "Another-Passw0rd").await.unwrap().status(), 400);
-    assert_eq!(change("User-Password-123", "Another-Passw0rd").await.unwrap().status(), 204);
+    assert_eq!(
+        change("wrong-password", "Another-Passw0rd").await.unwrap().status(),
+        400
+    );
+    assert_eq!(
+        change("User-Password-123", "Another-Passw0rd").await.unwrap().status(),
+        204
+    );
     assert_eq!(key_status(&stack, &key).await, 401, "password change");
     assert_eq!(me_status(&stack, &editor).await, 200, "the session itself stays");
 
-    let key = create_key(&stack, &editor, json!({}))["key"].as_str().unwrap().to_string();
-    let patch = |id: Uuid, body: Value| stack.http.patch(stack.url(&format!("/api/admin/users/{id}"))).bearer_auth(&admin).json(&body).send();
-    assert_eq!(patch(editor_id, json!({"email": "erin@example.org"})).await.unwrap().status(), 200);
+    let key = create_key(&stack, &editor, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let patch = |id: Uuid, body: Value| {
+        stack
+            .http
+            .patch(stack.url(&format!("/api/admin/users/{id}")))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    assert_eq!(
+        patch(editor_id, json!({"email": "erin@example.org"}))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     assert_eq!(key_status(&stack, &key).await, 200, "an email change keeps keys");
     assert_eq!(patch(editor_id, json!({"role": "viewer"})).await.unwrap().status(), 200);
     assert_eq!(key_status(&stack, &key).await, 401, "role change");
@@ -176,20 +302,49 @@ async fn keys_die_on_password_change_role_change_and_approval() {
     let newbie: Value = response.json().await.unwrap();
     assert_eq!(newbie["status"], "pending");
     let newbie_id: Uuid = newbie["id"].as_str().unwrap().parse().unwrap();
-    let refused = stack.http.post(stack.url("/api/auth/login")).form(&[("username", "newbie"), ("password", "Newbie-Passw0rd")]).send().await.unwrap();
+    let refused = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", "newbie"), ("password", "Newbie-Passw0rd")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 401, "pending accounts cannot sign in");
-    let response = stack.http.post(stack.url("/api/admin/api-keys/")).bearer_auth(&admin).json(&json!({"user_id": newbie_id, "scope": "read_only"})).send().await.unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/admin/api-keys/"))
+        .bearer_auth(&admin)
+        .json(&json!({"user_id": newbie_id, "scope": "read_only"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 201);
-    let pending_key = response.json::<Value>().await.unwrap()["key"].as_str().unwrap().to_string();
-    assert_eq!(key_status(&stack, &pending_key).await, 401, "a pending account's key does not resolve");
-    assert_eq!(patch(newbie_id, json!({"status": "active"})).await.unwrap().status(), 200);
+    let pending_key = response.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        key_status(&stack, &pending_key).await,
+        401,
+        "a pending account's key does not resolve"
+    );
+    assert_eq!(
+        patch(newbie_id, json!({"status": "active"})).await.unwrap().status(),
+        200
+    );
     assert_eq!(key_status(&stack, &pending_key).await, 401, "approval revoked it");
     login(&stack, "newbie", "Newbie-Passw0rd").await;
 
     // Suspension stops sessions and keys at once.
     let newbie_token = stack.token("newbie", "Newbie-Passw0rd").await;
-    let newbie_key = create_key(&stack, &newbie_token, json!({}))["key"].as_str().unwrap().to_string();
-    assert_eq!(patch(newbie_id, json!({"status": "suspended"})).await.unwrap().status(), 200);
+    let newbie_key = create_key(&stack, &newbie_token, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        patch(newbie_id, json!({"status": "suspended"})).await.unwrap().status(),
+        200
+    );
     assert_eq!(me_status(&stack, &newbie_token).await, 401);
     assert_eq!(key_status(&stack, &newbie_key).await, 401);
 }
@@ -198,27 +353,59 @@ async fn keys_die_on_password_change_role_change_and_approval() {
 async fn api_key_rules() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let (_, editor) = stack.user_token("kim", "editor").await;
-    let full = create_key(&stack, &editor, json!({"name": "ci"}));
+    let full = create_key(&stack, &editor, json!({"name": "ci"})).await;
     assert_eq!(full["scope"], "full");
     let key = full["key"].as_str().unwrap().to_string();
-    let read_only = create_key(&stack, &editor, json!({"scope": "read_only"}))["key"].as_str().unwrap().to_string();
+    let read_only = create_key(&stack, &editor, json!({"scope": "read_only"})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // The query-string key counts on reads only.
     let (status, _) = stack.get_json(None, &format!("/api/auth/me?api_key={key}")).await;
     assert_eq!(status, 200);
-    let post = stack.http.post(stack.url(&format!("/api/auth/api-keys?api_key={key}"))).json(&json!({})).send().await.unwrap();
-    assert_eq!(post.status(), 401, "on POST the query key is absent, so the request is anonymous");
+    let post = stack
+        .http
+        .post(stack.url(&format!("/api/auth/api-keys?api_key={key}")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        post.status(),
+        401,
+        "on POST the query key is absent, so the request is anonymous"
+    );
     // The header wins over the query parameter and the bearer token.
-    let both = stack.http.get(stack.url("/api/auth/me?api_key=garbage")).header("X-Api-Key", &key).send().await.unwrap();
+    let both = stack
+        .http
+        .get(stack.url("/api/auth/me?api_key=garbage"))
+        .header("X-Api-Key", &key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(both.status(), 200);
 
     // Read-only keys read, and are refused before the handler otherwise.
     assert_eq!(key_status(&stack, &read_only).await, 200);
-    let refused = stack.http.post(stack.url("/api/auth/api-keys")).header("X-Api-Key", &read_only).json(&json!({})).send().await.unwrap();
+    let refused = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .header("X-Api-Key", &read_only)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 403);
     let body: Value = refused.json().await.unwrap();
     assert!(body["detail"].as_str().unwrap().contains("read-only"), "{body}");
-    let delete = stack.http.delete(stack.url(&format!("/api/jobs/{}", Uuid::now_v7()))).header("X-Api-Key", &read_only).send().await.unwrap();
+    let delete = stack
+        .http
+        .delete(stack.url(&format!("/api/jobs/{}", Uuid::now_v7())))
+        .header("X-Api-Key", &read_only)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(delete.status(), 403);
 
     // Listing never shows secrets; revoking stops a key; expiry is honoured.
@@ -227,16 +414,39 @@ async fn api_key_rules() {
     assert_eq!(list.as_array().unwrap().len(), 2);
     assert!(!list.to_string().contains(&key) && !list.to_string().contains(&read_only));
     let id = full["id"].as_str().unwrap();
-    let revoked = stack.http.delete(stack.url(&format!("/api/auth/api-keys/{id}"))).bearer_auth(&editor).send().await.unwrap();
+    let revoked = stack
+        .http
+        .delete(stack.url(&format!("/api/auth/api-keys/{id}")))
+        .bearer_auth(&editor)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(revoked.status(), 204);
     assert_eq!(key_status(&stack, &key).await, 401);
-    let soon = create_key(&stack, &editor, json!({"expires_at": (chrono_now_plus(2))}))["key"].as_str().unwrap().to_string();
+    let soon = create_key(&stack, &editor, json!({"expires_at": (chrono_now_plus(2))})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(key_status(&stack, &soon).await, 200);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(key_status(&stack, &soon).await, 401, "expired");
-    let past = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(&editor).json(&json!({"expires_at": "2020-01-01T00:00:00Z"})).send().await.unwrap();
+    let past = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .bearer_auth(&editor)
+        .json(&json!({"expires_at": "2020-01-01T00:00:00Z"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(past.status(), 422);
-    let bad_scope = stack.http.post(stack.url("/api/auth/api-keys")).bearer_auth(&editor).json(&json!({"scope": "root"})).send().await.unwrap();
+    let bad_scope = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .bearer_auth(&editor)
+        .json(&json!({"scope": "root"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(bad_scope.status(), 422);
 }
 
@@ -244,7 +454,10 @@ fn chrono_now_plus(seconds: u64) -> String {
     let t = std::time::SystemTime::now() + Duration::from_secs(seconds);
     let secs = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     // RFC 3339 from Unix seconds, without pulling a date crate into tests.
-    let output = std::process::Command::new("date").args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"]).output().unwrap();
+    let output = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
@@ -254,13 +467,13 @@ async fn password_policy_edges() {
     let (_, token) = stack.user_token("pat", "viewer").await;
     let mut current = "User-Password-123".to_string();
     for (new, expected) in [
-        ("Abcdefghij1".to_string(), 422),                      // 11 characters
-        ("abcdefghijkl".to_string(), 422),                     // one class
-        (format!("Aa1{}", "x".repeat(70)), 422),               // 73 bytes
-        (format!("Aa1{}", "€".repeat(24)), 422),               // 75 bytes in 27 characters
-        (format!("Aa1{}", "€".repeat(23)), 204),               // 72 bytes, multibyte
-        (format!("Aa1{}", "x".repeat(69)), 204),               // 72 bytes
-        ("Abcdefghij12".to_string(), 204),                     // 12 characters, 3 classes
+        ("Abcdefghij1".to_string(), 422),        // 11 characters
+        ("abcdefghijkl".to_string(), 422),       // one class
+        (format!("Aa1{}", "x".repeat(70)), 422), // 73 bytes
+        (format!("Aa1{}", "€".repeat(24)), 422), // 75 bytes in 27 characters
+        (format!("Aa1{}", "€".repeat(23)), 204), // 72 bytes, multibyte
+        (format!("Aa1{}", "x".repeat(69)), 204), // 72 bytes
+        ("Abcdefghij12".to_string(), 204),       // 12 characters, 3 classes
     ] {
         let response = stack
             .http
@@ -282,8 +495,19 @@ async fn password_policy_edges() {
 async fn accounts_admin_and_me() {
     let stack = Stack::start_with(StackOptions::workers(0)).await;
     let admin = stack.admin_token().await;
-    let create = |body: Value| stack.http.post(stack.url("/api/admin/users/")).bearer_auth(&admin).json(&body).send();
-    let response = create(json!({"username": "dana", "password": "Dana-Passw0rd!", "email": "dana@example.org", "role": "editor"})).await.unwrap();
+    let create = |body: Value| {
+        stack
+            .http
+            .post(stack.url("/api/admin/users/"))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let response = create(
+        json!({"username": "dana", "password": "Dana-Passw0rd!", "email": "dana@example.org", "role": "editor"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(response.status(), 201);
     let dana: Value = response.json().await.unwrap();
     assert_eq!(dana["roles"], json!(["editor"]));
@@ -293,9 +517,27 @@ async fn accounts_admin_and_me() {
         assert!(dana["quota_usage"][field].is_i64(), "{field}");
     }
     assert!(dana.get("password_hash").is_none() && !dana.to_string().contains("Dana-Passw0rd"));
-    assert_eq!(create(json!({"username": "DANA", "password": "Dana-Passw0rd!", "role": "viewer"})).await.unwrap().status(), 409);
-    assert_eq!(create(json!({"username": "x", "password": "short", "role": "viewer"})).await.unwrap().status(), 422);
-    assert_eq!(create(json!({"username": "y", "password": "Dana-Passw0rd!", "role": "root"})).await.unwrap().status(), 422);
+    assert_eq!(
+        create(json!({"username": "DANA", "password": "Dana-Passw0rd!", "role": "viewer"}))
+            .await
+            .unwrap()
+            .status(),
+        409
+    );
+    assert_eq!(
+        create(json!({"username": "x", "password": "short", "role": "viewer"}))
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    assert_eq!(
+        create(json!({"username": "y", "password": "Dana-Passw0rd!", "role": "root"}))
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
     let (status, users) = stack.get_json(Some(&admin), "/api/admin/users").await;
     assert_eq!(status, 200);
     assert_eq!(users.as_array().unwrap().len(), 2);
@@ -305,12 +547,32 @@ async fn accounts_admin_and_me() {
     assert_eq!(me["username"], "dana");
     let (status, _) = stack.get_json(Some(&dana_token), "/api/admin/users").await;
     assert_eq!(status, 403);
-    let unknown = stack.http.patch(stack.url(&format!("/api/admin/users/{}", Uuid::now_v7()))).bearer_auth(&admin).json(&json!({"role": "viewer"})).send().await.unwrap();
+    let unknown = stack
+        .http
+        .patch(stack.url(&format!("/api/admin/users/{}", Uuid::now_v7())))
+        .bearer_auth(&admin)
+        .json(&json!({"role": "viewer"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unknown.status(), 404);
-    let deactivate = stack.http.patch(stack.url(&format!("/api/admin/users/{}", dana["id"].as_str().unwrap()))).bearer_auth(&admin).json(&json!({"is_active": false})).send().await.unwrap();
+    let deactivate = stack
+        .http
+        .patch(stack.url(&format!("/api/admin/users/{}", dana["id"].as_str().unwrap())))
+        .bearer_auth(&admin)
+        .json(&json!({"is_active": false}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(deactivate.status(), 200);
     assert_eq!(me_status(&stack, &dana_token).await, 401);
-    let refused = stack.http.post(stack.url("/api/auth/login")).form(&[("username", "dana"), ("password", "Dana-Passw0rd!")]).send().await.unwrap();
+    let refused = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", "dana"), ("password", "Dana-Passw0rd!")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 401);
 }
 
@@ -323,12 +585,27 @@ async fn restricted_datasets_follow_grants() {
     let _ = owner_id;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let job = stack.upload_ok(&owner, "p.geojson", points.to_string().into_bytes(), &[("visibility", "restricted")]).await;
-    let id = stack.wait_job(&owner, &job).await["dataset_id"].as_str().unwrap().to_string();
+    let job = stack
+        .upload_ok(
+            &owner,
+            "p.geojson",
+            points.to_string().into_bytes(),
+            &[("visibility", "restricted")],
+        )
+        .await;
+    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let path = format!("/api/datasets/{id}");
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
     let grant = |user: Uuid, permission: &str| {
-        stack.http.put(stack.url(&format!("{path}/grants/{user}"))).bearer_auth(&owner).json(&json!({"permission": permission})).send()
+        stack
+            .http
+            .put(stack.url(&format!("{path}/grants/{user}")))
+            .bearer_auth(&owner)
+            .json(&json!({"permission": permission}))
+            .send()
     };
     assert_eq!(grant(reader_id, "read").await.unwrap().status(), 200);
     assert_eq!(grant(writer_id, "write").await.unwrap().status(), 200);
@@ -338,11 +615,32 @@ async fn restricted_datasets_follow_grants() {
     let (status, grants) = stack.get_json(Some(&owner), &format!("{path}/grants")).await;
     assert_eq!(status, 200);
     assert_eq!(grants.as_array().unwrap().len(), 2);
-    assert_eq!(stack.get_json(Some(&reader), &format!("{path}/grants")).await.0, 403, "only the owner manages grants");
-    let edit = |token: &str| stack.http.patch(stack.url(&path)).bearer_auth(token).json(&json!({"summary": "edited"})).send();
-    assert_eq!(edit(&reader).await.unwrap().status(), 403, "a read grant does not allow writes");
+    assert_eq!(
+        stack.get_json(Some(&reader), &format!("{path}/grants")).await.0,
+        403,
+        "only the owner manages grants"
+    );
+    let edit = |token: &str| {
+        stack
+            .http
+            .patch(stack.url(&path))
+            .bearer_auth(token)
+            .json(&json!({"summary": "edited"}))
+            .send()
+    };
+    assert_eq!(
+        edit(&reader).await.unwrap().status(),
+        403,
+        "a read grant does not allow writes"
+    );
     assert_eq!(edit(&writer).await.unwrap().status(), 200, "a write grant does");
-    let revoke = stack.http.delete(stack.url(&format!("{path}/grants/{reader_id}"))).bearer_auth(&owner).send().await.unwrap();
+    let revoke = stack
+        .http
+        .delete(stack.url(&format!("{path}/grants/{reader_id}")))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(revoke.status(), 204);
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
 }
@@ -353,10 +651,27 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
     let (_, owner) = stack.user_token("dora", "editor").await;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let public = stack.upload_ok(&owner, "pub.geojson", points.to_string().into_bytes(), &[("visibility", "public")]).await;
-    let private = stack.upload_ok(&owner, "priv.geojson", points.to_string().into_bytes(), &[]).await;
-    let public_id: Uuid = stack.wait_job(&owner, &public).await["dataset_id"].as_str().unwrap().parse().unwrap();
-    let private_id: Uuid = stack.wait_job(&owner, &private).await["dataset_id"].as_str().unwrap().parse().unwrap();
+    let public = stack
+        .upload_ok(
+            &owner,
+            "pub.geojson",
+            points.to_string().into_bytes(),
+            &[("visibility", "public")],
+        )
+        .await;
+    let private = stack
+        .upload_ok(&owner, "priv.geojson", points.to_string().into_bytes(), &[])
+        .await;
+    let public_id: Uuid = stack.wait_job(&owner, &public).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let private_id: Uuid = stack.wait_job(&owner, &private).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let mint = |id: Uuid, token: Option<&str>| {
         let mut request = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}")));
         if let Some(token) = token {
@@ -369,7 +684,9 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["expires_in"], 120);
     let keys = TokenKeys::new(JWT_SECRET);
-    let claims = keys.verify_download(body["token"].as_str().unwrap(), public_id).expect("a download token for this dataset");
+    let claims = keys
+        .verify_download(body["token"].as_str().unwrap(), public_id)
+        .expect("a download token for this dataset");
     assert_eq!(claims.typ, "download");
     assert_eq!(claims.scope, format!("dataset:{public_id}"));
     assert_eq!(claims.exp - claims.iat, 120);
@@ -388,17 +705,27 @@ async fn cors_follows_rule_17() {
         }
         request.send()
     };
-    let acao = |r: &reqwest::Response| r.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN).map(|v| v.to_str().unwrap().to_string());
+    let acao = |r: &reqwest::Response| {
+        r.headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .map(|v| v.to_str().unwrap().to_string())
+    };
     let anonymous = get("/api/openapi.json", "https://other.example", None).await.unwrap();
     assert_eq!(acao(&anonymous).as_deref(), Some("*"));
-    let search = get("/api/search/datasets", "https://other.example", None).await.unwrap();
+    let search = get("/api/search/datasets", "https://other.example", None)
+        .await
+        .unwrap();
     assert_eq!(acao(&search).as_deref(), Some("*"));
-    let credentialed = get("/api/openapi.json", "https://other.example", Some(&admin)).await.unwrap();
+    let credentialed = get("/api/openapi.json", "https://other.example", Some(&admin))
+        .await
+        .unwrap();
     assert_eq!(acao(&credentialed), None, "a credential drops the wildcard");
     let listed = get("/api/auth/me", "https://app.example", Some(&admin)).await.unwrap();
     assert_eq!(acao(&listed).as_deref(), Some("https://app.example"));
     assert_eq!(listed.headers()[header::ACCESS_CONTROL_ALLOW_CREDENTIALS], "true");
-    let unlisted = get("/api/auth/me", "https://other.example", Some(&admin)).await.unwrap();
+    let unlisted = get("/api/auth/me", "https://other.example", Some(&admin))
+        .await
+        .unwrap();
     assert_eq!(acao(&unlisted), None);
     let preflight = |origin: &str| {
         stack
@@ -434,12 +761,25 @@ async fn no_secret_reaches_the_logs() {
     let access = session["access_token"].as_str().unwrap().to_string();
     secrets.push(access.clone());
     secrets.push(session["refresh_token"].as_str().unwrap().to_string());
-    let renewed: Value = refresh(&stack, session["refresh_token"].as_str().unwrap()).await.json().await.unwrap();
+    let renewed: Value = refresh(&stack, session["refresh_token"].as_str().unwrap())
+        .await
+        .json()
+        .await
+        .unwrap();
     secrets.push(renewed["refresh_token"].as_str().unwrap().to_string());
-    let key = create_key(&stack, &access, json!({}))["key"].as_str().unwrap().to_string();
+    let key = create_key(&stack, &access, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
     secrets.push(key.clone());
     stack.get_json(None, &format!("/api/datasets?api_key={key}")).await;
-    stack.http.get(stack.url("/api/datasets")).header("X-Api-Key", "sdc_wrong_key_value_0000").send().await.unwrap();
+    stack
+        .http
+        .get(stack.url("/api/datasets"))
+        .header("X-Api-Key", "sdc_wrong_key_value_0000")
+        .send()
+        .await
+        .unwrap();
     secrets.push("sdc_wrong_key_value_0000".into());
     let response = stack
         .http
@@ -451,20 +791,60 @@ async fn no_secret_reaches_the_logs() {
         .unwrap();
     assert_eq!(response.status(), 201);
     secrets.push("Sam-Secret-Passw0rd".into());
-    stack.http.post(stack.url("/api/auth/login")).form(&[("username", "sam"), ("password", "Wrong-Secret-Passw0rd")]).send().await.unwrap();
+    stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", "sam"), ("password", "Wrong-Secret-Passw0rd")])
+        .send()
+        .await
+        .unwrap();
     secrets.push("Wrong-Secret-Passw0rd".into());
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let job = stack.upload_ok(&access, "p.geojson", points.to_string().into_bytes(), &[("visibility", "public")]).await;
-    let id = stack.wait_job(&access, &job).await["dataset_id"].as_str().unwrap().to_string();
-    let download: Value = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}"))).send().await.unwrap().json().await.unwrap();
+    let job = stack
+        .upload_ok(
+            &access,
+            "p.geojson",
+            points.to_string().into_bytes(),
+            &[("visibility", "public")],
+        )
+        .await;
+    let id = stack.wait_job(&access, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let download: Value = stack
+        .http
+        .post(stack.url(&format!("/api/auth/download-token/{id}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     secrets.push(download["token"].as_str().unwrap().to_string());
-    stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&access).send().await.unwrap();
+    stack
+        .http
+        .post(stack.url("/api/auth/logout"))
+        .bearer_auth(&access)
+        .send()
+        .await
+        .unwrap();
     let logs = stack.logs();
     assert!(logs.contains("request"), "the logs were captured");
     for secret in &secrets {
-        assert!(!logs.contains(secret.as_str()), "a secret is in the logs: {}...", &secret[..6]);
+        assert!(
+            !logs.contains(secret.as_str()),
+            "a secret is in the logs: {}...",
+            &secret[..6]
+        );
     }
-    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT key_hash FROM api_keys").fetch_all(&stack.pool).await.unwrap();
-    assert!(stored.iter().all(|h| h.len() == 32 && h != key.as_bytes()), "keys are stored only as hashes");
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT key_hash FROM api_keys")
+        .fetch_all(&stack.pool)
+        .await
+        .unwrap();
+    assert!(
+        stored.iter().all(|h| h.len() == 32 && h != key.as_bytes()),
+        "keys are stored only as hashes"
+    );
 }
