@@ -1,0 +1,247 @@
+//! The authorization matrix: every route of the OpenAPI document, called as
+//! each kind of caller, answers the expected status. A route missing from
+//! the table fails the test, so every new route joins it.
+use std::{collections::BTreeSet, time::Duration};
+
+use catalog_shared::auth::TokenKeys;
+use catalog_tests::{JWT_SECRET, Stack, StackOptions};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const CALLERS: [&str; 8] = [
+    "anonymous",
+    "garbage key",
+    "expired JWT",
+    "read-only key",
+    "viewer",
+    "editor",
+    "owner",
+    "admin",
+];
+
+enum Body {
+    None,
+    Json(&'static str),
+    Form(&'static [(&'static str, &'static str)]),
+    Upload,
+}
+
+struct Row {
+    method: &'static str,
+    path: &'static str,
+    body: Body,
+    expected: [u16; 8],
+}
+
+const fn row(method: &'static str, path: &'static str, body: Body, expected: [u16; 8]) -> Row {
+    Row {
+        method,
+        path,
+        body,
+        expected,
+    }
+}
+
+#[rustfmt::skip]
+fn table() -> Vec<Row> {
+    use Body::*;
+    vec![
+        row("GET", "/api/health", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api/ready", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/openapi.json", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/auth/login", Form(&[("username", "admin"), ("password", "wrong")]), [401; 8]),
+        row("POST", "/api/auth/refresh", Json(r#"{"refresh_token": "rt_unknown"}"#), [401; 8]),
+        row("GET", "/api/auth/me", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/auth/register",
+            Json(r#"{"username": "u{unique}", "password": "Abcdefghij12!", "email": "{unique}@example.org"}"#),
+            [201, 401, 401, 403, 201, 201, 201, 201]),
+        row("POST", "/api/auth/change-password",
+            Json(r#"{"current_password": "nope", "new_password": "Abcdefghij12!"}"#),
+            [401, 401, 401, 403, 400, 400, 400, 400]),
+        row("POST", "/api/auth/api-keys", Json("{}"), [401, 401, 401, 403, 201, 201, 201, 201]),
+        row("GET", "/api/auth/api-keys", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("DELETE", "/api/auth/api-keys/{key_id}", None, [401, 401, 401, 403, 404, 404, 404, 404]),
+        row("POST", "/api/auth/download-token/{dataset_id}", None, [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("POST", "/api/admin/api-keys", Json(r#"{"user_id": "{viewer_id}"}"#), [401, 401, 401, 403, 403, 403, 403, 201]),
+        row("GET", "/api/admin/users", None, [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("POST", "/api/admin/users", Json(r#"{"username": "n{unique}", "password": "Abcdefghij12!", "role": "viewer"}"#),
+            [401, 401, 401, 403, 403, 403, 403, 201]),
+        row("PATCH", "/api/admin/users/{user_id}", Json(r#"{"email": "{unique}@example.org"}"#),
+            [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("GET", "/api/datasets", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/datasets/upload", Upload, [401, 401, 401, 403, 403, 202, 202, 202]),
+        row("POST", "/api/datasets/import-url", Json(r#"{"url": "http://10.0.0.1/a.geojson"}"#),
+            [401, 401, 401, 403, 403, 422, 422, 422]),
+        row("GET", "/api/datasets/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("PATCH", "/api/datasets/{dataset_id}", Json(r#"{"summary": "edited"}"#), [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("DELETE", "/api/datasets/{dataset_id}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
+        row("GET", "/api/datasets/{dataset_id}/grants", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("PUT", "/api/datasets/{dataset_id}/grants/{user_id}", Json(r#"{"permission": "read"}"#),
+            [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("DELETE", "/api/datasets/{dataset_id}/grants/{user_id}", None, [404, 401, 401, 403, 404, 404, 204, 404]),
+        row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
+        row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
+        // Last: signing out ends the sessions the rows above use. It reads
+        // no API key, and accepts a dead access token.
+        row("POST", "/api/auth/logout", None, [401, 401, 204, 401, 204, 204, 204, 204]),
+    ]
+}
+
+struct Fixtures {
+    owner_id: Uuid,
+    viewer_id: Uuid,
+    credentials: Vec<Option<(&'static str, String)>>,
+    job_id: Uuid,
+}
+
+/// A private dataset of the owner's, made directly so each destructive
+/// call gets its own.
+async fn fixture_dataset(stack: &Stack, owner: Uuid) -> Uuid {
+    let id = Uuid::now_v7();
+    let table = format!("fx_{}", id.simple());
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE data.{table} (gid bigint PRIMARY KEY, geom geometry(Point, 4326))"
+    )))
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO datasets (id, title, schema_name, table_name, geometry_type, created_by) VALUES ($1, 'Fixture', 'data', $2, 'Point', $3)")
+        .bind(id)
+        .bind(table)
+        .bind(owner)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    id
+}
+
+async fn fixtures(stack: &Stack) -> Fixtures {
+    let admin = stack.admin_token().await;
+    let (owner_id, owner) = stack.user_token("owner", "editor").await;
+    let (viewer_id, viewer) = stack.user_token("viewer", "viewer").await;
+    let (_, editor) = stack.user_token("editor", "editor").await;
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .bearer_auth(&owner)
+        .json(&json!({"scope": "read_only"}))
+        .send()
+        .await
+        .unwrap();
+    let read_only: Value = response.json().await.unwrap();
+    let expired = TokenKeys::new(JWT_SECRET)
+        .issue_access(owner_id, 0, Duration::from_secs(0))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let job_id = Uuid::now_v7();
+    sqlx::query("INSERT INTO jobs (id, kind, status, payload, queue_task_id, created_by, finished_at) VALUES ($1, 'ingest', 'succeeded', '{}', 'fixture', $2, now())")
+        .bind(job_id)
+        .bind(owner_id)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    let bearer = |t: &str| Some(("authorization", format!("Bearer {t}")));
+    Fixtures {
+        owner_id,
+        viewer_id,
+        job_id,
+        credentials: vec![
+            None,
+            Some(("x-api-key", "sdc_garbage".to_string())),
+            bearer(&expired),
+            Some(("x-api-key", read_only["key"].as_str().unwrap().to_string())),
+            bearer(&viewer),
+            bearer(&editor),
+            bearer(&owner),
+            bearer(&admin),
+        ],
+    }
+}
+
+#[tokio::test]
+async fn authorization_matrix() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let fx = fixtures(&stack).await;
+    let rows = table();
+
+    let (_, doc) = stack.get_json(None, "/api/openapi.json").await;
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, ops)| {
+            ops.as_object()
+                .unwrap()
+                .keys()
+                .map(move |m| (m.to_uppercase(), path.clone()))
+        })
+        .collect();
+    let covered: BTreeSet<(String, String)> = rows
+        .iter()
+        .map(|r| (r.method.to_string(), r.path.to_string()))
+        .collect();
+    let missing: Vec<_> = documented.difference(&covered).collect();
+    assert!(missing.is_empty(), "routes missing from the matrix: {missing:?}");
+
+    let mut failures = Vec::new();
+    for row in &rows {
+        for (i, caller) in CALLERS.iter().enumerate() {
+            let dataset = fixture_dataset(&stack, fx.owner_id).await;
+            let path = row
+                .path
+                .replace("{dataset_id}", &dataset.to_string())
+                .replace("{job_id}", &fx.job_id.to_string())
+                .replace("{key_id}", &Uuid::now_v7().to_string())
+                .replace("{user_id}", &fx.viewer_id.to_string());
+            if row.method == "DELETE" && row.path.ends_with("/grants/{user_id}") {
+                sqlx::query("INSERT INTO dataset_grants (dataset_id, user_id, permission) VALUES ($1, $2, 'read')")
+                    .bind(dataset)
+                    .bind(fx.viewer_id)
+                    .execute(&stack.pool)
+                    .await
+                    .unwrap();
+                if *caller == "admin" {
+                    sqlx::query("DELETE FROM dataset_grants WHERE dataset_id = $1")
+                        .bind(dataset)
+                        .execute(&stack.pool)
+                        .await
+                        .unwrap();
+                }
+            }
+            let mut request = stack.http.request(row.method.parse().unwrap(), stack.url(&path));
+            if let Some((name, value)) = &fx.credentials[i] {
+                request = request.header(*name, value);
+            }
+            let unique = Uuid::new_v4().simple().to_string()[..12].to_string();
+            request = match &row.body {
+                Body::None => request,
+                Body::Json(text) => request.header("content-type", "application/json").body(
+                    text.replace("{unique}", &unique)
+                        .replace("{viewer_id}", &fx.viewer_id.to_string()),
+                ),
+                Body::Form(fields) => request.form(fields),
+                Body::Upload => {
+                    let points = r#"{"type": "FeatureCollection", "features": []}"#;
+                    request.multipart(reqwest::multipart::Form::new().part(
+                        "file",
+                        reqwest::multipart::Part::bytes(points.as_bytes().to_vec()).file_name("p.geojson"),
+                    ))
+                }
+            };
+            let status = request.send().await.unwrap().status().as_u16();
+            if status != row.expected[i] {
+                failures.push(format!(
+                    "{} {} as {caller}: expected {}, got {status}",
+                    row.method, row.path, row.expected[i]
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
