@@ -35,7 +35,7 @@ export JWT_SECRET=bench-secret-bench-secret-bench-secret
 export STORAGE_URL="file://$WORK/storage"
 export BIND_ADDR=127.0.0.1:${BENCH_API_PORT:-18080}
 export BOOTSTRAP_ADMIN_USERNAME=admin BOOTSTRAP_ADMIN_PASSWORD=Bench-Password-1
-export RUST_LOG=warn
+export RUST_LOG=${RUST_LOG:-warn,catalog_jobs=info}
 rm -rf "$WORK/storage"
 "$BIN/catalog-api" >"$WORK/api.log" 2>&1 &
 API=$!

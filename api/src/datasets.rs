@@ -10,7 +10,7 @@ use catalog_shared::{
     AppError,
     db::quote_ident,
     jobs::{self, IngestOptions, IngestPayload, JobKind, UrlDownloadPayload},
-    storage::{safe_filename, upload_path},
+    storage::safe_filename,
 };
 use chrono::{DateTime, Utc};
 use object_store::{ObjectStoreExt, WriteMultipart};
@@ -137,8 +137,8 @@ async fn upload(
                         catalog_jobs::ACCEPTED_UPLOADS
                     )));
                 }
-                let path = upload_path(&state.prefix, job_id, &filename);
-                let mut writer = WriteMultipart::new(state.store.put_multipart(&path).await?);
+                let path = state.storage.upload_path(job_id, &filename);
+                let mut writer = WriteMultipart::new(state.storage.store.put_multipart(&path).await?);
                 stored = Some((path, filename));
                 let mut size: u64 = 0;
                 loop {
@@ -200,7 +200,7 @@ async fn upload(
     .await;
     if let Err(e) = outcome {
         if let Some((path, _)) = &stored {
-            let _ = state.store.delete(path).await;
+            let _ = state.storage.store.delete(path).await;
         }
         return Err(e);
     }

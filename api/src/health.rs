@@ -1,5 +1,5 @@
 use axum::{Json, extract::State};
-use catalog_shared::{AppError, storage};
+use catalog_shared::AppError;
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -21,6 +21,6 @@ async fn health() -> Json<Value> {
     (status = 503, description = "a dependency is down", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn ready(State(state): State<AppState>) -> Result<Json<Value>, AppError> {
     sqlx::query("SELECT 1").execute(&state.pool).await?;
-    storage::ping(&state.store, &state.prefix).await?;
+    state.storage.ping().await?;
     Ok(Json(json!({"status": "ready", "database": "ok", "storage": "ok"})))
 }

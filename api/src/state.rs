@@ -1,14 +1,12 @@
 use std::sync::Arc;
 
-use catalog_shared::{auth::TokenKeys, config::Config, outbound::OutboundPolicy, storage};
-use object_store::path::Path;
+use catalog_shared::{auth::TokenKeys, config::Config, outbound::OutboundPolicy, storage::Storage};
 use sqlx::PgPool;
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
-    pub store: storage::Store,
-    pub prefix: Path,
+    pub storage: Storage,
     pub config: Arc<Config>,
     pub keys: TokenKeys,
     pub outbound: OutboundPolicy,
@@ -16,11 +14,9 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(pool: PgPool, config: Config) -> anyhow::Result<Self> {
-        let (store, prefix) = storage::open(&config.storage_url)?;
         Ok(Self {
             pool,
-            store,
-            prefix,
+            storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
             config: Arc::new(config),

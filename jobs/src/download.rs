@@ -42,7 +42,7 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
     }
     let total = response.content_length().map(|n| n as i64);
     let object = object_for(ctx, &filename);
-    let upload = ctx.deps.store.put_multipart(&object).await?;
+    let upload = ctx.deps.storage.store.put_multipart(&object).await?;
     let mut writer = WriteMultipart::new(upload);
     let mut stream = response.bytes_stream();
     let mut done: u64 = 0;

@@ -2,10 +2,7 @@
 //! spatial layer.
 use std::collections::HashSet;
 
-use catalog_shared::{
-    jobs::{IngestOptions, IngestPayload},
-    storage::upload_path,
-};
+use catalog_shared::jobs::{IngestOptions, IngestPayload};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, path::Path};
 use tokio::io::AsyncWriteExt;
@@ -25,16 +22,26 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
     ingest_object(ctx, &object, &payload.filename, &payload.options).await
 }
 
-/// Copies the object to a local file, which GDAL needs.
-async fn fetch_to_disk(
+/// A local file GDAL can read: the object itself in a local store, else a
+/// copy in `dir`.
+async fn local_source(
     ctx: &JobContext,
     object: &Path,
     dir: &std::path::Path,
     filename: &str,
 ) -> Result<std::path::PathBuf, JobError> {
+    if let Some(path) = ctx.deps.storage.local_file(object) {
+        return match tokio::fs::metadata(&path).await {
+            Ok(_) => Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(JobError::Invalid(
+                "the uploaded file is no longer in the object store".into(),
+            )),
+            Err(e) => Err(e.into()),
+        };
+    }
     let local = dir.join(filename);
-    let mut file = tokio::fs::File::create(&local).await?;
-    let mut stream = ctx.deps.store.get(object).await?.into_stream();
+    let mut file = tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::create(&local).await?);
+    let mut stream = ctx.deps.storage.store.get(object).await?.into_stream();
     while let Some(bytes) = stream.next().await {
         file.write_all(&bytes?).await?;
     }
@@ -55,8 +62,10 @@ pub async fn ingest_object(
     options: &IngestOptions,
 ) -> Result<(), JobError> {
     ctx.progress("reading", None, None).await?;
+    let started = std::time::Instant::now();
     let workdir = tempfile::tempdir()?;
-    let local = fetch_to_disk(ctx, object, workdir.path(), filename).await?;
+    let local = local_source(ctx, object, workdir.path(), filename).await?;
+    tracing::info!(job_id = %ctx.job_id, fetch_ms = started.elapsed().as_millis() as u64, "source fetched");
     let wanted = options.layer.clone();
     let srid = options.srid;
     let name = filename.to_string();
@@ -189,5 +198,5 @@ fn read_message(e: reader::ReadError) -> String {
 
 /// Where a job keeps its source file in the object store.
 pub fn object_for(ctx: &JobContext, filename: &str) -> Path {
-    upload_path(&ctx.deps.prefix, ctx.job_id, filename)
+    ctx.deps.storage.upload_path(ctx.job_id, filename)
 }

@@ -2,9 +2,8 @@
 //! transient failures with backoff and records the outcome users poll.
 use std::{sync::Arc, time::Duration};
 
-use catalog_shared::{Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Store};
+use catalog_shared::{Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Storage};
 use http::StatusCode;
-use object_store::path::Path;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -14,8 +13,7 @@ use crate::{download, ingest};
 #[derive(Clone)]
 pub struct JobDeps {
     pub pool: PgPool,
-    pub store: Store,
-    pub prefix: Path,
+    pub storage: Storage,
     pub config: Arc<Config>,
     pub outbound: OutboundPolicy,
 }

@@ -1,40 +1,70 @@
 //! The object store holding uploads: a local directory by default, any
 //! S3-compatible store through `STORAGE_URL=s3://bucket/prefix`.
-use std::sync::Arc;
+use std::{path::PathBuf, sync::Arc};
 
 use object_store::{ObjectStore, ObjectStoreExt, path::Path};
 use url::Url;
 
 pub type Store = Arc<dyn ObjectStore>;
 
-pub fn open(storage_url: &str) -> anyhow::Result<(Store, Path)> {
-    let url = Url::parse(storage_url).map_err(|e| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a URL: {e}"))?;
-    if url.scheme() == "file" {
-        let dir = url
-            .to_file_path()
-            .map_err(|_| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a local path"))?;
-        std::fs::create_dir_all(&dir)?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)?;
-        return Ok((Arc::new(store), Path::default()));
+/// The object store with the prefix every key lives under and, for a local
+/// directory, its root (GDAL then reads sources in place).
+#[derive(Clone, Debug)]
+pub struct Storage {
+    pub store: Store,
+    pub prefix: Path,
+    local_root: Option<PathBuf>,
+}
+
+impl Storage {
+    pub fn open(storage_url: &str) -> anyhow::Result<Self> {
+        let url =
+            Url::parse(storage_url).map_err(|e| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a URL: {e}"))?;
+        if url.scheme() == "file" {
+            let dir = url
+                .to_file_path()
+                .map_err(|_| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a local path"))?;
+            std::fs::create_dir_all(&dir)?;
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)?;
+            return Ok(Self {
+                store: Arc::new(store),
+                prefix: Path::default(),
+                local_root: Some(dir),
+            });
+        }
+        let options: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("AWS_"))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        let (store, prefix) = object_store::parse_url_opts(&url, options)?;
+        Ok(Self {
+            store: Arc::from(store),
+            prefix,
+            local_root: None,
+        })
     }
-    let options: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("AWS_"))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect();
-    let (store, prefix) = object_store::parse_url_opts(&url, options)?;
-    Ok((Arc::from(store), prefix))
-}
 
-/// Where the source file of a job is kept.
-pub fn upload_path(prefix: &Path, job_id: uuid::Uuid, filename: &str) -> Path {
-    prefix.clone().join("uploads").join(job_id.to_string()).join(filename)
-}
+    /// Where the source file of a job is kept.
+    pub fn upload_path(&self, job_id: uuid::Uuid, filename: &str) -> Path {
+        self.prefix
+            .clone()
+            .join("uploads")
+            .join(job_id.to_string())
+            .join(filename)
+    }
 
-/// Round trip to the store, for readiness checks.
-pub async fn ping(store: &Store, prefix: &Path) -> object_store::Result<()> {
-    match store.head(&prefix.clone().join(".ready-probe")).await {
-        Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-        Err(e) => Err(e),
+    /// The object's file on local disk, when the store is a local directory.
+    pub fn local_file(&self, object: &Path) -> Option<PathBuf> {
+        let root = self.local_root.as_ref()?;
+        Some(object.parts().fold(root.clone(), |path, part| path.join(part.as_ref())))
+    }
+
+    /// Round trip to the store, for readiness checks.
+    pub async fn ping(&self) -> object_store::Result<()> {
+        match self.store.head(&self.prefix.clone().join(".ready-probe")).await {
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 

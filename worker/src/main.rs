@@ -10,7 +10,8 @@ use catalog_shared::{
     db,
     jobs::{JobMessage, QUEUE},
     outbound::OutboundPolicy,
-    storage, telemetry,
+    storage::Storage,
+    telemetry,
 };
 
 /// A dead worker's job is handed to another after this many missed beats.
@@ -32,11 +33,9 @@ async fn main() -> anyhow::Result<()> {
     let pool = db::connect(&config.database_url, concurrency as u32 * 2 + 4).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     db::migrate(&pool).await?;
-    let (store, prefix) = storage::open(&config.storage_url)?;
     let deps = JobDeps {
         pool: pool.clone(),
-        store,
-        prefix,
+        storage: Storage::open(&config.storage_url)?,
         outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
         config,
     };
