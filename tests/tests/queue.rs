@@ -185,3 +185,47 @@ async fn jobs_are_private_to_their_owner() {
     assert_eq!(status, 200);
     assert_eq!(body["jobs"].as_array().unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn a_job_survives_the_database_going_away_mid_load() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let job_id = stack.upload_ok(&token, "big.csv", big_csv(300_000), &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stack.job(&token, &job_id).await["step"] != "loading" {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let admin = sqlx::PgPool::connect(
+        &std::env::var("TEST_ADMIN_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into()),
+    )
+    .await
+    .unwrap();
+    let db = &stack.db_name;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {db} ALLOW_CONNECTIONS false"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(db)
+        .execute(&admin)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {db} ALLOW_CONNECTIONS true"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    let job = stack.wait_job(&token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
+    assert_eq!(stack.dataset_count().await, 1);
+    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    assert_eq!(dataset["feature_count"], 300_000);
+    let tables = stack.data_tables().await;
+    assert_eq!(tables.len(), 1, "no staging table left: {tables:?}");
+}

@@ -20,6 +20,10 @@ const MISSED_HEARTBEATS: usize = 3;
 /// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+const RESTART_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
+/// A worker that ran this long before failing starts over with a short backoff.
+const STABLE_RUN: Duration = Duration::from_secs(60);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -42,32 +46,52 @@ async fn main() -> anyhow::Result<()> {
 
     tokio::spawn(sweep_staging(pool.clone()));
 
-    let name = format!(
-        "worker-{}-{}-{}",
-        hostname(),
-        std::process::id(),
-        ulid::Ulid::generate().to_string().to_lowercase()
-    );
-    let queue_config = QueueConfig::default()
-        .queue(QUEUE)
-        .batch_size(1)
-        .heartbeat_interval(HEARTBEAT)
-        .missed_heartbeats(MISSED_HEARTBEATS);
-    let strategy = Strategy::new()
-        .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
-        .interval(POLL_INTERVAL);
-    let backend = PostgresStorage::<JobMessage>::new(&pool)
-        .with_config(queue_config)
-        .poll_with_strategy(strategy);
-    tracing::info!(%name, concurrency, "worker ready");
-    let worker = WorkerBuilder::new(name)
-        .backend(backend)
-        .data(deps)
-        .concurrency(concurrency)
-        .build(handle);
-    tokio::select! {
-        result = worker.run() => result?,
-        _ = shutdown_signal() => tracing::info!("shutting down; running jobs are handed to other workers"),
+    let mut shutdown = std::pin::pin!(shutdown_signal());
+    let mut backoff = RESTART_BACKOFF;
+    loop {
+        // A fresh name on every start: jobs held under the old name are
+        // reclaimed once its heartbeats stop, never left running forever.
+        let name = format!(
+            "worker-{}-{}-{}",
+            hostname(),
+            std::process::id(),
+            ulid::Ulid::generate().to_string().to_lowercase()
+        );
+        let queue_config = QueueConfig::default()
+            .queue(QUEUE)
+            .batch_size(1)
+            .heartbeat_interval(HEARTBEAT)
+            .missed_heartbeats(MISSED_HEARTBEATS);
+        let strategy = Strategy::new()
+            .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
+            .interval(POLL_INTERVAL);
+        let backend = PostgresStorage::<JobMessage>::new(&pool)
+            .with_config(queue_config)
+            .poll_with_strategy(strategy);
+        tracing::info!(%name, concurrency, "worker ready");
+        let worker = WorkerBuilder::new(name)
+            .backend(backend)
+            .data(deps.clone())
+            .concurrency(concurrency)
+            .build(handle);
+        let started = tokio::time::Instant::now();
+        tokio::select! {
+            result = worker.run() => match result {
+                Ok(()) => break,
+                Err(e) => {
+                    if started.elapsed() > STABLE_RUN {
+                        backoff = RESTART_BACKOFF;
+                    }
+                    tracing::warn!(error = %e, retry_in = ?backoff, "lost the queue (database unreachable?); restarting");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_RESTART_BACKOFF);
+                }
+            },
+            _ = &mut shutdown => {
+                tracing::info!("shutting down; running jobs are handed to other workers");
+                break;
+            }
+        }
     }
     Ok(())
 }
