@@ -3,8 +3,10 @@
 //! served with or without a trailing slash.
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use axum::{
-    Json, Router,
+    Extension, Router,
     body::Body,
     extract::Request,
     http::{HeaderName, Method, StatusCode},
@@ -23,7 +25,7 @@ use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{auth, datasets, health, jobs, openapi::ApiDoc, state::AppState};
+use crate::{auth, datasets, health, jobs, ogc, openapi::ApiDoc, state::AppState};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -41,9 +43,11 @@ pub fn router(state: AppState) -> Router {
         .merge(auth::routes())
         .merge(datasets::routes(state.config.max_upload_bytes))
         .merge(jobs::routes())
+        .merge(ogc::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
-    api.route("/api/openapi.json", get(move || async move { Json(doc) }))
+    let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));
+    api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))

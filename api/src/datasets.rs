@@ -275,36 +275,38 @@ async fn import_url(
 /// A dataset record.
 #[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Dataset {
-    id: Uuid,
-    title: String,
-    summary: Option<String>,
-    schema_name: String,
-    table_name: String,
-    geometry_type: Option<String>,
-    srid: i32,
-    source_srid: Option<i32>,
+    pub(crate) id: Uuid,
+    pub(crate) title: String,
+    pub(crate) summary: Option<String>,
+    pub(crate) schema_name: String,
+    pub(crate) table_name: String,
+    pub(crate) key_column: String,
+    pub(crate) geometry_column: String,
+    pub(crate) geometry_type: Option<String>,
+    pub(crate) srid: i32,
+    pub(crate) source_srid: Option<i32>,
     /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
-    extent_bbox: Option<Vec<f64>>,
-    feature_count: i64,
+    pub(crate) extent_bbox: Option<Vec<f64>>,
+    pub(crate) feature_count: i64,
     #[schema(value_type = Vec<Object>)]
-    column_info: SqlJson<Value>,
+    pub(crate) column_info: SqlJson<Value>,
     #[schema(value_type = Object)]
-    sample_values: SqlJson<Value>,
-    visibility: String,
-    status: String,
-    publication_version: i32,
-    source_format: Option<String>,
-    source_filename: Option<String>,
-    source_layer: Option<String>,
-    is_registered: bool,
-    job_id: Option<Uuid>,
-    created_by: Option<Uuid>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub(crate) sample_values: SqlJson<Value>,
+    pub(crate) visibility: String,
+    pub(crate) status: String,
+    pub(crate) publication_version: i32,
+    pub(crate) source_format: Option<String>,
+    pub(crate) source_filename: Option<String>,
+    pub(crate) source_layer: Option<String>,
+    pub(crate) is_registered: bool,
+    pub(crate) job_id: Option<Uuid>,
+    pub(crate) created_by: Option<Uuid>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
 }
 
-const DATASET_COLUMNS: &str =
-    "id, title, summary, schema_name, table_name, geometry_type, srid, source_srid, extent_bbox,
+pub(crate) const DATASET_COLUMNS: &str =
+    "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, column_info, sample_values, visibility, status, publication_version, source_format,
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
 
@@ -312,7 +314,7 @@ const DATASET_COLUMNS: &str =
 /// admin) for datasets the caller may see: public to anyone, internal to
 /// any signed-in user, restricted to users granted it, and everything to
 /// its owner and to admins.
-const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
+pub(crate) const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
     OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1
         OR (visibility = 'restricted' AND EXISTS (
             SELECT 1 FROM dataset_grants g WHERE g.dataset_id = datasets.id AND g.user_id = $1)))))";

@@ -10,6 +10,7 @@ mod datasets;
 mod extract;
 mod health;
 mod jobs;
+mod ogc;
 mod openapi;
 mod state;
 

@@ -1,0 +1,349 @@
+//! CQL2 (text or JSON, parsed by the `cql2` crate) translated into a SQL
+//! condition. Every value travels as a bound parameter; every identifier is
+//! a published queryable, quoted; only the operators of the declared
+//! conformance classes are accepted.
+use std::collections::HashMap;
+
+use catalog_shared::db::quote_ident;
+use cql2::Expr;
+
+use super::params::Param;
+
+pub const MAX_FILTER_CHARS: usize = 10_000;
+pub const MAX_PARAMS: usize = 1_000;
+pub const MAX_DEPTH: usize = 64;
+
+const UNSUPPORTED: &str = "this service implements Basic CQL2, advanced comparison operators (LIKE, BETWEEN, IN) and basic spatial functions (S_INTERSECTS)";
+
+/// A column a filter may name.
+#[derive(Clone, Debug)]
+pub struct Queryable {
+    pub column: String,
+    pub pg_type: String,
+}
+
+/// Published queryables by name: the column name and the source's original name.
+#[derive(Clone, Debug, Default)]
+pub struct Queryables {
+    pub by_name: HashMap<String, Queryable>,
+    pub geometry_column: String,
+}
+
+impl Queryables {
+    fn resolve(&self, name: &str) -> Result<&Queryable, String> {
+        self.by_name.get(name).ok_or_else(|| format!("{name:?} is not a queryable of this collection; see its /queryables"))
+    }
+}
+
+pub enum Lang {
+    Text,
+    Json,
+}
+
+/// Parses and translates a filter; the error is the detail of a 400.
+pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut Vec<Param>) -> Result<String, String> {
+    if filter.chars().count() > MAX_FILTER_CHARS {
+        return Err(format!("the filter is longer than {MAX_FILTER_CHARS} characters"));
+    }
+    // The parser recurses per nesting level; refuse deep nesting before it runs.
+    if nesting_depth(filter) > MAX_DEPTH {
+        return Err(format!("the filter nests deeper than {MAX_DEPTH} levels"));
+    }
+    let expr = match lang {
+        Lang::Text => cql2::parse_text(filter).map_err(|e| format!("the filter is not valid CQL2 text: {e}"))?,
+        Lang::Json => cql2::parse_json(filter).map_err(|e| format!("the filter is not valid CQL2 JSON: {e}"))?,
+    };
+    let mut translator = Translator { queryables, params, depth: 0 };
+    translator.condition(&expr)
+}
+
+fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in text.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+struct Translator<'a> {
+    queryables: &'a Queryables,
+    params: &'a mut Vec<Param>,
+    depth: usize,
+}
+
+/// An operand rendered to SQL, with the type it is known to have.
+struct Operand {
+    sql: String,
+    pg_type: Option<String>,
+    literal: Option<usize>,
+}
+
+impl Translator<'_> {
+    fn bind(&mut self, param: Param) -> Result<String, String> {
+        if self.params.len() >= MAX_PARAMS {
+            return Err(format!("the filter needs more than {MAX_PARAMS} values"));
+        }
+        self.params.push(param);
+        Ok(format!("${}", self.params.len()))
+    }
+
+    fn condition(&mut self, expr: &Expr) -> Result<String, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!("the filter nests deeper than {MAX_DEPTH} levels"));
+        }
+        let sql = self.condition_inner(expr);
+        self.depth -= 1;
+        sql
+    }
+
+    fn condition_inner(&mut self, expr: &Expr) -> Result<String, String> {
+        match expr {
+            Expr::Bool(b) => Ok(if *b { "TRUE".into() } else { "FALSE".into() }),
+            Expr::Property { property } => {
+                let q = self.queryables.resolve(property)?;
+                if q.pg_type == "boolean" {
+                    Ok(quote_ident(&q.column))
+                } else {
+                    Err(format!("{property:?} is not a boolean and cannot stand alone as a condition"))
+                }
+            }
+            Expr::Operation { op, args } => self.operation(op, args),
+            other => Err(format!("{} is not a condition", describe(other))),
+        }
+    }
+
+    fn operation(&mut self, op: &str, args: &[Box<Expr>]) -> Result<String, String> {
+        match op {
+            "and" | "or" => {
+                let parts = args.iter().map(|a| self.condition(a)).collect::<Result<Vec<_>, _>>()?;
+                if parts.is_empty() {
+                    return Err(format!("{op} needs operands"));
+                }
+                Ok(format!("({})", parts.join(if op == "and" { " AND " } else { " OR " })))
+            }
+            "not" => {
+                let [arg] = args else { return Err("NOT takes one operand".into()) };
+                Ok(format!("(NOT {})", self.condition(arg)?))
+            }
+            "=" | "<>" | "<" | "<=" | ">" | ">=" => {
+                let [a, b] = args else { return Err(format!("{op} takes two operands")) };
+                let (a, b) = self.typed_pair(a, b)?;
+                Ok(format!("({} {op} {})", a.sql, b.sql))
+            }
+            "like" => {
+                let [a, b] = args else { return Err("LIKE takes two operands".into()) };
+                let a = self.operand(a)?;
+                let b = self.operand(b)?;
+                Ok(format!("({}::text LIKE {}::text)", a.sql, b.sql))
+            }
+            "between" => {
+                let [a, low, high] = args else { return Err("BETWEEN takes three operands".into()) };
+                let (a, low) = self.typed_pair(a, low)?;
+                let high = self.operand(high)?;
+                let high = self.cast_literal(high, a.pg_type.as_deref());
+                Ok(format!("({} BETWEEN {} AND {})", a.sql, low.sql, high.sql))
+            }
+            "in" => {
+                let [a, list] = args else { return Err("IN takes an operand and a list".into()) };
+                let Expr::Array(items) = list.as_ref() else { return Err("IN needs a list of values".into()) };
+                let a = self.operand(a)?;
+                if items.is_empty() {
+                    return Ok("FALSE".into());
+                }
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    let v = self.operand(item)?;
+                    values.push(self.cast_literal(v, a.pg_type.as_deref()).sql);
+                }
+                Ok(format!("({} IN ({}))", a.sql, values.join(", ")))
+            }
+            "isNull" => {
+                let [a] = args else { return Err("IS NULL takes one operand".into()) };
+                Ok(format!("({} IS NULL)", self.operand(a)?.sql))
+            }
+            "s_intersects" => {
+                let [a, b] = args else { return Err("S_INTERSECTS takes two operands".into()) };
+                Ok(format!("ST_Intersects({}, {})", self.spatial(a)?, self.spatial(b)?))
+            }
+            other => Err(format!("the operator {other:?} is not supported: {UNSUPPORTED}")),
+        }
+    }
+
+    /// Two operands of a comparison; a literal takes the type of the
+    /// property it is compared with.
+    fn typed_pair(&mut self, a: &Expr, b: &Expr) -> Result<(Operand, Operand), String> {
+        let a = self.operand(a)?;
+        let b = self.operand(b)?;
+        let b = self.cast_literal(b, a.pg_type.as_deref());
+        let a = self.cast_literal(a, b.pg_type.as_deref());
+        Ok((a, b))
+    }
+
+    fn cast_literal(&mut self, operand: Operand, to: Option<&str>) -> Operand {
+        match (operand.literal, to) {
+            (Some(index), Some(pg_type)) if operand.pg_type.is_none() => {
+                if let Some(Param::Text(_)) = self.params.get(index) {
+                    if pg_type != "text" {
+                        return Operand { sql: format!("{}::{pg_type}", operand.sql), pg_type: Some(pg_type.to_string()), literal: Some(index) };
+                    }
+                }
+                operand
+            }
+            _ => operand,
+        }
+    }
+
+    fn operand(&mut self, expr: &Expr) -> Result<Operand, String> {
+        let literal = |sql: String, index: usize, pg_type: Option<&str>| Operand { sql, pg_type: pg_type.map(str::to_string), literal: Some(index) };
+        match expr {
+            Expr::Property { property } => {
+                let q = self.queryables.resolve(property)?.clone();
+                Ok(Operand { sql: quote_ident(&q.column), pg_type: Some(q.pg_type), literal: None })
+            }
+            Expr::Float(v) => {
+                let param = if v.fract() == 0.0 && v.abs() < 9.0e15 { Param::Int(*v as i64) } else { Param::Float(*v) };
+                let sql = self.bind(param)?;
+                Ok(literal(sql, self.params.len() - 1, None))
+            }
+            Expr::Literal(s) => {
+                let sql = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(sql, self.params.len() - 1, None))
+            }
+            Expr::Bool(b) => {
+                let sql = self.bind(Param::Bool(*b))?;
+                Ok(literal(sql, self.params.len() - 1, Some("boolean")))
+            }
+            Expr::Null => Ok(Operand { sql: "NULL".into(), pg_type: None, literal: None }),
+            Expr::Date { date } => {
+                let Expr::Literal(s) = date.as_ref() else { return Err("DATE() takes a string".into()) };
+                let sql = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(format!("{sql}::date"), self.params.len() - 1, Some("date")))
+            }
+            Expr::Timestamp { timestamp } => {
+                let Expr::Literal(s) = timestamp.as_ref() else { return Err("TIMESTAMP() takes a string".into()) };
+                let sql = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(format!("{sql}::timestamptz"), self.params.len() - 1, Some("timestamptz")))
+            }
+            Expr::Operation { op, .. } => Err(format!("the operator or function {op:?} is not supported here: {UNSUPPORTED}")),
+            other => Err(format!("{} cannot be compared", describe(other))),
+        }
+    }
+
+    /// A geometry operand: the geometry queryable, a WKT/GeoJSON literal
+    /// (SRID 4326) or a BBOX.
+    fn spatial(&mut self, expr: &Expr) -> Result<String, String> {
+        match expr {
+            Expr::Property { property } => {
+                if property == &self.queryables.geometry_column || property == "geometry" {
+                    Ok(quote_ident(&self.queryables.geometry_column))
+                } else {
+                    Err(format!("{property:?} is not the geometry queryable of this collection"))
+                }
+            }
+            Expr::Geometry(g) => {
+                let wkt = g.to_wkt().map_err(|e| format!("the geometry literal is not valid: {e}"))?;
+                let sql = self.bind(Param::Text(wkt))?;
+                Ok(format!("ST_GeomFromText({sql}, 4326)"))
+            }
+            Expr::BBox { bbox } => {
+                let numbers: Vec<f64> = bbox
+                    .iter()
+                    .map(|v| match v.as_ref() {
+                        Expr::Float(f) => Ok(*f),
+                        _ => Err("BBOX takes numbers".to_string()),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let [w, s, e, n] = match numbers.as_slice() {
+                    [w, s, e, n] => [*w, *s, *e, *n],
+                    [w, s, _, e, n, _] => [*w, *s, *e, *n],
+                    _ => return Err("BBOX takes 4 or 6 numbers".into()),
+                };
+                let mut corners = Vec::new();
+                for v in [w, s, e, n] {
+                    corners.push(self.bind(Param::Float(v))?);
+                }
+                Ok(format!("ST_MakeEnvelope({}, 4326)", corners.join(", ")))
+            }
+            other => Err(format!("{} is not a geometry", describe(other))),
+        }
+    }
+}
+
+fn describe(expr: &Expr) -> String {
+    match expr {
+        Expr::Operation { op, .. } => format!("the operation {op:?}"),
+        Expr::Property { property } => format!("the property {property:?}"),
+        Expr::Literal(s) => format!("the string {s:?}"),
+        Expr::Float(v) => format!("the number {v}"),
+        Expr::Bool(b) => format!("the value {b}"),
+        Expr::Null => "NULL".into(),
+        Expr::Geometry(_) => "a geometry".into(),
+        Expr::BBox { .. } => "a BBOX".into(),
+        Expr::Array(_) => "a list".into(),
+        Expr::Date { .. } | Expr::Timestamp { .. } | Expr::Interval { .. } => "a temporal value".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queryables() -> Queryables {
+        let mut by_name = HashMap::new();
+        for (name, pg_type) in [("name", "text"), ("pop", "bigint"), ("born", "date"), ("ok", "boolean")] {
+            by_name.insert(name.to_string(), Queryable { column: name.to_string(), pg_type: pg_type.to_string() });
+        }
+        Queryables { by_name, geometry_column: "geom".into() }
+    }
+
+    fn sql(filter: &str) -> Result<(String, usize), String> {
+        let mut params = Vec::new();
+        translate(filter, Lang::Text, &queryables(), &mut params).map(|s| (s, params.len()))
+    }
+
+    #[test]
+    fn values_are_bound_never_spliced() {
+        let (s, n) = sql("name = 'x''; DROP TABLE users; --' AND pop > 10").unwrap();
+        assert!(!s.contains("DROP"), "{s}");
+        assert_eq!(n, 2);
+        let (s, _) = sql("born >= DATE('2020-01-01')").unwrap();
+        assert!(s.contains("::date"), "{s}");
+    }
+
+    #[test]
+    fn unknown_names_and_functions_are_refused() {
+        assert!(sql("secret = 1").unwrap_err().contains("queryable"));
+        assert!(sql("pg_sleep(10) = 1").unwrap_err().contains("not supported"));
+        assert!(sql("S_WITHIN(geom, POINT(1 2))").unwrap_err().contains("not supported"));
+        assert!(sql("pop + 1 > 2").unwrap_err().contains("not supported"));
+    }
+
+    #[test]
+    fn limits_are_deterministic() {
+        let long = format!("name = '{}'", "x".repeat(MAX_FILTER_CHARS));
+        assert!(sql(&long).unwrap_err().contains("longer"));
+        let deep = format!("{}pop = 1{}", "(".repeat(100), ")".repeat(100));
+        assert!(sql(&deep).unwrap_err().contains("nests"));
+        let list: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
+        assert!(sql(&format!("pop IN ({})", list.join(","))).unwrap_err().contains("1000"));
+        let list: Vec<String> = (0..999).map(|i| i.to_string()).collect();
+        assert!(sql(&format!("pop IN ({})", list.join(","))).is_ok());
+    }
+
+    #[test]
+    fn spatial_literals_get_srid_4326() {
+        let (s, _) = sql("S_INTERSECTS(geom, POINT(1 2))").unwrap();
+        assert!(s.contains("ST_GeomFromText($1, 4326)"), "{s}");
+        let (s, n) = sql("S_INTERSECTS(geom, BBOX(0, 0, 1, 1))").unwrap();
+        assert!(s.contains("ST_MakeEnvelope($1, $2, $3, $4, 4326)"), "{s}");
+        assert_eq!(n, 4);
+    }
+}

@@ -1,0 +1,393 @@
+//! The items of a collection: features rendered to GeoJSON inside
+//! PostgreSQL, paged by key (`after_gid`) or legacy offset, filtered by
+//! bbox, property values and CQL2, all combined with AND.
+use axum::{
+    extract::{Query, State},
+    http::{HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::{AppError, db::quote_ident};
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use super::{
+    CRS84,
+    cql::{self, Lang, Queryable, Queryables},
+    find_collection,
+    params::{Param, query_with},
+};
+use crate::{auth::Caller, datasets::Dataset, extract::Path, state::AppState};
+
+/// A published attribute column of a dataset.
+pub struct Column {
+    pub name: String,
+    pub original: String,
+    pub pg_type: String,
+}
+
+pub fn published_columns(dataset: &Dataset) -> Vec<Column> {
+    dataset
+        .column_info
+        .0
+        .as_array()
+        .map(|columns| {
+            columns
+                .iter()
+                .filter_map(|c| {
+                    Some(Column {
+                        name: c["name"].as_str()?.to_string(),
+                        original: c["original_name"].as_str().or(c["name"].as_str())?.to_string(),
+                        pg_type: c["type"].as_str().unwrap_or("text").to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
+    let mut q = Queryables { geometry_column: dataset.geometry_column.clone(), ..Default::default() };
+    q.by_name.insert(
+        dataset.key_column.clone(),
+        Queryable { column: dataset.key_column.clone(), pg_type: "bigint".into() },
+    );
+    for c in columns {
+        let queryable = Queryable { column: c.name.clone(), pg_type: c.pg_type.clone() };
+        q.by_name.entry(c.original.clone()).or_insert_with(|| queryable.clone());
+        q.by_name.insert(c.name.clone(), queryable);
+    }
+    q
+}
+
+/// `json_build_object` takes at most 100 arguments, so wide tables are
+/// built 50 columns at a time and merged.
+fn properties_sql(columns: &[Column]) -> String {
+    if columns.is_empty() {
+        return "'{}'::json".into();
+    }
+    let chunks: Vec<String> = columns
+        .chunks(50)
+        .map(|chunk| {
+            let pairs: Vec<String> =
+                chunk.iter().map(|c| format!("'{}', t.{}", c.name.replace('\'', "''"), quote_ident(&c.name))).collect();
+            format!("jsonb_build_object({})", pairs.join(", "))
+        })
+        .collect();
+    if chunks.len() == 1 {
+        chunks[0].replacen("jsonb_build_object", "json_build_object", 1)
+    } else {
+        chunks.join(" || ")
+    }
+}
+
+/// The SQL of one feature as GeoJSON text.
+fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) -> String {
+    let geometry = if include_geometry {
+        format!("ST_AsGeoJSON(t.{})::json", quote_ident(&dataset.geometry_column))
+    } else {
+        "NULL::json".into()
+    };
+    format!(
+        "json_build_object('type', 'Feature', 'id', t.{key}, 'geometry', {geometry}, 'properties', {props})::text",
+        key = quote_ident(&dataset.key_column),
+        props = properties_sql(columns),
+    )
+}
+
+fn table_sql(dataset: &Dataset) -> String {
+    format!("{}.{}", quote_ident(&dataset.schema_name), quote_ident(&dataset.table_name))
+}
+
+struct ItemsRequest {
+    limit: i64,
+    offset: i64,
+    after: Option<i64>,
+    include_geometry: bool,
+    /// Conditions on what matches (paging excluded), and their values.
+    conditions: Vec<String>,
+    params: Vec<Param>,
+}
+
+fn bad(detail: impl Into<String>) -> AppError {
+    AppError::bad_request(detail)
+}
+
+fn parse_bool(name: &str, v: &str) -> Result<bool, AppError> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(bad(format!("{name} must be true or false"))),
+    }
+}
+
+fn parse_int(name: &str, v: &str) -> Result<i64, AppError> {
+    v.trim().parse().map_err(|_| bad(format!("{name} must be an integer")))
+}
+
+fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
+    let ok = v == CRS84 || v.eq_ignore_ascii_case("CRS84") || v == "http://www.opengis.net/def/crs/EPSG/0/4326";
+    if ok { Ok(()) } else { Err(bad(format!("{name} supports only {CRS84}"))) }
+}
+
+/// datetime is accepted but not applied (datasets carry no time axis), so
+/// only its form is checked.
+fn check_datetime(v: &str) -> Result<(), AppError> {
+    let instant_ok = |s: &str| s.is_empty() || s == ".." || chrono::DateTime::parse_from_rfc3339(s).is_ok() || chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok();
+    let ok = match v.split_once('/') {
+        Some((a, b)) => instant_ok(a) && instant_ok(b) && !(a == ".." && b == ".."),
+        None => v != ".." && !v.is_empty() && instant_ok(v),
+    };
+    if ok { Ok(()) } else { Err(bad("datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..")) }
+}
+
+fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Column], max_page: i64) -> Result<ItemsRequest, AppError> {
+    let queryables = queryables_of(dataset, columns);
+    let mut request = ItemsRequest { limit: 10, offset: 0, after: None, include_geometry: true, conditions: Vec::new(), params: Vec::new() };
+    let mut filter: Option<&str> = None;
+    let mut lang = Lang::Text;
+    for (name, value) in pairs {
+        match name.as_str() {
+            "limit" => {
+                let limit = parse_int("limit", value)?;
+                if limit < 1 {
+                    return Err(bad("limit must be at least 1"));
+                }
+                request.limit = limit.min(max_page);
+            }
+            "offset" => {
+                request.offset = parse_int("offset", value)?;
+                if request.offset < 0 {
+                    return Err(bad("offset must not be negative"));
+                }
+            }
+            "after_gid" => request.after = Some(parse_int("after_gid", value)?),
+            "bbox" => {
+                let numbers: Vec<f64> = value
+                    .split(',')
+                    .map(|n| n.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| bad("bbox must be four (or six) comma-separated numbers"))?;
+                let (w, s, e, n) = match numbers.as_slice() {
+                    [w, s, e, n] => (*w, *s, *e, *n),
+                    [w, s, _, e, n, _] => (*w, *s, *e, *n),
+                    _ => return Err(bad("bbox must be four (or six) comma-separated numbers")),
+                };
+                if s > n {
+                    return Err(bad("bbox south must not be greater than north"));
+                }
+                let geom = quote_ident(&dataset.geometry_column);
+                let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
+                    let first = params.len() + 1;
+                    params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
+                    format!("ST_Intersects({geom}, ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326))", first + 1, first + 2, first + 3)
+                };
+                // West greater than east: the box crosses the antimeridian.
+                let condition = if w <= e {
+                    envelope(w, e, &mut request.params)
+                } else {
+                    let left = envelope(w, 180.0, &mut request.params);
+                    let right = envelope(-180.0, e, &mut request.params);
+                    format!("({left} OR {right})")
+                };
+                request.conditions.push(condition);
+            }
+            "bbox-crs" | "crs" | "filter-crs" => check_crs(name, value)?,
+            "datetime" => check_datetime(value)?,
+            "f" => {
+                if !matches!(value.as_str(), "json" | "geojson" | "application/geo+json" | "application/json") {
+                    return Err(bad("f must be json or geojson"));
+                }
+            }
+            "include_geometry" => request.include_geometry = parse_bool("include_geometry", value)?,
+            "filter" => filter = Some(value),
+            "filter-lang" => {
+                lang = match value.as_str() {
+                    "cql2-text" => Lang::Text,
+                    "cql2-json" => Lang::Json,
+                    _ => return Err(bad("filter-lang must be cql2-text or cql2-json")),
+                }
+            }
+            "api_key" => {}
+            other => {
+                let queryable = queryables.by_name.get(other).ok_or_else(|| {
+                    bad(format!("unknown query parameter {other:?}; a property filter must name a queryable"))
+                })?;
+                request.params.push(Param::Text(value.clone()));
+                let cast = if queryable.pg_type == "text" { String::new() } else { format!("::{}", queryable.pg_type) };
+                request.conditions.push(format!("{} = ${}{cast}", quote_ident(&queryable.column), request.params.len()));
+            }
+        }
+    }
+    if let Some(filter) = filter {
+        let condition = cql::translate(filter, lang, &queryables, &mut request.params).map_err(bad)?;
+        request.conditions.push(condition);
+    }
+    Ok(request)
+}
+
+/// A query the filter made invalid for the column types (a date that is no
+/// date, text compared with a number) is the caller's error.
+fn query_error(e: sqlx::Error) -> AppError {
+    if let sqlx::Error::Database(db) = &e {
+        if db.code().is_some_and(|c| c.starts_with("22") || c == "42883" || c == "42804" || c == "42846") {
+            return bad(format!("the filter does not fit the data: {}", db.message()));
+        }
+    }
+    e.into()
+}
+
+/// Counting stops here; past it numberMatched is the planner's estimate.
+const EXACT_COUNT_CAP: i64 = 10_000;
+
+async fn number_matched(state: &AppState, dataset: &Dataset, where_sql: &str, params: &[Param], filtered: bool) -> Result<i64, AppError> {
+    if !filtered {
+        return Ok(dataset.feature_count);
+    }
+    let table = table_sql(dataset);
+    let capped = format!("SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {where_sql} LIMIT {}) capped", EXACT_COUNT_CAP + 1);
+    let count: i64 = query_with(capped, params).fetch_one(&state.pool).await.map_err(query_error)?.get(0);
+    if count <= EXACT_COUNT_CAP {
+        return Ok(count);
+    }
+    let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");
+    let plan: Value = query_with(explain, params).fetch_one(&state.pool).await.map_err(query_error)?.get(0);
+    let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
+    Ok(estimate.max(count))
+}
+
+fn link(href: String, rel: &str, media_type: &str) -> Value {
+    json!({"href": href, "rel": rel, "type": media_type})
+}
+
+fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<String>)]) -> String {
+    let mut out: Vec<(String, String)> = pairs
+        .iter()
+        .filter(|(k, _)| k != "api_key" && !replace.iter().any(|(r, _)| r == k))
+        .cloned()
+        .collect();
+    for (k, v) in replace {
+        if let Some(v) = v {
+            out.push((k.to_string(), v.clone()));
+        }
+    }
+    if out.is_empty() {
+        return base.to_string();
+    }
+    let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(out).finish();
+    format!("{base}?{query}")
+}
+
+fn geojson_response(body: String) -> Response {
+    let mut response = body.into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    response
+}
+
+/// Features of a collection.
+#[utoipa::path(get, path = "/api/collections/{collectionId}/items", tag = "ogc",
+    params(("collectionId" = String, Path),
+        ("limit" = Option<i64>, Query, description = "default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE"),
+        ("offset" = Option<i64>, Query, description = "legacy offset paging"),
+        ("after_gid" = Option<i64>, Query, description = "keyset cursor: features with a larger key"),
+        ("bbox" = Option<String>, Query, description = "minx,miny,maxx,maxy in CRS84"),
+        ("datetime" = Option<String>, Query, description = "accepted, not applied"),
+        ("include_geometry" = Option<bool>, Query),
+        ("filter" = Option<String>, Query, description = "CQL2 expression"),
+        ("filter-lang" = Option<String>, Query, description = "cql2-text (default) or cql2-json"),
+        ("filter-crs" = Option<String>, Query, description = "only CRS84")),
+    responses((status = 200, description = "GeoJSON FeatureCollection", content_type = "application/geo+json"),
+              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let columns = published_columns(&dataset);
+    let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
+    let filtered = !request.conditions.is_empty();
+    let where_sql = if filtered { request.conditions.join(" AND ") } else { "TRUE".into() };
+    let key = quote_ident(&dataset.key_column);
+    let mut page_where = where_sql.clone();
+    let match_params = request.params.clone();
+    if let Some(after) = request.after {
+        request.params.push(Param::Int(after));
+        page_where = format!("{page_where} AND t.{key} > ${}", request.params.len());
+    }
+    let page_sql = format!(
+        "SELECT t.{key}, {} FROM {} t WHERE {page_where} ORDER BY t.{key} LIMIT {} OFFSET {}",
+        feature_sql(&dataset, &columns, request.include_geometry),
+        table_sql(&dataset),
+        request.limit + 1,
+        request.offset
+    );
+    let page = async { query_with(page_sql, &request.params).fetch_all(&state.pool).await.map_err(query_error) };
+    // The page and the count run side by side on two connections.
+    let (mut rows, matched) =
+        tokio::try_join!(page, number_matched(&state, &dataset, &where_sql, &match_params, filtered))?;
+    let has_next = rows.len() as i64 > request.limit;
+    rows.truncate(request.limit as usize);
+    let last_key: Option<i64> = rows.last().map(|r| r.get(0));
+    let features: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+    let base = format!("{}/api/collections/{}/items", state.config.public_url, dataset.id);
+    let mut links = vec![
+        link(with_query(&base, &pairs, &[]), "self", "application/geo+json"),
+        link(format!("{}/api/collections/{}", state.config.public_url, dataset.id), "collection", "application/json"),
+    ];
+    if let (true, Some(last_key)) = (has_next, last_key) {
+        let next = with_query(&base, &pairs, &[("after_gid", Some(last_key.to_string())), ("offset", None)]);
+        links.push(link(next, "next", "application/geo+json"));
+    }
+    if request.offset > 0 && request.after.is_none() {
+        let prev_offset = (request.offset - request.limit).max(0);
+        links.push(link(with_query(&base, &pairs, &[("offset", Some(prev_offset.to_string()))]), "prev", "application/geo+json"));
+    }
+    let mut body = String::with_capacity(features.iter().map(String::len).sum::<usize>() + 512);
+    body.push_str(r#"{"type":"FeatureCollection","features":["#);
+    for (i, feature) in features.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(feature);
+    }
+    body.push_str("],");
+    body.push_str(&format!(
+        r#""numberMatched":{matched},"numberReturned":{},"timeStamp":"{}","links":{}}}"#,
+        features.len(),
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        Value::Array(links)
+    ));
+    Ok(geojson_response(body))
+}
+
+/// One feature by its key.
+#[utoipa::path(get, path = "/api/collections/{collectionId}/items/{featureId}", tag = "ogc",
+    params(("collectionId" = String, Path), ("featureId" = String, Path)),
+    responses((status = 200, description = "GeoJSON Feature", content_type = "application/geo+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn item(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, feature_id)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let missing = || AppError::not_found(format!("no feature {feature_id} in collection {id}"));
+    let key: i64 = feature_id.parse().map_err(|_| missing())?;
+    let columns = published_columns(&dataset);
+    let sql = format!(
+        "SELECT {} FROM {} t WHERE t.{} = $1",
+        feature_sql(&dataset, &columns, true),
+        table_sql(&dataset),
+        quote_ident(&dataset.key_column)
+    );
+    let feature: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(key).fetch_optional(&state.pool).await?;
+    let mut feature: Value = serde_json::from_str(&feature.ok_or_else(missing)?).map_err(AppError::internal)?;
+    let base = &state.config.public_url;
+    feature["links"] = json!([
+        link(format!("{base}/api/collections/{}/items/{key}", dataset.id), "self", "application/geo+json"),
+        link(format!("{base}/api/collections/{}", dataset.id), "collection", "application/json"),
+    ]);
+    Ok(geojson_response(feature.to_string()))
+}

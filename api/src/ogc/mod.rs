@@ -1,0 +1,181 @@
+//! OGC API Features (Part 1 core and GeoJSON, Part 3 queryables and
+//! filtering with CQL2) and the OGC API Common landing page and
+//! conformance declaration. Every dataset the caller may see is a
+//! collection whose id is the dataset id.
+use axum::{Json, extract::State};
+use catalog_shared::AppError;
+use serde_json::{Value, json};
+use uuid::Uuid;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    auth::Caller,
+    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER, visible_dataset},
+    extract::Path,
+    state::AppState,
+};
+
+pub mod cql;
+mod items;
+pub mod openapi;
+mod params;
+
+pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
+
+pub const CONFORMANCE: [&str; 17] = [
+    "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/landing-page",
+    "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/json",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-text",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-cql2",
+    "http://www.opengis.net/spec/cql2/1.0/conf/advanced-comparison-operators",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-spatial-functions",
+    "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/record-core",
+    "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/record-core-query-parameters",
+    "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/sorting",
+    "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/json",
+];
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(landing))
+        .routes(routes!(conformance))
+        .routes(routes!(collections))
+        .routes(routes!(collection))
+        .routes(routes!(queryables))
+        .routes(routes!(items::items))
+        .routes(routes!(items::item))
+}
+
+fn link(href: String, rel: &str, media_type: &str, title: &str) -> Value {
+    json!({"href": href, "rel": rel, "type": media_type, "title": title})
+}
+
+/// The landing page (reads no credential).
+#[utoipa::path(get, path = "/api", tag = "ogc", responses((status = 200, description = "landing page")))]
+async fn landing(State(state): State<AppState>) -> Json<Value> {
+    let base = &state.config.public_url;
+    Json(json!({
+        "title": "Spatial Data Catalog",
+        "description": "Datasets served as OGC API Features collections, with CQL2 filtering.",
+        "links": [
+            link(format!("{base}/api"), "self", "application/json", "this document"),
+            link(format!("{base}/api/openapi.json"), "service-desc", "application/vnd.oai.openapi+json;version=3.1", "the API definition"),
+            link(format!("{base}/api/conformance"), "conformance", "application/json", "conformance classes implemented"),
+            link(format!("{base}/api/collections"), "data", "application/json", "the collections"),
+        ]
+    }))
+}
+
+/// The conformance classes implemented (reads no credential).
+#[utoipa::path(get, path = "/api/conformance", tag = "ogc", responses((status = 200, description = "conformance declaration")))]
+async fn conformance() -> Json<Value> {
+    Json(json!({ "conformsTo": CONFORMANCE }))
+}
+
+pub fn collection_json(base: &str, d: &Dataset) -> Value {
+    let id = d.id;
+    let items = format!("{base}/api/collections/{id}/items");
+    let mut collection = json!({
+        "id": id,
+        "title": d.title,
+        "description": d.summary.clone().unwrap_or_default(),
+        "itemType": "feature",
+        "crs": [CRS84],
+        "storageCrs": CRS84,
+        "links": [
+            link(format!("{base}/api/collections/{id}"), "self", "application/json", "this collection"),
+            link(items.clone(), "items", "application/geo+json", "the features"),
+            link(format!("{base}/api/collections/{id}/queryables"), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
+        ],
+    });
+    if let Some(bbox) = &d.extent_bbox {
+        collection["extent"] = json!({"spatial": {"bbox": [bbox], "crs": CRS84}});
+    }
+    collection
+}
+
+/// The collections the caller may see.
+#[utoipa::path(get, path = "/api/collections", tag = "ogc", responses((status = 200, description = "collections")))]
+async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, AppError> {
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready' ORDER BY title, id");
+    let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .fetch_all(&state.pool)
+        .await?;
+    let base = &state.config.public_url;
+    Ok(Json(json!({
+        "collections": datasets.iter().map(|d| collection_json(base, d)).collect::<Vec<_>>(),
+        "links": [link(format!("{base}/api/collections"), "self", "application/json", "the collections")],
+    })))
+}
+
+/// The dataset behind a collection id; 404 for anything the caller may not see.
+pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Dataset, AppError> {
+    let missing = || AppError::not_found(format!("no collection {id}"));
+    let uuid: Uuid = id.parse().map_err(|_| missing())?;
+    visible_dataset(state, caller, uuid).await.map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })
+}
+
+#[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path)),
+    responses((status = 200, description = "one collection"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn collection(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    Ok(Json(collection_json(&state.config.public_url, &dataset)))
+}
+
+/// JSON Schema of what a filter may name: the published columns and the geometry.
+#[utoipa::path(get, path = "/api/collections/{collectionId}/queryables", tag = "ogc", params(("collectionId" = String, Path)),
+    responses((status = 200, description = "JSON Schema of the queryables", content_type = "application/schema+json")))]
+async fn queryables(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<impl axum::response::IntoResponse, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let base = &state.config.public_url;
+    let mut properties = serde_json::Map::new();
+    properties.insert(dataset.geometry_column.clone(), json!({
+        "title": "geometry",
+        "format": format!("geometry-{}", geometry_format(dataset.geometry_type.as_deref())),
+        "x-ogc-role": "primary-geometry",
+    }));
+    properties.insert(dataset.key_column.clone(), json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}));
+    for column in items::published_columns(&dataset) {
+        let mut schema = json_schema_of(&column.pg_type);
+        schema["title"] = Value::String(column.original.clone());
+        properties.insert(column.name.clone(), schema);
+    }
+    let document = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": format!("{base}/api/collections/{}/queryables", dataset.id),
+        "type": "object",
+        "title": dataset.title,
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/schema+json")], Json(document)))
+}
+
+fn geometry_format(geometry_type: Option<&str>) -> String {
+    match geometry_type {
+        Some(t) if t != "Geometry" => t.to_ascii_lowercase(),
+        _ => "any".to_string(),
+    }
+}
+
+pub fn json_schema_of(pg_type: &str) -> Value {
+    match pg_type {
+        "integer" | "bigint" | "smallint" => json!({"type": "integer"}),
+        "double precision" | "real" | "numeric" => json!({"type": "number"}),
+        "boolean" => json!({"type": "boolean"}),
+        "date" => json!({"type": "string", "format": "date"}),
+        "timestamptz" | "timestamp" => json!({"type": "string", "format": "date-time"}),
+        "time" => json!({"type": "string", "format": "time"}),
+        "jsonb" | "json" => json!({"type": "array"}),
+        _ => json!({"type": "string"}),
+    }
+}

@@ -1,0 +1,57 @@
+//! The OpenAPI document, with one items path per collection the caller may
+//! see listing each queryable as a query parameter: GDAL's OAPIF driver
+//! pushes `-where` down to the server only for parameters it finds there.
+use std::sync::Arc;
+
+use axum::{Json, extract::State};
+use catalog_shared::AppError;
+use serde_json::{Value, json};
+
+use super::{items::published_columns, json_schema_of};
+use crate::{
+    auth::Caller,
+    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER},
+    state::AppState,
+};
+
+fn parameter(name: &str, schema: Value, description: &str) -> Value {
+    json!({"name": name, "in": "query", "required": false, "schema": schema, "description": description})
+}
+
+pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Result<Json<Value>, AppError> {
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready'");
+    let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .fetch_all(&state.pool)
+        .await?;
+    let mut doc = (*base).clone();
+    let paths = doc["paths"].as_object_mut().expect("the document has paths");
+    for dataset in &datasets {
+        let mut parameters = vec![
+            parameter("limit", json!({"type": "integer", "minimum": 1, "default": 10}), "features per page"),
+            parameter("bbox", json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 6}), "minx,miny,maxx,maxy in CRS84"),
+            parameter("after_gid", json!({"type": "integer"}), "keyset cursor"),
+            parameter("filter", json!({"type": "string"}), "CQL2 expression"),
+            parameter("filter-lang", json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}), "filter encoding"),
+        ];
+        for column in published_columns(dataset) {
+            parameters.push(parameter(&column.name, json_schema_of(&column.pg_type), &format!("features whose {} equals the value", column.original)));
+        }
+        paths.insert(
+            format!("/api/collections/{}/items", dataset.id),
+            json!({"get": {
+                "tags": ["ogc"],
+                "summary": format!("Features of {}", dataset.title),
+                "operationId": format!("items_{}", dataset.id.simple()),
+                "parameters": parameters,
+                "responses": {"200": {"description": "GeoJSON FeatureCollection", "content": {"application/geo+json": {}}}}
+            }}),
+        );
+    }
+    Ok(Json(doc))
+}
+
+pub async fn handler(State(state): State<AppState>, caller: Caller, base: axum::Extension<Arc<Value>>) -> Result<Json<Value>, AppError> {
+    document(state, caller, base.0).await
+}
