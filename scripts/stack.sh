@@ -14,7 +14,7 @@ as_root() {
 
 # Debian packages the service, its build and its tests need.
 ensure_packages() {
-  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin pkg-config build-essential zip unzip curl python3)
+  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin pkg-config build-essential zip unzip curl python3 python3-venv)
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -47,6 +47,13 @@ fn table() -> Vec<Row> {
     use Body::*;
     vec![
         row("GET", "/api/health", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api/conformance", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api/collections", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/collections/{collectionId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/queryables", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/items", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/items/{featureId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/ready", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/openapi.json", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("POST", "/api/auth/login", Form(&[("username", "admin"), ("password", "wrong")]), [401; 8]),
@@ -102,6 +109,12 @@ async fn fixture_dataset(stack: &Stack, owner: Uuid) -> Uuid {
     let table = format!("fx_{}", id.simple());
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "CREATE TABLE data.{table} (gid bigint PRIMARY KEY, geom geometry(Point, 4326))"
+    )))
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO data.{table} VALUES (1, ST_SetSRID(ST_MakePoint(1, 2), 4326))"
     )))
     .execute(&stack.pool)
     .await
@@ -171,10 +184,16 @@ async fn authorization_matrix() {
         .unwrap()
         .iter()
         .flat_map(|(path, ops)| {
+            // Paths are relative to the server URL, <base>/api.
+            let route = if path == "/" {
+                "/api".to_string()
+            } else {
+                format!("/api{path}")
+            };
             ops.as_object()
                 .unwrap()
                 .keys()
-                .map(move |m| (m.to_uppercase(), path.clone()))
+                .map(move |m| (m.to_uppercase(), route.clone()))
         })
         .collect();
     let covered: BTreeSet<(String, String)> = rows
@@ -191,6 +210,8 @@ async fn authorization_matrix() {
             let path = row
                 .path
                 .replace("{dataset_id}", &dataset.to_string())
+                .replace("{collectionId}", &dataset.to_string())
+                .replace("{featureId}", "1")
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{user_id}", &fx.viewer_id.to_string());

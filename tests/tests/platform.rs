@@ -126,12 +126,15 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
         doc["openapi"]
     );
     assert_eq!(doc["info"]["version"], "1.19.0");
+    // Paths are relative to the server URL, the OGC API root.
+    assert!(doc["servers"][0]["url"].as_str().unwrap().ends_with("/api"));
     for path in [
-        "/api/datasets/upload",
-        "/api/datasets/import-url",
-        "/api/jobs/{job_id}",
-        "/api/auth/login",
-        "/api/ready",
+        "/datasets/upload",
+        "/datasets/import-url",
+        "/jobs/{job_id}",
+        "/auth/login",
+        "/ready",
+        "/collections/{collectionId}/items",
     ] {
         assert!(doc["paths"][path].is_object(), "missing {path}");
     }

@@ -31,7 +31,9 @@ pub struct Queryables {
 
 impl Queryables {
     fn resolve(&self, name: &str) -> Result<&Queryable, String> {
-        self.by_name.get(name).ok_or_else(|| format!("{name:?} is not a queryable of this collection; see its /queryables"))
+        self.by_name
+            .get(name)
+            .ok_or_else(|| format!("{name:?} is not a queryable of this collection; see its /queryables"))
     }
 }
 
@@ -53,7 +55,11 @@ pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut
         Lang::Text => cql2::parse_text(filter).map_err(|e| format!("the filter is not valid CQL2 text: {e}"))?,
         Lang::Json => cql2::parse_json(filter).map_err(|e| format!("the filter is not valid CQL2 JSON: {e}"))?,
     };
-    let mut translator = Translator { queryables, params, depth: 0 };
+    let mut translator = Translator {
+        queryables,
+        params,
+        depth: 0,
+    };
     translator.condition(&expr)
 }
 
@@ -112,7 +118,9 @@ impl Translator<'_> {
                 if q.pg_type == "boolean" {
                     Ok(quote_ident(&q.column))
                 } else {
-                    Err(format!("{property:?} is not a boolean and cannot stand alone as a condition"))
+                    Err(format!(
+                        "{property:?} is not a boolean and cannot stand alone as a condition"
+                    ))
                 }
             }
             Expr::Operation { op, args } => self.operation(op, args),
@@ -130,30 +138,42 @@ impl Translator<'_> {
                 Ok(format!("({})", parts.join(if op == "and" { " AND " } else { " OR " })))
             }
             "not" => {
-                let [arg] = args else { return Err("NOT takes one operand".into()) };
+                let [arg] = args else {
+                    return Err("NOT takes one operand".into());
+                };
                 Ok(format!("(NOT {})", self.condition(arg)?))
             }
             "=" | "<>" | "<" | "<=" | ">" | ">=" => {
-                let [a, b] = args else { return Err(format!("{op} takes two operands")) };
+                let [a, b] = args else {
+                    return Err(format!("{op} takes two operands"));
+                };
                 let (a, b) = self.typed_pair(a, b)?;
                 Ok(format!("({} {op} {})", a.sql, b.sql))
             }
             "like" => {
-                let [a, b] = args else { return Err("LIKE takes two operands".into()) };
+                let [a, b] = args else {
+                    return Err("LIKE takes two operands".into());
+                };
                 let a = self.operand(a)?;
                 let b = self.operand(b)?;
                 Ok(format!("({}::text LIKE {}::text)", a.sql, b.sql))
             }
             "between" => {
-                let [a, low, high] = args else { return Err("BETWEEN takes three operands".into()) };
+                let [a, low, high] = args else {
+                    return Err("BETWEEN takes three operands".into());
+                };
                 let (a, low) = self.typed_pair(a, low)?;
                 let high = self.operand(high)?;
                 let high = self.cast_literal(high, a.pg_type.as_deref());
                 Ok(format!("({} BETWEEN {} AND {})", a.sql, low.sql, high.sql))
             }
             "in" => {
-                let [a, list] = args else { return Err("IN takes an operand and a list".into()) };
-                let Expr::Array(items) = list.as_ref() else { return Err("IN needs a list of values".into()) };
+                let [a, list] = args else {
+                    return Err("IN takes an operand and a list".into());
+                };
+                let Expr::Array(items) = list.as_ref() else {
+                    return Err("IN needs a list of values".into());
+                };
                 let a = self.operand(a)?;
                 if items.is_empty() {
                     return Ok("FALSE".into());
@@ -166,11 +186,15 @@ impl Translator<'_> {
                 Ok(format!("({} IN ({}))", a.sql, values.join(", ")))
             }
             "isNull" => {
-                let [a] = args else { return Err("IS NULL takes one operand".into()) };
+                let [a] = args else {
+                    return Err("IS NULL takes one operand".into());
+                };
                 Ok(format!("({} IS NULL)", self.operand(a)?.sql))
             }
             "s_intersects" => {
-                let [a, b] = args else { return Err("S_INTERSECTS takes two operands".into()) };
+                let [a, b] = args else {
+                    return Err("S_INTERSECTS takes two operands".into());
+                };
                 Ok(format!("ST_Intersects({}, {})", self.spatial(a)?, self.spatial(b)?))
             }
             other => Err(format!("the operator {other:?} is not supported: {UNSUPPORTED}")),
@@ -187,14 +211,26 @@ impl Translator<'_> {
         Ok((a, b))
     }
 
+    /// Gives an untyped literal the type of what it is compared with: text
+    /// is cast in SQL (a malformed value is then a 400), a number compared
+    /// with text becomes text.
     fn cast_literal(&mut self, operand: Operand, to: Option<&str>) -> Operand {
-        match (operand.literal, to) {
-            (Some(index), Some(pg_type)) if operand.pg_type.is_none() => {
-                if let Some(Param::Text(_)) = self.params.get(index) {
-                    if pg_type != "text" {
-                        return Operand { sql: format!("{}::{pg_type}", operand.sql), pg_type: Some(pg_type.to_string()), literal: Some(index) };
-                    }
-                }
+        let (Some(index), Some(pg_type), None) = (operand.literal, to, operand.pg_type.as_ref()) else {
+            return operand;
+        };
+        match (&self.params[index], pg_type) {
+            (Param::Text(_), "text") => operand,
+            (Param::Text(_), t) => Operand {
+                sql: format!("{}::{t}", operand.sql),
+                pg_type: Some(t.to_string()),
+                literal: Some(index),
+            },
+            (Param::Int(v), "text") => {
+                self.params[index] = Param::Text(v.to_string());
+                operand
+            }
+            (Param::Float(v), "text") => {
+                self.params[index] = Param::Text(v.to_string());
                 operand
             }
             _ => operand,
@@ -202,14 +238,26 @@ impl Translator<'_> {
     }
 
     fn operand(&mut self, expr: &Expr) -> Result<Operand, String> {
-        let literal = |sql: String, index: usize, pg_type: Option<&str>| Operand { sql, pg_type: pg_type.map(str::to_string), literal: Some(index) };
+        let literal = |sql: String, index: usize, pg_type: Option<&str>| Operand {
+            sql,
+            pg_type: pg_type.map(str::to_string),
+            literal: Some(index),
+        };
         match expr {
             Expr::Property { property } => {
                 let q = self.queryables.resolve(property)?.clone();
-                Ok(Operand { sql: quote_ident(&q.column), pg_type: Some(q.pg_type), literal: None })
+                Ok(Operand {
+                    sql: quote_ident(&q.column),
+                    pg_type: Some(q.pg_type),
+                    literal: None,
+                })
             }
             Expr::Float(v) => {
-                let param = if v.fract() == 0.0 && v.abs() < 9.0e15 { Param::Int(*v as i64) } else { Param::Float(*v) };
+                let param = if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    Param::Int(*v as i64)
+                } else {
+                    Param::Float(*v)
+                };
                 let sql = self.bind(param)?;
                 Ok(literal(sql, self.params.len() - 1, None))
             }
@@ -221,18 +269,32 @@ impl Translator<'_> {
                 let sql = self.bind(Param::Bool(*b))?;
                 Ok(literal(sql, self.params.len() - 1, Some("boolean")))
             }
-            Expr::Null => Ok(Operand { sql: "NULL".into(), pg_type: None, literal: None }),
+            Expr::Null => Ok(Operand {
+                sql: "NULL".into(),
+                pg_type: None,
+                literal: None,
+            }),
             Expr::Date { date } => {
-                let Expr::Literal(s) = date.as_ref() else { return Err("DATE() takes a string".into()) };
+                let Expr::Literal(s) = date.as_ref() else {
+                    return Err("DATE() takes a string".into());
+                };
                 let sql = self.bind(Param::Text(s.clone()))?;
                 Ok(literal(format!("{sql}::date"), self.params.len() - 1, Some("date")))
             }
             Expr::Timestamp { timestamp } => {
-                let Expr::Literal(s) = timestamp.as_ref() else { return Err("TIMESTAMP() takes a string".into()) };
+                let Expr::Literal(s) = timestamp.as_ref() else {
+                    return Err("TIMESTAMP() takes a string".into());
+                };
                 let sql = self.bind(Param::Text(s.clone()))?;
-                Ok(literal(format!("{sql}::timestamptz"), self.params.len() - 1, Some("timestamptz")))
+                Ok(literal(
+                    format!("{sql}::timestamptz"),
+                    self.params.len() - 1,
+                    Some("timestamptz"),
+                ))
             }
-            Expr::Operation { op, .. } => Err(format!("the operator or function {op:?} is not supported here: {UNSUPPORTED}")),
+            Expr::Operation { op, .. } => Err(format!(
+                "the operator or function {op:?} is not supported here: {UNSUPPORTED}"
+            )),
             other => Err(format!("{} cannot be compared", describe(other))),
         }
     }
@@ -249,7 +311,9 @@ impl Translator<'_> {
                 }
             }
             Expr::Geometry(g) => {
-                let wkt = g.to_wkt().map_err(|e| format!("the geometry literal is not valid: {e}"))?;
+                let wkt = g
+                    .to_wkt()
+                    .map_err(|e| format!("the geometry literal is not valid: {e}"))?;
                 let sql = self.bind(Param::Text(wkt))?;
                 Ok(format!("ST_GeomFromText({sql}, 4326)"))
             }
@@ -299,9 +363,18 @@ mod tests {
     fn queryables() -> Queryables {
         let mut by_name = HashMap::new();
         for (name, pg_type) in [("name", "text"), ("pop", "bigint"), ("born", "date"), ("ok", "boolean")] {
-            by_name.insert(name.to_string(), Queryable { column: name.to_string(), pg_type: pg_type.to_string() });
+            by_name.insert(
+                name.to_string(),
+                Queryable {
+                    column: name.to_string(),
+                    pg_type: pg_type.to_string(),
+                },
+            );
         }
-        Queryables { by_name, geometry_column: "geom".into() }
+        Queryables {
+            by_name,
+            geometry_column: "geom".into(),
+        }
     }
 
     fn sql(filter: &str) -> Result<(String, usize), String> {
@@ -333,7 +406,11 @@ mod tests {
         let deep = format!("{}pop = 1{}", "(".repeat(100), ")".repeat(100));
         assert!(sql(&deep).unwrap_err().contains("nests"));
         let list: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
-        assert!(sql(&format!("pop IN ({})", list.join(","))).unwrap_err().contains("1000"));
+        assert!(
+            sql(&format!("pop IN ({})", list.join(",")))
+                .unwrap_err()
+                .contains("1000")
+        );
         let list: Vec<String> = (0..999).map(|i| i.to_string()).collect();
         assert!(sql(&format!("pop IN ({})", list.join(","))).is_ok());
     }

@@ -46,13 +46,22 @@ pub fn published_columns(dataset: &Dataset) -> Vec<Column> {
 }
 
 fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
-    let mut q = Queryables { geometry_column: dataset.geometry_column.clone(), ..Default::default() };
+    let mut q = Queryables {
+        geometry_column: dataset.geometry_column.clone(),
+        ..Default::default()
+    };
     q.by_name.insert(
         dataset.key_column.clone(),
-        Queryable { column: dataset.key_column.clone(), pg_type: "bigint".into() },
+        Queryable {
+            column: dataset.key_column.clone(),
+            pg_type: "bigint".into(),
+        },
     );
     for c in columns {
-        let queryable = Queryable { column: c.name.clone(), pg_type: c.pg_type.clone() };
+        let queryable = Queryable {
+            column: c.name.clone(),
+            pg_type: c.pg_type.clone(),
+        };
         q.by_name.entry(c.original.clone()).or_insert_with(|| queryable.clone());
         q.by_name.insert(c.name.clone(), queryable);
     }
@@ -68,8 +77,10 @@ fn properties_sql(columns: &[Column]) -> String {
     let chunks: Vec<String> = columns
         .chunks(50)
         .map(|chunk| {
-            let pairs: Vec<String> =
-                chunk.iter().map(|c| format!("'{}', t.{}", c.name.replace('\'', "''"), quote_ident(&c.name))).collect();
+            let pairs: Vec<String> = chunk
+                .iter()
+                .map(|c| format!("'{}', t.{}", c.name.replace('\'', "''"), quote_ident(&c.name)))
+                .collect();
             format!("jsonb_build_object({})", pairs.join(", "))
         })
         .collect();
@@ -95,7 +106,11 @@ fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) ->
 }
 
 fn table_sql(dataset: &Dataset) -> String {
-    format!("{}.{}", quote_ident(&dataset.schema_name), quote_ident(&dataset.table_name))
+    format!(
+        "{}.{}",
+        quote_ident(&dataset.schema_name),
+        quote_ident(&dataset.table_name)
+    )
 }
 
 struct ItemsRequest {
@@ -126,23 +141,50 @@ fn parse_int(name: &str, v: &str) -> Result<i64, AppError> {
 
 fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
     let ok = v == CRS84 || v.eq_ignore_ascii_case("CRS84") || v == "http://www.opengis.net/def/crs/EPSG/0/4326";
-    if ok { Ok(()) } else { Err(bad(format!("{name} supports only {CRS84}"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(format!("{name} supports only {CRS84}")))
+    }
 }
 
 /// datetime is accepted but not applied (datasets carry no time axis), so
 /// only its form is checked.
 fn check_datetime(v: &str) -> Result<(), AppError> {
-    let instant_ok = |s: &str| s.is_empty() || s == ".." || chrono::DateTime::parse_from_rfc3339(s).is_ok() || chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok();
+    let instant_ok = |s: &str| {
+        s.is_empty()
+            || s == ".."
+            || chrono::DateTime::parse_from_rfc3339(s).is_ok()
+            || chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
+    };
     let ok = match v.split_once('/') {
         Some((a, b)) => instant_ok(a) && instant_ok(b) && !(a == ".." && b == ".."),
         None => v != ".." && !v.is_empty() && instant_ok(v),
     };
-    if ok { Ok(()) } else { Err(bad("datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(
+            "datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..",
+        ))
+    }
 }
 
-fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Column], max_page: i64) -> Result<ItemsRequest, AppError> {
+fn parse_request(
+    pairs: &[(String, String)],
+    dataset: &Dataset,
+    columns: &[Column],
+    max_page: i64,
+) -> Result<ItemsRequest, AppError> {
     let queryables = queryables_of(dataset, columns);
-    let mut request = ItemsRequest { limit: 10, offset: 0, after: None, include_geometry: true, conditions: Vec::new(), params: Vec::new() };
+    let mut request = ItemsRequest {
+        limit: 10,
+        offset: 0,
+        after: None,
+        include_geometry: true,
+        conditions: Vec::new(),
+        params: Vec::new(),
+    };
     let mut filter: Option<&str> = None;
     let mut lang = Lang::Text;
     for (name, value) in pairs {
@@ -179,7 +221,12 @@ fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Colum
                 let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
                     let first = params.len() + 1;
                     params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
-                    format!("ST_Intersects({geom}, ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326))", first + 1, first + 2, first + 3)
+                    format!(
+                        "ST_Intersects({geom}, ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326))",
+                        first + 1,
+                        first + 2,
+                        first + 3
+                    )
                 };
                 // West greater than east: the box crosses the antimeridian.
                 let condition = if w <= e {
@@ -194,7 +241,10 @@ fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Colum
             "bbox-crs" | "crs" | "filter-crs" => check_crs(name, value)?,
             "datetime" => check_datetime(value)?,
             "f" => {
-                if !matches!(value.as_str(), "json" | "geojson" | "application/geo+json" | "application/json") {
+                if !matches!(
+                    value.as_str(),
+                    "json" | "geojson" | "application/geo+json" | "application/json"
+                ) {
                     return Err(bad("f must be json or geojson"));
                 }
             }
@@ -210,11 +260,21 @@ fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Colum
             "api_key" => {}
             other => {
                 let queryable = queryables.by_name.get(other).ok_or_else(|| {
-                    bad(format!("unknown query parameter {other:?}; a property filter must name a queryable"))
+                    bad(format!(
+                        "unknown query parameter {other:?}; a property filter must name a queryable"
+                    ))
                 })?;
                 request.params.push(Param::Text(value.clone()));
-                let cast = if queryable.pg_type == "text" { String::new() } else { format!("::{}", queryable.pg_type) };
-                request.conditions.push(format!("{} = ${}{cast}", quote_ident(&queryable.column), request.params.len()));
+                let cast = if queryable.pg_type == "text" {
+                    String::new()
+                } else {
+                    format!("::{}", queryable.pg_type)
+                };
+                request.conditions.push(format!(
+                    "{} = ${}{cast}",
+                    quote_ident(&queryable.column),
+                    request.params.len()
+                ));
             }
         }
     }
@@ -229,7 +289,10 @@ fn parse_request(pairs: &[(String, String)], dataset: &Dataset, columns: &[Colum
 /// date, text compared with a number) is the caller's error.
 fn query_error(e: sqlx::Error) -> AppError {
     if let sqlx::Error::Database(db) = &e {
-        if db.code().is_some_and(|c| c.starts_with("22") || c == "42883" || c == "42804" || c == "42846") {
+        if db
+            .code()
+            .is_some_and(|c| c.starts_with("22") || c == "42883" || c == "42804" || c == "42846")
+        {
             return bad(format!("the filter does not fit the data: {}", db.message()));
         }
     }
@@ -239,18 +302,35 @@ fn query_error(e: sqlx::Error) -> AppError {
 /// Counting stops here; past it numberMatched is the planner's estimate.
 const EXACT_COUNT_CAP: i64 = 10_000;
 
-async fn number_matched(state: &AppState, dataset: &Dataset, where_sql: &str, params: &[Param], filtered: bool) -> Result<i64, AppError> {
+async fn number_matched(
+    state: &AppState,
+    dataset: &Dataset,
+    where_sql: &str,
+    params: &[Param],
+    filtered: bool,
+) -> Result<i64, AppError> {
     if !filtered {
         return Ok(dataset.feature_count);
     }
     let table = table_sql(dataset);
-    let capped = format!("SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {where_sql} LIMIT {}) capped", EXACT_COUNT_CAP + 1);
-    let count: i64 = query_with(capped, params).fetch_one(&state.pool).await.map_err(query_error)?.get(0);
+    let capped = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {where_sql} LIMIT {}) capped",
+        EXACT_COUNT_CAP + 1
+    );
+    let count: i64 = query_with(capped, params)
+        .fetch_one(&state.pool)
+        .await
+        .map_err(query_error)?
+        .get(0);
     if count <= EXACT_COUNT_CAP {
         return Ok(count);
     }
     let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");
-    let plan: Value = query_with(explain, params).fetch_one(&state.pool).await.map_err(query_error)?.get(0);
+    let plan: Value = query_with(explain, params)
+        .fetch_one(&state.pool)
+        .await
+        .map_err(query_error)?
+        .get(0);
     let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
     Ok(estimate.max(count))
 }
@@ -273,13 +353,17 @@ fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<S
     if out.is_empty() {
         return base.to_string();
     }
-    let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(out).finish();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(out)
+        .finish();
     format!("{base}?{query}")
 }
 
 fn geojson_response(body: String) -> Response {
     let mut response = body.into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
     response
 }
 
@@ -308,7 +392,11 @@ pub async fn items(
     let columns = published_columns(&dataset);
     let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
     let filtered = !request.conditions.is_empty();
-    let where_sql = if filtered { request.conditions.join(" AND ") } else { "TRUE".into() };
+    let where_sql = if filtered {
+        request.conditions.join(" AND ")
+    } else {
+        "TRUE".into()
+    };
     let key = quote_ident(&dataset.key_column);
     let mut page_where = where_sql.clone();
     let match_params = request.params.clone();
@@ -323,10 +411,17 @@ pub async fn items(
         request.limit + 1,
         request.offset
     );
-    let page = async { query_with(page_sql, &request.params).fetch_all(&state.pool).await.map_err(query_error) };
+    let page = async {
+        query_with(page_sql, &request.params)
+            .fetch_all(&state.pool)
+            .await
+            .map_err(query_error)
+    };
     // The page and the count run side by side on two connections.
-    let (mut rows, matched) =
-        tokio::try_join!(page, number_matched(&state, &dataset, &where_sql, &match_params, filtered))?;
+    let (mut rows, matched) = tokio::try_join!(
+        page,
+        number_matched(&state, &dataset, &where_sql, &match_params, filtered)
+    )?;
     let has_next = rows.len() as i64 > request.limit;
     rows.truncate(request.limit as usize);
     let last_key: Option<i64> = rows.last().map(|r| r.get(0));
@@ -334,15 +429,27 @@ pub async fn items(
     let base = format!("{}/api/collections/{}/items", state.config.public_url, dataset.id);
     let mut links = vec![
         link(with_query(&base, &pairs, &[]), "self", "application/geo+json"),
-        link(format!("{}/api/collections/{}", state.config.public_url, dataset.id), "collection", "application/json"),
+        link(
+            format!("{}/api/collections/{}", state.config.public_url, dataset.id),
+            "collection",
+            "application/json",
+        ),
     ];
     if let (true, Some(last_key)) = (has_next, last_key) {
-        let next = with_query(&base, &pairs, &[("after_gid", Some(last_key.to_string())), ("offset", None)]);
+        let next = with_query(
+            &base,
+            &pairs,
+            &[("after_gid", Some(last_key.to_string())), ("offset", None)],
+        );
         links.push(link(next, "next", "application/geo+json"));
     }
     if request.offset > 0 && request.after.is_none() {
         let prev_offset = (request.offset - request.limit).max(0);
-        links.push(link(with_query(&base, &pairs, &[("offset", Some(prev_offset.to_string()))]), "prev", "application/geo+json"));
+        links.push(link(
+            with_query(&base, &pairs, &[("offset", Some(prev_offset.to_string()))]),
+            "prev",
+            "application/geo+json",
+        ));
     }
     let mut body = String::with_capacity(features.iter().map(String::len).sum::<usize>() + 512);
     body.push_str(r#"{"type":"FeatureCollection","features":["#);
@@ -382,12 +489,23 @@ pub async fn item(
         table_sql(&dataset),
         quote_ident(&dataset.key_column)
     );
-    let feature: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(key).fetch_optional(&state.pool).await?;
+    let feature: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(key)
+        .fetch_optional(&state.pool)
+        .await?;
     let mut feature: Value = serde_json::from_str(&feature.ok_or_else(missing)?).map_err(AppError::internal)?;
     let base = &state.config.public_url;
     feature["links"] = json!([
-        link(format!("{base}/api/collections/{}/items/{key}", dataset.id), "self", "application/geo+json"),
-        link(format!("{base}/api/collections/{}", dataset.id), "collection", "application/json"),
+        link(
+            format!("{base}/api/collections/{}/items/{key}", dataset.id),
+            "self",
+            "application/geo+json"
+        ),
+        link(
+            format!("{base}/api/collections/{}", dataset.id),
+            "collection",
+            "application/json"
+        ),
     ]);
     Ok(geojson_response(feature.to_string()))
 }

@@ -5,8 +5,8 @@
 use axum::{Json, extract::State};
 use catalog_shared::AppError;
 use serde_json::{Value, json};
-use uuid::Uuid;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
 
 use crate::{
     auth::Caller,
@@ -104,7 +104,9 @@ pub fn collection_json(base: &str, d: &Dataset) -> Value {
 /// The collections the caller may see.
 #[utoipa::path(get, path = "/api/collections", tag = "ogc", responses((status = 200, description = "collections")))]
 async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, AppError> {
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready' ORDER BY title, id");
+    let sql = format!(
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready' ORDER BY title, id"
+    );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
@@ -121,12 +123,18 @@ async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Js
 pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Dataset, AppError> {
     let missing = || AppError::not_found(format!("no collection {id}"));
     let uuid: Uuid = id.parse().map_err(|_| missing())?;
-    visible_dataset(state, caller, uuid).await.map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })
+    visible_dataset(state, caller, uuid)
+        .await
+        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })
 }
 
 #[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path)),
     responses((status = 200, description = "one collection"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn collection(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, AppError> {
+async fn collection(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
     let dataset = find_collection(&state, &caller, &id).await?;
     Ok(Json(collection_json(&state.config.public_url, &dataset)))
 }
@@ -134,16 +142,26 @@ async fn collection(State(state): State<AppState>, caller: Caller, Path(id): Pat
 /// JSON Schema of what a filter may name: the published columns and the geometry.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/queryables", tag = "ogc", params(("collectionId" = String, Path)),
     responses((status = 200, description = "JSON Schema of the queryables", content_type = "application/schema+json")))]
-async fn queryables(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<impl axum::response::IntoResponse, AppError> {
+async fn queryables(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl axum::response::IntoResponse, AppError> {
     let dataset = find_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     let mut properties = serde_json::Map::new();
-    properties.insert(dataset.geometry_column.clone(), json!({
-        "title": "geometry",
-        "format": format!("geometry-{}", geometry_format(dataset.geometry_type.as_deref())),
-        "x-ogc-role": "primary-geometry",
-    }));
-    properties.insert(dataset.key_column.clone(), json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}));
+    properties.insert(
+        dataset.geometry_column.clone(),
+        json!({
+            "title": "geometry",
+            "format": format!("geometry-{}", geometry_format(dataset.geometry_type.as_deref())),
+            "x-ogc-role": "primary-geometry",
+        }),
+    );
+    properties.insert(
+        dataset.key_column.clone(),
+        json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}),
+    );
     for column in items::published_columns(&dataset) {
         let mut schema = json_schema_of(&column.pg_type);
         schema["title"] = Value::String(column.original.clone());
@@ -157,7 +175,10 @@ async fn queryables(State(state): State<AppState>, caller: Caller, Path(id): Pat
         "properties": properties,
         "additionalProperties": false,
     });
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/schema+json")], Json(document)))
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
+        Json(document),
+    ))
 }
 
 fn geometry_format(geometry_type: Option<&str>) -> String {

@@ -1,6 +1,8 @@
-//! The OpenAPI document, with one items path per collection the caller may
-//! see listing each queryable as a query parameter: GDAL's OAPIF driver
-//! pushes `-where` down to the server only for parameters it finds there.
+//! The OpenAPI document. Paths are relative to the server URL
+//! `<PUBLIC_URL>/api`, the OGC API root, as clients resolve them; each
+//! collection the caller may see has its own items path listing every
+//! queryable as a query parameter: GDAL's OAPIF driver pushes `-where` down
+//! to the server only for parameters it finds on that path.
 use std::sync::Arc;
 
 use axum::{Json, extract::State};
@@ -26,20 +28,46 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
         .fetch_all(&state.pool)
         .await?;
     let mut doc = (*base).clone();
-    let paths = doc["paths"].as_object_mut().expect("the document has paths");
+    doc["servers"] = json!([{"url": format!("{}/api", state.config.public_url)}]);
+    let routes = doc["paths"].as_object().cloned().unwrap_or_default();
+    let mut paths = serde_json::Map::new();
+    for (path, item) in routes {
+        let relative = path
+            .strip_prefix("/api")
+            .filter(|p| !p.is_empty())
+            .unwrap_or("/")
+            .to_string();
+        paths.insert(relative, item);
+    }
     for dataset in &datasets {
         let mut parameters = vec![
-            parameter("limit", json!({"type": "integer", "minimum": 1, "default": 10}), "features per page"),
-            parameter("bbox", json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 6}), "minx,miny,maxx,maxy in CRS84"),
+            parameter(
+                "limit",
+                json!({"type": "integer", "minimum": 1, "default": 10}),
+                "features per page",
+            ),
+            parameter(
+                "bbox",
+                json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 6}),
+                "minx,miny,maxx,maxy in CRS84",
+            ),
             parameter("after_gid", json!({"type": "integer"}), "keyset cursor"),
             parameter("filter", json!({"type": "string"}), "CQL2 expression"),
-            parameter("filter-lang", json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}), "filter encoding"),
+            parameter(
+                "filter-lang",
+                json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
+                "filter encoding",
+            ),
         ];
         for column in published_columns(dataset) {
-            parameters.push(parameter(&column.name, json_schema_of(&column.pg_type), &format!("features whose {} equals the value", column.original)));
+            parameters.push(parameter(
+                &column.name,
+                json_schema_of(&column.pg_type),
+                &format!("features whose {} equals the value", column.original),
+            ));
         }
         paths.insert(
-            format!("/api/collections/{}/items", dataset.id),
+            format!("/collections/{}/items", dataset.id),
             json!({"get": {
                 "tags": ["ogc"],
                 "summary": format!("Features of {}", dataset.title),
@@ -49,9 +77,14 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             }}),
         );
     }
+    doc["paths"] = Value::Object(paths);
     Ok(Json(doc))
 }
 
-pub async fn handler(State(state): State<AppState>, caller: Caller, base: axum::Extension<Arc<Value>>) -> Result<Json<Value>, AppError> {
+pub async fn handler(
+    State(state): State<AppState>,
+    caller: Caller,
+    base: axum::Extension<Arc<Value>>,
+) -> Result<Json<Value>, AppError> {
     document(state, caller, base.0).await
 }

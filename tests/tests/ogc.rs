@@ -1,0 +1,604 @@
+//! OGC API Features and CQL2 against the real stack, with the OGC's own
+//! CQL2 test data, and real clients (GDAL's ogrinfo, OWSLib).
+use std::{collections::BTreeSet, process::Command};
+
+use catalog_tests::{Stack, StackOptions, data_dir, data_file};
+use serde_json::{Value, json};
+
+/// Ingests a public GeoJSON and answers its collection id.
+async fn public_collection(stack: &Stack, token: &str, name: &str, geojson: Vec<u8>) -> String {
+    let job = stack
+        .upload_ok(token, name, geojson, &[("visibility", "public"), ("title", name)])
+        .await;
+    let job = stack.wait_job(token, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    job["dataset_id"].as_str().unwrap().to_string()
+}
+
+/// The OGC CQL2 test data (Annex A) as a GeoJSON FeatureCollection.
+fn cql2_test_data() -> Vec<u8> {
+    let text = std::fs::read_to_string(data_dir().join("cql2/ats/cql2testdata.ndjson")).unwrap();
+    let features: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            let geometry = row.as_object_mut().unwrap().remove("geom").unwrap();
+            json!({"type": "Feature", "geometry": geometry, "properties": row})
+        })
+        .collect();
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
+}
+
+async fn items(stack: &Stack, collection: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    let response = stack
+        .http
+        .get(stack.url(&format!("/api/collections/{collection}/items")))
+        .query(query)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    if status == 200 {
+        assert_eq!(response.headers()["content-type"], "application/geo+json");
+    }
+    (status, response.json().await.unwrap())
+}
+
+fn ids(body: &Value) -> Vec<i64> {
+    body["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_i64().unwrap())
+        .collect()
+}
+
+fn intfields(body: &Value) -> BTreeSet<i64> {
+    body["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["properties"]["intfield"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn landing_conformance_and_collections() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let id = public_collection(&stack, &token, "grid.geojson", grid()).await;
+
+    for path in ["/api", "/api/", "/api/conformance"] {
+        let response = stack
+            .http
+            .get(stack.url(path))
+            .header("X-Api-Key", "garbage")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path} reads no credential");
+    }
+    let (_, landing) = stack.get_json(None, "/api/").await;
+    let rels: Vec<&str> = landing["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["rel"].as_str().unwrap())
+        .collect();
+    for rel in ["self", "service-desc", "conformance", "data"] {
+        assert!(rels.contains(&rel), "{rel} in {rels:?}");
+    }
+    let (_, conformance) = stack.get_json(None, "/api/conformance").await;
+    let classes: BTreeSet<&str> = conformance["conformsTo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for class in [
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+        "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
+        "http://www.opengis.net/spec/cql2/1.0/conf/basic-spatial-functions",
+        "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
+    ] {
+        assert!(classes.contains(class), "{class}");
+    }
+    assert!(
+        !classes.iter().any(|c| c.contains("oas30")),
+        "OAS 3.0 classes are not claimed"
+    );
+    assert_eq!(classes.len(), 17);
+
+    let (status, collections) = stack.get_json(None, "/api/collections").await;
+    assert_eq!(status, 200);
+    let listed = collections["collections"].as_array().unwrap();
+    assert_eq!(listed.len(), 1);
+    let c = &listed[0];
+    assert_eq!(c["id"], id);
+    assert_eq!(c["itemType"], "feature");
+    assert_eq!(
+        c["extent"]["spatial"]["crs"],
+        "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+    );
+    assert_eq!(c["extent"]["spatial"]["bbox"][0].as_array().unwrap().len(), 4);
+    assert!(
+        c["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["rel"] == "items" && l["type"] == "application/geo+json")
+    );
+    assert_eq!(stack.get_json(None, &format!("/api/collections/{id}")).await.0, 200);
+    assert_eq!(stack.get_json(None, "/api/collections/not-a-collection").await.0, 404);
+    assert_eq!(
+        stack
+            .get_json(None, &format!("/api/collections/{}", uuid::Uuid::now_v7()))
+            .await
+            .0,
+        404
+    );
+
+    let response = stack
+        .http
+        .get(stack.url(&format!("/api/collections/{id}/queryables")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/schema+json");
+    let queryables: Value = response.json().await.unwrap();
+    assert_eq!(queryables["properties"]["geom"]["format"], "geometry-point");
+    assert_eq!(queryables["properties"]["n"]["type"], "integer");
+    assert_eq!(queryables["properties"]["value"]["type"], "number");
+    assert_eq!(queryables["properties"]["even"]["type"], "boolean");
+    assert_eq!(queryables["properties"]["name"]["type"], "string");
+}
+
+/// 400 points on a 20 x 20 grid (x -10..9, y 40..59) with numeric,
+/// text and boolean properties.
+fn grid() -> Vec<u8> {
+    let features: Vec<Value> = (0..400)
+        .map(|i| {
+            let (x, y) = (-10 + i % 20, 40 + i / 20);
+            json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]},
+                   "properties": {"n": i + 1, "name": format!("p{}", i + 1), "value": (i + 1) as f64 * 1.5, "even": i % 2 == 1}})
+        })
+        .collect();
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
+}
+
+#[tokio::test]
+async fn items_parameters_paging_and_errors() {
+    let stack = Stack::start_with(StackOptions::workers(1).env("OGC_ITEMS_MAX_PAGE_SIZE", "100")).await;
+    let token = stack.admin_token().await;
+    let id = public_collection(&stack, &token, "grid.geojson", grid()).await;
+
+    let (status, page) = items(&stack, &id, &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["type"], "FeatureCollection");
+    assert_eq!(page["numberReturned"], 10, "default limit");
+    assert_eq!(page["numberMatched"], 400);
+    assert!(page["timeStamp"].as_str().unwrap().ends_with('Z'));
+    let rels: Vec<&str> = page["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["rel"].as_str().unwrap())
+        .collect();
+    assert!(
+        rels.contains(&"self") && rels.contains(&"next") && rels.contains(&"collection"),
+        "{rels:?}"
+    );
+    assert_eq!(ids(&page), (1..=10).collect::<Vec<_>>(), "ordered by gid");
+    assert_eq!(
+        page["features"][0]["properties"],
+        json!({"n": 1, "name": "p1", "value": 1.5, "even": false})
+    );
+
+    let (_, clamped) = items(&stack, &id, &[("limit", "100000")]).await;
+    assert_eq!(clamped["numberReturned"], 100, "clamped, never rejected");
+    assert_eq!(items(&stack, &id, &[("limit", "0")]).await.0, 400);
+    assert_eq!(items(&stack, &id, &[("limit", "ten")]).await.0, 400);
+
+    // Following next links visits every feature once.
+    let mut seen = Vec::new();
+    let mut url = stack.url(&format!("/api/collections/{id}/items?limit=70"));
+    loop {
+        let page: Value = stack.http.get(&url).send().await.unwrap().json().await.unwrap();
+        seen.extend(ids(&page));
+        match page["links"].as_array().unwrap().iter().find(|l| l["rel"] == "next") {
+            Some(next) => url = next["href"].as_str().unwrap().to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, (1..=400).collect::<Vec<_>>());
+
+    let (_, keyset) = items(&stack, &id, &[("after_gid", "395"), ("limit", "10")]).await;
+    assert_eq!(ids(&keyset), vec![396, 397, 398, 399, 400]);
+    assert!(
+        !keyset["links"].as_array().unwrap().iter().any(|l| l["rel"] == "next"),
+        "the last page has no next"
+    );
+    let (_, offset) = items(&stack, &id, &[("offset", "20"), ("limit", "5")]).await;
+    assert_eq!(ids(&offset), vec![21, 22, 23, 24, 25]);
+    assert!(offset["links"].as_array().unwrap().iter().any(|l| l["rel"] == "prev"));
+    assert_eq!(items(&stack, &id, &[("offset", "-1")]).await.0, 400);
+
+    // bbox (edges included), property filters and CQL2 combine by AND.
+    let (_, bbox) = items(&stack, &id, &[("bbox", "-10,40,-6,41"), ("limit", "100")]).await;
+    assert_eq!(bbox["numberMatched"], 10, "5 columns x 2 rows");
+    let (_, across) = items(&stack, &id, &[("bbox", "179,40,-9,41")]).await;
+    assert_eq!(
+        across["numberMatched"], 4,
+        "a bbox across the antimeridian: x -10 and -9, two rows"
+    );
+    let (_, both) = items(&stack, &id, &[("bbox", "-10,40,-6,41"), ("filter", "value > 10")]).await;
+    assert_eq!(
+        both["numberMatched"], 5,
+        "n 7..10 and 21..25 minus those with value <= 10"
+    );
+    let (_, by_name) = items(&stack, &id, &[("name", "p42")]).await;
+    assert_eq!(ids(&by_name), vec![42]);
+    let (_, by_number) = items(&stack, &id, &[("n", "42"), ("even", "false")]).await;
+    assert_eq!(by_number["numberMatched"], 0, "n 42 is even");
+    assert_eq!(
+        items(&stack, &id, &[("n", "many")]).await.0,
+        400,
+        "a value that does not fit the column"
+    );
+    assert_eq!(
+        items(&stack, &id, &[("colour", "red")]).await.0,
+        400,
+        "unknown parameter"
+    );
+
+    let (_, no_geometry) = items(&stack, &id, &[("include_geometry", "false")]).await;
+    assert!(
+        no_geometry["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["geometry"].is_null())
+    );
+    assert_eq!(
+        items(&stack, &id, &[("datetime", "2020-01-01T00:00:00Z/..")]).await.0,
+        200,
+        "datetime is accepted"
+    );
+    assert_eq!(items(&stack, &id, &[("datetime", "yesterday")]).await.0, 400);
+    assert_eq!(items(&stack, &id, &[("f", "json")]).await.0, 200);
+    assert_eq!(items(&stack, &id, &[("f", "html")]).await.0, 400);
+
+    for (text, json_filter, expected) in [
+        ("n >= 391", r#"{"op": ">=", "args": [{"property": "n"}, 391]}"#, 10),
+        (
+            "name LIKE 'p1%'",
+            r#"{"op": "like", "args": [{"property": "name"}, "p1%"]}"#,
+            111,
+        ),
+        (
+            "n BETWEEN 10 AND 19",
+            r#"{"op": "between", "args": [{"property": "n"}, 10, 19]}"#,
+            10,
+        ),
+        (
+            "n IN (1, 2, 500)",
+            r#"{"op": "in", "args": [{"property": "n"}, [1, 2, 500]]}"#,
+            2,
+        ),
+        (
+            "NOT (n > 2) AND even = true",
+            r#"{"op": "and", "args": [{"op": "not", "args": [{"op": ">", "args": [{"property": "n"}, 2]}]}, {"op": "=", "args": [{"property": "even"}, true]}]}"#,
+            1,
+        ),
+        (
+            "S_INTERSECTS(geom, POINT(-10 40)) OR n = 400",
+            r#"{"op": "or", "args": [{"op": "s_intersects", "args": [{"property": "geom"}, {"type": "Point", "coordinates": [-10, 40]}]}, {"op": "=", "args": [{"property": "n"}, 400]}]}"#,
+            2,
+        ),
+        (
+            "S_INTERSECTS(geom, BBOX(-10, 40, -6, 41))",
+            r#"{"op": "s_intersects", "args": [{"property": "geom"}, {"bbox": [-10, 40, -6, 41]}]}"#,
+            10,
+        ),
+        ("name IS NULL", r#"{"op": "isNull", "args": [{"property": "name"}]}"#, 0),
+    ] {
+        let (status, by_text) = items(&stack, &id, &[("filter", text)]).await;
+        assert_eq!(status, 200, "{text}: {by_text}");
+        assert_eq!(by_text["numberMatched"], expected, "{text}");
+        let (status, by_json) = items(&stack, &id, &[("filter", json_filter), ("filter-lang", "cql2-json")]).await;
+        assert_eq!(status, 200, "{json_filter}: {by_json}");
+        assert_eq!(by_json["numberMatched"], expected, "{json_filter}");
+    }
+    assert_eq!(
+        items(&stack, &id, &[("filter", "n > 1"), ("filter-lang", "sql")])
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
+        items(
+            &stack,
+            &id,
+            &[
+                ("filter", "n > 1"),
+                ("filter-crs", "http://www.opengis.net/def/crs/OGC/1.3/CRS84")
+            ]
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        items(
+            &stack,
+            &id,
+            &[
+                ("filter", "n > 1"),
+                ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/3857")
+            ]
+        )
+        .await
+        .0,
+        400
+    );
+
+    // Refusals named by the specification, before the database is touched.
+    let refusals = [
+        ("secret_column = 1".to_string(), "queryable"),
+        ("T_BEFORE(n, DATE('2020-01-01'))".to_string(), "not supported"),
+        ("pg_sleep(5) = 1".to_string(), "not supported"),
+        (format!("name = '{}'", "x".repeat(10_001)), "10000"),
+        (format!("{}n = 1{}", "(".repeat(200), ")".repeat(200)), "nests"),
+        (
+            format!(
+                "n IN ({})",
+                (0..1001).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            ),
+            "1000",
+        ),
+        ("n >".to_string(), "not valid"),
+    ];
+    for (filter, expected) in &refusals {
+        let (status, problem) = items(&stack, &id, &[("filter", filter)]).await;
+        assert_eq!(status, 400, "{filter:.80}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(expected),
+            "{filter:.80}: {problem}"
+        );
+    }
+
+    let response = stack
+        .http
+        .get(stack.url(&format!("/api/collections/{id}/items/5")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/geo+json");
+    let feature: Value = response.json().await.unwrap();
+    assert_eq!(feature["type"], "Feature");
+    assert_eq!(feature["id"], 5);
+    assert_eq!(feature["geometry"], json!({"type": "Point", "coordinates": [-6, 40]}));
+    assert_eq!(
+        stack
+            .get_json(None, &format!("/api/collections/{id}/items/99999"))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        stack
+            .get_json(None, &format!("/api/collections/{id}/items/abc"))
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn private_collections_stay_private() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let job = stack
+        .upload_ok(
+            &token,
+            "bikes.geojson",
+            data_file("geojson/cycle_hire_osm.geojson"),
+            &[],
+        )
+        .await;
+    let id = stack.wait_job(&token, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        stack.get_json(None, &format!("/api/collections/{id}/items")).await.0,
+        404
+    );
+    assert_eq!(
+        stack.get_json(None, "/api/collections").await.1["collections"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        stack
+            .get_json(Some(&token), &format!("/api/collections/{id}/items"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        stack
+            .get_json(Some("expired-or-garbage"), &format!("/api/collections/{id}/items"))
+            .await
+            .0,
+        401
+    );
+}
+
+/// The expressions and expected results of the CQL2 Abstract Test Suite.
+#[tokio::test]
+async fn cql2_abstract_test_suite() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
+    let declared = ["basic-cql2", "advanced-comparison-operators", "basic-spatial-functions"];
+
+    let expressions = std::fs::read_to_string(data_dir().join("cql2/ats/expressions.txt")).unwrap();
+    let mut checked = 0;
+    for line in expressions
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (class, expression) = line.split_once('|').unwrap();
+        let (status, body) = items(&stack, &id, &[("filter", expression), ("limit", "1000")]).await;
+        let detail = body["detail"].to_string();
+        if declared.contains(&class) {
+            assert!(!uses_undeclared_operator(expression), "{expression}");
+        }
+        if uses_undeclared_operator(expression) {
+            assert_eq!(status, 400, "{class} is not declared: {expression}");
+        } else {
+            assert_eq!(status, 200, "{class}: {expression}: {detail}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 100);
+
+    // Queries with expected feature ids.
+    let expected = std::fs::read_to_string(data_dir().join("cql2/ats/operators_expected.txt")).unwrap();
+    let lines: Vec<&str> = expected.lines().collect();
+    let mut compared = 0;
+    for pair in lines.chunks(2) {
+        let [query, want] = pair else { continue };
+        let want: BTreeSet<i64> = want.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        let (status, body) = items(&stack, &id, &[("filter", query), ("limit", "1000")]).await;
+        if uses_undeclared_operator(query) {
+            assert_eq!(status, 400, "{query}");
+            continue;
+        }
+        assert_eq!(status, 200, "{query}: {}", body["detail"]);
+        assert_eq!(intfields(&body), want, "{query}");
+        compared += 1;
+    }
+    assert!(compared >= 50, "only {compared} queries compared");
+}
+
+/// Whether a query calls a function outside the declared classes, or
+/// uses arithmetic.
+fn uses_undeclared_operator(query: &str) -> bool {
+    #[rustfmt::skip]
+    const ALLOWED: [&str; 17] = [
+        "s_intersects", "date", "timestamp", "bbox", "point", "linestring", "polygon", "multipoint",
+        "multilinestring", "multipolygon", "geometrycollection", "not", "and", "or", "in", "like", "between",
+    ];
+    let q = query.to_ascii_lowercase();
+    let calls_other = q.match_indices('(').any(|(at, _)| {
+        let name: String = q[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let name: String = name.chars().rev().collect();
+        !name.is_empty() && !ALLOWED.contains(&name.as_str())
+    });
+    let arithmetic = [" + ", " - ", " * ", " / ", " % ", "^"].iter().any(|op| q.contains(op));
+    calls_other || arithmetic
+}
+
+/// Every example of the CQL2 standard, in both encodings, gets a problem
+/// or a result — never a server error — and both encodings agree.
+#[tokio::test]
+async fn cql2_standard_examples_never_break_the_server() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
+    let mut pairs = 0;
+    for entry in std::fs::read_dir(data_dir().join("cql2/text")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().replace(".txt", "");
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let (text_status, body) = items(&stack, &id, &[("filter", text.trim())]).await;
+        assert!(text_status == 200 || text_status == 400, "{name}: {text_status} {body}");
+        let json_path = data_dir().join(format!("cql2/json/{name}.json"));
+        if let Ok(json) = std::fs::read_to_string(json_path) {
+            let (json_status, body) =
+                items(&stack, &id, &[("filter", json.trim()), ("filter-lang", "cql2-json")]).await;
+            assert_eq!(json_status, text_status, "{name}: text and JSON disagree: {body}");
+            pairs += 1;
+        }
+    }
+    assert!(pairs >= 100, "{pairs}");
+}
+
+#[tokio::test]
+async fn gdal_and_owslib_read_the_service() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let id = public_collection(
+        &stack,
+        &token,
+        "bikes.geojson",
+        data_file("geojson/cycle_hire_osm.geojson"),
+    )
+    .await;
+
+    let listing = Command::new("ogrinfo")
+        .args(["-ro", "-q", &format!("OAPIF:{}/api", stack.base)])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&listing.stdout);
+    assert!(listing.status.success(), "{}", String::from_utf8_lossy(&listing.stderr));
+    assert!(out.contains(&id), "ogrinfo lists the collection: {out}");
+
+    let read = Command::new("ogrinfo")
+        .args([
+            "-ro",
+            "-al",
+            "-so",
+            "--config",
+            "CPL_DEBUG",
+            "ON",
+            "-where",
+            "name = 'Windsor Terrace'",
+        ])
+        .arg(format!("OAPIF:{}/api", stack.base))
+        .arg(&id)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&read.stdout);
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert!(read.status.success(), "{stderr}");
+    assert!(stdout.contains("Feature Count: 1"), "{stdout}");
+    assert!(
+        stderr.contains("name=Windsor"),
+        "the -where clause went to the server:\n{stderr}"
+    );
+
+    let python = std::env::var("CATALOG_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/owslib_pages.py");
+    let output = Command::new(python)
+        .args([script, &format!("{}/api", stack.base), &id, "50"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        result["collections"].as_array().unwrap().iter().any(|c| c == &id),
+        "OWSLib lists the collection"
+    );
+    let got: Vec<i64> = result["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(got, (1..=532).collect::<Vec<_>>(), "every feature exactly once");
+    assert_eq!(result["pages"], 11);
+}
