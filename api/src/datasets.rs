@@ -332,7 +332,7 @@ pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid)
 
 /// The dataset, when the caller may change it: an admin, or an editor who
 /// owns it or holds a write grant; 404 when it may not even see it.
-async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+pub(crate) async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
     let dataset = visible_dataset(state, caller, id).await?;
     let user = caller.editor()?;
     if user.is_admin() || dataset.created_by == Some(user.id) {

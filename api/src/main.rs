@@ -8,6 +8,7 @@ mod app;
 mod auth;
 mod datasets;
 mod extract;
+mod features;
 mod health;
 mod jobs;
 mod ogc;

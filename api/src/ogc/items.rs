@@ -92,7 +92,7 @@ fn properties_sql(columns: &[Column]) -> String {
 }
 
 /// The SQL of one feature as GeoJSON text.
-fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) -> String {
+pub(crate) fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) -> String {
     let geometry = if include_geometry {
         format!("ST_AsGeoJSON(t.{})::json", quote_ident(&dataset.geometry_column))
     } else {
@@ -105,7 +105,7 @@ fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) ->
     )
 }
 
-fn table_sql(dataset: &Dataset) -> String {
+pub(crate) fn table_sql(dataset: &Dataset) -> String {
     format!(
         "{}.{}",
         quote_ident(&dataset.schema_name),

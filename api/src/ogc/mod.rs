@@ -16,7 +16,7 @@ use crate::{
 };
 
 pub mod cql;
-mod items;
+pub(crate) mod items;
 pub mod openapi;
 mod params;
 

@@ -1,0 +1,356 @@
+//! Feature-level access to one dataset: an offset-paged GeoJSON list,
+//! creating a feature, and adding a typed column.
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::{AppError, db::quote_ident};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::Row;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{Dataset, visible_dataset, writable_dataset},
+    extract::{Json as JsonBody, Path, Query},
+    ogc::items::{Column, feature_sql, published_columns, table_sql},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_features, create_feature))
+        .routes(routes!(add_column))
+}
+
+fn geojson(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    response
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+struct FeatureListQuery {
+    /// 1 to 200, default 10
+    limit: Option<i64>,
+    offset: Option<i64>,
+    /// minx,miny,maxx,maxy
+    bbox: Option<String>,
+    include_geometry: Option<bool>,
+}
+
+/// Features of a dataset by offset, ordered by gid. Rows may skip or repeat
+/// across pages under concurrent writes; the OGC items route pages by key.
+#[utoipa::path(get, path = "/api/datasets/{dataset_id}/features", tag = "features", params(("dataset_id" = Uuid, Path), FeatureListQuery),
+    responses((status = 200, description = "GeoJSON FeatureCollection", content_type = "application/geo+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn list_features(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Query(q): Query<FeatureListQuery>,
+) -> Result<Response, AppError> {
+    let dataset = visible_dataset(&state, &caller, id).await?;
+    let limit = q.limit.unwrap_or(10);
+    if !(1..=200).contains(&limit) {
+        return Err(AppError::unprocessable("limit must be from 1 to 200"));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(AppError::unprocessable("offset must not be negative"));
+    }
+    let mut bounds: Option<[f64; 4]> = None;
+    if let Some(bbox) = &q.bbox {
+        let numbers: Vec<f64> = bbox
+            .split(',')
+            .map(|n| n.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| AppError::bad_request("bbox must be minx,miny,maxx,maxy"))?;
+        let [w, s, e, n] = numbers[..] else {
+            return Err(AppError::bad_request("bbox must be minx,miny,maxx,maxy"));
+        };
+        bounds = Some([w, s, e, n]);
+    }
+    let columns = published_columns(&dataset);
+    let geom = quote_ident(&dataset.geometry_column);
+    let condition = if bounds.is_some() {
+        format!("ST_Intersects(t.{geom}, ST_MakeEnvelope($1, $2, $3, $4, 4326))")
+    } else {
+        "TRUE".into()
+    };
+    let sql = format!(
+        "SELECT {}, count(*) OVER () FROM {} t WHERE {condition} ORDER BY t.{} LIMIT {limit} OFFSET {offset}",
+        feature_sql(&dataset, &columns, q.include_geometry.unwrap_or(true)),
+        table_sql(&dataset),
+        quote_ident(&dataset.key_column),
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    if let Some(b) = bounds {
+        query = query.bind(b[0]).bind(b[1]).bind(b[2]).bind(b[3]);
+    }
+    let rows = query.fetch_all(&state.pool).await?;
+    let matched: i64 = match rows.first() {
+        Some(row) => row.get(1),
+        // Past the last page the window is empty; count the matches alone.
+        None if bounds.is_none() => dataset.feature_count,
+        None => {
+            let sql = format!("SELECT count(*) FROM {} t WHERE {condition}", table_sql(&dataset));
+            let b = bounds.unwrap_or_default();
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(b[0])
+                .bind(b[1])
+                .bind(b[2])
+                .bind(b[3])
+                .fetch_one(&state.pool)
+                .await?
+        }
+    };
+    let features: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let base = format!("{}/api/datasets/{id}/features", state.config.public_url);
+    let mut links = vec![
+        json!({"rel": "self", "href": format!("{base}?limit={limit}&offset={offset}"), "type": "application/geo+json"}),
+    ];
+    if offset + limit < matched {
+        links.push(json!({"rel": "next", "href": format!("{base}?limit={limit}&offset={}", offset + limit), "type": "application/geo+json"}));
+    }
+    let body = format!(
+        r#"{{"type":"FeatureCollection","numberMatched":{matched},"numberReturned":{},"features":[{}],"links":{}}}"#,
+        features.len(),
+        features.join(","),
+        Value::Array(links)
+    );
+    Ok(geojson(StatusCode::OK, body))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+struct NewFeature {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[schema(value_type = Object)]
+    geometry: Value,
+    #[schema(value_type = Object)]
+    #[serde(default)]
+    properties: serde_json::Map<String, Value>,
+}
+
+const SINGLE_TYPES: [&str; 6] = [
+    "Point",
+    "LineString",
+    "Polygon",
+    "MultiPoint",
+    "MultiLineString",
+    "MultiPolygon",
+];
+
+/// Checks the geometry against the dataset's type; answers whether it must
+/// be promoted to the multi type.
+fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<bool, AppError> {
+    let kind = geometry["type"]
+        .as_str()
+        .ok_or_else(|| AppError::unprocessable("geometry needs a type"))?;
+    if kind == "GeometryCollection" {
+        let parts = geometry["geometries"]
+            .as_array()
+            .ok_or_else(|| AppError::unprocessable("a GeometryCollection needs geometries"))?;
+        if parts.iter().any(|g| g["type"] == "GeometryCollection") {
+            return Err(AppError::unprocessable("nested GeometryCollections are not accepted"));
+        }
+        if dataset_type != "Geometry" {
+            return Err(AppError::unprocessable(format!(
+                "a GeometryCollection fits only datasets of generic geometry type; this one holds {dataset_type}"
+            )));
+        }
+        for part in parts {
+            check_geometry(part, "Geometry")?;
+        }
+        return Ok(false);
+    }
+    if !SINGLE_TYPES.contains(&kind) {
+        return Err(AppError::unprocessable(format!(
+            "{kind} is not a GeoJSON geometry type"
+        )));
+    }
+    if !geometry["coordinates"].is_array() {
+        return Err(AppError::unprocessable("geometry needs coordinates"));
+    }
+    if dataset_type == "Geometry" || dataset_type == kind {
+        return Ok(false);
+    }
+    if dataset_type == format!("Multi{kind}") {
+        return Ok(true);
+    }
+    Err(AppError::unprocessable(format!(
+        "a {kind} does not fit this dataset of {dataset_type}"
+    )))
+}
+
+/// Adds one feature. Writes never retire tile links.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/features", tag = "features", params(("dataset_id" = Uuid, Path)), request_body = NewFeature,
+    responses((status = 201, description = "the created feature", content_type = "application/geo+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn create_feature(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<NewFeature>,
+) -> Result<Response, AppError> {
+    let dataset = writable_dataset(&state, &caller, id).await?;
+    if body.kind.as_deref().is_some_and(|k| k != "Feature") {
+        return Err(AppError::unprocessable("type must be Feature"));
+    }
+    if dataset.status != "ready" {
+        return Err(AppError::conflict(format!(
+            "the dataset is {}, not ready",
+            dataset.status
+        )));
+    }
+    let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
+    let columns = published_columns(&dataset);
+    let mut names = vec![quote_ident(&dataset.geometry_column)];
+    let geometry_sql = "ST_SetSRID(ST_GeomFromGeoJSON($1), 4326)";
+    let mut values = vec![if promote {
+        format!("ST_Multi({geometry_sql})")
+    } else {
+        geometry_sql.to_string()
+    }];
+    let mut params: Vec<Option<String>> = vec![Some(body.geometry.to_string())];
+    for (key, value) in &body.properties {
+        let column: &Column = columns
+            .iter()
+            .find(|c| &c.name == key)
+            .or_else(|| columns.iter().find(|c| &c.original == key))
+            .ok_or_else(|| AppError::unprocessable(format!("{key:?} is not a column of this dataset")))?;
+        names.push(quote_ident(&column.name));
+        params.push(match value {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        });
+        values.push(format!("${}::{}", params.len(), column.pg_type));
+    }
+    let sql = format!(
+        "WITH t AS (INSERT INTO {} ({}) VALUES ({}) RETURNING *) SELECT {} FROM t",
+        table_sql(&dataset),
+        names.join(", "),
+        values.join(", "),
+        feature_sql(&dataset, &columns, true),
+    );
+    let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
+    for p in &params {
+        query = query.bind(p.as_deref());
+    }
+    let mut tx = state.pool.begin().await?;
+    let feature = query.fetch_one(&mut *tx).await.map_err(|e| match &e {
+        sqlx::Error::Database(db)
+            if db
+                .code()
+                .is_some_and(|c| c.starts_with("22") || c.starts_with("XX") || c == "23502") =>
+        {
+            AppError::unprocessable(format!("the feature does not fit the dataset: {}", db.message()))
+        }
+        _ => e.into(),
+    })?;
+    sqlx::query("UPDATE datasets SET feature_count = feature_count + 1, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(geojson(StatusCode::CREATED, feature))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ColumnRequest {
+    column: ColumnDefinition,
+}
+
+#[derive(Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ColumnDefinition {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct ColumnList {
+    columns: Vec<ColumnDefinition>,
+}
+
+/// Column types a new column may have, with the names users write for them.
+fn pg_type_of(kind: &str) -> Option<&'static str> {
+    Some(match kind.to_ascii_lowercase().as_str() {
+        "text" | "string" | "varchar" => "text",
+        "integer" | "int" | "int4" => "integer",
+        "bigint" | "int8" => "bigint",
+        "double precision" | "double" | "float" | "float8" | "real" | "number" | "numeric" => "double precision",
+        "boolean" | "bool" => "boolean",
+        "date" => "date",
+        "timestamp" | "timestamptz" | "datetime" => "timestamptz",
+        _ => return None,
+    })
+}
+
+/// Adds a typed column to a dataset's table.
+#[utoipa::path(post, path = "/api/layers/{dataset_id}/columns", tag = "features", params(("dataset_id" = Uuid, Path)), request_body = ColumnRequest,
+    responses((status = 200, body = ColumnList), (status = 409, description = "the column exists", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn add_column(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<ColumnRequest>,
+) -> Result<Json<ColumnList>, AppError> {
+    let dataset: Dataset = writable_dataset(&state, &caller, id).await?;
+    let name = body.column.name.trim().to_string();
+    let valid = (1..=63).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        return Err(AppError::unprocessable(
+            "name must be 1 to 63 characters of a-z, 0-9 and _, not starting with a digit",
+        ));
+    }
+    let pg_type = pg_type_of(&body.column.kind).ok_or_else(|| {
+        AppError::unprocessable("type must be text, integer, bigint, double precision, boolean, date or timestamp")
+    })?;
+    let mut columns = published_columns(&dataset);
+    if name == dataset.key_column || name == dataset.geometry_column || columns.iter().any(|c| c.name == name) {
+        return Err(AppError::conflict(format!("the dataset already has a column {name}")));
+    }
+    let mut tx = state.pool.begin().await?;
+    let alter = format!(
+        "ALTER TABLE {} ADD COLUMN {} {pg_type}",
+        table_sql(&dataset),
+        quote_ident(&name)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut *tx).await?;
+    let entry = json!({"name": name, "original_name": name, "type": pg_type, "source_type": "added"});
+    sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb), updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(entry)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    columns.push(Column {
+        name: name.clone(),
+        original: name,
+        pg_type: pg_type.to_string(),
+    });
+    Ok(Json(ColumnList {
+        columns: columns
+            .into_iter()
+            .map(|c| ColumnDefinition {
+                name: c.name,
+                kind: c.pg_type,
+            })
+            .collect(),
+    }))
+}
