@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Items benchmark: the same 1,000,000-point table served by this service and
+# by tipg (from PyPI, on loopback) in the same run, driven by wrk with the
+# same request mix, plus pgbench running each mix's page query directly
+# against PostgreSQL as the ceiling.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/stack.sh"
+cd "$ROOT"
+
+POINTS=${POINTS:-1000000}
+PORT=${CATALOG_BENCH_PG_PORT:-54331}
+DIR="$ROOT/.data/bench-pg"
+WORK="$ROOT/.data/bench"
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-8}
+API_PORT=${BENCH_API_PORT:-18080}
+TIPG_PORT=${BENCH_TIPG_PORT:-18081}
+mkdir -p "$WORK"
+
+ensure_packages
+command -v wrk >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+[[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
+"$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
+
+start_cluster "$DIR" "$PORT"
+trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+psql -h 127.0.0.1 -p "$PORT" -U catalog -d postgres -qc "DROP DATABASE IF EXISTS bench WITH (FORCE)" >/dev/null
+ensure_database "$PORT" bench
+
+GPKG="$WORK/points_$POINTS.gpkg"
+if [[ ! -s $GPKG ]]; then
+  log "generating $GPKG (seeded)"
+  python3 bench/gen_points.py "$POINTS" "$WORK/points_$POINTS.csv"
+  ogr2ogr -f GPKG "$GPKG" "$WORK/points_$POINTS.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
+    -oo KEEP_GEOM_COLUMNS=NO -oo AUTODETECT_TYPE=YES -a_srs EPSG:4326 -nln points -nlt POINT
+fi
+
+log "building (release)"
+cargo build --release --bins -q
+BIN=$CARGO_TARGET_DIR/release
+export DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/bench"
+export JWT_SECRET=bench-secret-bench-secret-bench-secret
+export STORAGE_URL="file://$WORK/storage"
+export BIND_ADDR=127.0.0.1:$API_PORT PUBLIC_URL=http://127.0.0.1:$API_PORT
+export BOOTSTRAP_ADMIN_USERNAME=admin BOOTSTRAP_ADMIN_PASSWORD=Bench-Password-1
+export RUST_LOG=warn
+rm -rf "$WORK/storage"
+"$BIN/catalog-api" >"$WORK/api.log" 2>&1 &
+API=$!
+"$BIN/catalog-worker" >"$WORK/worker.log" 2>&1 &
+WORKER=$!
+
+log "loading the table through the service"
+read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$GPKG" "$DATABASE_URL")
+kill "$WORKER"
+
+log "starting tipg on 127.0.0.1:$TIPG_PORT"
+DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' \
+  "$ROOT/.data/bench-venv/bin/uvicorn" tipg.main:app --host 127.0.0.1 --port "$TIPG_PORT" --log-level warning \
+  >"$WORK/tipg.log" 2>&1 &
+TIPG=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
+
+OURS="http://127.0.0.1:$API_PORT/api/collections/$COLLECTION/items"
+THEIRS="http://127.0.0.1:$TIPG_PORT/collections/data.$TABLE/items"
+FILTER="filter=category%3D%27park%27"
+declare -A OUR_URL=(
+  [first]="$OURS?limit=100"
+  [bbox]="$OURS?limit=100&bbox=-10,40,10,50"
+  [filter]="$OURS?limit=100&$FILTER"
+  [deep]="$OURS?limit=100&after_gid=500000"
+)
+declare -A TIPG_URL=(
+  [first]="$THEIRS?limit=100"
+  [bbox]="$THEIRS?limit=100&bbox=-10,40,10,50"
+  [filter]="$THEIRS?limit=100&$FILTER"
+  [deep]="$THEIRS?limit=100&offset=500000"
+)
+FEATURE="json_build_object('type','Feature','id',t.gid,'geometry',ST_AsGeoJSON(t.geom)::json,'properties',json_build_object('id',t.id,'name',t.name,'category',t.category,'value',t.value,'count',t.count,'observed',t.observed))::text"
+declare -A PAGE_SQL=(
+  [first]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t ORDER BY t.gid LIMIT 101;"
+  [bbox]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE ST_Intersects(t.geom, ST_MakeEnvelope(-10,40,10,50,4326)) ORDER BY t.gid LIMIT 101;"
+  [filter]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.category = 'park' ORDER BY t.gid LIMIT 101;"
+  [deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.gid > 500000 ORDER BY t.gid LIMIT 101;"
+)
+
+# wrk prints "Requests/sec: N" and, with --latency, the 99% line.
+measure() {
+  local out rps p99
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  echo "$rps ${p99:-?} ${non2xx:-0}"
+}
+
+printf '\n%-8s %12s %10s %12s %10s %8s %12s %10s\n' mix "ours req/s" "ours p99" "tipg req/s" "tipg p99" ratio "pgbench tps" "ours/db"
+for mix in first bbox filter deep; do
+  curl -sf "${OUR_URL[$mix]}" >/dev/null || { echo "our $mix request failed"; exit 1; }
+  curl -sf "${TIPG_URL[$mix]}" >/dev/null || echo "tipg $mix request failed" >&2
+  read -r ours_rps ours_p99 ours_bad < <(measure "${OUR_URL[$mix]}")
+  read -r tipg_rps tipg_p99 _ < <(measure "${TIPG_URL[$mix]}")
+  echo "${PAGE_SQL[$mix]}" >"$WORK/page_$mix.sql"
+  db_tps=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U catalog -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$WORK/page_$mix.sql" bench 2>/dev/null |
+    awk '/^tps/ {print $3; exit}')
+  ratio=$(python3 -c "print(f'{$ours_rps / max($tipg_rps, 0.001):.1f}x')")
+  vs_db=$(python3 -c "print(f'{$ours_rps / max($db_tps, 0.001):.2f}')")
+  printf '%-8s %12s %10s %12s %10s %8s %12s %10s\n' "$mix" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "$db_tps" "$vs_db"
+  [[ $ours_bad == 0 ]] || echo "  (our $mix answered $ours_bad non-2xx responses)"
+done
