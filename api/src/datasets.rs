@@ -273,7 +273,7 @@ async fn import_url(
 }
 
 /// A dataset record.
-#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Dataset {
     pub(crate) id: Uuid,
     pub(crate) title: String,
@@ -476,6 +476,7 @@ async fn update_dataset(
     .bind(&body.visibility)
     .execute(&state.pool)
     .await?;
+    state.datasets.forget(id);
     Ok(Json(visible_dataset(&state, &caller, id).await?))
 }
 
@@ -503,6 +504,7 @@ async fn delete_dataset(
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
     tx.commit().await?;
+    state.datasets.forget(id);
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -261,6 +261,7 @@ async fn create_feature(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
+    state.datasets.forget(id);
     Ok(geojson(StatusCode::CREATED, feature))
 }
 
@@ -339,6 +340,7 @@ async fn add_column(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
+    state.datasets.forget(id);
     columns.push(Column {
         name: name.clone(),
         original: name,

@@ -10,6 +10,7 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub keys: TokenKeys,
     pub outbound: OutboundPolicy,
+    pub datasets: crate::dataset_cache::DatasetCache,
 }
 
 impl AppState {
@@ -19,6 +20,7 @@ impl AppState {
             storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
+            datasets: Default::default(),
             config: Arc::new(config),
         })
     }

@@ -330,6 +330,39 @@ impl Stack {
             .unwrap()
     }
 
+    /// Takes the database away from the service (new connections refused,
+    /// open ones ended), as an outage would; `restore_database` brings it back.
+    pub async fn cut_database(&self) {
+        let admin = PgPool::connect(&admin_database_url()).await.unwrap();
+        let db = &self.db_name;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER DATABASE {db} ALLOW_CONNECTIONS false"
+        )))
+        .execute(&admin)
+        .await
+        .unwrap();
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(db)
+        .execute(&admin)
+        .await
+        .unwrap();
+        admin.close().await;
+    }
+
+    pub async fn restore_database(&self) {
+        let admin = PgPool::connect(&admin_database_url()).await.unwrap();
+        let db = &self.db_name;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER DATABASE {db} ALLOW_CONNECTIONS true"
+        )))
+        .execute(&admin)
+        .await
+        .unwrap();
+        admin.close().await;
+    }
+
     pub async fn dataset_count(&self) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM datasets")
             .fetch_one(&self.pool)

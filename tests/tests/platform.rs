@@ -147,24 +147,7 @@ async fn health_ready_and_recovery_after_the_database_returns() {
     assert_eq!(status, 200, "{body}");
     let token = stack.admin_token().await;
 
-    let admin = sqlx::PgPool::connect(
-        &std::env::var("TEST_ADMIN_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into()),
-    )
-    .await
-    .unwrap();
-    let db = &stack.db_name;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {db} ALLOW_CONNECTIONS false"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(db)
-        .execute(&admin)
-        .await
-        .unwrap();
+    stack.cut_database().await;
     let response = stack
         .http
         .get(stack.url("/api/datasets"))
@@ -178,12 +161,7 @@ async fn health_ready_and_recovery_after_the_database_returns() {
     let (status, _) = stack.get_json(None, "/api/health").await;
     assert_eq!(status, 200, "liveness does not depend on the database");
 
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {db} ALLOW_CONNECTIONS true"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
+    stack.restore_database().await;
     let (status, _) = stack.get_json(Some(&token), "/api/datasets").await;
     assert_eq!(status, 200, "the service recovers by itself");
 }

@@ -196,31 +196,9 @@ async fn a_job_survives_the_database_going_away_mid_load() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let admin = sqlx::PgPool::connect(
-        &std::env::var("TEST_ADMIN_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into()),
-    )
-    .await
-    .unwrap();
-    let db = &stack.db_name;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {db} ALLOW_CONNECTIONS false"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(db)
-        .execute(&admin)
-        .await
-        .unwrap();
+    stack.cut_database().await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER DATABASE {db} ALLOW_CONNECTIONS true"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
+    stack.restore_database().await;
     let job = stack.wait_job(&token, &job_id).await;
     assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
     assert_eq!(stack.dataset_count().await, 1);

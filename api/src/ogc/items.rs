@@ -300,7 +300,7 @@ fn query_error(e: sqlx::Error) -> AppError {
 }
 
 /// Counting stops here; past it numberMatched is the planner's estimate.
-const EXACT_COUNT_CAP: i64 = 10_000;
+const EXACT_COUNT_CAP: i64 = 2_000;
 
 async fn number_matched(
     state: &AppState,

@@ -2,6 +2,8 @@
 //! filtering with CQL2) and the OGC API Common landing page and
 //! conformance declaration. Every dataset the caller may see is a
 //! collection whose id is the dataset id.
+use std::sync::Arc;
+
 use axum::{Json, extract::State};
 use catalog_shared::AppError;
 use serde_json::{Value, json};
@@ -119,13 +121,28 @@ async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Js
     })))
 }
 
-/// The dataset behind a collection id; 404 for anything the caller may not see.
-pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Dataset, AppError> {
+/// The dataset behind a collection id; 404 for anything the caller may not
+/// see. Served from the minute-long cache where the caller's right to see
+/// it follows from the record alone; restricted datasets ask the database.
+pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Arc<Dataset>, AppError> {
     let missing = || AppError::not_found(format!("no collection {id}"));
     let uuid: Uuid = id.parse().map_err(|_| missing())?;
-    visible_dataset(state, caller, uuid)
+    if let Some(dataset) = state.datasets.get(uuid) {
+        let signed_in = caller.user().is_some();
+        let sees = caller.is_admin()
+            || dataset.visibility == "public"
+            || (signed_in && (dataset.visibility == "internal" || dataset.created_by == caller.user_id()));
+        if sees {
+            return Ok(dataset);
+        }
+        if !(signed_in && dataset.visibility == "restricted") {
+            return Err(missing());
+        }
+    }
+    let dataset = visible_dataset(state, caller, uuid)
         .await
-        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })
+        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })?;
+    Ok(state.datasets.put(dataset))
 }
 
 #[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path)),
