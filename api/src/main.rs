@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let pool = db::connect(&config.database_url, 20).await?;
+    let pool = db::connect_for_requests(&config.database_url, 20).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     db::migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;

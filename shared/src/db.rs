@@ -8,11 +8,27 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 /// A pool that fails fast when the database is down (requests answer 503)
 /// and reconnects by itself when it comes back.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    let pool = PgPoolOptions::new()
+    Ok(pool_options(max_connections).connect_lazy(url)?)
+}
+
+/// The same for request handlers: many small queries at once, where
+/// parallel query workers only add contention.
+pub async fn connect_for_requests(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let options = pool_options(max_connections).after_connect(|conn, _| {
+        Box::pin(async move {
+            sqlx::query("SET max_parallel_workers_per_gather = 0")
+                .execute(conn)
+                .await?;
+            Ok(())
+        })
+    });
+    Ok(options.connect_lazy(url)?)
+}
+
+fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(5))
-        .connect_lazy(url)?;
-    Ok(pool)
 }
 
 /// Waits for the database at start-up so a service started beside its

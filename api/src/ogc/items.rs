@@ -299,9 +299,12 @@ fn query_error(e: sqlx::Error) -> AppError {
     e.into()
 }
 
-/// Counting stops here; past it numberMatched is the planner's estimate.
+/// Exact counts go up to here; past it numberMatched is the planner's estimate.
 const EXACT_COUNT_CAP: i64 = 2_000;
 
+/// numberMatched: the catalog's count without filters; with filters the
+/// planner's estimate when that is large (counting would cost more than the
+/// page), otherwise an exact count capped at `EXACT_COUNT_CAP`.
 async fn number_matched(
     state: &AppState,
     dataset: &Dataset,
@@ -313,6 +316,16 @@ async fn number_matched(
         return Ok(dataset.feature_count);
     }
     let table = table_sql(dataset);
+    let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");
+    let plan: Value = query_with(explain, params)
+        .fetch_one(&state.pool)
+        .await
+        .map_err(query_error)?
+        .get(0);
+    let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
+    if estimate > EXACT_COUNT_CAP {
+        return Ok(estimate);
+    }
     let capped = format!(
         "SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {where_sql} LIMIT {}) capped",
         EXACT_COUNT_CAP + 1
@@ -322,17 +335,11 @@ async fn number_matched(
         .await
         .map_err(query_error)?
         .get(0);
-    if count <= EXACT_COUNT_CAP {
-        return Ok(count);
-    }
-    let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");
-    let plan: Value = query_with(explain, params)
-        .fetch_one(&state.pool)
-        .await
-        .map_err(query_error)?
-        .get(0);
-    let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
-    Ok(estimate.max(count))
+    Ok(if count <= EXACT_COUNT_CAP {
+        count
+    } else {
+        estimate.max(count)
+    })
 }
 
 fn link(href: String, rel: &str, media_type: &str) -> Value {
