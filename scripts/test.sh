@@ -25,6 +25,11 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
 "$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
+# The MapLibre style-spec validator (npm) checks exported styles.
+command -v npm >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+[[ -x $ROOT/.data/node/node_modules/.bin/gl-style-validate ]] ||
+  npm install --silent --no-audit --no-fund --prefix "$ROOT/.data/node" @maplibre/maplibre-gl-style-spec >/dev/null
+export CATALOG_STYLE_VALIDATOR="$ROOT/.data/node/node_modules/.bin/gl-style-validate"
 export SHARED_DATA_DIR=${SHARED_DATA_DIR:-$(cd "$ROOT/../shared/data" 2>/dev/null && pwd || echo "")}
 
 log "testing"

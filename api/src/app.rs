@@ -25,7 +25,7 @@ use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{auth, datasets, features, health, jobs, ogc, openapi::ApiDoc, state::AppState};
+use crate::{auth, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, state::AppState};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::routes())
         .merge(ogc::routes())
         .merge(features::routes())
+        .merge(maps::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

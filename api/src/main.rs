@@ -12,6 +12,7 @@ mod extract;
 mod features;
 mod health;
 mod jobs;
+mod maps;
 mod ogc;
 mod openapi;
 mod state;

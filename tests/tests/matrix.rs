@@ -92,6 +92,18 @@ fn table() -> Vec<Row> {
             [404, 401, 401, 403, 404, 404, 201, 201]),
         row("POST", "/api/layers/{dataset_id}/columns", Json(r#"{"column": {"name": "extra", "type": "text"}}"#),
             [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("POST", "/api/maps", Json(r#"{"name": "m"}"#), [401, 401, 401, 403, 403, 201, 201, 201]),
+        row("GET", "/api/maps", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/maps/{map_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("PUT", "/api/maps/{map_id}", Json(r#"{"name": "renamed"}"#), [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("DELETE", "/api/maps/{map_id}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
+        row("POST", "/api/maps/{map_id}/fork", None, [404, 401, 401, 403, 404, 404, 201, 201]),
+        row("POST", "/api/maps/{map_id}/shares", None, [404, 401, 401, 403, 404, 404, 201, 201]),
+        row("DELETE", "/api/maps/{map_id}/shares/{token}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
+        row("GET", "/api/maps/shared/{token}", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api/maps/{map_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("POST", "/api/maps/import", Json(r#"{"version": 8, "name": "i", "sources": {}, "layers": []}"#),
+            [401, 401, 401, 403, 403, 201, 201, 201]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
@@ -133,6 +145,25 @@ async fn fixture_dataset(stack: &Stack, owner: Uuid) -> Uuid {
         .await
         .unwrap();
     id
+}
+
+/// A private map of the owner's with a live share link.
+async fn fixture_map(stack: &Stack, owner: Uuid) -> (Uuid, String) {
+    let id = Uuid::now_v7();
+    let token = Uuid::new_v4().simple().to_string();
+    sqlx::query("INSERT INTO maps (id, name, created_by) VALUES ($1, 'Fixture', $2)")
+        .bind(id)
+        .bind(owner)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO map_shares (token, map_id) VALUES ($1, $2)")
+        .bind(&token)
+        .bind(id)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    (id, token)
 }
 
 async fn fixtures(stack: &Stack) -> Fixtures {
@@ -213,11 +244,14 @@ async fn authorization_matrix() {
     for row in &rows {
         for (i, caller) in CALLERS.iter().enumerate() {
             let dataset = fixture_dataset(&stack, fx.owner_id).await;
+            let (map, share) = fixture_map(&stack, fx.owner_id).await;
             let path = row
                 .path
                 .replace("{dataset_id}", &dataset.to_string())
                 .replace("{collectionId}", &dataset.to_string())
                 .replace("{featureId}", "1")
+                .replace("{map_id}", &map.to_string())
+                .replace("{token}", &share)
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{user_id}", &fx.viewer_id.to_string());

@@ -98,13 +98,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 }
 
 /// Routes that read no credential: the landing page and conformance (the
-/// specification says so), liveness, and the routes that take their
-/// credential in the body or a cookie (sign-in, refresh, sign-out).
+/// specification says so), liveness, the routes that take their credential
+/// in the body or a cookie (sign-in, refresh, sign-out), and shared map
+/// links (404 or 410 whatever is sent).
 fn reads_no_credential(path: &str) -> bool {
     matches!(
         path,
         "/api" | "/api/conformance" | "/api/health" | "/api/auth/login" | "/api/auth/refresh" | "/api/auth/logout"
-    )
+    ) || path.starts_with("/api/maps/shared/")
 }
 
 fn is_read_method(method: &Method) -> bool {

@@ -1,0 +1,357 @@
+//! Map request and response types, with the bounds of the specification.
+use std::collections::BTreeMap;
+
+use catalog_shared::AppError;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Prominence {
+    #[default]
+    Full,
+    Subtle,
+    Hidden,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tone {
+    #[default]
+    Default,
+    Muted,
+    Contrast,
+    Monochrome,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Relief {
+    Soft,
+    Standard,
+    Strong,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Position {
+    #[default]
+    Bottom,
+    Top,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Projection {
+    #[default]
+    Mercator,
+    Globe,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_one() -> f64 {
+    1.0
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SublayerOverride {
+    pub stroke_color: Option<String>,
+    pub stroke_width: Option<f64>,
+    pub casing_color: Option<String>,
+    pub casing_width: Option<f64>,
+    pub min_zoom: Option<f64>,
+    pub max_zoom: Option<f64>,
+    pub opacity: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct BasemapConfig {
+    #[serde(default)]
+    pub label_mode: Prominence,
+    #[serde(default)]
+    pub road_visibility: Prominence,
+    #[serde(default)]
+    pub boundary_visibility: Prominence,
+    #[serde(default = "default_true")]
+    pub building_visibility: bool,
+    #[serde(default)]
+    pub land_water_tone: Tone,
+    #[serde(default)]
+    pub relief_contrast: Option<Relief>,
+    #[serde(default = "default_one")]
+    pub opacity: f64,
+    #[serde(default)]
+    pub background_color: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub sublayer_overrides: Option<BTreeMap<String, SublayerOverride>>,
+    #[serde(default)]
+    pub basemap_position: Option<Position>,
+    #[serde(default)]
+    pub projection: Option<Projection>,
+}
+
+impl Default for BasemapConfig {
+    fn default() -> Self {
+        serde_json::from_value(Value::Object(Map::new())).expect("defaults")
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct TerrainConfig {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub source_dataset_id: Option<Uuid>,
+    #[serde(default = "default_one")]
+    pub exaggeration: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerType {
+    #[default]
+    VectorService,
+    RasterService,
+    Geojson,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct PopupConfig {
+    pub enabled: bool,
+    #[serde(default)]
+    pub expression: Option<String>,
+    #[serde(default)]
+    pub visible_fields: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct MapLayerInput {
+    #[serde(default)]
+    pub id: Option<Uuid>,
+    pub dataset_id: Uuid,
+    #[serde(default)]
+    pub sort_order: i64,
+    #[serde(default = "default_true")]
+    pub visible: bool,
+    #[serde(default = "default_one")]
+    pub opacity: f64,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub paint: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub layout: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub filter: Option<Vec<Value>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub label_config: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub popup_config: Option<PopupConfig>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub style_config: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub layer_type: Option<LayerType>,
+    #[serde(default = "default_true")]
+    pub show_in_legend: bool,
+}
+
+/// MapCreate and MapUpdate in one shape: create requires `name`; on update
+/// every field is optional and an absent field keeps its value.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct MapInput {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub notes: Option<String>,
+    pub center_lng: Option<f64>,
+    pub center_lat: Option<f64>,
+    pub zoom: Option<f64>,
+    pub bearing: Option<f64>,
+    pub pitch: Option<f64>,
+    pub basemap_style: Option<String>,
+    pub show_basemap_labels: Option<bool>,
+    pub basemap_config: Option<BasemapConfig>,
+    pub terrain_config: Option<TerrainConfig>,
+    pub visibility: Option<String>,
+    pub layers: Option<Vec<MapLayerInput>>,
+    pub plugins: Option<Vec<String>>,
+    pub legend_title: Option<String>,
+}
+
+fn invalid(field: &str, rule: &str) -> AppError {
+    AppError::unprocessable(format!("{field}: {rule}"))
+}
+
+fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(invalid(field, &format!("at most {max} characters"))),
+        _ => Ok(()),
+    }
+}
+
+fn within(field: &str, value: Option<f64>, min: f64, max: f64) -> Result<(), AppError> {
+    match value {
+        Some(v) if !(v.is_finite() && v >= min && v <= max) => {
+            Err(invalid(field, &format!("must be from {min} to {max}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn hex_color(field: &str, value: &Option<String>) -> Result<(), AppError> {
+    match value {
+        Some(v) if !(v.len() == 7 && v.starts_with('#') && v[1..].chars().all(|c| c.is_ascii_hexdigit())) => {
+            Err(invalid(field, "must be a #RRGGBB colour"))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub const MAX_LAYERS: usize = 200;
+pub const MAX_PLUGINS: usize = 50;
+
+impl MapInput {
+    pub fn validate(&self, creating: bool) -> Result<(), AppError> {
+        match &self.name {
+            Some(name) if name.trim().is_empty() => return Err(invalid("name", "must not be empty")),
+            None if creating => return Err(invalid("name", "is required")),
+            _ => {}
+        }
+        max_chars("name", &self.name, 255)?;
+        max_chars("description", &self.description, 2000)?;
+        max_chars("notes", &self.notes, 50_000)?;
+        max_chars("basemap_style", &self.basemap_style, 2000)?;
+        max_chars("legend_title", &self.legend_title, 120)?;
+        within("zoom", self.zoom, 0.0, 24.0)?;
+        within("pitch", self.pitch, 0.0, 85.0)?;
+        within("bearing", self.bearing, -180.0, 180.0)?;
+        within("center_lng", self.center_lng, -180.0, 180.0)?;
+        within("center_lat", self.center_lat, -90.0, 90.0)?;
+        if let Some(v) = &self.visibility {
+            if !matches!(v.as_str(), "private" | "internal" | "public") {
+                return Err(invalid("visibility", "must be private, internal or public"));
+            }
+        }
+        if self.plugins.as_ref().is_some_and(|p| p.len() > MAX_PLUGINS) {
+            return Err(invalid("plugins", &format!("at most {MAX_PLUGINS} items")));
+        }
+        if let Some(b) = &self.basemap_config {
+            within("basemap_config.opacity", Some(b.opacity), 0.0, 1.0)?;
+            for (key, o) in b.sublayer_overrides.iter().flatten() {
+                let f = |name: &str| format!("basemap_config.sublayer_overrides.{key}.{name}");
+                hex_color(&f("stroke_color"), &o.stroke_color)?;
+                hex_color(&f("casing_color"), &o.casing_color)?;
+                within(&f("stroke_width"), o.stroke_width, 0.0, 20.0)?;
+                within(&f("casing_width"), o.casing_width, 0.0, 20.0)?;
+                within(&f("min_zoom"), o.min_zoom, 0.0, 24.0)?;
+                within(&f("max_zoom"), o.max_zoom, 0.0, 24.0)?;
+                within(&f("opacity"), o.opacity, 0.0, 1.0)?;
+            }
+        }
+        if let Some(t) = &self.terrain_config {
+            within("terrain_config.exaggeration", Some(t.exaggeration), 0.0, 3.0)?;
+        }
+        if let Some(layers) = &self.layers {
+            if layers.len() > MAX_LAYERS {
+                return Err(invalid("layers", &format!("at most {MAX_LAYERS} items")));
+            }
+            for (i, l) in layers.iter().enumerate() {
+                let f = |name: &str| format!("layers[{i}].{name}");
+                if !(0..=32767).contains(&l.sort_order) {
+                    return Err(invalid(&f("sort_order"), "must be from 0 to 32767"));
+                }
+                within(&f("opacity"), Some(l.opacity), 0.0, 1.0)?;
+                max_chars(&f("display_name"), &l.display_name, 255)?;
+                if let Some(p) = &l.popup_config {
+                    max_chars(&f("popup_config.expression"), &p.expression, 500)?;
+                    if p.visible_fields.as_ref().is_some_and(|v| v.len() > 100) {
+                        return Err(invalid(&f("popup_config.visible_fields"), "at most 100 items"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct MapLayerResponse {
+    pub id: Uuid,
+    pub dataset_id: Uuid,
+    pub dataset_name: String,
+    pub dataset_geometry_type: Option<String>,
+    pub dataset_table_name: String,
+    pub dataset_extent_bbox: Option<Vec<f64>>,
+    #[schema(value_type = Vec<Object>)]
+    pub dataset_column_info: Value,
+    pub dataset_feature_count: i64,
+    #[schema(value_type = Object)]
+    pub dataset_sample_values: Value,
+    pub dataset_record_type: &'static str,
+    pub dataset_visibility: String,
+    pub dataset_status: String,
+    pub dataset_attribution: Option<String>,
+    pub display_name: Option<String>,
+    pub sort_order: i32,
+    pub visible: bool,
+    pub opacity: f64,
+    #[schema(value_type = Object)]
+    pub paint: Value,
+    #[schema(value_type = Object)]
+    pub layout: Value,
+    pub layer_type: LayerType,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub filter: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub label_config: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub popup_config: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub style_config: Option<Value>,
+    pub show_in_legend: bool,
+    pub is_3d: bool,
+    pub is_dem: bool,
+    pub dem_vertical_units: Option<String>,
+    pub band_count: Option<i32>,
+    pub tile_version: i32,
+    pub publication_version: i32,
+}
+
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct MapResponse {
+    pub id: Uuid,
+    pub name: String,
+    pub description: Option<String>,
+    pub notes: Option<String>,
+    pub center_lng: Option<f64>,
+    pub center_lat: Option<f64>,
+    pub zoom: Option<f64>,
+    pub bearing: f64,
+    pub pitch: f64,
+    pub basemap_style: String,
+    pub show_basemap_labels: bool,
+    pub basemap_config: BasemapConfig,
+    pub terrain_config: Option<TerrainConfig>,
+    pub visibility: String,
+    pub thumbnail_url: Option<String>,
+    pub og_image_url: Option<String>,
+    pub forked_from_id: Option<Uuid>,
+    pub forked_from_name: Option<String>,
+    pub created_by: Option<Uuid>,
+    pub created_by_username: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub layers: Vec<MapLayerResponse>,
+    pub layer_count: usize,
+    pub plugins: Vec<String>,
+    pub legend_title: Option<String>,
+}

@@ -1,0 +1,319 @@
+//! MapLibre style documents (version 8) from maps, and maps from them.
+//! What a style cannot express (layer display names, popups, basemap
+//! settings) travels in `metadata`, so export → import → export gives the
+//! same document.
+use axum::{Json, extract::State, http::StatusCode, response::Response};
+use catalog_shared::AppError;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{
+    insert_map,
+    model::{MapInput, MapLayerInput, MapResponse},
+    readable_map, with_etag,
+};
+use crate::{auth::Caller, extract::Path, state::AppState};
+
+const MAP_META: &str = "catalog:map";
+const LAYER_META: &str = "catalog:layer";
+/// Features a GeoJSON source fetches until the tile routes land.
+const GEOJSON_SOURCE_LIMIT: u32 = 1000;
+
+fn kind_of(geometry_type: Option<&str>) -> &'static str {
+    match geometry_type.unwrap_or_default() {
+        "LineString" | "MultiLineString" => "line",
+        "Polygon" | "MultiPolygon" => "fill",
+        _ => "circle",
+    }
+}
+
+fn default_paint(kind: &str) -> Map<String, Value> {
+    let paint = match kind {
+        "line" => json!({"line-color": "#2563eb", "line-width": 2}),
+        "fill" => json!({"fill-color": "#2563eb", "fill-outline-color": "#1e3a8a"}),
+        _ => {
+            json!({"circle-color": "#2563eb", "circle-radius": 5, "circle-stroke-color": "#ffffff", "circle-stroke-width": 1})
+        }
+    };
+    paint.as_object().cloned().unwrap_or_default()
+}
+
+pub fn style_of(map: &MapResponse, base: &str) -> Value {
+    let mut sources = Map::new();
+    let mut data_layers = Vec::new();
+    for (index, layer) in map.layers.iter().enumerate() {
+        let source_id = format!("dataset-{}", layer.dataset_id);
+        sources.entry(source_id.clone()).or_insert_with(|| {
+            json!({"type": "geojson", "data": format!("{base}/api/collections/{}/items?limit={GEOJSON_SOURCE_LIMIT}", layer.dataset_id)})
+        });
+        let kind = kind_of(layer.dataset_geometry_type.as_deref());
+        let mut paint = default_paint(kind);
+        if let Some(custom) = layer.paint.as_object() {
+            paint.extend(custom.clone());
+        }
+        paint.entry(format!("{kind}-opacity")).or_insert(json!(layer.opacity));
+        let mut layout = layer.layout.as_object().cloned().unwrap_or_default();
+        layout.insert(
+            "visibility".into(),
+            json!(if layer.visible { "visible" } else { "none" }),
+        );
+        let mut style_layer = json!({
+            "id": format!("layer-{index}"),
+            "type": kind,
+            "source": source_id,
+            "paint": paint,
+            "layout": layout,
+            "metadata": {LAYER_META: {
+                "dataset_id": layer.dataset_id,
+                "display_name": layer.display_name,
+                "sort_order": layer.sort_order,
+                "opacity": layer.opacity,
+                "visible": layer.visible,
+                "paint": layer.paint,
+                "layout": layer.layout,
+                "label_config": layer.label_config,
+                "popup_config": layer.popup_config,
+                "style_config": layer.style_config,
+                "layer_type": layer.layer_type,
+                "show_in_legend": layer.show_in_legend,
+            }},
+        });
+        if let Some(filter) = &layer.filter {
+            style_layer["filter"] = filter.clone();
+        }
+        data_layers.push(style_layer);
+    }
+    let config = &map.basemap_config;
+    let background = config.background_color.clone().unwrap_or_else(|| "#f4f4f2".into());
+    let mut layers = vec![json!({"id": "background", "type": "background", "paint": {"background-color": background}})];
+    let mut basemap_layers = Vec::new();
+    if map.basemap_style.contains("{z}") {
+        sources.insert(
+            "basemap".into(),
+            json!({"type": "raster", "tiles": [map.basemap_style], "tileSize": 256}),
+        );
+        basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": {"raster-opacity": config.opacity}}));
+    }
+    if config.basemap_position == Some(super::model::Position::Top) {
+        layers.extend(data_layers);
+        layers.extend(basemap_layers);
+    } else {
+        layers.extend(basemap_layers);
+        layers.extend(data_layers);
+    }
+    let mut style = json!({
+        "version": 8,
+        "name": map.name,
+        "metadata": {MAP_META: {
+            "description": map.description,
+            "notes": map.notes,
+            "basemap_style": map.basemap_style,
+            "show_basemap_labels": map.show_basemap_labels,
+            "basemap_config": map.basemap_config,
+            "terrain_config": map.terrain_config,
+            "visibility": map.visibility,
+            "plugins": map.plugins,
+            "legend_title": map.legend_title,
+        }},
+        "sprite": [{"id": "default", "url": format!("{base}/api/maps/sprites/default")}],
+        "bearing": map.bearing,
+        "pitch": map.pitch,
+        "sources": sources,
+        "layers": layers,
+    });
+    if let (Some(lng), Some(lat)) = (map.center_lng, map.center_lat) {
+        style["center"] = json!([lng, lat]);
+    }
+    if let Some(zoom) = map.zoom {
+        style["zoom"] = json!(zoom);
+    }
+    if let Some(terrain) = map.terrain_config.as_ref().filter(|t| t.enabled) {
+        if let Some(dem) = terrain.source_dataset_id {
+            style["sources"]["terrain"] = json!({
+                "type": "raster-dem",
+                "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png")],
+                "tileSize": 256,
+            });
+            style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
+        }
+    }
+    style
+}
+
+/// The map as a complete MapLibre style.
+#[utoipa::path(get, path = "/api/maps/{map_id}/style.json", tag = "maps", params(("map_id" = Uuid, Path)),
+    responses((status = 200, description = "MapLibre style, version 8")))]
+pub async fn export_style(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, AppError> {
+    let map = readable_map(&state, &caller, id).await?;
+    Ok(Json(style_of(&map, &state.config.public_url)))
+}
+
+/// A MapInput that recreates this map (fork).
+pub fn input_of(map: &MapResponse, name: String) -> MapInput {
+    let layers = map
+        .layers
+        .iter()
+        .map(|l| MapLayerInput {
+            id: None,
+            dataset_id: l.dataset_id,
+            sort_order: l.sort_order as i64,
+            visible: l.visible,
+            opacity: l.opacity,
+            paint: l.paint.as_object().cloned(),
+            layout: l.layout.as_object().cloned(),
+            display_name: l.display_name.clone(),
+            filter: l.filter.as_ref().and_then(|f| f.as_array().cloned()),
+            label_config: l.label_config.as_ref().and_then(|v| v.as_object().cloned()),
+            popup_config: l
+                .popup_config
+                .as_ref()
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            style_config: l.style_config.as_ref().and_then(|v| v.as_object().cloned()),
+            layer_type: Some(l.layer_type),
+            show_in_legend: l.show_in_legend,
+        })
+        .collect();
+    MapInput {
+        name: Some(name),
+        description: map.description.clone(),
+        notes: map.notes.clone(),
+        center_lng: map.center_lng,
+        center_lat: map.center_lat,
+        zoom: map.zoom,
+        bearing: Some(map.bearing),
+        pitch: Some(map.pitch),
+        basemap_style: Some(map.basemap_style.clone()),
+        show_basemap_labels: Some(map.show_basemap_labels),
+        basemap_config: Some(map.basemap_config.clone()),
+        terrain_config: map.terrain_config.clone(),
+        visibility: Some("private".into()),
+        layers: Some(layers),
+        plugins: Some(map.plugins.clone()),
+        legend_title: map.legend_title.clone(),
+    }
+}
+
+fn bad(detail: impl Into<String>) -> AppError {
+    AppError::unprocessable(detail)
+}
+
+/// The dataset a style layer draws: from our metadata, else from a source
+/// that points at one of this service's collections.
+fn dataset_of(layer: &Value, sources: &Map<String, Value>) -> Option<Uuid> {
+    if let Some(id) = layer["metadata"][LAYER_META]["dataset_id"].as_str() {
+        return id.parse().ok();
+    }
+    let source_id = layer["source"].as_str()?;
+    if let Some(id) = source_id.strip_prefix("dataset-") {
+        return id.parse().ok();
+    }
+    let data = sources.get(source_id)?["data"].as_str()?;
+    let rest = data.split("/collections/").nth(1)?;
+    rest.split('/').next()?.parse().ok()
+}
+
+fn map_input_from_style(style: &Value) -> Result<MapInput, AppError> {
+    if style["version"] != 8 {
+        return Err(bad("version: a MapLibre style must have version 8"));
+    }
+    match &style["sprite"] {
+        Value::Null | Value::String(_) => {}
+        Value::Array(items) if items.iter().all(|s| s["id"].is_string() && s["url"].is_string()) => {}
+        _ => return Err(bad("sprite: must be a URL or an array of {id, url}")),
+    }
+    let layers_in = style["layers"]
+        .as_array()
+        .ok_or_else(|| bad("layers: a style needs a layers array"))?;
+    let sources = style["sources"].as_object().cloned().unwrap_or_default();
+    let meta = &style["metadata"][MAP_META];
+    let mut layers = Vec::new();
+    for layer in layers_in {
+        let Some(dataset_id) = dataset_of(layer, &sources) else {
+            continue;
+        };
+        let stored = &layer["metadata"][LAYER_META];
+        let input = if stored.is_object() {
+            let mut stored = stored.clone();
+            stored["dataset_id"] = json!(dataset_id);
+            stored["filter"] = layer["filter"].clone();
+            serde_json::from_value::<MapLayerInput>(stored).map_err(|e| bad(format!("layers: {e}")))?
+        } else {
+            let kind = layer["type"].as_str().unwrap_or("circle");
+            let mut paint = layer["paint"].as_object().cloned().unwrap_or_default();
+            let opacity = paint
+                .remove(&format!("{kind}-opacity"))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(1.0);
+            let mut layout = layer["layout"].as_object().cloned().unwrap_or_default();
+            let visible = layout.remove("visibility").is_none_or(|v| v != "none");
+            MapLayerInput {
+                id: None,
+                dataset_id,
+                sort_order: layers.len() as i64,
+                visible,
+                opacity,
+                paint: Some(paint),
+                layout: Some(layout),
+                display_name: layer["id"].as_str().map(String::from),
+                filter: layer["filter"].as_array().cloned(),
+                label_config: None,
+                popup_config: None,
+                style_config: None,
+                layer_type: None,
+                show_in_legend: true,
+            }
+        };
+        layers.push(input);
+    }
+    let field = |name: &str| meta.get(name).filter(|v| !v.is_null()).cloned();
+    Ok(MapInput {
+        name: Some(
+            style["name"]
+                .as_str()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or("Imported map")
+                .to_string(),
+        ),
+        description: field("description").and_then(|v| v.as_str().map(String::from)),
+        notes: field("notes").and_then(|v| v.as_str().map(String::from)),
+        center_lng: style["center"][0].as_f64(),
+        center_lat: style["center"][1].as_f64(),
+        zoom: style["zoom"].as_f64(),
+        bearing: style["bearing"].as_f64(),
+        pitch: style["pitch"].as_f64(),
+        basemap_style: field("basemap_style").and_then(|v| v.as_str().map(String::from)),
+        show_basemap_labels: field("show_basemap_labels").and_then(|v| v.as_bool()),
+        basemap_config: meta_field(meta, "basemap_config")?,
+        terrain_config: meta_field(meta, "terrain_config")?,
+        visibility: field("visibility").and_then(|v| v.as_str().map(String::from)),
+        layers: Some(layers),
+        plugins: meta_field(meta, "plugins")?,
+        legend_title: field("legend_title").and_then(|v| v.as_str().map(String::from)),
+    })
+}
+
+fn meta_field<T: serde::de::DeserializeOwned>(meta: &Value, name: &str) -> Result<Option<T>, AppError> {
+    match meta.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| bad(format!("metadata.{name}: {e}"))),
+    }
+}
+
+/// Creates a map from a MapLibre style (sprite as a URL or an array).
+#[utoipa::path(post, path = "/api/maps/import", tag = "maps", request_body(content = Object, description = "a MapLibre style document"),
+    responses((status = 201, body = MapResponse), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn import_style(
+    State(state): State<AppState>,
+    caller: Caller,
+    crate::extract::Json(style): crate::extract::Json<Value>,
+) -> Result<Response, AppError> {
+    let input = map_input_from_style(&style)?;
+    let map = insert_map(&state, &caller, &input, None).await?;
+    Ok(with_etag(map, StatusCode::CREATED))
+}

@@ -1,0 +1,551 @@
+//! Maps: validation at every bound, visibility, optimistic concurrency,
+//! forks, share links, and MapLibre style export and import.
+use std::process::Command;
+
+use catalog_tests::{Stack, StackOptions};
+use serde_json::{Value, json};
+
+async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a"}}]});
+    let job = stack
+        .upload_ok(
+            token,
+            "p.geojson",
+            body.to_string().into_bytes(),
+            &[("visibility", visibility)],
+        )
+        .await;
+    stack.wait_job(token, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn line_dataset(stack: &Stack, token: &str) -> String {
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}, "properties": {}}]});
+    let job = stack
+        .upload_ok(token, "l.geojson", body.to_string().into_bytes(), &[])
+        .await;
+    stack.wait_job(token, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn post_map(stack: &Stack, token: &str, body: &Value) -> reqwest::Response {
+    stack
+        .http
+        .post(stack.url("/api/maps/"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn maps_are_created_read_updated_and_deleted() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("mara", "editor").await;
+    let (_, other) = stack.user_token("otto", "editor").await;
+    let dataset = point_dataset(&stack, &owner, "private").await;
+    let response = post_map(&stack, &owner, &json!({"name": "City", "description": "d"})).await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let id = map["id"].as_str().unwrap().to_string();
+    for field in [
+        "id",
+        "name",
+        "description",
+        "center_lng",
+        "center_lat",
+        "zoom",
+        "bearing",
+        "pitch",
+        "basemap_style",
+        "show_basemap_labels",
+        "visibility",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "layers",
+        "layer_count",
+    ] {
+        assert!(map.get(field).is_some(), "{field}");
+    }
+    assert_eq!(map["visibility"], "private");
+    assert_eq!(map["basemap_config"]["label_mode"], "full");
+    assert_eq!(map["basemap_config"]["opacity"], 1.0);
+    assert_eq!(map["layer_count"], 0);
+    assert_eq!(map["created_by_username"], "mara");
+
+    let path = format!("/api/maps/{id}");
+    let put = |token: &str, body: Value, if_match: Option<String>| {
+        let mut request = stack
+            .http
+            .put(stack.url(&path))
+            .bearer_auth(token.to_string())
+            .json(&body);
+        if let Some(tag) = if_match {
+            request = request.header("If-Match", tag);
+        }
+        request.send()
+    };
+    let layers = json!([{"dataset_id": dataset, "sort_order": 2, "paint": {"circle-color": "#ff0000"}, "display_name": "Points"}]);
+    let response = put(
+        &owner,
+        json!({"zoom": 5, "center_lng": 10, "center_lat": 50, "layers": layers}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let tag = response.headers()["etag"].to_str().unwrap().to_string();
+    let updated: Value = response.json().await.unwrap();
+    assert_eq!(updated["name"], "City", "absent fields keep their value");
+    assert_eq!(updated["layer_count"], 1);
+    let layer = &updated["layers"][0];
+    assert_eq!(layer["dataset_name"], "p");
+    assert_eq!(layer["dataset_geometry_type"], "Point");
+    assert!(layer["dataset_table_name"].is_string() && layer["dataset_extent_bbox"].is_array());
+    assert_eq!(layer["dataset_feature_count"], 1);
+    assert_eq!(layer["layer_type"], "vector_service");
+    assert_eq!(layer["show_in_legend"], true);
+
+    // Optimistic concurrency: a stale ETag is a conflict.
+    assert_eq!(
+        put(&owner, json!({"name": "Town"}), Some(tag.clone()))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        put(&owner, json!({"name": "Village"}), Some(tag))
+            .await
+            .unwrap()
+            .status(),
+        409
+    );
+
+    assert_eq!(stack.get_json(Some(&other), &path).await.0, 404, "private");
+    assert_eq!(put(&other, json!({"name": "x"}), None).await.unwrap().status(), 404);
+    assert_eq!(
+        put(&owner, json!({"visibility": "internal"}), None)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        stack.get_json(Some(&other), &path).await.0,
+        200,
+        "internal: any signed-in user"
+    );
+    assert_eq!(stack.get_json(None, &path).await.0, 404);
+    assert_eq!(
+        put(&other, json!({"name": "x"}), None).await.unwrap().status(),
+        403,
+        "visible but not theirs"
+    );
+    let (_, list) = stack.get_json(Some(&other), "/api/maps").await;
+    assert_eq!(list["total"], 1);
+
+    // A layer may only use a dataset the caller can see.
+    let theirs = point_dataset(&stack, &other, "private").await;
+    let response = put(&owner, json!({"layers": [{"dataset_id": theirs}]}), None)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let problem: Value = response.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("layers[0].dataset_id"),
+        "{problem}"
+    );
+
+    let fork = stack
+        .http
+        .post(stack.url(&format!("{path}/fork")))
+        .bearer_auth(&other)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fork.status(), 422, "the fork would use a dataset the forker cannot see");
+    let deleted = stack
+        .http
+        .delete(stack.url(&path))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
+}
+
+#[tokio::test]
+async fn every_bound_is_enforced() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dataset = point_dataset(&stack, &token, "private").await;
+    let layer = |extra: Value| {
+        let mut l = json!({"dataset_id": dataset});
+        l.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        l
+    };
+    let sub = |extra: Value| json!({"basemap_config": {"sublayer_overrides": {"roads": extra}}});
+    let cases: Vec<(&str, Value, Value)> = vec![
+        (
+            "name",
+            json!({"name": "n".repeat(255)}),
+            json!({"name": "n".repeat(256)}),
+        ),
+        ("name empty", json!({"name": "n"}), json!({"name": ""})),
+        (
+            "description",
+            json!({"description": "d".repeat(2000)}),
+            json!({"description": "d".repeat(2001)}),
+        ),
+        (
+            "notes",
+            json!({"notes": "n".repeat(50_000)}),
+            json!({"notes": "n".repeat(50_001)}),
+        ),
+        ("zoom", json!({"zoom": 24}), json!({"zoom": 24.01})),
+        ("pitch", json!({"pitch": 85}), json!({"pitch": 85.1})),
+        ("bearing low", json!({"bearing": -180}), json!({"bearing": -180.1})),
+        ("bearing high", json!({"bearing": 180}), json!({"bearing": 180.1})),
+        (
+            "basemap_style",
+            json!({"basemap_style": "s".repeat(2000)}),
+            json!({"basemap_style": "s".repeat(2001)}),
+        ),
+        (
+            "legend_title",
+            json!({"legend_title": "l".repeat(120)}),
+            json!({"legend_title": "l".repeat(121)}),
+        ),
+        (
+            "visibility",
+            json!({"visibility": "public"}),
+            json!({"visibility": "everyone"}),
+        ),
+        (
+            "plugins",
+            json!({"plugins": vec!["p"; 50]}),
+            json!({"plugins": vec!["p"; 51]}),
+        ),
+        (
+            "layers",
+            json!({"layers": vec![json!({"dataset_id": dataset}); 200]}),
+            json!({"layers": vec![json!({"dataset_id": dataset}); 201]}),
+        ),
+        (
+            "sort_order high",
+            json!({"layers": [layer(json!({"sort_order": 32767}))]}),
+            json!({"layers": [layer(json!({"sort_order": 32768}))]}),
+        ),
+        (
+            "sort_order low",
+            json!({"layers": [layer(json!({"sort_order": 0}))]}),
+            json!({"layers": [layer(json!({"sort_order": -1}))]}),
+        ),
+        (
+            "layer opacity",
+            json!({"layers": [layer(json!({"opacity": 1}))]}),
+            json!({"layers": [layer(json!({"opacity": 1.01}))]}),
+        ),
+        (
+            "display_name",
+            json!({"layers": [layer(json!({"display_name": "d".repeat(255)}))]}),
+            json!({"layers": [layer(json!({"display_name": "d".repeat(256)}))]}),
+        ),
+        (
+            "layer_type",
+            json!({"layers": [layer(json!({"layer_type": "geojson"}))]}),
+            json!({"layers": [layer(json!({"layer_type": "wms"}))]}),
+        ),
+        (
+            "popup expression",
+            json!({"layers": [layer(json!({"popup_config": {"enabled": true, "expression": "e".repeat(500)}}))]}),
+            json!({"layers": [layer(json!({"popup_config": {"enabled": true, "expression": "e".repeat(501)}}))]}),
+        ),
+        (
+            "popup fields",
+            json!({"layers": [layer(json!({"popup_config": {"enabled": true, "visible_fields": vec!["f"; 100]}}))]}),
+            json!({"layers": [layer(json!({"popup_config": {"enabled": true, "visible_fields": vec!["f"; 101]}}))]}),
+        ),
+        (
+            "popup enabled",
+            json!({"layers": [layer(json!({"popup_config": {"enabled": false}}))]}),
+            json!({"layers": [layer(json!({"popup_config": {}}))]}),
+        ),
+        (
+            "basemap opacity",
+            json!({"basemap_config": {"opacity": 1}}),
+            json!({"basemap_config": {"opacity": 1.5}}),
+        ),
+        (
+            "label_mode",
+            json!({"basemap_config": {"label_mode": "subtle"}}),
+            json!({"basemap_config": {"label_mode": "loud"}}),
+        ),
+        (
+            "land_water_tone",
+            json!({"basemap_config": {"land_water_tone": "monochrome"}}),
+            json!({"basemap_config": {"land_water_tone": "sepia"}}),
+        ),
+        (
+            "relief_contrast",
+            json!({"basemap_config": {"relief_contrast": "strong"}}),
+            json!({"basemap_config": {"relief_contrast": "extreme"}}),
+        ),
+        (
+            "basemap_position",
+            json!({"basemap_config": {"basemap_position": "top"}}),
+            json!({"basemap_config": {"basemap_position": "middle"}}),
+        ),
+        (
+            "projection",
+            json!({"basemap_config": {"projection": "globe"}}),
+            json!({"basemap_config": {"projection": "mollweide"}}),
+        ),
+        (
+            "stroke_color",
+            sub(json!({"stroke_color": "#A0b1C2"})),
+            sub(json!({"stroke_color": "red"})),
+        ),
+        (
+            "casing_color",
+            sub(json!({"casing_color": "#000000"})),
+            sub(json!({"casing_color": "#00000"})),
+        ),
+        (
+            "stroke_width",
+            sub(json!({"stroke_width": 20})),
+            sub(json!({"stroke_width": 20.5})),
+        ),
+        (
+            "casing_width",
+            sub(json!({"casing_width": 20})),
+            sub(json!({"casing_width": 21})),
+        ),
+        ("min_zoom", sub(json!({"min_zoom": 24})), sub(json!({"min_zoom": 25}))),
+        ("max_zoom", sub(json!({"max_zoom": 24})), sub(json!({"max_zoom": 24.5}))),
+        (
+            "override opacity",
+            sub(json!({"opacity": 1})),
+            sub(json!({"opacity": 1.1})),
+        ),
+        (
+            "override fields",
+            sub(json!({"opacity": null})),
+            sub(json!({"glow": 1})),
+        ),
+        (
+            "exaggeration",
+            json!({"terrain_config": {"enabled": true, "exaggeration": 3}}),
+            json!({"terrain_config": {"enabled": true, "exaggeration": 3.01}}),
+        ),
+    ];
+    for (what, inside, outside) in cases {
+        let mut ok = json!({"name": "Bounds"});
+        ok.as_object_mut().unwrap().extend(inside.as_object().unwrap().clone());
+        let response = post_map(&stack, &token, &ok).await;
+        assert_eq!(response.status(), 201, "{what} just inside");
+        let mut bad = json!({"name": "Bounds"});
+        bad.as_object_mut()
+            .unwrap()
+            .extend(outside.as_object().unwrap().clone());
+        let response = post_map(&stack, &token, &bad).await;
+        assert_eq!(response.status(), 422, "{what} just outside");
+        assert_eq!(response.headers()["content-type"], "application/problem+json");
+    }
+    assert_eq!(
+        post_map(&stack, &token, &json!({"description": "no name"}))
+            .await
+            .status(),
+        422
+    );
+}
+
+#[tokio::test]
+async fn share_links_serve_read_only_until_revoked() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let token = stack.admin_token().await;
+    let map: Value = post_map(&stack, &token, &json!({"name": "Shared"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = map["id"].as_str().unwrap();
+    let response = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{id}/shares")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let share: Value = response.json().await.unwrap();
+    let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
+    assert!(share["url"].as_str().unwrap().ends_with(&link));
+    let (status, shared) = stack.get_json(None, &link).await;
+    assert_eq!(status, 200);
+    assert_eq!(shared["name"], "Shared");
+    let garbage = stack
+        .http
+        .get(stack.url(&link))
+        .header("X-Api-Key", "garbage")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(garbage.status(), 200, "the link reads no credential");
+    assert_eq!(stack.get_json(None, "/api/maps/shared/unknown-token").await.0, 404);
+    let revoke = stack
+        .http
+        .delete(stack.url(&format!("/api/maps/{id}/shares/{}", share["token"].as_str().unwrap())))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status(), 204);
+    assert_eq!(stack.get_json(None, &link).await.0, 410);
+    let with_key = stack
+        .http
+        .get(stack.url(&link))
+        .header("X-Api-Key", "garbage")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_key.status(), 410, "whatever credential is sent");
+}
+
+fn validate_style(style: &Value) {
+    let validator = std::env::var("CATALOG_STYLE_VALIDATOR").expect("CATALOG_STYLE_VALIDATOR (set by scripts/test.sh)");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), serde_json::to_vec_pretty(style).unwrap()).unwrap();
+    let output = Command::new(validator).arg(file.path()).output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && report.trim().is_empty(),
+        "the style-spec validator refused the style:\n{report}\n{style:#}"
+    );
+}
+
+#[tokio::test]
+async fn styles_validate_and_round_trip() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let points = point_dataset(&stack, &token, "private").await;
+    let lines = line_dataset(&stack, &token).await;
+    let body = json!({
+        "name": "Layers", "description": "Several kinds", "zoom": 6, "center_lng": 4.5, "center_lat": 51.2, "bearing": 10, "pitch": 30,
+        "basemap_style": "https://tiles.example/{z}/{x}/{y}.png",
+        "basemap_config": {"label_mode": "subtle", "opacity": 0.8, "background_color": "#eeeeee", "basemap_position": "bottom"},
+        "terrain_config": {"enabled": true, "source_dataset_id": points, "exaggeration": 1.5},
+        "plugins": ["measure"], "legend_title": "Legend",
+        "layers": [
+            {"dataset_id": points, "sort_order": 1, "paint": {"circle-radius": 7}, "opacity": 0.5, "display_name": "Stops",
+             "popup_config": {"enabled": true, "visible_fields": ["name"]}, "filter": ["==", ["get", "name"], "a"]},
+            {"dataset_id": lines, "sort_order": 0, "visible": false, "layout": {"line-cap": "round"}, "show_in_legend": false}
+        ]
+    });
+    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let id = map["id"].as_str().unwrap();
+    let (status, style) = stack
+        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(style["version"], 8);
+    assert!(
+        style["sprite"].is_array() && style["sprite"][0]["id"].is_string() && style["sprite"][0]["url"].is_string()
+    );
+    assert_eq!(style["center"], json!([4.5, 51.2]));
+    assert_eq!(style["terrain"]["exaggeration"], 1.5);
+    let kinds: Vec<&str> = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["background", "raster", "line", "circle"],
+        "basemap below, layers in draw order"
+    );
+    let line = &style["layers"][2];
+    assert_eq!(line["layout"]["visibility"], "none");
+    let circle = &style["layers"][3];
+    assert_eq!(circle["paint"]["circle-opacity"], 0.5);
+    assert_eq!(circle["paint"]["circle-radius"], 7);
+    assert!(
+        style["sources"][format!("dataset-{points}")]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with(&stack.base),
+        "absolute URLs"
+    );
+    validate_style(&style);
+
+    // Export, import, export: the same document.
+    let response = stack
+        .http
+        .post(stack.url("/api/maps/import"))
+        .bearer_auth(&token)
+        .json(&style)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let imported: Value = response.json().await.unwrap();
+    assert_eq!(imported["layer_count"], 2);
+    assert_eq!(imported["layers"][1]["display_name"], "Stops");
+    let (_, again) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", imported["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(again, style, "export → import → export round trip");
+
+    // A plain MapLibre style: sprite as a string, layers found by source URL.
+    let foreign = json!({
+        "version": 8, "name": "Foreign", "sprite": "https://sprites.example/sprite",
+        "sources": {"pts": {"type": "geojson", "data": format!("{}/api/collections/{points}/items", stack.base)}},
+        "layers": [{"id": "p", "type": "circle", "source": "pts", "paint": {"circle-opacity": 0.25, "circle-color": "#123456"}}]
+    });
+    let response = stack
+        .http
+        .post(stack.url("/api/maps/import"))
+        .bearer_auth(&token)
+        .json(&foreign)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    assert_eq!(map["layers"][0]["opacity"], 0.25);
+    assert_eq!(map["layers"][0]["paint"], json!({"circle-color": "#123456"}));
+    let (_, exported) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    validate_style(&exported);
+    let old = stack
+        .http
+        .post(stack.url("/api/maps/import"))
+        .bearer_auth(&token)
+        .json(&json!({"version": 7, "layers": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), 422);
+}
