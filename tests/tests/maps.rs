@@ -492,6 +492,11 @@ async fn styles_validate_and_round_trip() {
         "absolute URLs"
     );
     validate_style(&style);
+    let sprite = style["sprite"][0]["url"].as_str().unwrap();
+    for suffix in [".json", "@2x.json", ".png", "@2x.png"] {
+        let response = stack.http.get(format!("{sprite}{suffix}")).send().await.unwrap();
+        assert_eq!(response.status(), 200, "the sprite {suffix} loads");
+    }
 
     // Export, import, export: the same document.
     let response = stack

@@ -101,6 +101,7 @@ fn table() -> Vec<Row> {
         row("POST", "/api/maps/{map_id}/shares", None, [404, 401, 401, 403, 404, 404, 201, 201]),
         row("DELETE", "/api/maps/{map_id}/shares/{token}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
         row("GET", "/api/maps/shared/{token}", None, [200, 200, 200, 200, 200, 200, 200, 200]),
+        row("GET", "/api/maps/sprites/{file}", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/maps/{map_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/maps/import", Json(r#"{"version": 8, "name": "i", "sources": {}, "layers": []}"#),
             [401, 401, 401, 403, 403, 201, 201, 201]),
@@ -252,6 +253,7 @@ async fn authorization_matrix() {
                 .replace("{featureId}", "1")
                 .replace("{map_id}", &map.to_string())
                 .replace("{token}", &share)
+                .replace("{file}", "default.json")
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{user_id}", &fx.viewer_id.to_string());

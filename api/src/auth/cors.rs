@@ -23,6 +23,7 @@ fn is_open_route(path: &str) -> bool {
         || path.starts_with("/api/stac")
         || path == "/api/search/datasets"
         || path == "/api/search/facets"
+        || path.starts_with("/api/maps/sprites/")
 }
 
 fn is_tile_route(path: &str) -> bool {

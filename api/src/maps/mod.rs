@@ -36,6 +36,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(shared_map))
         .routes(routes!(style::export_style))
         .routes(routes!(style::import_style))
+        .routes(routes!(style::sprite))
 }
 
 #[derive(sqlx::FromRow)]

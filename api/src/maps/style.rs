@@ -317,3 +317,26 @@ pub async fn import_style(
     let map = insert_map(&state, &caller, &input, None).await?;
     Ok(with_etag(map, StatusCode::CREATED))
 }
+
+/// A 1 x 1 image for the empty default sprite.
+const SPRITE_PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0x60, 0xf8, 0x5f, 0x0f, 0x00, 0x02, 0x87, 0x01, 0x80, 0xeb, 0x47, 0xba,
+    0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// The sprite every exported style names: empty until maps carry icons,
+/// so viewers load styles without a failed request.
+#[utoipa::path(get, path = "/api/maps/sprites/{file}", tag = "maps", params(("file" = String, Path, description = "default.json, default.png and their @2x forms")),
+    responses((status = 200, description = "sprite index or image"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn sprite(Path(file): Path<String>) -> Result<Response, AppError> {
+    use axum::response::IntoResponse;
+    match file.as_str() {
+        "default.json" | "default@2x.json" => Ok(Json(json!({})).into_response()),
+        "default.png" | "default@2x.png" => {
+            Ok(([(axum::http::header::CONTENT_TYPE, "image/png")], SPRITE_PNG.to_vec()).into_response())
+        }
+        _ => Err(AppError::not_found(format!("no sprite file {file}"))),
+    }
+}
