@@ -16,6 +16,7 @@ use axum::{
 use catalog_shared::AppError;
 use tower::Layer;
 use tower_http::{
+    catch_panic::CatchPanicLayer,
     normalize_path::{NormalizePath, NormalizePathLayer},
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     timeout::TimeoutLayer,
@@ -25,7 +26,7 @@ use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{auth, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, state::AppState};
+use crate::{auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, state::AppState};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ogc::routes())
         .merge(features::routes())
         .merge(maps::routes())
+        .merge(catalog::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));
@@ -70,6 +72,9 @@ pub fn router(state: AppState) -> Router {
                     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
                 }),
         )
+        .layer(CatchPanicLayer::custom(|_| {
+            axum::response::IntoResponse::into_response(AppError::internal("a request handler panicked"))
+        }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

@@ -490,9 +490,16 @@ async fn delete_dataset(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
+    delete_dataset_record(&state, &dataset).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a dataset: its record (grants and map layers go with it) and,
+/// for an ingested dataset, its table; a registered table stays in place.
+pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -> Result<(), AppError> {
     let mut tx = state.pool.begin().await?;
     sqlx::query("DELETE FROM datasets WHERE id = $1")
-        .bind(id)
+        .bind(dataset.id)
         .execute(&mut *tx)
         .await?;
     if !dataset.is_registered {
@@ -504,8 +511,8 @@ async fn delete_dataset(
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
     tx.commit().await?;
-    state.datasets.forget(id);
-    Ok(StatusCode::NO_CONTENT)
+    state.datasets.forget(dataset.id);
+    Ok(())
 }
 
 #[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]

@@ -6,6 +6,7 @@ use catalog_shared::{config::Config, db, telemetry};
 
 mod app;
 mod auth;
+mod catalog;
 mod dataset_cache;
 mod datasets;
 mod extract;

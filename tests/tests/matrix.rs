@@ -105,6 +105,11 @@ fn table() -> Vec<Row> {
         row("GET", "/api/maps/{map_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/maps/import", Json(r#"{"version": 8, "name": "i", "sources": {}, "layers": []}"#),
             [401, 401, 401, 403, 403, 201, 201, 201]),
+        row("GET", "/api/ingest/discover", None, [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("POST", "/api/ingest/register/bulk", Json(r#"{"tables": []}"#), [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("POST", "/api/datasets/bulk-delete", Json(r#"{"datasets": [{"dataset_id": "{dataset_id}", "confirm_title": "Fixture"}]}"#),
+            [401, 401, 401, 403, 403, 200, 200, 200]),
+        row("GET", "/api/datasets/{dataset_id}/validate", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
@@ -281,7 +286,8 @@ async fn authorization_matrix() {
                 Body::None => request,
                 Body::Json(text) => request.header("content-type", "application/json").body(
                     text.replace("{unique}", &unique)
-                        .replace("{viewer_id}", &fx.viewer_id.to_string()),
+                        .replace("{viewer_id}", &fx.viewer_id.to_string())
+                        .replace("{dataset_id}", &dataset.to_string()),
                 ),
                 Body::Form(fields) => request.form(fields),
                 Body::Upload => {

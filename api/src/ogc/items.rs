@@ -412,7 +412,7 @@ pub async fn items(
         page_where = format!("{page_where} AND t.{key} > ${}", request.params.len());
     }
     let page_sql = format!(
-        "SELECT t.{key}, {} FROM {} t WHERE {page_where} ORDER BY t.{key} LIMIT {} OFFSET {}",
+        "SELECT t.{key}::bigint, {} FROM {} t WHERE {page_where} ORDER BY t.{key} LIMIT {} OFFSET {}",
         feature_sql(&dataset, &columns, request.include_geometry),
         table_sql(&dataset),
         request.limit + 1,

@@ -1,0 +1,252 @@
+//! Existing tables into the catalog, table checks, and bulk deletion.
+use catalog_tests::{Stack, StackOptions};
+use serde_json::{Value, json};
+
+async fn sql(stack: &Stack, statement: &str) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_string()))
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+}
+
+async fn ingest(stack: &Stack, token: &str, title: &str) -> String {
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a", "n": 1}}]});
+    let job = stack
+        .upload_ok(token, "p.geojson", body.to_string().into_bytes(), &[("title", title)])
+        .await;
+    stack.wait_job(token, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn existing_tables_are_discovered_and_registered_in_place() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let ingested = ingest(&stack, &admin, "Ingested").await;
+    sql(&stack, "
+        CREATE TABLE public.parks (id serial PRIMARY KEY, name text, area real, geom geometry(Point, 4326));
+        INSERT INTO public.parks (name, area, geom) VALUES ('a', 1.5, 'SRID=4326;POINT(1 1)'), ('b', 2, 'SRID=4326;POINT(2 2)'), ('c', 3, 'SRID=4326;POINT(3 3)');
+        CREATE TABLE public.roads_old (id serial PRIMARY KEY, geom geometry(LineString, 4326));
+        CREATE TABLE public.no_key (name text, geom geometry(Point, 4326));
+        CREATE TABLE public.web (id bigint PRIMARY KEY, geom geometry(Point, 3857));
+        CREATE TABLE public.plain (id serial PRIMARY KEY, name text);
+        CREATE TABLE data._staging_leftover_0 (gid bigint, geom geometry(Point, 4326));
+        ANALYZE public.parks;
+    ").await;
+
+    let (status, found) = stack.get_json(Some(&admin), "/api/ingest/discover/").await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = found["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["no_key", "parks", "web"],
+        "staging, old, non-spatial and catalogued tables are left out"
+    );
+    let parks = found["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table_name"] == "parks")
+        .unwrap();
+    assert_eq!(parks["geometry_type"], "Point");
+    assert_eq!(parks["srid"], 4326);
+    assert_eq!(parks["estimated_rows"], 3);
+    assert_eq!(
+        stack.get_json(Some(&admin), "/api/ingest/discover?limit=1").await.1["tables"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    for bad in ["0", "5001"] {
+        assert_eq!(
+            stack
+                .get_json(Some(&admin), &format!("/api/ingest/discover?limit={bad}"))
+                .await
+                .0,
+            422
+        );
+    }
+    let (_, viewer) = stack.user_token("vic", "viewer").await;
+    assert_eq!(stack.get_json(Some(&viewer), "/api/ingest/discover").await.0, 403);
+
+    let request = json!({"tables": [
+        {"table_name": "parks", "title": "Parks", "visibility": "public"},
+        {"table_name": "missing", "title": "Missing"},
+        {"table_name": "no_key", "title": "No key"},
+        {"table_name": "web", "title": "Web mercator"},
+        {"table_name": "public.parks", "title": "Parks again"},
+        {"table_name": "x".repeat(64), "title": "Too long"}
+    ]});
+    let response = stack
+        .http
+        .post(stack.url("/api/ingest/register/bulk/"))
+        .bearer_auth(&admin)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let statuses: Vec<&str> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        vec!["success", "error", "error", "error", "skipped", "error"],
+        "{body}"
+    );
+    let results = body["results"].as_array().unwrap();
+    assert!(results[2]["error"].as_str().unwrap().contains("primary key"));
+    assert!(results[3]["error"].as_str().unwrap().contains("4326"));
+    assert_eq!(results[0]["dataset_id"], results[4]["dataset_id"]);
+    let id = results[0]["dataset_id"].as_str().unwrap();
+
+    let dataset = stack.dataset(&admin, id).await;
+    assert_eq!(dataset["is_registered"], true);
+    assert_eq!(dataset["feature_count"], 3);
+    assert_eq!(dataset["geometry_type"], "Point");
+    assert_eq!(dataset["key_column"], "id");
+    let (status, items) = stack
+        .get_json(None, &format!("/api/collections/{id}/items?filter=area%20%3E%201.6"))
+        .await;
+    assert_eq!(status, 200, "{items}");
+    assert_eq!(items["numberMatched"], 2);
+    assert_eq!(items["features"][0]["id"], 2);
+    assert_eq!(items["features"][0]["properties"]["name"], "b");
+
+    // Deleting a registered dataset keeps the table; an ingested one goes.
+    let deleted = stack
+        .http
+        .delete(stack.url(&format!("/api/datasets/{id}")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM public.parks")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 3);
+    let table = stack.dataset(&admin, &ingested).await["table_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    stack
+        .http
+        .delete(stack.url(&format!("/api/datasets/{ingested}")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert!(!stack.data_tables().await.contains(&table));
+}
+
+#[tokio::test]
+async fn bulk_delete_confirms_each_title() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let first = ingest(&stack, &admin, "First").await;
+    let second = ingest(&stack, &admin, "Second").await;
+    let request = json!({"datasets": [
+        {"dataset_id": first, "confirm_title": "First"},
+        {"dataset_id": second, "confirm_title": "second"},
+        {"dataset_id": uuid::Uuid::now_v7(), "confirm_title": "Ghost"}
+    ]});
+    let response = stack
+        .http
+        .post(stack.url("/api/datasets/bulk-delete/"))
+        .bearer_auth(&admin)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["deleted"], 1);
+    assert_eq!(body["errors"], 2);
+    let codes: Vec<&str> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, vec!["deleted", "title_mismatch", "not_found"]);
+    assert_eq!(stack.dataset_count().await, 1);
+    for count in [0, 101] {
+        let items: Vec<Value> = (0..count)
+            .map(|_| json!({"dataset_id": second, "confirm_title": "Second"}))
+            .collect();
+        let response = stack
+            .http
+            .post(stack.url("/api/datasets/bulk-delete"))
+            .bearer_auth(&admin)
+            .json(&json!({"datasets": items}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{count} items");
+    }
+}
+
+#[tokio::test]
+async fn validation_reports_drift_and_caches_its_result() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let id = ingest(&stack, &admin, "Checked").await;
+    let path = format!("/api/datasets/{id}/validate/");
+    let (status, fresh) = stack.get_json(Some(&admin), &format!("{path}?refresh=true")).await;
+    assert_eq!(status, 200);
+    assert_eq!(fresh["valid"], true, "{fresh}");
+    let table = stack.dataset(&admin, &id).await["table_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sql(&stack, &format!("ALTER TABLE data.\"{table}\" DROP COLUMN name")).await;
+    let (_, cached) = stack.get_json(Some(&admin), &path).await;
+    assert_eq!(cached["valid"], true, "without refresh the cached result");
+    let (_, rechecked) = stack.get_json(Some(&admin), &format!("{path}?refresh=true")).await;
+    assert_eq!(rechecked["valid"], false);
+    assert!(rechecked["problems"].to_string().contains("name"), "{rechecked}");
+
+    let key: Value = stack
+        .http
+        .post(stack.url("/api/auth/api-keys"))
+        .bearer_auth(&admin)
+        .json(&json!({"scope": "read_only"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let read_only = key["key"].as_str().unwrap();
+    let refused = stack
+        .http
+        .get(stack.url(&format!("{path}?refresh=true")))
+        .header("X-Api-Key", read_only)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403, "refresh writes, so read-only keys may not");
+    let allowed = stack
+        .http
+        .get(stack.url(&path))
+        .header("X-Api-Key", read_only)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), 200);
+}
