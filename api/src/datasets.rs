@@ -295,6 +295,7 @@ pub struct Dataset {
     pub(crate) visibility: String,
     pub(crate) status: String,
     pub(crate) publication_version: i32,
+    pub(crate) keywords: Vec<String>,
     pub(crate) source_format: Option<String>,
     pub(crate) source_filename: Option<String>,
     pub(crate) source_layer: Option<String>,
@@ -307,7 +308,7 @@ pub struct Dataset {
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, visibility, status, publication_version, source_format,
+    feature_count, column_info, sample_values, visibility, status, publication_version, keywords, source_format,
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
 
 /// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
@@ -439,6 +440,7 @@ struct DatasetUpdate {
     title: Option<String>,
     summary: Option<String>,
     visibility: Option<String>,
+    keywords: Option<Vec<String>>,
 }
 
 /// Edits title, summary or visibility. A change of visibility rolls the
@@ -460,6 +462,13 @@ async fn update_dataset(
     if let Some(visibility) = &body.visibility {
         check_visibility(visibility)?;
     }
+    if let Some(keywords) = &body.keywords {
+        if keywords.len() > 50 || keywords.iter().any(|k| k.trim().is_empty() || k.chars().count() > 100) {
+            return Err(AppError::unprocessable(
+                "keywords: at most 50, each 1 to 100 characters",
+            ));
+        }
+    }
     writable_dataset(&state, &caller, id).await?;
     sqlx::query(
         "UPDATE datasets SET
@@ -467,6 +476,7 @@ async fn update_dataset(
             summary = coalesce($3, summary),
             publication_version = publication_version + CASE WHEN $4::text IS NOT NULL AND $4 <> visibility THEN 1 ELSE 0 END,
             visibility = coalesce($4, visibility),
+            keywords = coalesce($5, keywords),
             updated_at = now()
          WHERE id = $1",
     )
@@ -474,6 +484,7 @@ async fn update_dataset(
     .bind(body.title.as_deref().map(str::trim))
     .bind(&body.summary)
     .bind(&body.visibility)
+    .bind(&body.keywords)
     .execute(&state.pool)
     .await?;
     state.datasets.forget(id);

@@ -110,6 +110,12 @@ fn table() -> Vec<Row> {
         row("POST", "/api/datasets/bulk-delete", Json(r#"{"datasets": [{"dataset_id": "{dataset_id}", "confirm_title": "Fixture"}]}"#),
             [401, 401, 401, 403, 403, 200, 200, 200]),
         row("GET", "/api/datasets/{dataset_id}/validate", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/search/datasets", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/search/facets", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/search/saved", Json(r#"{"name": "s", "query": {"q": "x"}}"#), [401, 401, 401, 403, 201, 201, 201, 201]),
+        row("GET", "/api/search/saved", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/search/saved/{search_id}/run", None, [401, 401, 401, 404, 404, 404, 404, 404]),
+        row("DELETE", "/api/search/saved/{search_id}", None, [401, 401, 401, 403, 404, 404, 404, 404]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
@@ -259,6 +265,7 @@ async fn authorization_matrix() {
                 .replace("{map_id}", &map.to_string())
                 .replace("{token}", &share)
                 .replace("{file}", "default.json")
+                .replace("{search_id}", &Uuid::now_v7().to_string())
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{user_id}", &fx.viewer_id.to_string());
