@@ -26,7 +26,9 @@ use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, search, state::AppState};
+use crate::{
+    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, sandbox, search, state::AppState,
+};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -49,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .merge(maps::routes())
         .merge(catalog::routes())
         .merge(search::routes())
+        .merge(sandbox::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

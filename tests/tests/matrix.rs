@@ -116,6 +116,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/search/saved", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/search/saved/{search_id}/run", None, [401, 401, 401, 404, 404, 404, 404, 404]),
         row("DELETE", "/api/search/saved/{search_id}", None, [401, 401, 401, 403, 404, 404, 404, 404]),
+        row("POST", "/api/query", Json(r#"{"sql": "SELECT 1 AS one"}"#), [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
