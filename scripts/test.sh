@@ -23,7 +23,7 @@ DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGE
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # Real OGC clients the tests drive: GDAL's ogrinfo (Debian) and OWSLib (PyPI).
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # The MapLibre style-spec validator (npm) checks exported styles.
 command -v npm >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null

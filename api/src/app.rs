@@ -27,7 +27,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, sandbox, search, state::AppState,
+    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, sandbox, search, stac, state::AppState,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .merge(catalog::routes())
         .merge(search::routes())
         .merge(sandbox::routes())
+        .merge(stac::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

@@ -18,6 +18,7 @@ mod ogc;
 mod openapi;
 mod sandbox;
 mod search;
+mod stac;
 mod state;
 
 #[tokio::main]

@@ -1,0 +1,275 @@
+//! A STAC API over the catalog (core and item search): every dataset the
+//! caller may see is an item of the collection `datasets`, its geometry the
+//! dataset's extent, its asset the OGC items route.
+use axum::{Json, extract::State};
+use catalog_shared::AppError;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    auth::Caller,
+    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER},
+    extract::{Json as JsonBody, Query},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(landing))
+        .routes(routes!(search_get, search_post))
+}
+
+const STAC_VERSION: &str = "1.0.0";
+const COLLECTION: &str = "datasets";
+
+/// The STAC landing page (a Catalog).
+#[utoipa::path(get, path = "/api/stac", tag = "stac", responses((status = 200, description = "STAC catalog")))]
+async fn landing(State(state): State<AppState>) -> Json<Value> {
+    let base = format!("{}/api/stac", state.config.public_url);
+    Json(json!({
+        "type": "Catalog",
+        "stac_version": STAC_VERSION,
+        "id": "spatial-data-catalog",
+        "title": "Spatial Data Catalog",
+        "description": "Every dataset of the catalog as a STAC item",
+        "conformsTo": [
+            "https://api.stacspec.org/v1.0.0/core",
+            "https://api.stacspec.org/v1.0.0/item-search",
+        ],
+        "links": [
+            {"rel": "self", "href": base, "type": "application/json"},
+            {"rel": "root", "href": base, "type": "application/json"},
+            {"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "GET"},
+            {"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "POST"},
+        ]
+    }))
+}
+
+/// Item search parameters, from the query string or a POST body.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct SearchRequest {
+    #[schema(value_type = Option<Vec<f64>>)]
+    bbox: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    intersects: Option<Value>,
+    datetime: Option<String>,
+    #[schema(value_type = Option<Vec<String>>)]
+    collections: Option<Value>,
+    #[schema(value_type = Option<Vec<String>>)]
+    ids: Option<Value>,
+    limit: Option<i64>,
+    /// paging cursor from a `next` link
+    token: Option<String>,
+}
+
+/// A comma-separated string (GET) or an array (POST) as a list.
+fn list_of<T: std::str::FromStr>(name: &str, value: &Option<Value>) -> Result<Option<Vec<T>>, AppError> {
+    let bad = || AppError::bad_request(format!("{name} is not a valid list"));
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|p| p.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.parse().map_err(|_| bad()),
+                other => other.to_string().parse().map_err(|_| bad()),
+            })
+            .collect::<Result<_, _>>()
+            .map(Some),
+        _ => Err(bad()),
+    }
+}
+
+fn instant(s: &str) -> Result<Option<DateTime<Utc>>, AppError> {
+    if s.is_empty() || s == ".." {
+        return Ok(None);
+    }
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| Some(t.with_timezone(&Utc)))
+        .map_err(|_| AppError::bad_request("datetime must be an RFC 3339 instant or interval"))
+}
+
+fn item_of(d: &Dataset, base: &str) -> Value {
+    let geometry = d.extent_bbox.as_ref().filter(|b| b.len() == 4).map(|b| {
+        let (w, s, e, n) = (b[0], b[1], b[2], b[3]);
+        json!({"type": "Polygon", "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]]})
+    });
+    json!({
+        "type": "Feature",
+        "stac_version": STAC_VERSION,
+        "id": d.id,
+        "collection": COLLECTION,
+        "geometry": geometry,
+        "bbox": d.extent_bbox,
+        "properties": {
+            "title": d.title,
+            "description": d.summary,
+            "datetime": d.updated_at,
+            "created": d.created_at,
+            "updated": d.updated_at,
+            "keywords": d.keywords,
+            "geometry_type": d.geometry_type,
+            "feature_count": d.feature_count,
+        },
+        "links": [
+            {"rel": "self", "href": format!("{base}/api/datasets/{}", d.id), "type": "application/json"},
+            {"rel": "root", "href": format!("{base}/api/stac"), "type": "application/json"},
+        ],
+        "assets": {
+            "features": {"href": format!("{base}/api/collections/{}/items", d.id), "type": "application/geo+json", "title": "OGC API Features items", "roles": ["data"]}
+        },
+    })
+}
+
+/// The dataset's extent as a geometry (a point when the extent is one), in
+/// two parts across the antimeridian.
+const EXTENT: &str = "CASE WHEN d.extent_bbox[1] <= d.extent_bbox[3]
+      THEN ST_SetSRID(ST_MakeBox2D(ST_Point(d.extent_bbox[1], d.extent_bbox[2]), ST_Point(d.extent_bbox[3], d.extent_bbox[4]))::geometry, 4326)
+      ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point(d.extent_bbox[1], d.extent_bbox[2]), ST_Point(180, d.extent_bbox[4]))::geometry, 4326),
+                      ST_SetSRID(ST_MakeBox2D(ST_Point(-180, d.extent_bbox[2]), ST_Point(d.extent_bbox[3], d.extent_bbox[4]))::geometry, 4326)) END";
+
+async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<Value, AppError> {
+    let limit = r.limit.unwrap_or(10);
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::bad_request("limit must be from 1 to 1000"));
+    }
+    let offset: i64 = match &r.token {
+        Some(t) => t
+            .strip_prefix("offset:")
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| AppError::bad_request("token is not valid"))?,
+        None => 0,
+    };
+    let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
+    let bbox = match bbox.as_deref() {
+        None => None,
+        Some([w, s, e, n]) | Some([w, s, _, e, n, _]) => Some([*w, *s, *e, *n]),
+        Some(_) => return Err(AppError::bad_request("bbox takes 4 or 6 numbers")),
+    };
+    if bbox.is_some() && r.intersects.is_some() {
+        return Err(AppError::bad_request("bbox and intersects cannot be used together"));
+    }
+    let collections: Option<Vec<String>> = list_of("collections", &r.collections)?;
+    if collections.as_ref().is_some_and(|c| !c.iter().any(|c| c == COLLECTION)) {
+        return Ok(
+            json!({"type": "FeatureCollection", "features": [], "links": [], "numberMatched": 0, "numberReturned": 0}),
+        );
+    }
+    let ids: Option<Vec<uuid::Uuid>> = list_of("ids", &r.ids).unwrap_or(Some(Vec::new()));
+    let (start, end) = match r.datetime.as_deref() {
+        None => (None, None),
+        Some(dt) => match dt.split_once('/') {
+            Some((a, b)) => (instant(a)?, instant(b)?),
+            None => {
+                let t = instant(dt)?;
+                (t, t)
+            }
+        },
+    };
+    let intersects = r.intersects.as_ref().map(|g| g.to_string());
+    let bbox_vec: Option<Vec<f64>> = bbox.map(|b| b.to_vec());
+    let sql = format!(
+        "SELECT {}, count(*) OVER () AS total_count FROM datasets d
+         WHERE {} AND d.status = 'ready'
+           AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT},
+                CASE WHEN $3[1] <= $3[3] THEN ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)
+                ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point(180, $3[4]))::geometry, 4326), ST_SetSRID(ST_MakeBox2D(ST_Point(-180, $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)) END)))
+           AND ($4::text IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT}, ST_SetSRID(ST_GeomFromGeoJSON($4), 4326))))
+           AND ($5::uuid[] IS NULL OR cardinality($5) = 0 OR d.id = ANY($5))
+           AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
+           AND ($7::timestamptz IS NULL OR d.created_at <= $7)
+         ORDER BY d.created_at, d.id LIMIT {limit} OFFSET {offset}",
+        DATASET_COLUMNS.split(',').map(|c| format!("d.{}", c.trim())).collect::<Vec<_>>().join(", "),
+        VISIBLE_TO_CALLER.replace("datasets.id", "d.id").replace("visibility", "d.visibility").replace("created_by", "d.created_by"),
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(bbox_vec)
+        .bind(intersects)
+        .bind(ids)
+        .bind(start)
+        .bind(end)
+        .fetch_all(&state.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c == "XX000") => {
+                AppError::bad_request(format!("intersects is not a valid GeoJSON geometry: {}", db.message()))
+            }
+            _ => e.into(),
+        })?;
+    use sqlx::{FromRow, Row};
+    let total: i64 = rows.first().map_or(0, |r| r.get("total_count"));
+    let datasets: Vec<Dataset> = rows.iter().map(Dataset::from_row).collect::<Result<_, _>>()?;
+    let base = &state.config.public_url;
+    let mut links = Vec::new();
+    if offset + (datasets.len() as i64) < total {
+        let mut body = serde_json::Map::new();
+        if let Some(b) = bbox {
+            body.insert("bbox".into(), json!(b));
+        }
+        if let Some(g) = &r.intersects {
+            body.insert("intersects".into(), g.clone());
+        }
+        if let Some(c) = &collections {
+            body.insert("collections".into(), json!(c));
+        }
+        if let Some(dt) = &r.datetime {
+            body.insert("datetime".into(), json!(dt));
+        }
+        body.insert("limit".into(), json!(limit));
+        body.insert("token".into(), json!(format!("offset:{}", offset + limit)));
+        links.push(json!({"rel": "next", "href": format!("{base}/api/stac/search"), "type": "application/geo+json", "method": "POST", "body": body}));
+    }
+    Ok(json!({
+        "type": "FeatureCollection",
+        "features": datasets.iter().map(|d| item_of(d, base)).collect::<Vec<_>>(),
+        "links": links,
+        "numberMatched": total,
+        "numberReturned": datasets.len(),
+    }))
+}
+
+#[utoipa::path(get, path = "/api/stac/search", tag = "stac", responses((status = 200, description = "STAC ItemCollection")))]
+async fn search_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Result<Json<Value>, AppError> {
+    let value = |k: &str| q.get(k).map(|v| Value::String(v.clone()));
+    let request = SearchRequest {
+        bbox: value("bbox"),
+        intersects: q
+            .get("intersects")
+            .map(|s| serde_json::from_str(s))
+            .transpose()
+            .map_err(|_| AppError::bad_request("intersects is not JSON"))?,
+        datetime: q.get("datetime").cloned(),
+        collections: value("collections"),
+        ids: value("ids"),
+        limit: q
+            .get("limit")
+            .map(|l| l.parse())
+            .transpose()
+            .map_err(|_| AppError::bad_request("limit must be an integer"))?,
+        token: q.get("token").cloned(),
+    };
+    Ok(Json(search(&state, &caller, request).await?))
+}
+
+/// STAC item search (read-only keys may use it).
+#[utoipa::path(post, path = "/api/stac/search", tag = "stac", request_body = SearchRequest, responses((status = 200, description = "STAC ItemCollection")))]
+async fn search_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<SearchRequest>,
+) -> Result<Json<Value>, AppError> {
+    Ok(Json(search(&state, &caller, request).await?))
+}
