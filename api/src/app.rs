@@ -27,7 +27,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, sandbox, search, stac, state::AppState,
+    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, records, sandbox, search, stac,
+    state::AppState,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -53,6 +54,7 @@ pub fn router(state: AppState) -> Router {
         .merge(search::routes())
         .merge(sandbox::routes())
         .merge(stac::routes())
+        .merge(records::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

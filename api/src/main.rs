@@ -16,6 +16,7 @@ mod jobs;
 mod maps;
 mod ogc;
 mod openapi;
+mod records;
 mod sandbox;
 mod search;
 mod stac;

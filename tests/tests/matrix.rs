@@ -120,6 +120,16 @@ fn table() -> Vec<Row> {
         row("GET", "/api/stac", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/stac/search", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("POST", "/api/stac/search", Json(r#"{"limit": 5}"#), [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/collections/catalog", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/collections/catalog/items", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/collections/catalog/items/{recordId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("POST", "/api/records", Json(r#"{"title": "r"}"#), [401, 401, 401, 403, 403, 201, 201, 201]),
+        row("GET", "/api/records/{record_id}", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("PUT", "/api/records/{record_id}", Json(r#"{"title": "renamed"}"#), [401, 401, 401, 403, 403, 403, 200, 200]),
+        row("DELETE", "/api/records/{record_id}", None, [401, 401, 401, 403, 403, 403, 204, 204]),
+        row("POST", "/api/records/{record_id}/contacts", Json(r#"{"name": "n"}"#), [401, 401, 401, 403, 403, 403, 201, 201]),
+        row("GET", "/api/records/{record_id}/contacts", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("DELETE", "/api/records/{record_id}/contacts/{contact_id}", None, [401, 401, 401, 403, 403, 403, 204, 204]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
@@ -180,6 +190,24 @@ async fn fixture_map(stack: &Stack, owner: Uuid) -> (Uuid, String) {
         .await
         .unwrap();
     (id, token)
+}
+
+/// A metadata record of the owner's with one contact.
+async fn fixture_record(stack: &Stack, owner: Uuid) -> (Uuid, Uuid) {
+    let (id, contact) = (Uuid::now_v7(), Uuid::now_v7());
+    sqlx::query("INSERT INTO records (id, title, created_by) VALUES ($1, 'Fixture', $2)")
+        .bind(id)
+        .bind(owner)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO record_contacts (id, record_id, name) VALUES ($1, $2, 'c')")
+        .bind(contact)
+        .bind(id)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    (id, contact)
 }
 
 async fn fixtures(stack: &Stack) -> Fixtures {
@@ -261,6 +289,7 @@ async fn authorization_matrix() {
         for (i, caller) in CALLERS.iter().enumerate() {
             let dataset = fixture_dataset(&stack, fx.owner_id).await;
             let (map, share) = fixture_map(&stack, fx.owner_id).await;
+            let (record, contact) = fixture_record(&stack, fx.owner_id).await;
             let path = row
                 .path
                 .replace("{dataset_id}", &dataset.to_string())
@@ -270,6 +299,9 @@ async fn authorization_matrix() {
                 .replace("{token}", &share)
                 .replace("{file}", "default.json")
                 .replace("{search_id}", &Uuid::now_v7().to_string())
+                .replace("{recordId}", &dataset.to_string())
+                .replace("{record_id}", &record.to_string())
+                .replace("{contact_id}", &contact.to_string())
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{user_id}", &fx.viewer_id.to_string());

@@ -116,7 +116,9 @@ async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Js
         .await?;
     let base = &state.config.public_url;
     Ok(Json(json!({
-        "collections": datasets.iter().map(|d| collection_json(base, d)).collect::<Vec<_>>(),
+        "collections": std::iter::once(crate::records::catalog_collection_json(base))
+            .chain(datasets.iter().map(|d| collection_json(base, d)))
+            .collect::<Vec<_>>(),
         "links": [link(format!("{base}/api/collections"), "self", "application/json", "the collections")],
     })))
 }

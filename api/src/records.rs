@@ -1,0 +1,559 @@
+//! OGC API Records: the catalog collection `catalog`, whose records are
+//! every dataset the caller may see (derived from the dataset, so always in
+//! step) and the metadata records people write, with contacts on either.
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::AppError;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::types::Json as SqlJson;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{VISIBLE_TO_CALLER, writable_dataset},
+    extract::{Json as JsonBody, Path, Query},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(catalog_collection))
+        .routes(routes!(catalog_items))
+        .routes(routes!(catalog_item))
+        .routes(routes!(create_record))
+        .routes(routes!(get_record, update_record, delete_record))
+        .routes(routes!(add_contact, list_contacts))
+        .routes(routes!(delete_contact))
+}
+
+pub const CATALOG_ID: &str = "catalog";
+
+/// The catalog collection's description, also listed among the collections.
+pub fn catalog_collection_json(base: &str) -> Value {
+    json!({
+        "id": CATALOG_ID,
+        "title": "Catalog",
+        "description": "Records of every dataset and metadata record",
+        "itemType": "record",
+        "type": "Collection",
+        "links": [
+            {"href": format!("{base}/api/collections/{CATALOG_ID}"), "rel": "self", "type": "application/json"},
+            {"href": format!("{base}/api/collections/{CATALOG_ID}/items"), "rel": "items", "type": "application/geo+json"},
+        ],
+    })
+}
+
+#[utoipa::path(get, path = "/api/collections/catalog", tag = "records", responses((status = 200, description = "the catalog collection")))]
+async fn catalog_collection(State(state): State<AppState>) -> Json<Value> {
+    Json(catalog_collection_json(&state.config.public_url))
+}
+
+/// Both kinds of record as one relation: `r` with id, type, title,
+/// description, keywords, extent, created, updated. $1 caller, $2 admin.
+fn all_records() -> String {
+    let visible = VISIBLE_TO_CALLER
+        .replace("datasets.id", "d.id")
+        .replace("visibility", "d.visibility")
+        .replace("created_by", "d.created_by");
+    format!(
+        "(SELECT d.id, 'dataset'::text AS record_type, d.title, d.summary AS description, d.keywords, d.extent_bbox,
+                 jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id) AS properties,
+                 d.created_at, d.updated_at
+          FROM datasets d WHERE {visible} AND d.status = 'ready'
+          UNION ALL
+          SELECT m.id, m.record_type, m.title, m.description, m.keywords, m.extent_bbox, m.properties, m.created_at, m.updated_at
+          FROM records m) r"
+    )
+}
+
+#[derive(sqlx::FromRow)]
+struct RecordRow {
+    id: Uuid,
+    record_type: String,
+    title: String,
+    description: Option<String>,
+    keywords: Vec<String>,
+    extent_bbox: Option<Vec<f64>>,
+    properties: SqlJson<Value>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+async fn contacts_of(state: &AppState, ids: &[Uuid]) -> Result<Vec<(Uuid, Value)>, AppError> {
+    let rows: Vec<(Uuid, SqlJson<Value>)> = sqlx::query_as(
+        "SELECT record_id, jsonb_build_object('id', id, 'name', name, 'organization', organization, 'email', email, 'role', role)
+         FROM record_contacts WHERE record_id = ANY($1) ORDER BY created_at, id",
+    )
+    .bind(ids)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id, v)| (id, v.0)).collect())
+}
+
+fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
+    let geometry = r.extent_bbox.as_ref().filter(|b| b.len() == 4).map(|b| {
+        json!({"type": "Polygon", "coordinates": [[[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]], [b[0], b[1]]]]})
+    });
+    let mut links = vec![
+        json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items/{}", r.id), "rel": "self", "type": "application/geo+json"}),
+    ];
+    if r.record_type == "dataset" {
+        links.push(json!({"href": format!("{base}/api/collections/{}/items", r.id), "rel": "item", "type": "application/geo+json", "title": "the features"}));
+    }
+    json!({
+        "type": "Feature",
+        "id": r.id,
+        "conformsTo": ["http://www.opengis.net/spec/ogcapi-records-1/1.0/req/record-core"],
+        "geometry": geometry,
+        "properties": {
+            "type": r.record_type,
+            "title": r.title,
+            "description": r.description,
+            "keywords": r.keywords,
+            "created": r.created_at,
+            "updated": r.updated_at,
+            "contacts": contacts,
+            "extra": r.properties.0,
+        },
+        "links": links,
+    })
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+struct RecordQuery {
+    q: Option<String>,
+    bbox: Option<String>,
+    datetime: Option<String>,
+    #[serde(rename = "type")]
+    record_type: Option<String>,
+    ids: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+    /// comma-separated: title, created, updated, type, each with an optional + or - prefix
+    sortby: Option<String>,
+}
+
+fn sort_sql(sortby: Option<&str>) -> Result<String, AppError> {
+    let Some(sortby) = sortby.filter(|s| !s.trim().is_empty()) else {
+        return Ok("r.updated_at DESC, r.id".into());
+    };
+    let mut parts = Vec::new();
+    for key in sortby.split(',') {
+        let key = key.trim();
+        let (name, direction) = match key.strip_prefix('-') {
+            Some(n) => (n, "DESC"),
+            None => (key.trim_start_matches('+'), "ASC"),
+        };
+        let column = match name {
+            "title" => "r.title",
+            "created" => "r.created_at",
+            "updated" => "r.updated_at",
+            "type" => "r.record_type",
+            other => {
+                return Err(AppError::bad_request(format!(
+                    "cannot sort by {other:?}; sortable: title, created, updated, type"
+                )));
+            }
+        };
+        parts.push(format!("{column} {direction}"));
+    }
+    parts.push("r.id".into());
+    Ok(parts.join(", "))
+}
+
+/// Records, filtered by the Records core query parameters and sorted.
+#[utoipa::path(get, path = "/api/collections/catalog/items", tag = "records", params(RecordQuery),
+    responses((status = 200, description = "GeoJSON FeatureCollection of records", content_type = "application/geo+json")))]
+async fn catalog_items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<RecordQuery>,
+) -> Result<Response, AppError> {
+    let limit = q.limit.unwrap_or(10);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=1000).contains(&limit) || offset < 0 {
+        return Err(AppError::bad_request(
+            "limit must be from 1 to 1000 and offset not negative",
+        ));
+    }
+    let bbox: Option<Vec<f64>> = match &q.bbox {
+        None => None,
+        Some(b) => {
+            let v: Vec<f64> = b
+                .split(',')
+                .map(|n| n.trim().parse().ok())
+                .collect::<Option<_>>()
+                .ok_or_else(|| AppError::bad_request("bbox must be four numbers"))?;
+            if v.len() != 4 {
+                return Err(AppError::bad_request("bbox must be four numbers"));
+            }
+            Some(v)
+        }
+    };
+    let ids: Option<Vec<Uuid>> = match &q.ids {
+        None => None,
+        Some(s) => Some(
+            s.split(',')
+                .map(|i| i.trim().parse())
+                .collect::<Result<_, _>>()
+                .map_err(|_| AppError::bad_request("ids must be record ids"))?,
+        ),
+    };
+    let (start, end) = match q.datetime.as_deref() {
+        None => (None, None),
+        Some(dt) => {
+            let parse = |s: &str| -> Result<Option<DateTime<Utc>>, AppError> {
+                if s.is_empty() || s == ".." {
+                    return Ok(None);
+                }
+                DateTime::parse_from_rfc3339(s)
+                    .map(|t| Some(t.with_timezone(&Utc)))
+                    .map_err(|_| AppError::bad_request("datetime must be RFC 3339"))
+            };
+            match dt.split_once('/') {
+                Some((a, b)) => (parse(a)?, parse(b)?),
+                None => (parse(dt)?, parse(dt)?),
+            }
+        }
+    };
+    let order = sort_sql(q.sortby.as_deref())?;
+    let sql = format!(
+        "SELECT r.id, r.record_type, r.title, r.description, r.keywords, r.extent_bbox, r.properties, r.created_at, r.updated_at,
+                count(*) OVER () AS total
+         FROM {} WHERE
+           ($3::text IS NULL OR to_tsvector('simple', r.title || ' ' || coalesce(r.description, '') || ' ' || array_to_string(r.keywords, ' '))
+                @@ websearch_to_tsquery('simple', $3))
+           AND ($4::float8[] IS NULL OR (r.extent_bbox IS NOT NULL AND r.extent_bbox[1] <= $4[3] AND r.extent_bbox[3] >= $4[1]
+                AND r.extent_bbox[2] <= $4[4] AND r.extent_bbox[4] >= $4[2]))
+           AND ($5::text IS NULL OR r.record_type = $5)
+           AND ($6::uuid[] IS NULL OR r.id = ANY($6))
+           AND ($7::timestamptz IS NULL OR r.updated_at >= $7)
+           AND ($8::timestamptz IS NULL OR r.created_at <= $8)
+         ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+        all_records()
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(q.q.as_deref().filter(|s| !s.trim().is_empty()))
+        .bind(bbox)
+        .bind(&q.record_type)
+        .bind(ids)
+        .bind(start)
+        .bind(end)
+        .fetch_all(&state.pool)
+        .await?;
+    use sqlx::{FromRow, Row};
+    let total: i64 = rows.first().map_or(0, |r| r.get("total"));
+    let records: Vec<RecordRow> = rows.iter().map(RecordRow::from_row).collect::<Result<_, _>>()?;
+    let ids: Vec<Uuid> = records.iter().map(|r| r.id).collect();
+    let contacts = contacts_of(&state, &ids).await?;
+    let base = &state.config.public_url;
+    let features: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            record_json(
+                r,
+                contacts
+                    .iter()
+                    .filter(|(id, _)| *id == r.id)
+                    .map(|(_, c)| c.clone())
+                    .collect(),
+                base,
+            )
+        })
+        .collect();
+    let mut links = vec![
+        json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items"), "rel": "self", "type": "application/geo+json"}),
+    ];
+    if offset + limit < total {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in [
+            ("q", &q.q),
+            ("bbox", &q.bbox),
+            ("datetime", &q.datetime),
+            ("type", &q.record_type),
+            ("ids", &q.ids),
+            ("sortby", &q.sortby),
+        ] {
+            if let Some(v) = v {
+                query.append_pair(k, v);
+            }
+        }
+        query
+            .append_pair("limit", &limit.to_string())
+            .append_pair("offset", &(offset + limit).to_string());
+        links.push(json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items?{}", query.finish()), "rel": "next", "type": "application/geo+json"}));
+    }
+    let body = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
+    let mut response = Json(body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    Ok(response)
+}
+
+async fn one_record(state: &AppState, caller: &Caller, id: Uuid) -> Result<Value, AppError> {
+    let sql = format!(
+        "SELECT r.id, r.record_type, r.title, r.description, r.keywords, r.extent_bbox, r.properties, r.created_at, r.updated_at FROM {} WHERE r.id = $3",
+        all_records()
+    );
+    let record: RecordRow = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no record {id}")))?;
+    let contacts = contacts_of(state, &[id]).await?.into_iter().map(|(_, c)| c).collect();
+    Ok(record_json(&record, contacts, &state.config.public_url))
+}
+
+#[utoipa::path(get, path = "/api/collections/catalog/items/{recordId}", tag = "records", params(("recordId" = String, Path)),
+    responses((status = 200, description = "a record"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn catalog_item(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let id: Uuid = id.parse().map_err(|_| AppError::not_found(format!("no record {id}")))?;
+    Ok(Json(one_record(&state, &caller, id).await?))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct RecordInput {
+    title: Option<String>,
+    description: Option<String>,
+    keywords: Option<Vec<String>>,
+    #[serde(rename = "type")]
+    record_type: Option<String>,
+    /// [west, south, east, north]
+    extent_bbox: Option<Vec<f64>>,
+    #[schema(value_type = Option<Object>)]
+    properties: Option<serde_json::Map<String, Value>>,
+}
+
+impl RecordInput {
+    fn validate(&self, creating: bool) -> Result<(), AppError> {
+        match &self.title {
+            None if creating => return Err(AppError::unprocessable("title: is required")),
+            Some(t) if t.trim().is_empty() || t.chars().count() > 500 => {
+                return Err(AppError::unprocessable("title: 1 to 500 characters"));
+            }
+            _ => {}
+        }
+        if self.description.as_ref().is_some_and(|d| d.chars().count() > 10_000) {
+            return Err(AppError::unprocessable("description: at most 10000 characters"));
+        }
+        if self.record_type.as_deref() == Some("dataset") {
+            return Err(AppError::unprocessable("type: dataset records come from datasets"));
+        }
+        if self.extent_bbox.as_ref().is_some_and(|b| b.len() != 4 || b[1] > b[3]) {
+            return Err(AppError::unprocessable("extent_bbox: [west, south, east, north]"));
+        }
+        Ok(())
+    }
+}
+
+/// Writes a metadata record (editor or admin).
+#[utoipa::path(post, path = "/api/records", tag = "records", request_body = RecordInput, responses((status = 201, description = "the record")))]
+async fn create_record(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<RecordInput>,
+) -> Result<(StatusCode, Json<Value>), AppError> {
+    let user = caller.editor()?;
+    input.validate(true)?;
+    let id = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO records (id, record_type, title, description, keywords, extent_bbox, properties, created_by)
+         VALUES ($1, coalesce($2, 'metadata'), $3, $4, coalesce($5, '{}'), $6, coalesce($7, '{}'), $8)",
+    )
+    .bind(id)
+    .bind(&input.record_type)
+    .bind(input.title.as_deref().map(str::trim))
+    .bind(&input.description)
+    .bind(&input.keywords)
+    .bind(&input.extent_bbox)
+    .bind(input.properties.as_ref().map(SqlJson))
+    .bind(user.id)
+    .execute(&state.pool)
+    .await?;
+    Ok((StatusCode::CREATED, Json(one_record(&state, &caller, id).await?)))
+}
+
+#[utoipa::path(get, path = "/api/records/{record_id}", tag = "records", params(("record_id" = Uuid, Path)), responses((status = 200, description = "the record")))]
+async fn get_record(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, AppError> {
+    Ok(Json(one_record(&state, &caller, id).await?))
+}
+
+/// A metadata record the caller may change: its author (editor) or an admin.
+async fn writable_record(state: &AppState, caller: &Caller, id: Uuid) -> Result<(), AppError> {
+    let author: Option<Option<Uuid>> = sqlx::query_scalar("SELECT created_by FROM records WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?;
+    let author = author.ok_or_else(|| AppError::not_found(format!("no record {id}")))?;
+    let user = caller.editor()?;
+    if user.is_admin() || author == Some(user.id) {
+        Ok(())
+    } else {
+        Err(AppError::forbidden(
+            "only the record's author or an admin may change it",
+        ))
+    }
+}
+
+#[utoipa::path(put, path = "/api/records/{record_id}", tag = "records", params(("record_id" = Uuid, Path)), request_body = RecordInput, responses((status = 200, description = "the record")))]
+async fn update_record(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(input): JsonBody<RecordInput>,
+) -> Result<Json<Value>, AppError> {
+    writable_record(&state, &caller, id).await?;
+    input.validate(false)?;
+    sqlx::query(
+        "UPDATE records SET record_type = coalesce($2, record_type), title = coalesce($3, title), description = coalesce($4, description),
+            keywords = coalesce($5, keywords), extent_bbox = coalesce($6, extent_bbox), properties = coalesce($7, properties), updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(&input.record_type)
+    .bind(input.title.as_deref().map(str::trim))
+    .bind(&input.description)
+    .bind(&input.keywords)
+    .bind(&input.extent_bbox)
+    .bind(input.properties.as_ref().map(SqlJson))
+    .execute(&state.pool)
+    .await?;
+    Ok(Json(one_record(&state, &caller, id).await?))
+}
+
+#[utoipa::path(delete, path = "/api/records/{record_id}", tag = "records", params(("record_id" = Uuid, Path)), responses((status = 204, description = "deleted")))]
+async fn delete_record(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, AppError> {
+    writable_record(&state, &caller, id).await?;
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("DELETE FROM record_contacts WHERE record_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM records WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Contacts may be edited by whoever may edit the record (for a dataset's
+/// record: whoever may edit the dataset).
+async fn contacts_writable(state: &AppState, caller: &Caller, record_id: Uuid) -> Result<(), AppError> {
+    let is_dataset: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM datasets WHERE id = $1)")
+        .bind(record_id)
+        .fetch_one(&state.pool)
+        .await?;
+    if is_dataset {
+        writable_dataset(state, caller, record_id).await.map(|_| ())
+    } else {
+        writable_record(state, caller, record_id).await
+    }
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ContactInput {
+    name: String,
+    organization: Option<String>,
+    email: Option<String>,
+    role: Option<String>,
+}
+
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+struct Contact {
+    id: Uuid,
+    record_id: Uuid,
+    name: String,
+    organization: Option<String>,
+    email: Option<String>,
+    role: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+#[utoipa::path(post, path = "/api/records/{record_id}/contacts", tag = "records", params(("record_id" = Uuid, Path)), request_body = ContactInput, responses((status = 201, body = Contact)))]
+async fn add_contact(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(record_id): Path<Uuid>,
+    JsonBody(input): JsonBody<ContactInput>,
+) -> Result<(StatusCode, Json<Contact>), AppError> {
+    contacts_writable(&state, &caller, record_id).await?;
+    if input.name.trim().is_empty() || input.name.chars().count() > 255 {
+        return Err(AppError::unprocessable("name: 1 to 255 characters"));
+    }
+    let contact = sqlx::query_as(
+        "INSERT INTO record_contacts (id, record_id, name, organization, email, role) VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id, record_id, name, organization, email, role, created_at",
+    )
+    .bind(Uuid::now_v7())
+    .bind(record_id)
+    .bind(input.name.trim())
+    .bind(&input.organization)
+    .bind(&input.email)
+    .bind(&input.role)
+    .fetch_one(&state.pool)
+    .await?;
+    Ok((StatusCode::CREATED, Json(contact)))
+}
+
+#[utoipa::path(get, path = "/api/records/{record_id}/contacts", tag = "records", params(("record_id" = Uuid, Path)), responses((status = 200, body = Vec<Contact>)))]
+async fn list_contacts(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(record_id): Path<Uuid>,
+) -> Result<Json<Vec<Contact>>, AppError> {
+    one_record(&state, &caller, record_id).await?;
+    let contacts = sqlx::query_as("SELECT id, record_id, name, organization, email, role, created_at FROM record_contacts WHERE record_id = $1 ORDER BY created_at, id")
+        .bind(record_id)
+        .fetch_all(&state.pool)
+        .await?;
+    Ok(Json(contacts))
+}
+
+#[utoipa::path(delete, path = "/api/records/{record_id}/contacts/{contact_id}", tag = "records", params(("record_id" = Uuid, Path), ("contact_id" = Uuid, Path)),
+    responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn delete_contact(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((record_id, contact_id)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode, AppError> {
+    contacts_writable(&state, &caller, record_id).await?;
+    let deleted = sqlx::query("DELETE FROM record_contacts WHERE id = $1 AND record_id = $2")
+        .bind(contact_id)
+        .bind(record_id)
+        .execute(&state.pool)
+        .await?
+        .rows_affected();
+    if deleted == 0 {
+        return Err(AppError::not_found(format!(
+            "no contact {contact_id} on record {record_id}"
+        )));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

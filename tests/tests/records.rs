@@ -1,0 +1,193 @@
+//! OGC API Records: dataset records in step with their datasets, metadata
+//! records and contacts, query parameters and sorting.
+use catalog_tests::{Stack, StackOptions};
+use serde_json::{Value, json};
+
+async fn ingest(stack: &Stack, token: &str, title: &str, x: f64) -> String {
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, 5.0]}, "properties": {}}]});
+    let job = stack
+        .upload_ok(
+            token,
+            "p.geojson",
+            body.to_string().into_bytes(),
+            &[("title", title), ("visibility", "public")],
+        )
+        .await;
+    stack.wait_job(token, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn titles(page: &Value) -> Vec<String> {
+    page["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["properties"]["title"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn records_follow_datasets_and_take_contacts() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let rivers = ingest(&stack, &token, "Rivers", 10.0).await;
+    ingest(&stack, &token, "Lakes", 50.0).await;
+    let response = stack
+        .http
+        .post(stack.url("/api/records/"))
+        .bearer_auth(&token)
+        .json(&json!({"title": "Hydrology programme", "description": "About rivers and lakes", "keywords": ["water"], "extent_bbox": [0, 0, 20, 10]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let record: Value = response.json().await.unwrap();
+    let record_id = record["id"].as_str().unwrap().to_string();
+    assert_eq!(record["properties"]["type"], "metadata");
+
+    let (status, collection) = stack.get_json(None, "/api/collections/catalog").await;
+    assert_eq!(status, 200);
+    assert_eq!(collection["itemType"], "record");
+    let (status, page) = stack
+        .get_json(None, "/api/collections/catalog/items?sortby=title")
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(titles(&page), vec!["Hydrology programme", "Lakes", "Rivers"]);
+    let (_, page) = stack
+        .get_json(None, "/api/collections/catalog/items?sortby=-title")
+        .await;
+    assert_eq!(titles(&page), vec!["Rivers", "Lakes", "Hydrology programme"]);
+    let (_, page) = stack
+        .get_json(None, "/api/collections/catalog/items?type=dataset&sortby=title")
+        .await;
+    assert_eq!(titles(&page), vec!["Lakes", "Rivers"]);
+    let (_, page) = stack
+        .get_json(None, "/api/collections/catalog/items?bbox=5,0,15,10&sortby=title")
+        .await;
+    assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
+    let (_, page) = stack
+        .get_json(None, "/api/collections/catalog/items?q=rivers&sortby=title")
+        .await;
+    assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
+    let (_, page) = stack
+        .get_json(
+            None,
+            &format!("/api/collections/catalog/items?ids={rivers},{record_id}&sortby=-created"),
+        )
+        .await;
+    assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
+    let (_, page) = stack
+        .get_json(None, "/api/collections/catalog/items?limit=2&sortby=title")
+        .await;
+    assert_eq!(page["numberMatched"], 3);
+    let next = page["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["rel"] == "next")
+        .unwrap()["href"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rest: Value = stack.http.get(&next).send().await.unwrap().json().await.unwrap();
+    assert_eq!(titles(&rest), vec!["Rivers"]);
+    assert_eq!(
+        stack
+            .get_json(None, "/api/collections/catalog/items?sortby=colour")
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
+        stack
+            .get_json(None, "/api/collections/catalog/items?datetime=2000-01-01T00:00:00Z/..")
+            .await
+            .1["numberMatched"],
+        3
+    );
+
+    // A dataset's record changes with the dataset.
+    stack
+        .http
+        .patch(stack.url(&format!("/api/datasets/{rivers}")))
+        .bearer_auth(&token)
+        .json(&json!({"title": "Streams"}))
+        .send()
+        .await
+        .unwrap();
+    let (_, item) = stack
+        .get_json(None, &format!("/api/collections/catalog/items/{rivers}"))
+        .await;
+    assert_eq!(item["properties"]["title"], "Streams");
+
+    let contact = |record: &str| {
+        stack
+            .http
+            .post(stack.url(&format!("/api/records/{record}/contacts/")))
+            .bearer_auth(&token)
+            .json(&json!({"name": "Ana", "role": "pointOfContact", "email": "ana@example.org"}))
+            .send()
+    };
+    let response = contact(&rivers).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let added: Value = response.json().await.unwrap();
+    assert_eq!(contact(&record_id).await.unwrap().status(), 201);
+    let (_, item) = stack
+        .get_json(None, &format!("/api/collections/catalog/items/{rivers}"))
+        .await;
+    assert_eq!(item["properties"]["contacts"][0]["name"], "Ana");
+    let path = format!("/api/records/{rivers}/contacts/{}/", added["id"].as_str().unwrap());
+    assert_eq!(
+        stack
+            .http
+            .delete(stack.url(&path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    assert_eq!(
+        stack
+            .http
+            .delete(stack.url(&path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+
+    let updated = stack
+        .http
+        .put(stack.url(&format!("/api/records/{record_id}")))
+        .bearer_auth(&token)
+        .json(&json!({"title": "Water programme"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.status(), 200);
+    let bad = stack
+        .http
+        .post(stack.url("/api/records"))
+        .bearer_auth(&token)
+        .json(&json!({"description": "untitled"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    let deleted = stack
+        .http
+        .delete(stack.url(&format!("/api/records/{record_id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(stack.get_json(None, &format!("/api/records/{record_id}")).await.0, 404);
+}
