@@ -245,12 +245,10 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
                 item.table_name
             )
         })?;
-    if candidate.srid != Some(4326) {
-        return Err(format!(
-            "the geometry column is in SRID {:?}; registered tables must be in EPSG:4326",
-            candidate.srid
-        ));
-    }
+    let srid = candidate
+        .srid
+        .filter(|s| *s > 0)
+        .ok_or("the geometry column declares no SRID; set one first")?;
     let key: Option<String> = sqlx::query_scalar(
         "SELECT a.attname::text FROM pg_index i
          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
@@ -273,9 +271,10 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .await
     .map_err(fail)?;
     let qualified = format!("{}.{}", quote_ident(&schema), quote_ident(&table));
+    // The extent is recorded in WGS 84 whatever the table's CRS.
     let stats_sql = format!(
-        "SELECT c, CASE WHEN e IS NULL THEN NULL ELSE ARRAY[ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e)] END
-         FROM (SELECT count(*) AS c, ST_Extent({geom}) AS e FROM {qualified}) s",
+        "SELECT c, CASE WHEN g IS NULL THEN NULL ELSE ARRAY[ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g)] END
+         FROM (SELECT count(*) AS c, ST_Transform(ST_SetSRID(ST_Extent({geom})::geometry, {srid}), 4326) AS g FROM {qualified}) s",
         geom = quote_ident(&candidate.geometry_column)
     );
     let stats: Option<(i64, Option<Vec<f64>>)> = sqlx::query_as(sqlx::AssertSqlSafe(stats_sql))
@@ -288,7 +287,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type,
                                srid, source_srid, extent_bbox, feature_count, column_info, visibility, is_registered,
                                source_format, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 4326, 4326, $9, $10, $11, $12, true, 'postgis', $13)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $14, $14, $9, $10, $11, $12, true, 'postgis', $13)",
     )
     .bind(id)
     .bind(item.title.trim())
@@ -303,6 +302,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .bind(SqlJson(&columns))
     .bind(&visibility)
     .bind(admin)
+    .bind(srid)
     .execute(&state.pool)
     .await
     .map_err(fail)?;

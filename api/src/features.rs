@@ -17,7 +17,7 @@ use crate::{
     auth::Caller,
     datasets::{Dataset, visible_dataset, writable_dataset},
     extract::{Json as JsonBody, Path, Query},
-    ogc::items::{Column, feature_sql, published_columns, table_sql},
+    ogc::items::{Column, feature_sql, in_storage_crs, published_columns, table_sql},
     state::AppState,
 };
 
@@ -80,7 +80,10 @@ async fn list_features(
     let columns = published_columns(&dataset);
     let geom = quote_ident(&dataset.geometry_column);
     let condition = if bounds.is_some() {
-        format!("ST_Intersects(t.{geom}, ST_MakeEnvelope($1, $2, $3, $4, 4326))")
+        format!(
+            "ST_Intersects(t.{geom}, {})",
+            in_storage_crs(&dataset, "ST_MakeEnvelope($1, $2, $3, $4, 4326)")
+        )
     } else {
         "TRUE".into()
     };
@@ -213,7 +216,7 @@ async fn create_feature(
     let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
     let columns = published_columns(&dataset);
     let mut names = vec![quote_ident(&dataset.geometry_column)];
-    let geometry_sql = "ST_SetSRID(ST_GeomFromGeoJSON($1), 4326)";
+    let geometry_sql = in_storage_crs(&dataset, "ST_SetSRID(ST_GeomFromGeoJSON($1), 4326)");
     let mut values = vec![if promote {
         format!("ST_Multi({geometry_sql})")
     } else {

@@ -27,6 +27,8 @@ pub struct Queryable {
 pub struct Queryables {
     pub by_name: HashMap<String, Queryable>,
     pub geometry_column: String,
+    /// SRID of the geometry column; literals (in CRS84) are transformed to it.
+    pub srid: i32,
 }
 
 impl Queryables {
@@ -299,6 +301,14 @@ impl Translator<'_> {
         }
     }
 
+    fn to_storage(&self, wgs84: String) -> String {
+        if self.queryables.srid == 4326 || self.queryables.srid <= 0 {
+            wgs84
+        } else {
+            format!("ST_Transform({wgs84}, {})", self.queryables.srid)
+        }
+    }
+
     /// A geometry operand: the geometry queryable, a WKT/GeoJSON literal
     /// (SRID 4326) or a BBOX.
     fn spatial(&mut self, expr: &Expr) -> Result<String, String> {
@@ -315,7 +325,7 @@ impl Translator<'_> {
                     .to_wkt()
                     .map_err(|e| format!("the geometry literal is not valid: {e}"))?;
                 let sql = self.bind(Param::Text(wkt))?;
-                Ok(format!("ST_GeomFromText({sql}, 4326)"))
+                Ok(self.to_storage(format!("ST_GeomFromText({sql}, 4326)")))
             }
             Expr::BBox { bbox } => {
                 let numbers: Vec<f64> = bbox
@@ -334,7 +344,7 @@ impl Translator<'_> {
                 for v in [w, s, e, n] {
                     corners.push(self.bind(Param::Float(v))?);
                 }
-                Ok(format!("ST_MakeEnvelope({}, 4326)", corners.join(", ")))
+                Ok(self.to_storage(format!("ST_MakeEnvelope({}, 4326)", corners.join(", "))))
             }
             other => Err(format!("{} is not a geometry", describe(other))),
         }
@@ -374,6 +384,7 @@ mod tests {
         Queryables {
             by_name,
             geometry_column: "geom".into(),
+            srid: 4326,
         }
     }
 

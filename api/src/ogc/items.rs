@@ -45,9 +45,30 @@ pub fn published_columns(dataset: &Dataset) -> Vec<Column> {
         .unwrap_or_default()
 }
 
+/// A WGS 84 geometry expression in the dataset's storage CRS (registered
+/// tables may use any SRID; ingested ones are stored in 4326).
+pub fn in_storage_crs(dataset: &Dataset, expr: &str) -> String {
+    if dataset.srid == 4326 || dataset.srid <= 0 {
+        expr.to_string()
+    } else {
+        format!("ST_Transform({expr}, {})", dataset.srid)
+    }
+}
+
+/// The dataset's geometry column in WGS 84.
+fn geometry_in_wgs84(dataset: &Dataset) -> String {
+    let column = format!("t.{}", quote_ident(&dataset.geometry_column));
+    if dataset.srid == 4326 || dataset.srid <= 0 {
+        column
+    } else {
+        format!("ST_Transform({column}, 4326)")
+    }
+}
+
 fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
     let mut q = Queryables {
         geometry_column: dataset.geometry_column.clone(),
+        srid: dataset.srid,
         ..Default::default()
     };
     q.by_name.insert(
@@ -94,7 +115,7 @@ fn properties_sql(columns: &[Column]) -> String {
 /// The SQL of one feature as GeoJSON text.
 pub(crate) fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) -> String {
     let geometry = if include_geometry {
-        format!("ST_AsGeoJSON(t.{})::json", quote_ident(&dataset.geometry_column))
+        format!("ST_AsGeoJSON({})::json", geometry_in_wgs84(dataset))
     } else {
         "NULL::json".into()
     };
@@ -221,12 +242,13 @@ fn parse_request(
                 let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
                     let first = params.len() + 1;
                     params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
-                    format!(
-                        "ST_Intersects({geom}, ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326))",
+                    let envelope = format!(
+                        "ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326)",
                         first + 1,
                         first + 2,
                         first + 3
-                    )
+                    );
+                    format!("ST_Intersects({geom}, {})", in_storage_crs(dataset, &envelope))
                 };
                 // West greater than east: the box crosses the antimeridian.
                 let condition = if w <= e {
