@@ -447,7 +447,8 @@ async fn styles_validate_and_round_trip() {
     let body = json!({
         "name": "Layers", "description": "Several kinds", "zoom": 6, "center_lng": 4.5, "center_lat": 51.2, "bearing": 10, "pitch": 30,
         "basemap_style": "https://tiles.example/{z}/{x}/{y}.png",
-        "basemap_config": {"label_mode": "subtle", "opacity": 0.8, "background_color": "#eeeeee", "basemap_position": "bottom"},
+        "basemap_config": {"label_mode": "subtle", "opacity": 0.8, "background_color": "#eeeeee", "basemap_position": "bottom",
+                           "land_water_tone": "muted", "relief_contrast": "standard", "projection": "globe"},
         "terrain_config": {"enabled": true, "source_dataset_id": points, "exaggeration": 1.5},
         "plugins": ["measure"], "legend_title": "Legend",
         "layers": [
@@ -476,12 +477,17 @@ async fn styles_validate_and_round_trip() {
         .collect();
     assert_eq!(
         kinds,
-        vec!["background", "raster", "line", "circle"],
+        vec!["background", "raster", "hillshade", "line", "circle"],
         "basemap below, layers in draw order"
     );
-    let line = &style["layers"][2];
+    assert_eq!(style["projection"]["type"], "globe");
+    assert_eq!(
+        style["layers"][1]["paint"]["raster-saturation"], -0.5,
+        "a muted basemap"
+    );
+    let line = &style["layers"][3];
     assert_eq!(line["layout"]["visibility"], "none");
-    let circle = &style["layers"][3];
+    let circle = &style["layers"][4];
     assert_eq!(circle["paint"]["circle-opacity"], 0.5);
     assert_eq!(circle["paint"]["circle-radius"], 7);
     assert!(

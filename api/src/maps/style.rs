@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{
     insert_map,
-    model::{MapInput, MapLayerInput, MapResponse},
+    model::{MapInput, MapLayerInput, MapResponse, Projection, Relief, Tone},
     readable_map, with_etag,
 };
 use crate::{auth::Caller, extract::Path, state::AppState};
@@ -92,7 +92,28 @@ pub fn style_of(map: &MapResponse, base: &str) -> Value {
             "basemap".into(),
             json!({"type": "raster", "tiles": [map.basemap_style], "tileSize": 256}),
         );
-        basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": {"raster-opacity": config.opacity}}));
+        let mut paint = json!({"raster-opacity": config.opacity});
+        // A raster basemap can only be toned as a whole.
+        match config.land_water_tone {
+            Tone::Muted => paint["raster-saturation"] = json!(-0.5),
+            Tone::Monochrome => paint["raster-saturation"] = json!(-1),
+            Tone::Contrast => paint["raster-contrast"] = json!(0.3),
+            Tone::Default => {}
+        }
+        basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": paint}));
+    }
+    let terrain = map
+        .terrain_config
+        .as_ref()
+        .filter(|t| t.enabled)
+        .and_then(|t| t.source_dataset_id.map(|dem| (t, dem)));
+    if let (Some(relief), Some(_)) = (config.relief_contrast, terrain) {
+        let exaggeration = match relief {
+            Relief::Soft => 0.25,
+            Relief::Standard => 0.5,
+            Relief::Strong => 0.8,
+        };
+        basemap_layers.push(json!({"id": "relief", "type": "hillshade", "source": "terrain", "paint": {"hillshade-exaggeration": exaggeration}}));
     }
     if config.basemap_position == Some(super::model::Position::Top) {
         layers.extend(data_layers);
@@ -127,15 +148,16 @@ pub fn style_of(map: &MapResponse, base: &str) -> Value {
     if let Some(zoom) = map.zoom {
         style["zoom"] = json!(zoom);
     }
-    if let Some(terrain) = map.terrain_config.as_ref().filter(|t| t.enabled) {
-        if let Some(dem) = terrain.source_dataset_id {
-            style["sources"]["terrain"] = json!({
-                "type": "raster-dem",
-                "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png")],
-                "tileSize": 256,
-            });
-            style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
-        }
+    if let Some((terrain, dem)) = terrain {
+        style["sources"]["terrain"] = json!({
+            "type": "raster-dem",
+            "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png")],
+            "tileSize": 256,
+        });
+        style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
+    }
+    if config.projection == Some(Projection::Globe) {
+        style["projection"] = json!({"type": "globe"});
     }
     style
 }
