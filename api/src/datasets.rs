@@ -391,14 +391,7 @@ async fn list_datasets(
     caller: Caller,
     Query(q): Query<DatasetListQuery>,
 ) -> Result<Json<DatasetList>, AppError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(AppError::bad_request("limit must be from 1 to 1000"));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(AppError::bad_request("offset must not be negative"));
-    }
+    let (limit, offset) = crate::extract::page(q.limit, q.offset, 100, 1000)?;
     let sql = format!(
         "SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER}
          ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"

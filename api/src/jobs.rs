@@ -100,14 +100,7 @@ async fn list_jobs(
             )));
         }
     }
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
-        return Err(AppError::bad_request("limit must be from 1 to 200"));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(AppError::bad_request("offset must not be negative"));
-    }
+    let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs
          WHERE created_by = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)

@@ -176,13 +176,7 @@ async fn catalog_items(
     caller: Caller,
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
-    let limit = q.limit.unwrap_or(10);
-    let offset = q.offset.unwrap_or(0);
-    if !(1..=1000).contains(&limit) || offset < 0 {
-        return Err(AppError::bad_request(
-            "limit must be from 1 to 1000 and offset not negative",
-        ));
-    }
+    let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
     let bbox: Option<Vec<f64>> = match &q.bbox {
         None => None,
         Some(b) => {

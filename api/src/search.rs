@@ -102,13 +102,7 @@ struct HitRow {
 }
 
 async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Result<SearchResults, AppError> {
-    let limit = s.limit.unwrap_or(20);
-    let offset = s.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset < 0 {
-        return Err(AppError::bad_request(
-            "limit must be from 1 to 200 and offset not negative",
-        ));
-    }
+    let (limit, offset) = crate::extract::page(s.limit, s.offset, 20, 200)?;
     if s.q.as_ref().is_some_and(|q| q.chars().count() > 500) {
         return Err(AppError::bad_request("q must be at most 500 characters"));
     }

@@ -277,6 +277,34 @@ impl Stack {
         body["job_id"].as_str().unwrap().to_string()
     }
 
+    /// Uploads a GeoJSON document, waits for its ingest and answers the
+    /// dataset id, asserting the job succeeded.
+    pub async fn ingest_geojson(&self, token: &str, geojson: &Value, fields: &[(&str, &str)]) -> String {
+        let job_id = self
+            .upload_ok(token, "data.geojson", geojson.to_string().into_bytes(), fields)
+            .await;
+        let job = self.wait_job(token, &job_id).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        job["dataset_id"].as_str().unwrap().to_string()
+    }
+
+    /// A new API key of the token's user.
+    pub async fn api_key(&self, token: &str, scope: &str) -> String {
+        let response = self
+            .http
+            .post(self.url("/api/auth/api-keys"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"scope": scope}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     pub async fn job(&self, token: &str, job_id: &str) -> Value {
         let response = self
             .http

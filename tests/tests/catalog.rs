@@ -12,13 +12,7 @@ async fn sql(stack: &Stack, statement: &str) {
 async fn ingest(stack: &Stack, token: &str, title: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a", "n": 1}}]});
-    let job = stack
-        .upload_ok(token, "p.geojson", body.to_string().into_bytes(), &[("title", title)])
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    stack.ingest_geojson(token, &body, &[("title", title)]).await
 }
 
 #[tokio::test]

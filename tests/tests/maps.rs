@@ -8,30 +8,15 @@ use serde_json::{Value, json};
 async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a"}}]});
-    let job = stack
-        .upload_ok(
-            token,
-            "p.geojson",
-            body.to_string().into_bytes(),
-            &[("visibility", visibility)],
-        )
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    stack
+        .ingest_geojson(token, &body, &[("visibility", visibility), ("title", "p")])
+        .await
 }
 
 async fn line_dataset(stack: &Stack, token: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}, "properties": {}}]});
-    let job = stack
-        .upload_ok(token, "l.geojson", body.to_string().into_bytes(), &[])
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    stack.ingest_geojson(token, &body, &[]).await
 }
 
 async fn post_map(stack: &Stack, token: &str, body: &Value) -> reqwest::Response {

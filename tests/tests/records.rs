@@ -6,18 +6,9 @@ use serde_json::{Value, json};
 async fn ingest(stack: &Stack, token: &str, title: &str, x: f64) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, 5.0]}, "properties": {}}]});
-    let job = stack
-        .upload_ok(
-            token,
-            "p.geojson",
-            body.to_string().into_bytes(),
-            &[("title", title), ("visibility", "public")],
-        )
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    stack
+        .ingest_geojson(token, &body, &[("title", title), ("visibility", "public")])
+        .await
 }
 
 fn titles(page: &Value) -> Vec<String> {

@@ -6,18 +6,13 @@ use serde_json::{Value, json};
 async fn ingest(stack: &Stack, token: &str, title: &str, summary: &str, visibility: &str, geometry: Value) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": geometry, "properties": {"Species": "oak"}}]});
-    let job = stack
-        .upload_ok(
+    stack
+        .ingest_geojson(
             token,
-            "d.geojson",
-            body.to_string().into_bytes(),
+            &body,
             &[("title", title), ("summary", summary), ("visibility", visibility)],
         )
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+        .await
 }
 
 #[tokio::test]

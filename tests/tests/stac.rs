@@ -7,18 +7,7 @@ use serde_json::{Value, json};
 async fn dataset_at(stack: &Stack, token: &str, x: f64, visibility: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, 10.0]}, "properties": {}}]});
-    let job = stack
-        .upload_ok(
-            token,
-            "p.geojson",
-            body.to_string().into_bytes(),
-            &[("visibility", visibility)],
-        )
-        .await;
-    stack.wait_job(token, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    stack.ingest_geojson(token, &body, &[("visibility", visibility)]).await
 }
 
 #[tokio::test]

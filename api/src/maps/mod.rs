@@ -379,13 +379,7 @@ async fn list_maps(
     caller: Caller,
     Query(q): Query<MapListQuery>,
 ) -> Result<Json<MapList>, AppError> {
-    let limit = q.limit.unwrap_or(50);
-    let offset = q.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset < 0 {
-        return Err(AppError::bad_request(
-            "limit must be from 1 to 200 and offset not negative",
-        ));
-    }
+    let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
     let visible =
         "($2 OR visibility = 'public' OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1)))";
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
