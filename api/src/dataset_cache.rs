@@ -14,9 +14,12 @@ use crate::datasets::Dataset;
 const TTL: Duration = Duration::from_secs(60);
 const MAX_ENTRIES: usize = 10_000;
 
+/// When each record was fetched, by dataset id.
+type Entries = HashMap<Uuid, (Instant, Arc<Dataset>)>;
+
 #[derive(Clone, Default)]
 pub struct DatasetCache {
-    entries: Arc<Mutex<HashMap<Uuid, (Instant, Arc<Dataset>)>>>,
+    entries: Arc<Mutex<Entries>>,
 }
 
 impl DatasetCache {

@@ -455,12 +455,12 @@ async fn update_dataset(
     if let Some(visibility) = &body.visibility {
         check_visibility(visibility)?;
     }
-    if let Some(keywords) = &body.keywords {
-        if keywords.len() > 50 || keywords.iter().any(|k| k.trim().is_empty() || k.chars().count() > 100) {
-            return Err(AppError::unprocessable(
-                "keywords: at most 50, each 1 to 100 characters",
-            ));
-        }
+    if let Some(keywords) = &body.keywords
+        && (keywords.len() > 50 || keywords.iter().any(|k| k.trim().is_empty() || k.chars().count() > 100))
+    {
+        return Err(AppError::unprocessable(
+            "keywords: at most 50, each 1 to 100 characters",
+        ));
     }
     writable_dataset(&state, &caller, id).await?;
     sqlx::query(

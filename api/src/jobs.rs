@@ -92,13 +92,13 @@ async fn list_jobs(
     Query(q): Query<JobListQuery>,
 ) -> Result<Json<JobList>, AppError> {
     let user = caller.signed_in()?;
-    if let Some(status) = &q.status {
-        if !JOB_STATUSES.contains(&status.as_str()) {
-            return Err(AppError::bad_request(format!(
-                "status must be one of {}",
-                JOB_STATUSES.join(", ")
-            )));
-        }
+    if let Some(status) = &q.status
+        && !JOB_STATUSES.contains(&status.as_str())
+    {
+        return Err(AppError::bad_request(format!(
+            "status must be one of {}",
+            JOB_STATUSES.join(", ")
+        )));
     }
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
     let sql = format!(

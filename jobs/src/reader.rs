@@ -386,12 +386,12 @@ unsafe fn write_geometry(
             let linear = gdal_sys::OGR_G_GetLinearGeometry(geom.0, 0.0, std::ptr::null_mut());
             geom = OwnedGeometry(linear);
         }
-        if let Some(ct) = transform {
-            if gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE {
-                return Err(ReadError::Invalid(
-                    "the geometry could not be reprojected to EPSG:4326".into(),
-                ));
-            }
+        if let Some(ct) = transform
+            && gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE
+        {
+            return Err(ReadError::Invalid(
+                "the geometry could not be reprojected to EPSG:4326".into(),
+            ));
         }
         let mut flat = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
         if let GeomTarget::Fixed(wanted) = target {

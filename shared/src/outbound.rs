@@ -57,10 +57,10 @@ impl OutboundPolicy {
                 "{host} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists"
             ));
         }
-        if let Some(ip) = literal_ip(url) {
-            if !is_public(ip) {
-                return Err(format!("{ip} is not a public address"));
-            }
+        if let Some(ip) = literal_ip(url)
+            && !is_public(ip)
+        {
+            return Err(format!("{ip} is not a public address"));
         }
         Ok(())
     }
@@ -130,11 +130,11 @@ impl Resolve for GuardedResolver {
         Box::pin(async move {
             let host = name.as_str().to_string();
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if !policy.host_allowed(&host) {
-                if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-                    let msg = format!("{host} resolves to {}, which is not a public address", bad.ip());
-                    return Err(msg.into());
-                }
+            if !policy.host_allowed(&host)
+                && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
+            {
+                let msg = format!("{host} resolves to {}, which is not a public address", bad.ip());
+                return Err(msg.into());
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })

@@ -189,10 +189,10 @@ impl Stack {
     async fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(r) = self.http.get(self.url("/api/health")).send().await {
-                if r.status().is_success() {
-                    return;
-                }
+            if let Ok(r) = self.http.get(self.url("/api/health")).send().await
+                && r.status().is_success()
+            {
+                return;
             }
             if let Some(status) = self.api.as_mut().unwrap().try_wait().unwrap() {
                 panic!("API exited with {status}:\n{}", self.logs());

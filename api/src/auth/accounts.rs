@@ -310,13 +310,13 @@ async fn update_user(
     if let Some(role) = &body.role {
         check_role(role)?;
     }
-    if let Some(status) = &body.status {
-        if !STATUSES.contains(&status.as_str()) {
-            return Err(AppError::unprocessable(format!(
-                "status must be one of {}",
-                STATUSES.join(", ")
-            )));
-        }
+    if let Some(status) = &body.status
+        && !STATUSES.contains(&status.as_str())
+    {
+        return Err(AppError::unprocessable(format!(
+            "status must be one of {}",
+            STATUSES.join(", ")
+        )));
     }
     if let Some(email) = &body.email {
         check_email(email)?;
@@ -339,10 +339,10 @@ async fn update_user(
     .bind(&body.role)
     .execute(&mut *tx)
     .await;
-    if let Err(sqlx::Error::Database(db)) = &updated {
-        if db.code().as_deref() == Some("23505") {
-            return Err(AppError::conflict("that email is already taken"));
-        }
+    if let Err(sqlx::Error::Database(db)) = &updated
+        && db.code().as_deref() == Some("23505")
+    {
+        return Err(AppError::conflict("that email is already taken"));
     }
     updated?;
     let role_changed = body.role.as_ref().is_some_and(|r| *r != old_role);

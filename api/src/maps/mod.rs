@@ -439,12 +439,13 @@ async fn update_map(
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
-    if let Some(expected) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
-        if expected.trim() != format!("\"{}\"", current.timestamp_micros()) && expected.trim() != "*" {
-            return Err(AppError::conflict(
-                "the map changed since it was read; load it again and reapply the change",
-            ));
-        }
+    if let Some(expected) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok())
+        && expected.trim() != format!("\"{}\"", current.timestamp_micros())
+        && expected.trim() != "*"
+    {
+        return Err(AppError::conflict(
+            "the map changed since it was read; load it again and reapply the change",
+        ));
     }
     write_map(&mut tx, id, &input).await?;
     let map = load_map(&mut tx, id)

@@ -236,10 +236,10 @@ impl MapInput {
         within("bearing", self.bearing, -180.0, 180.0)?;
         within("center_lng", self.center_lng, -180.0, 180.0)?;
         within("center_lat", self.center_lat, -90.0, 90.0)?;
-        if let Some(v) = &self.visibility {
-            if !matches!(v.as_str(), "private" | "internal" | "public") {
-                return Err(invalid("visibility", "must be private, internal or public"));
-            }
+        if let Some(v) = &self.visibility
+            && !matches!(v.as_str(), "private" | "internal" | "public")
+        {
+            return Err(invalid("visibility", "must be private, internal or public"));
         }
         if self.plugins.as_ref().is_some_and(|p| p.len() > MAX_PLUGINS) {
             return Err(invalid("plugins", &format!("at most {MAX_PLUGINS} items")));

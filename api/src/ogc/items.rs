@@ -310,13 +310,12 @@ fn parse_request(
 /// A query the filter made invalid for the column types (a date that is no
 /// date, text compared with a number) is the caller's error.
 fn query_error(e: sqlx::Error) -> AppError {
-    if let sqlx::Error::Database(db) = &e {
-        if db
+    if let sqlx::Error::Database(db) = &e
+        && db
             .code()
             .is_some_and(|c| c.starts_with("22") || c == "42883" || c == "42804" || c == "42846")
-        {
-            return bad(format!("the filter does not fit the data: {}", db.message()));
-        }
+    {
+        return bad(format!("the filter does not fit the data: {}", db.message()));
     }
     e.into()
 }
