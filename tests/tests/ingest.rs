@@ -332,3 +332,67 @@ async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
         .unwrap();
     assert_eq!(jobs, 0, "refused uploads enqueue nothing");
 }
+
+#[tokio::test]
+async fn messy_files_still_load() {
+    let stack = Stack::start_with(StackOptions::workers(2)).await;
+    let token = stack.admin_token().await;
+
+    // Mixed geometry kinds, a feature without geometry, nested properties.
+    let mixed = serde_json::json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 1]}, "properties": {"kind": "p", "meta": {"a": 1}}},
+        {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [2, 2]]}, "properties": {"kind": "l"}},
+        {"type": "Feature", "geometry": null, "properties": {"kind": "none"}}
+    ]});
+    let d = &ingest_one(&stack, &token, "mixed.geojson", mixed.to_string().into_bytes(), &[]).await[0];
+    assert_eq!(d["feature_count"], 3);
+    assert_eq!(d["geometry_type"], "Geometry");
+    assert_extent(d, [0.0, 0.0, 2.0, 2.0]);
+
+    // Semicolons, Latin-1 bytes, capitalised coordinate headers.
+    let mut csv = b"Name;Longitude;Latitude\n".to_vec();
+    csv.extend_from_slice(b"Z\xfcrich;8.54;47.37\nM\xfcnchen;11.58;48.14\n");
+    let d = &ingest_one(&stack, &token, "cities.csv", csv, &[]).await[0];
+    assert_eq!(d["feature_count"], 2);
+    assert_eq!(d["geometry_type"], "Point");
+    let sql = format!(
+        "SELECT count(*) FROM data.\"{}\" WHERE name IN ('Zürich', 'München')",
+        d["table_name"].as_str().unwrap()
+    );
+    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 2, "Latin-1 text is decoded");
+
+    // A shapefile set in a folder with upper-case extensions, beside a readme.
+    let members: Vec<(String, Vec<u8>)> = shapefile_members("shp/naturalearth_cities")
+        .into_iter()
+        .map(|(name, bytes)| {
+            let (stem, ext) = name.rsplit_once('.').unwrap();
+            (format!("export/{stem}.{}", ext.to_uppercase()), bytes)
+        })
+        .chain([("export/README.txt".to_string(), b"cities".to_vec())])
+        .collect();
+    let d = &ingest_one(&stack, &token, "export.zip", zip_owned(&members), &[]).await[0];
+    assert_eq!(d["feature_count"], 243);
+
+    // A wide table: more columns than one json_build_object call takes.
+    let properties: serde_json::Map<String, Value> =
+        (0..120).map(|i| (format!("Column {i}"), Value::from(i))).collect();
+    let wide = serde_json::json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]}, "properties": properties}]});
+    let d = ingest_one(
+        &stack,
+        &token,
+        "wide.geojson",
+        wide.to_string().into_bytes(),
+        &[("visibility", "public")],
+    )
+    .await;
+    let id = d[0]["id"].as_str().unwrap();
+    let (status, item) = stack.get_json(None, &format!("/api/collections/{id}/items/1")).await;
+    assert_eq!(status, 200);
+    assert_eq!(item["properties"].as_object().unwrap().len(), 120);
+    assert_eq!(item["properties"]["column_119"], 119);
+}
