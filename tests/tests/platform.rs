@@ -301,3 +301,22 @@ async fn dataset_visibility_edit_and_delete() {
         "the ingested table is dropped"
     );
 }
+
+#[tokio::test]
+async fn the_sign_in_screen_gets_its_options_and_banner() {
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("BANNER_ENABLED", "true")
+            .env("BANNER_TEXT", "Staging")
+            .env("BANNER_COLOR", "#ff8800"),
+    )
+    .await;
+    let (status, config) = stack.get_json(None, "/api/auth/config").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        config["banner"],
+        json!({"enabled": true, "text": "Staging", "color": "#ff8800"})
+    );
+    assert_eq!(config["password_login_enabled"], true);
+    assert!(config.get("demo_mode").is_none(), "demo mode is gone since 1.7.0");
+}

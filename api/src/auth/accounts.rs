@@ -19,6 +19,7 @@ use crate::{
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(me))
+        .routes(routes!(auth_config))
         .routes(routes!(register))
         .routes(routes!(change_password))
         .routes(routes!(create_user, list_users))
@@ -352,4 +353,20 @@ async fn update_user(
     }
     tx.commit().await?;
     Ok(Json(user_response(&state, id).await?))
+}
+
+/// What the sign-in screen needs: how people can sign in, and the site banner.
+#[utoipa::path(get, path = "/api/auth/config", tag = "auth", responses((status = 200, description = "sign-in options and the site banner")))]
+async fn auth_config(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let config = &state.config;
+    Json(serde_json::json!({
+        "password_login_enabled": true,
+        "registration_enabled": true,
+        "oauth_providers": [],
+        "banner": {
+            "enabled": config.banner_enabled,
+            "text": config.banner_text,
+            "color": config.banner_color,
+        },
+    }))
 }
