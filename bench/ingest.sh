@@ -5,42 +5,24 @@
 # pickup latency on an idle system.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
 POINTS=${POINTS:-1000000}
 PORT=${CATALOG_BENCH_PG_PORT:-54331}
 DIR="$ROOT/.data/bench-pg"
 WORK="$ROOT/.data/bench"
+API_PORT=${BENCH_API_PORT:-18080}
 mkdir -p "$WORK"
 
 ensure_packages
 start_cluster "$DIR" "$PORT"
 trap 'kill ${API:-} ${WORKER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
-psql -h 127.0.0.1 -p "$PORT" -U catalog -d postgres -qc "DROP DATABASE IF EXISTS bench WITH (FORCE)" >/dev/null
-ensure_database "$PORT" bench
+fresh_bench_database
 
-GPKG="$WORK/points_$POINTS.gpkg"
-if [[ ! -s $GPKG ]]; then
-  log "generating $GPKG (seeded)"
-  python3 bench/gen_points.py "$POINTS" "$WORK/points_$POINTS.csv"
-  ogr2ogr -f GPKG "$GPKG" "$WORK/points_$POINTS.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
-    -oo KEEP_GEOM_COLUMNS=NO -oo AUTODETECT_TYPE=YES -a_srs EPSG:4326 -nln points -nlt POINT
-fi
+GPKG=$(bench_gpkg)
 
-log "building (release)"
-cargo build --release --bins -q
-BIN=$CARGO_TARGET_DIR/release
-export DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/bench"
-export JWT_SECRET=bench-secret-bench-secret-bench-secret
-export STORAGE_URL="file://$WORK/storage"
-export BIND_ADDR=127.0.0.1:${BENCH_API_PORT:-18080}
-export BOOTSTRAP_ADMIN_USERNAME=admin BOOTSTRAP_ADMIN_PASSWORD=Bench-Password-1
-export RUST_LOG=${RUST_LOG:-warn,catalog_jobs=info}
-rm -rf "$WORK/storage"
-"$BIN/catalog-api" >"$WORK/api.log" 2>&1 &
-API=$!
-"$BIN/catalog-worker" >"$WORK/worker.log" 2>&1 &
-WORKER=$!
+start_service
 
 log "ogr2ogr -f PostgreSQL (PG_USE_COPY=YES, key and GiST index)"
 start=$(date +%s.%N)
