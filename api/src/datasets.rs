@@ -312,16 +312,21 @@ pub(crate) const DATASET_COLUMNS: &str =
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
 
 /// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
-/// admin) for datasets the caller may see: public to anyone, internal to
-/// any signed-in user, restricted to users granted it, and everything to
-/// its owner and to admins.
-pub(crate) const VISIBLE_TO_CALLER: &str = "($2 OR visibility = 'public'
-    OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1
-        OR (visibility = 'restricted' AND EXISTS (
-            SELECT 1 FROM dataset_grants g WHERE g.dataset_id = datasets.id AND g.user_id = $1)))))";
+/// admin) for rows of `datasets` — under the name or alias `table` — the
+/// caller may see: public to anyone, internal to any signed-in user,
+/// restricted to users granted it, and everything to its owner and admins.
+pub(crate) fn visible_to_caller(table: &str) -> String {
+    format!(
+        "($2 OR {table}.visibility = 'public'
+          OR ($1::uuid IS NOT NULL AND ({table}.visibility = 'internal' OR {table}.created_by = $1
+              OR ({table}.visibility = 'restricted' AND EXISTS (
+                  SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = $1)))))"
+    )
+}
 
 pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = $3");
+    let visible = visible_to_caller("datasets");
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND id = $3");
     sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
@@ -392,8 +397,9 @@ async fn list_datasets(
     Query(q): Query<DatasetListQuery>,
 ) -> Result<Json<DatasetList>, AppError> {
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 100, 1000)?;
+    let visible = visible_to_caller("datasets");
     let sql = format!(
-        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER}
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible}
          ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
     );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -403,7 +409,7 @@ async fn list_datasets(
         .bind(offset)
         .fetch_all(&state.pool)
         .await?;
-    let count_sql = format!("SELECT count(*) FROM datasets WHERE {VISIBLE_TO_CALLER}");
+    let count_sql = format!("SELECT count(*) FROM datasets WHERE {visible}");
     let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())

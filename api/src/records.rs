@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
-    datasets::{VISIBLE_TO_CALLER, writable_dataset},
+    datasets::{visible_to_caller, writable_dataset},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
@@ -58,10 +58,7 @@ async fn catalog_collection(State(state): State<AppState>) -> Json<Value> {
 /// Both kinds of record as one relation: `r` with id, type, title,
 /// description, keywords, extent, created, updated. $1 caller, $2 admin.
 fn all_records() -> String {
-    let visible = VISIBLE_TO_CALLER
-        .replace("datasets.id", "d.id")
-        .replace("visibility", "d.visibility")
-        .replace("created_by", "d.created_by");
+    let visible = visible_to_caller("d");
     format!(
         "(SELECT d.id, 'dataset'::text AS record_type, d.title, d.summary AS description, d.keywords, d.extent_bbox,
                  jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id) AS properties,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{auth::Caller, datasets::VISIBLE_TO_CALLER, extract::Json as JsonBody, state::AppState};
+use crate::{auth::Caller, datasets::visible_to_caller, extract::Json as JsonBody, state::AppState};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(run_query))
@@ -94,8 +94,9 @@ async fn run_query(
             "the SQL sandbox is not set up: the database user needs CREATEROLE once, at migration",
         ));
     }
+    let visible = visible_to_caller("datasets");
     let tables: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT schema_name, table_name FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready'"
+        "SELECT schema_name, table_name FROM datasets WHERE {visible} AND status = 'ready'"
     )))
     .bind(caller.user_id())
     .bind(caller.is_admin())

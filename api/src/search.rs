@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER},
+    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
@@ -58,7 +58,7 @@ fn conditions() -> String {
          AND ($6::text IS NULL OR $6 = ANY(d.keywords))
          AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM users o WHERE o.id = d.created_by AND lower(o.username) = lower($7)))
          AND ($8::text IS NULL OR d.source_format = $8)",
-        visible = VISIBLE_TO_CALLER.replace("datasets.id", "d.id").replace("visibility", "d.visibility").replace("created_by", "d.created_by")
+        visible = visible_to_caller("d")
     )
 }
 

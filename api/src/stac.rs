@@ -10,7 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER},
+    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
     extract::{Json as JsonBody, Query},
     state::AppState,
 };
@@ -187,7 +187,7 @@ async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<V
            AND ($7::timestamptz IS NULL OR d.created_at <= $7)
          ORDER BY d.created_at, d.id LIMIT {limit} OFFSET {offset}",
         DATASET_COLUMNS.split(',').map(|c| format!("d.{}", c.trim())).collect::<Vec<_>>().join(", "),
-        VISIBLE_TO_CALLER.replace("datasets.id", "d.id").replace("visibility", "d.visibility").replace("created_by", "d.created_by"),
+        visible_to_caller("d"),
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())

@@ -239,18 +239,8 @@ async fn validation_reports_drift_and_caches_its_result() {
     assert_eq!(rechecked["valid"], false);
     assert!(rechecked["problems"].to_string().contains("name"), "{rechecked}");
 
-    let key: Value = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(&admin)
-        .json(&json!({"scope": "read_only"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let read_only = key["key"].as_str().unwrap();
+    let read_only_key = stack.api_key(&admin, "read_only").await;
+    let read_only = read_only_key.as_str();
     let refused = stack
         .http
         .get(stack.url(&format!("{path}?refresh=true")))

@@ -103,18 +103,8 @@ async fn the_sandbox_reads_visible_datasets_and_nothing_else() {
     assert_eq!(grants, 0, "grants live only inside each request");
 
     // Read-only keys may use it; anonymous callers may not.
-    let key: Value = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(&owner)
-        .json(&json!({"scope": "read_only"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let (status, _) = query(&stack, ("x-api-key", key["key"].as_str().unwrap()), "SELECT 1 AS one").await;
+    let read_only_key = stack.api_key(&owner, "read_only").await;
+    let (status, _) = query(&stack, ("x-api-key", read_only_key.as_str()), "SELECT 1 AS one").await;
     assert_eq!(status, 200);
     let response = stack
         .http

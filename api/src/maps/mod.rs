@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
-    datasets::VISIBLE_TO_CALLER,
+    datasets::visible_to_caller,
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
@@ -236,7 +236,8 @@ fn with_etag(map: MapResponse, status: StatusCode) -> Response {
 async fn check_layer_datasets(state: &AppState, caller: &Caller, input: &MapInput) -> Result<(), AppError> {
     let Some(layers) = &input.layers else { return Ok(()) };
     let ids: Vec<Uuid> = layers.iter().map(|l| l.dataset_id).collect();
-    let sql = format!("SELECT id FROM datasets WHERE {VISIBLE_TO_CALLER} AND id = ANY($3)");
+    let visible = visible_to_caller("datasets");
+    let sql = format!("SELECT id FROM datasets WHERE {visible} AND id = ANY($3)");
     let visible: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())

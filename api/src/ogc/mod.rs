@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER, visible_dataset},
+    datasets::{DATASET_COLUMNS, Dataset, visible_dataset, visible_to_caller},
     extract::Path,
     state::AppState,
 };
@@ -106,9 +106,8 @@ pub fn collection_json(base: &str, d: &Dataset) -> Value {
 /// The collections the caller may see.
 #[utoipa::path(get, path = "/api/collections", tag = "ogc", responses((status = 200, description = "collections")))]
 async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, AppError> {
-    let sql = format!(
-        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready' ORDER BY title, id"
-    );
+    let visible = visible_to_caller("datasets");
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' ORDER BY title, id");
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{items::published_columns, json_schema_of};
 use crate::{
     auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, VISIBLE_TO_CALLER},
+    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
     state::AppState,
 };
 
@@ -21,7 +21,8 @@ fn parameter(name: &str, schema: Value, description: &str) -> Value {
 }
 
 pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Result<Json<Value>, AppError> {
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {VISIBLE_TO_CALLER} AND status = 'ready'");
+    let visible = visible_to_caller("datasets");
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready'");
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
