@@ -28,7 +28,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
     auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, records, sandbox, search, stac,
-    state::AppState,
+    state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -55,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .merge(sandbox::routes())
         .merge(stac::routes())
         .merge(records::routes())
+        .merge(tiles::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

@@ -313,14 +313,16 @@ pub(crate) const DATASET_COLUMNS: &str =
 
 /// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
 /// admin) for rows of `datasets` — under the name or alias `table` — the
-/// caller may see: public to anyone, internal to any signed-in user,
-/// restricted to users granted it, and everything to its owner and admins.
+/// caller may see: everything to its owner and admins; published (status
+/// `ready`) datasets public to anyone, internal to any signed-in user,
+/// restricted to users granted it. Unpublished ones only to owner and admins.
 pub(crate) fn visible_to_caller(table: &str) -> String {
     format!(
-        "($2 OR {table}.visibility = 'public'
-          OR ($1::uuid IS NOT NULL AND ({table}.visibility = 'internal' OR {table}.created_by = $1
-              OR ({table}.visibility = 'restricted' AND EXISTS (
-                  SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = $1)))))"
+        "($2 OR ($1::uuid IS NOT NULL AND {table}.created_by = $1)
+          OR ({table}.status = 'ready' AND ({table}.visibility = 'public'
+              OR ($1::uuid IS NOT NULL AND ({table}.visibility = 'internal'
+                  OR ({table}.visibility = 'restricted' AND EXISTS (
+                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = $1)))))))"
     )
 }
 
@@ -329,11 +331,26 @@ pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid)
     let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND id = $3");
     sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
-        .bind(caller.is_admin())
+        .bind(caller.is_admin() || caller.capability_reads_dataset(id))
         .bind(id)
         .fetch_optional(&state.pool)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
+}
+
+/// Any dataset by id, from the minute-long cache when it is there; for
+/// checks that do not depend on the caller (signed tile templates).
+pub(crate) async fn dataset_by_id(state: &AppState, id: Uuid) -> Result<std::sync::Arc<Dataset>, AppError> {
+    if let Some(dataset) = state.datasets.get(id) {
+        return Ok(dataset);
+    }
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
+    let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
+    Ok(state.datasets.put(dataset))
 }
 
 /// The dataset, when the caller may change it: an admin, or an editor who
@@ -440,10 +457,16 @@ struct DatasetUpdate {
     summary: Option<String>,
     visibility: Option<String>,
     keywords: Option<Vec<String>>,
+    /// Publication status: `ready` (published) or `unpublished` (seen only
+    /// by its owner and admins).
+    status: Option<String>,
 }
 
-/// Edits title, summary or visibility. A change of visibility rolls the
-/// publication version, which retires signed tile links.
+const PUBLICATION_STATUSES: [&str; 2] = ["ready", "unpublished"];
+
+/// Edits title, summary, keywords, visibility or publication status. A
+/// change of visibility or status rolls the publication version, which
+/// retires signed tile templates.
 #[utoipa::path(patch, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)), request_body = DatasetUpdate,
     responses((status = 200, body = Dataset), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_dataset(
@@ -461,6 +484,14 @@ async fn update_dataset(
     if let Some(visibility) = &body.visibility {
         check_visibility(visibility)?;
     }
+    if let Some(status) = &body.status
+        && !PUBLICATION_STATUSES.contains(&status.as_str())
+    {
+        return Err(AppError::unprocessable(format!(
+            "status must be one of {}",
+            PUBLICATION_STATUSES.join(", ")
+        )));
+    }
     if let Some(keywords) = &body.keywords
         && (keywords.len() > 50 || keywords.iter().any(|k| k.trim().is_empty() || k.chars().count() > 100))
     {
@@ -473,9 +504,11 @@ async fn update_dataset(
         "UPDATE datasets SET
             title = coalesce($2, title),
             summary = coalesce($3, summary),
-            publication_version = publication_version + CASE WHEN $4::text IS NOT NULL AND $4 <> visibility THEN 1 ELSE 0 END,
+            publication_version = publication_version
+                + CASE WHEN coalesce($4, visibility) <> visibility OR coalesce($6, status) <> status THEN 1 ELSE 0 END,
             visibility = coalesce($4, visibility),
             keywords = coalesce($5, keywords),
+            status = coalesce($6, status),
             updated_at = now()
          WHERE id = $1",
     )
@@ -484,6 +517,7 @@ async fn update_dataset(
     .bind(&body.summary)
     .bind(&body.visibility)
     .bind(&body.keywords)
+    .bind(&body.status)
     .execute(&state.pool)
     .await?;
     state.datasets.forget(id);

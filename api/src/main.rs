@@ -21,6 +21,7 @@ mod sandbox;
 mod search;
 mod stac;
 mod state;
+mod tiles;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

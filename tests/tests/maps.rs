@@ -439,7 +439,8 @@ async fn styles_validate_and_round_trip() {
         "layers": [
             {"dataset_id": points, "sort_order": 1, "paint": {"circle-radius": 7}, "opacity": 0.5, "display_name": "Stops",
              "popup_config": {"enabled": true, "visible_fields": ["name"]}, "filter": ["==", ["get", "name"], "a"]},
-            {"dataset_id": lines, "sort_order": 0, "visible": false, "layout": {"line-cap": "round"}, "show_in_legend": false}
+            {"dataset_id": lines, "sort_order": 0, "visible": false, "layout": {"line-cap": "round"}, "show_in_legend": false},
+            {"dataset_id": points, "sort_order": 2, "layer_type": "geojson", "display_name": "Stops as GeoJSON"}
         ]
     });
     let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
@@ -462,7 +463,7 @@ async fn styles_validate_and_round_trip() {
         .collect();
     assert_eq!(
         kinds,
-        vec!["background", "raster", "hillshade", "line", "circle"],
+        vec!["background", "raster", "hillshade", "line", "circle", "circle"],
         "basemap below, layers in draw order"
     );
     assert_eq!(style["projection"]["type"], "globe");
@@ -475,13 +476,19 @@ async fn styles_validate_and_round_trip() {
     let circle = &style["layers"][4];
     assert_eq!(circle["paint"]["circle-opacity"], 0.5);
     assert_eq!(circle["paint"]["circle-radius"], 7);
-    assert!(
-        style["sources"][format!("dataset-{points}")]["data"]
-            .as_str()
-            .unwrap()
-            .starts_with(&stack.base),
-        "absolute URLs"
-    );
+    // Vector layers draw the service's tiles, signed for a private dataset
+    // so a browser needs no credential; GeoJSON layers its items.
+    let tiles = style["sources"][format!("dataset-{points}")]["tiles"][0].as_str().unwrap();
+    assert!(tiles.starts_with(&format!("{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?scope=", stack.base)), "{tiles}");
+    assert!(tiles.contains("&sig="), "{tiles}");
+    let table = stack.dataset(&token, &points).await["table_name"].as_str().unwrap().to_string();
+    assert_eq!(circle["source-layer"], table);
+    let tile = stack.http.get(tiles.replace("{z}/{x}/{y}", "0/0/0")).send().await.unwrap();
+    assert_eq!(tile.status(), 200, "the signed tile URL serves with no credential");
+    let geojson = style["sources"][format!("dataset-{points}-geojson")]["data"].as_str().unwrap();
+    assert!(geojson.starts_with(&format!("{}/api/collections/{points}/items", stack.base)), "{geojson}");
+    assert_eq!(style["layers"][5]["source"], format!("dataset-{points}-geojson"));
+    assert!(style["layers"][5].get("source-layer").is_none());
     validate_style(&style);
     let sprite = style["sprite"][0]["url"].as_str().unwrap();
     for suffix in [".json", "@2x.json", ".png", "@2x.png"] {
@@ -500,7 +507,7 @@ async fn styles_validate_and_round_trip() {
         .unwrap();
     assert_eq!(response.status(), 201);
     let imported: Value = response.json().await.unwrap();
-    assert_eq!(imported["layer_count"], 2);
+    assert_eq!(imported["layer_count"], 3);
     assert_eq!(imported["layers"][1]["display_name"], "Stops");
     let (_, again) = stack
         .get_json(

@@ -106,6 +106,13 @@ fn table() -> Vec<Row> {
         row("GET", "/api/maps/{map_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/maps/import", Json(r#"{"version": 8, "name": "i", "sources": {}, "layers": []}"#),
             [401, 401, 401, 403, 403, 201, 201, 201]),
+        row("POST", "/api/maps/{map_id}/embed-tokens", Json("{}"), [404, 401, 401, 403, 404, 404, 201, 201]),
+        row("GET", "/api/maps/{map_id}/embed-tokens", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("DELETE", "/api/maps/{map_id}/embed-tokens/{token_id}", None, [404, 401, 401, 403, 404, 404, 404, 404]),
+        row("GET", "/api/tiles/{dataset_id}/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/ingest/discover", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("POST", "/api/ingest/register/bulk", Json(r#"{"tables": []}"#), [401, 401, 401, 403, 403, 403, 403, 200]),
         row("POST", "/api/datasets/bulk-delete", Json(r#"{"datasets": [{"dataset_id": "{dataset_id}", "confirm_title": "Fixture"}]}"#),
@@ -305,6 +312,8 @@ async fn authorization_matrix() {
                 .replace("{contact_id}", &contact.to_string())
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
+                .replace("{token_id}", &Uuid::now_v7().to_string())
+                .replace("{z}/{x}/{y}", "0/0/0.pbf")
                 .replace("{user_id}", &fx.viewer_id.to_string());
             if row.method == "DELETE" && row.path.ends_with("/grants/{user_id}") {
                 sqlx::query("INSERT INTO dataset_grants (dataset_id, user_id, permission) VALUES ($1, $2, 'read')")

@@ -39,6 +39,7 @@ pub async fn resolve(pool: &PgPool, key: &str) -> Result<Caller, AppError> {
     .await?;
     let owner = owner.ok_or_else(|| AppError::unauthorized("the API key is invalid, expired or revoked"))?;
     Ok(Caller {
+        capability: None,
         key_scope: Some(if owner.scope == "read_only" {
             KeyScope::ReadOnly
         } else {

@@ -48,12 +48,22 @@ pub enum KeyScope {
     ReadOnly,
 }
 
-/// The resolved identity of a request: anonymous or a user, and whether
-/// it came through an API key.
+/// What a capability lets a request read whatever credential it carries
+/// (rule 5): a signed tile template one dataset's tiles, an embed token a
+/// map and the datasets of its layers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Capability {
+    Tiles(Uuid),
+    Embed { map_id: Uuid, datasets: Vec<Uuid> },
+}
+
+/// The resolved identity of a request: anonymous or a user, whether it
+/// came through an API key, and any capability it was served under.
 #[derive(Clone, Debug, Default)]
 pub struct Caller {
     pub user: Option<User>,
     pub key_scope: Option<KeyScope>,
+    pub capability: Option<Capability>,
 }
 
 impl Caller {
@@ -65,6 +75,18 @@ impl Caller {
     }
     pub fn is_admin(&self) -> bool {
         self.user.as_ref().is_some_and(User::is_admin)
+    }
+    /// Whether a capability lets this request read the dataset.
+    pub fn capability_reads_dataset(&self, id: Uuid) -> bool {
+        match &self.capability {
+            Some(Capability::Tiles(dataset)) => *dataset == id,
+            Some(Capability::Embed { datasets, .. }) => datasets.contains(&id),
+            None => false,
+        }
+    }
+    /// Whether a capability lets this request read the map.
+    pub fn capability_reads_map(&self, id: Uuid) -> bool {
+        matches!(&self.capability, Some(Capability::Embed { map_id, .. }) if *map_id == id)
     }
     /// The user, or 401 for anonymous callers.
     pub fn signed_in(&self) -> Result<&User, AppError> {
@@ -134,6 +156,29 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// A valid capability of a read request: an `X-Embed-Token` covering the
+/// path, or a signed tile template on a tile route. An invalid or absent
+/// one leaves the request to its credential (rule 5).
+async fn capability_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    query: Option<&str>,
+) -> Result<Option<Capability>, AppError> {
+    if let Some(token) = headers.get("x-embed-token").and_then(|v| v.to_str().ok()) {
+        let embed = crate::maps::embed::capability(&state.pool, token).await?;
+        if let Some(embed) = embed.filter(|c| crate::maps::embed::covers(c, path)) {
+            return Ok(Some(embed));
+        }
+    }
+    let Some(query) = query.filter(|q| q.contains("sig=")) else {
+        return Ok(None);
+    };
+    Ok(crate::tiles::signed_template_dataset(state, path, query)
+        .await
+        .map(Capability::Tiles))
+}
+
 pub async fn resolve_caller(
     State(state): State<AppState>,
     mut request: Request,
@@ -146,6 +191,16 @@ pub async fn resolve_caller(
     }
     let method = request.method().clone();
     let query = request.uri().query().map(str::to_string);
+    if is_read_method(&method) {
+        if let Some(capability) = capability_of(&state, request.headers(), &path, query.as_deref()).await? {
+            // Served under the capability; any credential sent is not read (rule 5).
+            request.extensions_mut().insert(Caller {
+                capability: Some(capability),
+                ..Caller::default()
+            });
+            return Ok(next.run(request).await);
+        }
+    }
     let header_key = request
         .headers()
         .get("x-api-key")

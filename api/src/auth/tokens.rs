@@ -51,6 +51,7 @@ pub async fn resolve_access(state: &AppState, token: &str) -> Result<Caller, App
         Some(user) if user.token_version == claims.ver => Ok(Caller {
             user: Some(user),
             key_scope: None,
+            capability: None,
         }),
         Some(_) => Err(AppError::unauthorized("the access token was revoked by signing out")),
         None => Err(AppError::unauthorized("the account of this token is not active")),

@@ -21,6 +21,7 @@ use crate::{
     state::AppState,
 };
 
+pub mod embed;
 pub mod model;
 mod style;
 
@@ -37,6 +38,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(style::export_style))
         .routes(routes!(style::import_style))
         .routes(routes!(style::sprite))
+        .routes(routes!(embed::create_embed_token, embed::list_embed_tokens))
+        .routes(routes!(embed::revoke_embed_token))
 }
 
 #[derive(sqlx::FromRow)]
@@ -203,7 +206,7 @@ fn may_read(map: &MapResponse, caller: &Caller) -> bool {
 async fn readable_map(state: &AppState, caller: &Caller, id: Uuid) -> Result<MapResponse, AppError> {
     let mut conn = state.pool.acquire().await?;
     match load_map(&mut conn, id).await? {
-        Some(map) if may_read(&map, caller) => Ok(map),
+        Some(map) if may_read(&map, caller) || caller.capability_reads_map(id) => Ok(map),
         _ => Err(AppError::not_found(format!("no map {id}"))),
     }
 }

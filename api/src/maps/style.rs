@@ -2,6 +2,8 @@
 //! What a style cannot express (layer display names, popups, basemap
 //! settings) travels in `metadata`, so export → import → export gives the
 //! same document.
+use std::collections::HashMap;
+
 use axum::{Json, extract::State, http::StatusCode, response::Response};
 use catalog_shared::AppError;
 use serde_json::{Map, Value, json};
@@ -9,14 +11,20 @@ use uuid::Uuid;
 
 use super::{
     insert_map,
-    model::{MapInput, MapLayerInput, MapResponse, Projection, Relief, Tone},
+    model::{LayerType, MapInput, MapLayerInput, MapLayerResponse, MapResponse, Projection, Relief, Tone},
     readable_map, with_etag,
 };
-use crate::{auth::Caller, extract::Path, state::AppState};
+use crate::{
+    auth::Caller,
+    datasets::visible_to_caller,
+    extract::Path,
+    state::AppState,
+    tiles::{SOURCE_MAX_ZOOM, signed_query, template_expiry},
+};
 
 const MAP_META: &str = "catalog:map";
 const LAYER_META: &str = "catalog:layer";
-/// Features a GeoJSON source fetches until the tile routes land.
+/// Features a GeoJSON source (layer type `geojson`) fetches.
 const GEOJSON_SOURCE_LIMIT: u32 = 1000;
 
 fn kind_of(geometry_type: Option<&str>) -> &'static str {
@@ -38,14 +46,38 @@ fn default_paint(kind: &str) -> Map<String, Value> {
     paint.as_object().cloned().unwrap_or_default()
 }
 
-pub fn style_of(map: &MapResponse, base: &str) -> Value {
+/// The source a layer draws from: the dataset's vector tiles (signed when
+/// a signature is given, so viewers need no credential), or its GeoJSON
+/// items for layers of type `geojson` and `raster_service` (no raster tiles
+/// exist for vector datasets).
+fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -> (String, Value) {
+    let id = layer.dataset_id;
+    if layer.layer_type == LayerType::VectorService {
+        let query = signature.map(|q| format!("?{q}")).unwrap_or_default();
+        let source = json!({
+            "type": "vector",
+            "tiles": [format!("{base}/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf{query}")],
+            "minzoom": 0,
+            "maxzoom": SOURCE_MAX_ZOOM,
+        });
+        (format!("dataset-{id}"), source)
+    } else {
+        let data = format!("{base}/api/collections/{id}/items?limit={GEOJSON_SOURCE_LIMIT}");
+        (
+            format!("dataset-{id}-geojson"),
+            json!({"type": "geojson", "data": data}),
+        )
+    }
+}
+
+/// The style of a map. `signatures` holds, by dataset, the query string
+/// that signs its tile URLs (datasets the reader may see but not everyone).
+pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String>) -> Value {
     let mut sources = Map::new();
     let mut data_layers = Vec::new();
     for (index, layer) in map.layers.iter().enumerate() {
-        let source_id = format!("dataset-{}", layer.dataset_id);
-        sources.entry(source_id.clone()).or_insert_with(|| {
-            json!({"type": "geojson", "data": format!("{base}/api/collections/{}/items?limit={GEOJSON_SOURCE_LIMIT}", layer.dataset_id)})
-        });
+        let (source_id, source) = source_of(layer, base, signatures.get(&layer.dataset_id));
+        sources.entry(source_id.clone()).or_insert(source);
         let kind = kind_of(layer.dataset_geometry_type.as_deref());
         let mut paint = default_paint(kind);
         if let Some(custom) = layer.paint.as_object() {
@@ -78,6 +110,9 @@ pub fn style_of(map: &MapResponse, base: &str) -> Value {
                 "show_in_legend": layer.show_in_legend,
             }},
         });
+        if layer.layer_type == LayerType::VectorService {
+            style_layer["source-layer"] = json!(layer.dataset_table_name);
+        }
         if let Some(filter) = &layer.filter {
             style_layer["filter"] = filter.clone();
         }
@@ -171,7 +206,53 @@ pub async fn export_style(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, AppError> {
     let map = readable_map(&state, &caller, id).await?;
-    Ok(Json(style_of(&map, &state.config.public_url)))
+    let signatures = tile_signatures(&state, &caller, &map).await?;
+    Ok(Json(style_of(&map, &state.config.public_url, &signatures)))
+}
+
+/// Signed tile queries for the map's datasets that are not public and
+/// that the reader may see (directly or through an embed token): a style
+/// loaded in a browser then draws them with no credential.
+async fn tile_signatures(
+    state: &AppState,
+    caller: &Caller,
+    map: &MapResponse,
+) -> Result<HashMap<Uuid, String>, AppError> {
+    let hidden: Vec<Uuid> = map
+        .layers
+        .iter()
+        .filter(|l| l.layer_type == LayerType::VectorService && l.dataset_visibility != "public")
+        .map(|l| l.dataset_id)
+        .collect();
+    if hidden.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let readable: Vec<Uuid> = if caller.capability.is_some() {
+        hidden
+            .into_iter()
+            .filter(|id| caller.capability_reads_dataset(*id))
+            .collect()
+    } else {
+        let visible = visible_to_caller("datasets");
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM datasets WHERE {visible} AND id = ANY($3)"
+        )))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(&hidden)
+        .fetch_all(&state.pool)
+        .await?
+    };
+    let exp = template_expiry(chrono::Utc::now().timestamp());
+    Ok(map
+        .layers
+        .iter()
+        .filter(|l| readable.contains(&l.dataset_id))
+        .map(|l| {
+            let query = signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp);
+            (l.dataset_id, query)
+        })
+        .collect())
 }
 
 /// A MapInput that recreates this map (fork).
@@ -230,11 +311,15 @@ fn dataset_of(layer: &Value, sources: &Map<String, Value>) -> Option<Uuid> {
         return id.parse().ok();
     }
     let source_id = layer["source"].as_str()?;
-    if let Some(id) = source_id.strip_prefix("dataset-") {
+    if let Some(id) = source_id.strip_prefix("dataset-").and_then(|rest| rest.get(..36)) {
         return id.parse().ok();
     }
-    let data = sources.get(source_id)?["data"].as_str()?;
-    let rest = data.split("/collections/").nth(1)?;
+    let source = sources.get(source_id)?;
+    let rest = match source["type"].as_str()? {
+        "geojson" => source["data"].as_str()?.split("/collections/").nth(1)?,
+        "vector" => source["tiles"][0].as_str()?.split("/tiles/").nth(1)?,
+        _ => return None,
+    };
     rest.split('/').next()?.parse().ok()
 }
 

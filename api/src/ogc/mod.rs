@@ -130,13 +130,15 @@ pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Res
     let uuid: Uuid = id.parse().map_err(|_| missing())?;
     if let Some(dataset) = state.datasets.get(uuid) {
         let signed_in = caller.user().is_some();
+        let published = dataset.status == "ready";
         let sees = caller.is_admin()
-            || dataset.visibility == "public"
-            || (signed_in && (dataset.visibility == "internal" || dataset.created_by == caller.user_id()));
+            || caller.capability_reads_dataset(uuid)
+            || (signed_in && dataset.created_by == caller.user_id())
+            || (published && (dataset.visibility == "public" || (signed_in && dataset.visibility == "internal")));
         if sees {
             return Ok(dataset);
         }
-        if !(signed_in && dataset.visibility == "restricted") {
+        if !(signed_in && published && dataset.visibility == "restricted") {
             return Err(missing());
         }
     }

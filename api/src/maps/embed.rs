@@ -1,0 +1,192 @@
+//! Embed tokens: a map's owner hands one to a web page, which sends it as
+//! `X-Embed-Token` to read the map, its style and its layers' data (items
+//! and tiles) with no user credential. Revocable, optionally expiring, and
+//! dead once the owner's account stops being active.
+use axum::{Json, extract::State, http::StatusCode};
+use catalog_shared::{AppError, auth::random_secret};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::writable_map;
+use crate::{
+    auth::{Caller, Capability},
+    extract::{Json as JsonBody, Path},
+    state::AppState,
+};
+
+const LABEL_MAX: usize = 255;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedTokenCreate {
+    /// What the token is for (the page that embeds the map, say).
+    label: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct EmbedToken {
+    id: Uuid,
+    map_id: Uuid,
+    label: Option<String>,
+    created_at: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct NewEmbedToken {
+    #[serde(flatten)]
+    record: EmbedToken,
+    /// The secret, shown this once; send it as `X-Embed-Token`.
+    token: String,
+}
+
+/// A new embed token for the map (its owner or an admin).
+#[utoipa::path(post, path = "/api/maps/{map_id}/embed-tokens", tag = "maps", params(("map_id" = Uuid, Path)),
+    request_body = EmbedTokenCreate,
+    responses((status = 201, body = NewEmbedToken), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn create_embed_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(map_id): Path<Uuid>,
+    JsonBody(body): JsonBody<EmbedTokenCreate>,
+) -> Result<(StatusCode, Json<NewEmbedToken>), AppError> {
+    writable_map(&state, &caller, map_id).await?;
+    if body.label.as_ref().is_some_and(|l| l.chars().count() > LABEL_MAX) {
+        return Err(AppError::unprocessable(format!(
+            "label must be at most {LABEL_MAX} characters"
+        )));
+    }
+    if body.expires_at.is_some_and(|at| at <= Utc::now()) {
+        return Err(AppError::unprocessable("expires_at must be in the future"));
+    }
+    let token = random_secret("embed_");
+    let record: EmbedToken = sqlx::query_as(
+        "INSERT INTO map_embed_tokens (id, map_id, token_hash, label, created_by, expires_at)
+         VALUES ($1, $2, sha256($3), $4, $5, $6)
+         RETURNING id, map_id, label, created_at, expires_at, revoked_at",
+    )
+    .bind(Uuid::now_v7())
+    .bind(map_id)
+    .bind(token.as_bytes())
+    .bind(&body.label)
+    .bind(caller.user_id())
+    .bind(body.expires_at)
+    .fetch_one(&state.pool)
+    .await?;
+    Ok((StatusCode::CREATED, Json(NewEmbedToken { record, token })))
+}
+
+/// The map's embed tokens (never their secrets).
+#[utoipa::path(get, path = "/api/maps/{map_id}/embed-tokens", tag = "maps", params(("map_id" = Uuid, Path)),
+    responses((status = 200, body = Vec<EmbedToken>)))]
+pub async fn list_embed_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(map_id): Path<Uuid>,
+) -> Result<Json<Vec<EmbedToken>>, AppError> {
+    writable_map(&state, &caller, map_id).await?;
+    let tokens = sqlx::query_as(
+        "SELECT id, map_id, label, created_at, expires_at, revoked_at FROM map_embed_tokens
+         WHERE map_id = $1 ORDER BY created_at DESC, id DESC",
+    )
+    .bind(map_id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(Json(tokens))
+}
+
+/// Revokes an embed token at once.
+#[utoipa::path(delete, path = "/api/maps/{map_id}/embed-tokens/{token_id}", tag = "maps",
+    params(("map_id" = Uuid, Path), ("token_id" = Uuid, Path)),
+    responses((status = 204, description = "revoked"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub async fn revoke_embed_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((map_id, token_id)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode, AppError> {
+    writable_map(&state, &caller, map_id).await?;
+    let revoked = sqlx::query(
+        "UPDATE map_embed_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND map_id = $2",
+    )
+    .bind(token_id)
+    .bind(map_id)
+    .execute(&state.pool)
+    .await?
+    .rows_affected();
+    if revoked == 0 {
+        return Err(AppError::not_found(format!("no embed token {token_id} on this map")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The capability of a live embed token: its map and the map's datasets.
+pub async fn capability(pool: &PgPool, token: &str) -> Result<Option<Capability>, sqlx::Error> {
+    let found: Option<(Uuid, Vec<Uuid>)> = sqlx::query_as(
+        "SELECT e.map_id, coalesce(array_agg(l.dataset_id) FILTER (WHERE l.dataset_id IS NOT NULL), '{}')
+         FROM map_embed_tokens e
+         JOIN users u ON u.id = e.created_by AND u.status = 'active' AND u.is_active
+         LEFT JOIN map_layers l ON l.map_id = e.map_id
+         WHERE e.token_hash = sha256($1) AND e.revoked_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > now())
+         GROUP BY e.map_id",
+    )
+    .bind(token.as_bytes())
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.map(|(map_id, datasets)| Capability::Embed { map_id, datasets }))
+}
+
+/// Whether an embed capability covers a read of this path: the map itself,
+/// its style, and the collections, items, features and tiles of its datasets.
+pub fn covers(capability: &Capability, path: &str) -> bool {
+    let Capability::Embed { map_id, datasets } = capability else {
+        return false;
+    };
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let id = |s: &str| s.parse::<Uuid>().ok();
+    match segments.as_slice() {
+        ["api", "maps", map] | ["api", "maps", map, "style.json"] => id(map) == Some(*map_id),
+        ["api", "collections", dataset, ..] | ["api", "tiles", dataset, _, ..] => {
+            id(dataset).is_some_and(|d| datasets.contains(&d))
+        }
+        ["api", "datasets", dataset, "features"] => id(dataset).is_some_and(|d| datasets.contains(&d)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embeds_cover_their_map_and_its_data_only() {
+        let (map_id, dataset, other) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let capability = Capability::Embed {
+            map_id,
+            datasets: vec![dataset],
+        };
+        for path in [
+            format!("/api/maps/{map_id}"),
+            format!("/api/maps/{map_id}/style.json"),
+            format!("/api/collections/{dataset}/items"),
+            format!("/api/collections/{dataset}/items/7"),
+            format!("/api/tiles/{dataset}/1/0/0.pbf"),
+            format!("/api/datasets/{dataset}/features"),
+        ] {
+            assert!(covers(&capability, &path), "{path}");
+        }
+        for path in [
+            format!("/api/maps/{map_id}/shares"),
+            format!("/api/maps/{other}"),
+            format!("/api/collections/{other}/items"),
+            format!("/api/datasets/{dataset}"),
+            format!("/api/datasets/{dataset}/grants"),
+            "/api/maps".to_string(),
+        ] {
+            assert!(!covers(&capability, &path), "{path}");
+        }
+    }
+}

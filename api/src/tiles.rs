@@ -1,0 +1,425 @@
+//! Vector tiles (Mapbox Vector Tile 2.1) of datasets, cut by PostGIS; a
+//! point-cluster variant; TileJSON; and signed tile templates: tile URLs
+//! carrying `scope`, `exp` and `sig` that serve one dataset's tiles with no
+//! credential until they expire or the dataset's publication version rolls
+//! (a change of visibility or publication status).
+use std::{
+    sync::Arc,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::{AppError, db::quote_ident};
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, KeyInit, Mac};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::Sha256;
+use tower_http::compression::CompressionLayer;
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{Dataset, dataset_by_id},
+    extract::Path,
+    ogc::{
+        find_collection,
+        items::{Column, published_columns, table_sql},
+    },
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(vector_tile).layer(CompressionLayer::new()))
+        .routes(routes!(cluster_tile).layer(CompressionLayer::new()))
+        .routes(routes!(tilejson))
+        .routes(routes!(tile_token))
+}
+
+const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
+const EXTENT: u32 = 4096;
+const BUFFER: u32 = 64;
+const MAX_ZOOM: u32 = 24;
+/// The zoom past which viewers over-zoom instead of asking for more tiles.
+pub const SOURCE_MAX_ZOOM: u32 = 16;
+/// Features one tile carries at most; the cluster tiles summarise more.
+const MAX_FEATURES_PER_TILE: u32 = 50_000;
+/// Cluster cells per tile side (64 px cells on a 512 px tile).
+const CLUSTER_GRID: u32 = 8;
+/// A signed template lives at least this long; see `template_expiry`.
+const TEMPLATE_TTL_SECS: i64 = 86_400;
+
+/// A tile address, checked against the tile matrix of its zoom.
+#[derive(Clone, Copy)]
+struct TileAddress {
+    z: u32,
+    x: u32,
+    y: u32,
+}
+
+fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
+    let y = y.strip_suffix(".pbf").or_else(|| y.strip_suffix(".mvt")).unwrap_or(y);
+    let number = |name: &str, v: &str| {
+        v.parse::<u32>()
+            .map_err(|_| AppError::bad_request(format!("{name} must be a non-negative integer, not {v:?}")))
+    };
+    let (z, x, y) = (number("z", z)?, number("x", x)?, number("y", y)?);
+    if z > MAX_ZOOM || x >= 1 << z || y >= 1 << z {
+        return Err(AppError::not_found(format!(
+            "tile {z}/{x}/{y} does not exist (zoom 0 to {MAX_ZOOM}, x and y below 2^zoom)"
+        )));
+    }
+    Ok(TileAddress { z, x, y })
+}
+
+/// The dataset's geometry column, as EPSG:3857 for tiling.
+fn geometry_3857(dataset: &Dataset) -> String {
+    let column = format!("t.{}", quote_ident(&dataset.geometry_column));
+    if dataset.srid == 3857 {
+        column
+    } else if dataset.srid <= 0 {
+        format!("ST_Transform(ST_SetSRID({column}, 4326), 3857)")
+    } else {
+        format!("ST_Transform({column}, 3857)")
+    }
+}
+
+/// The tile's area (with its buffer) in the dataset's storage CRS, for the index.
+fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
+    let area = format!(
+        "ST_TileEnvelope($1, $2, $3, margin => {})",
+        f64::from(BUFFER) / f64::from(EXTENT)
+    );
+    match dataset.srid {
+        3857 => area,
+        srid if srid <= 0 => format!("ST_SetSRID(ST_Transform({area}, 4326), 0)"),
+        srid => format!("ST_Transform({area}, {srid})"),
+    }
+}
+
+/// An attribute as a value a vector tile can carry: numbers, booleans and
+/// text as they are, anything else as its text form.
+fn tile_value(column: &Column) -> String {
+    let name = quote_ident(&column.name);
+    match column.pg_type.as_str() {
+        "integer" | "bigint" | "smallint" | "double precision" | "real" | "boolean" | "text" => format!("t.{name}"),
+        "numeric" => format!("t.{name}::float8 AS {name}"),
+        _ => format!("t.{name}::text AS {name}"),
+    }
+}
+
+fn vector_tile_sql(dataset: &Dataset, columns: &[Column]) -> String {
+    let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
+    format!(
+        "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, 'mvt_geom', 'mvt_id') FROM (
+           SELECT t.{key}::bigint AS mvt_id,
+                  ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true) AS mvt_geom
+                  {attributes}
+           FROM {table} t
+           WHERE t.{geom} && {area}
+           LIMIT {MAX_FEATURES_PER_TILE}
+         ) tile WHERE tile.mvt_geom IS NOT NULL",
+        key = quote_ident(&dataset.key_column),
+        geom = quote_ident(&dataset.geometry_column),
+        geometry = geometry_3857(dataset),
+        table = table_sql(dataset),
+        area = tile_area_in_storage_crs(dataset),
+    )
+}
+
+/// Features grouped by a grid of cells per tile: one point per cell at the
+/// centre of its members, with `point_count`, `cluster`, and the feature id
+/// of a cell that holds one feature.
+fn cluster_tile_sql(dataset: &Dataset) -> String {
+    format!(
+        "WITH bounds AS (SELECT ST_TileEnvelope($1, $2, $3) AS env),
+         points AS (
+           SELECT t.{key}::bigint AS id, ST_PointOnSurface({geometry}) AS p
+           FROM {table} t WHERE t.{geom} && {area} AND NOT ST_IsEmpty(t.{geom})
+         ),
+         cells AS (
+           SELECT count(*) AS point_count, min(points.id) AS id, ST_Centroid(ST_Collect(points.p)) AS centre
+           FROM points, bounds
+           GROUP BY floor((ST_X(points.p) - ST_XMin(bounds.env)) / (ST_XMax(bounds.env) - ST_XMin(bounds.env)) * {CLUSTER_GRID}),
+                    floor((ST_Y(points.p) - ST_YMin(bounds.env)) / (ST_YMax(bounds.env) - ST_YMin(bounds.env)) * {CLUSTER_GRID})
+         )
+         SELECT ST_AsMVT(tile.*, $4, {EXTENT}, 'mvt_geom') FROM (
+           SELECT cells.point_count, cells.point_count > 1 AS cluster,
+                  CASE WHEN cells.point_count = 1 THEN cells.id END AS gid,
+                  ST_AsMVTGeom(cells.centre, bounds.env, {EXTENT}, {BUFFER}, true) AS mvt_geom
+           FROM cells, bounds
+         ) tile WHERE tile.mvt_geom IS NOT NULL",
+        key = quote_ident(&dataset.key_column),
+        geom = quote_ident(&dataset.geometry_column),
+        geometry = geometry_3857(dataset),
+        table = table_sql(dataset),
+        area = tile_area_in_storage_crs(dataset),
+    )
+}
+
+async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddress) -> Result<Vec<u8>, AppError> {
+    let tile: Option<Vec<u8>> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(at.z as i32)
+        .bind(at.x as i32)
+        .bind(at.y as i32)
+        // The tile layer is named after the table, as PostGIS tile servers do.
+        .bind(&dataset.table_name)
+        .fetch_one(&state.pool)
+        .await?;
+    Ok(tile.unwrap_or_default())
+}
+
+/// A tile, or 204 when the tile holds nothing (viewers draw it empty).
+/// Public datasets may be cached by anyone; others only by the viewer.
+fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
+    let cache = if dataset.visibility == "public" {
+        "public, max-age=300"
+    } else {
+        "private, max-age=60"
+    };
+    let mut response = if tile.is_empty() {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, MVT_MEDIA_TYPE)], tile).into_response()
+    };
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    response
+}
+
+/// One vector tile of a dataset's features (layer named after its table).
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/{z}/{x}/{y}", tag = "tiles",
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path, description = "zoom, 0 to 24"), ("x" = u32, Path),
+           ("y" = String, Path, description = "row, with or without .pbf or .mvt"),
+           ("scope" = Option<String>, Query, description = "signed template: dataset:<id>"),
+           ("exp" = Option<i64>, Query, description = "signed template: expiry, Unix seconds"),
+           ("sig" = Option<String>, Query, description = "signed template: signature")),
+    responses((status = 200, description = "Mapbox Vector Tile", content_type = "application/vnd.mapbox-vector-tile"),
+              (status = 204, description = "nothing in this tile"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn vector_tile(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, z, x, y)): Path<(String, String, String, String)>,
+) -> Result<Response, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let at = tile_address(&z, &x, &y)?;
+    let sql = vector_tile_sql(&dataset, &published_columns(&dataset));
+    let tile = render(&state, sql, &dataset, at).await?;
+    Ok(tile_response(tile, &dataset))
+}
+
+/// One tile of a dataset's features gathered into clusters.
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", tag = "tiles",
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path), ("x" = u32, Path),
+           ("y" = String, Path, description = "row, with or without .pbf or .mvt")),
+    responses((status = 200, description = "Mapbox Vector Tile of points with point_count", content_type = "application/vnd.mapbox-vector-tile"),
+              (status = 204, description = "nothing in this tile")))]
+async fn cluster_tile(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, z, x, y)): Path<(String, String, String, String)>,
+) -> Result<Response, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let at = tile_address(&z, &x, &y)?;
+    let tile = render(&state, cluster_tile_sql(&dataset), &dataset, at).await?;
+    Ok(tile_response(tile, &dataset))
+}
+
+/// TileJSON 3.0 of a dataset's vector tiles.
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/tilejson.json", tag = "tiles", params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, description = "TileJSON 3.0.0")))]
+async fn tilejson(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let dataset = find_collection(&state, &caller, &id).await?;
+    let base = &state.config.public_url;
+    let fields: serde_json::Map<String, Value> = published_columns(&dataset)
+        .iter()
+        .map(|c| {
+            let kind = match crate::ogc::json_schema_of(&c.pg_type)["type"].as_str() {
+                Some("integer" | "number") => "Number",
+                Some("boolean") => "Boolean",
+                _ => "String",
+            };
+            (c.name.clone(), json!(kind))
+        })
+        .collect();
+    let mut document = json!({
+        "tilejson": "3.0.0",
+        "name": dataset.title,
+        "description": dataset.summary,
+        "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.pbf", dataset.id)],
+        "minzoom": 0,
+        "maxzoom": SOURCE_MAX_ZOOM,
+        "vector_layers": [{"id": dataset.table_name, "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
+    });
+    if let Some(bbox) = &dataset.extent_bbox {
+        document["bounds"] = json!(bbox);
+    }
+    Ok(Json(document))
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Expiry of a template signed now: the end of the next whole day (UTC), so
+/// a template lives 24 to 48 hours and two exports of a map on the same
+/// day write the same URLs.
+pub fn template_expiry(now: i64) -> i64 {
+    (now / TEMPLATE_TTL_SECS + 2) * TEMPLATE_TTL_SECS
+}
+
+fn signer(secret: &str, scope: &str, exp: i64, publication_version: i32) -> HmacSha256 {
+    let mut mac = HmacSha256::new_from_slice(format!("tile-template:{secret}").as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(format!("{scope}\n{exp}\n{publication_version}").as_bytes());
+    mac
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The query string that signs a dataset's tile URLs until `exp`, for its
+/// current publication version.
+pub fn signed_query(secret: &str, dataset_id: Uuid, publication_version: i32, exp: i64) -> String {
+    let scope = format!("dataset:{dataset_id}");
+    let sig = hex(&signer(secret, &scope, exp, publication_version).finalize().into_bytes());
+    format!("scope={scope}&exp={exp}&sig={sig}")
+}
+
+/// The dataset of a tile route path (`/api/tiles/{id}/...`), if it is one.
+fn tile_path_dataset(path: &str) -> Option<Uuid> {
+    let rest = path.strip_prefix("/api/tiles/")?;
+    let (id, tail) = rest.split_once('/')?;
+    if tail.is_empty() {
+        return None;
+    }
+    id.parse().ok()
+}
+
+/// Whether the request is a tile request authorized by a valid signed
+/// template: right scope, not expired, signed for the dataset's current
+/// publication version. Answers the dataset it covers.
+pub async fn signed_template_dataset(state: &AppState, path: &str, query: &str) -> Option<Uuid> {
+    let id = tile_path_dataset(path)?;
+    let (mut scope, mut exp, mut sig) = (None, None, None);
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        match k.as_ref() {
+            "scope" => scope = Some(v.into_owned()),
+            "exp" => exp = v.parse::<i64>().ok(),
+            "sig" => sig = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    let (scope, exp, sig) = (scope?, exp?, sig?);
+    if scope != format!("dataset:{id}") || exp <= now_secs() || sig.len() != 64 {
+        return None;
+    }
+    let sig: Vec<u8> = (0..sig.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(sig.get(i..i + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let dataset = dataset_by_id(state, id).await.ok()?;
+    signer(&state.config.jwt_secret, &scope, exp, dataset.publication_version)
+        .verify_slice(&sig)
+        .ok()?;
+    Some(id)
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct TileToken {
+    dataset_id: Uuid,
+    scope: String,
+    /// Vector tile URL template, signed.
+    tile_url: String,
+    /// Cluster tile URL template, signed.
+    cluster_tile_url: String,
+    expires_at: DateTime<Utc>,
+    /// Seconds until the templates expire.
+    expires_in: i64,
+}
+
+/// Signed tile URL templates of a dataset the caller may read; they work
+/// without a credential until `expires_at`, or until the dataset's
+/// visibility or publication status changes.
+#[utoipa::path(get, path = "/api/tiles/token/{dataset_id}", tag = "tiles", params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, body = TileToken), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn tile_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TileToken>, AppError> {
+    let dataset: Arc<Dataset> = find_collection(&state, &caller, &id).await?;
+    let now = now_secs();
+    let exp = template_expiry(now);
+    let query = signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp);
+    let base = format!("{}/api/tiles/{}", state.config.public_url, dataset.id);
+    Ok(Json(TileToken {
+        dataset_id: dataset.id,
+        scope: format!("dataset:{}", dataset.id),
+        tile_url: format!("{base}/{{z}}/{{x}}/{{y}}.pbf?{query}"),
+        cluster_tile_url: format!("{base}/cluster/{{z}}/{{x}}/{{y}}.pbf?{query}"),
+        expires_at: DateTime::from_timestamp(exp, 0).unwrap_or_default(),
+        expires_in: exp - now,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_stay_inside_the_tile_matrix() {
+        assert!(tile_address("0", "0", "0.pbf").is_ok());
+        assert!(tile_address("3", "7", "7.mvt").is_ok());
+        assert_eq!(
+            tile_address("3", "8", "0").err().map(|e| e.status().as_u16()),
+            Some(404)
+        );
+        assert_eq!(
+            tile_address("25", "0", "0").err().map(|e| e.status().as_u16()),
+            Some(404)
+        );
+        assert_eq!(
+            tile_address("a", "0", "0").err().map(|e| e.status().as_u16()),
+            Some(400)
+        );
+    }
+
+    #[test]
+    fn templates_live_one_to_two_days_and_are_stable_within_a_day() {
+        let now = 1_800_000_000;
+        let exp = template_expiry(now);
+        assert!(exp - now >= TEMPLATE_TTL_SECS && exp - now <= 2 * TEMPLATE_TTL_SECS);
+        assert_eq!(template_expiry(now + 10), exp);
+    }
+
+    #[test]
+    fn tile_paths_name_their_dataset() {
+        let id = Uuid::now_v7();
+        assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}/1/0/0.pbf")), Some(id));
+        assert_eq!(tile_path_dataset(&format!("/api/tiles/token/{id}")), None);
+        assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}")), None);
+    }
+}

@@ -1,0 +1,416 @@
+//! Vector tiles read back by GDAL's MVT driver, cluster tiles, TileJSON,
+//! signed tile templates (served whatever credential is sent, retired when
+//! visibility or publication status changes) and embed tokens.
+use std::process::Command;
+
+use catalog_shared::auth::TokenKeys;
+use catalog_tests::{JWT_SECRET, Stack, StackOptions, data_file};
+use serde_json::{Value, json};
+
+/// What GDAL's MVT driver reads from a tile: `ogrinfo -al` of it.
+fn ogrinfo_tile(tile: &[u8], z: u32, x: u32, y: u32) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tile.pbf");
+    std::fs::write(&path, tile).unwrap();
+    let output = Command::new("ogrinfo")
+        .args(["-ro", "-al", "-oo"])
+        .arg(format!("Z={z}"))
+        .arg("-oo")
+        .arg(format!("X={x}"))
+        .arg("-oo")
+        .arg(format!("Y={y}"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn feature_count(ogrinfo: &str) -> usize {
+    ogrinfo.matches("\nOGRFeature(").count()
+}
+
+async fn get(stack: &Stack, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = stack.http.get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+async fn points(stack: &Stack, token: &str, visibility: &str) -> String {
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0, 10.0]}, "properties": {"name": "a", "rank": 1}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.1, 10.1]}, "properties": {"name": "b", "rank": 2}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.2, 10.0]}, "properties": {"name": "c", "rank": 3}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [-120.0, -40.0]}, "properties": {"name": "far", "rank": 4}}]});
+    stack
+        .ingest_geojson(token, &body, &[("visibility", visibility), ("title", "Points")])
+        .await
+}
+
+#[tokio::test]
+async fn vector_tiles_are_read_by_gdal() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack
+        .upload_ok(
+            &admin,
+            "world_map.gpkg",
+            data_file("gpkg/world_map.gpkg"),
+            &[("layer", "countries"), ("visibility", "public")],
+        )
+        .await;
+    let job = stack.wait_job(&admin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap();
+    let dataset = stack.dataset(&admin, id).await;
+    let table = dataset["table_name"].as_str().unwrap();
+
+    // The whole world at zoom 0: every country bigger than a tile unit
+    // (4096 across the world), Antarctica included.
+    let response = get(
+        &stack,
+        &stack.url(&format!("/api/tiles/{id}/0/0/0.pbf")),
+        &[("origin", "https://viewer.example")],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/vnd.mapbox-vector-tile");
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert_eq!(response.headers()["cache-control"], "public, max-age=300");
+    let tile = response.bytes().await.unwrap();
+    let info = ogrinfo_tile(&tile, 0, 0, 0);
+    assert!(info.contains(&format!("Layer name: {table}")), "{info}");
+    let count = feature_count(&info);
+    assert!((215..240).contains(&count), "{count} countries at zoom 0");
+    assert!(info.contains("name (String) = Antarctica"), "{info}");
+    assert!(info.contains("MULTIPOLYGON") || info.contains("POLYGON"), "{info}");
+
+    // A tile over Belgium holds Belgium and its neighbours, not Australia.
+    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/32/21")), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let info = ogrinfo_tile(&tile, 6, 32, 21);
+    assert!(info.contains("name (String) = Belgium"), "{info}");
+    assert!(!info.contains("name (String) = Australia"), "{info}");
+    // Monaco, too small for zoom 0, is there at zoom 6.
+    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/33/23")), &[]).await.bytes().await.unwrap();
+    assert!(ogrinfo_tile(&tile, 6, 33, 23).contains("name (String) = Monaco"));
+
+    // The open Pacific at zoom 10 holds nothing.
+    let response = get(&stack, &stack.url(&format!("/api/tiles/{id}/10/40/500.pbf")), &[]).await;
+    assert_eq!(response.status(), 204);
+
+    // Tiles are compressed for clients that accept it.
+    let response = get(
+        &stack,
+        &stack.url(&format!("/api/tiles/{id}/1/1/0.pbf")),
+        &[("accept-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+
+    for (path, status) in [("3/8/0", 404), ("25/0/0", 404), ("a/0/0", 400), ("1/0/-1", 400)] {
+        let response = get(&stack, &stack.url(&format!("/api/tiles/{id}/{path}")), &[]).await;
+        assert_eq!(response.status(), status, "{path}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{path}");
+    }
+
+    let (status, tilejson) = stack.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(tilejson["tilejson"], "3.0.0");
+    assert_eq!(tilejson["vector_layers"][0]["id"], table);
+    assert_eq!(tilejson["vector_layers"][0]["fields"]["name"], "String");
+    let template = tilejson["tiles"][0].as_str().unwrap();
+    assert_eq!(template, stack.url(&format!("/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf")));
+}
+
+#[tokio::test]
+async fn cluster_tiles_count_nearby_points() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let id = points(&stack, &admin, "public").await;
+    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/cluster/0/0/0.pbf")), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let info = ogrinfo_tile(&tile, 0, 0, 0);
+    assert_eq!(feature_count(&info), 2, "{info}");
+    assert!(info.contains("point_count (Integer) = 3"), "{info}");
+    assert!(info.contains("point_count (Integer) = 1"), "{info}");
+    // Up close the three points part.
+    let plain = get(&stack, &stack.url(&format!("/api/tiles/{id}/0/0/0.pbf")), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let info = ogrinfo_tile(&plain, 0, 0, 0);
+    assert_eq!(feature_count(&info), 4, "{info}");
+    assert!(
+        info.contains("rank (Integer) = 4") || info.contains("rank (Integer64) = 4"),
+        "{info}"
+    );
+}
+
+#[tokio::test]
+async fn signed_tile_templates_serve_until_publication_changes() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (owner_id, owner) = stack.user_token("olga", "editor").await;
+    let (_, viewer) = stack.user_token("vera", "viewer").await;
+    let id = points(&stack, &owner, "private").await;
+    let plain = stack.url(&format!("/api/tiles/{id}/0/0/0.pbf"));
+    assert_eq!(get(&stack, &plain, &[]).await.status(), 404);
+
+    let token = |bearer: String| {
+        let stack = &stack;
+        let id = id.clone();
+        async move {
+            let (status, body) = stack.get_json(Some(&bearer), &format!("/api/tiles/token/{id}")).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let signed = token(owner.clone()).await;
+    assert_eq!(signed["scope"], format!("dataset:{id}"));
+    let expires_in = signed["expires_in"].as_i64().unwrap();
+    assert!((86_400..=172_800).contains(&expires_in), "{signed}");
+    let template = signed["tile_url"].as_str().unwrap().to_string();
+    let url = template.replace("{z}/{x}/{y}", "0/0/0");
+
+    // A valid template is served whatever else is sent (rule 5).
+    let expired = TokenKeys::new(JWT_SECRET)
+        .issue_access(owner_id, 0, std::time::Duration::from_secs(0))
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let dead_bearer = format!("Bearer {expired}");
+    for headers in [
+        vec![],
+        vec![("authorization", dead_bearer.as_str())],
+        vec![("x-api-key", "sdc_garbage")],
+    ] {
+        let response = get(&stack, &url, &headers).await;
+        assert_eq!(response.status(), 200, "{headers:?}");
+        assert_eq!(response.headers()["cache-control"], "private, max-age=60");
+    }
+    let tile = get(&stack, &url, &[]).await.bytes().await.unwrap();
+    assert_eq!(feature_count(&ogrinfo_tile(&tile, 0, 0, 0)), 4);
+    let cluster = signed["cluster_tile_url"]
+        .as_str()
+        .unwrap()
+        .replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(get(&stack, &cluster, &[]).await.status(), 200);
+
+    // A tampered, foreign or partial template is no capability: the request
+    // answers as its credential says (rule 4).
+    let tampered = format!(
+        "{}{}",
+        &url[..url.len() - 1],
+        if url.ends_with('0') { '1' } else { '0' }
+    );
+    let other = points(&stack, &owner, "private").await;
+    let foreign = url.replace(&format!("/tiles/{id}/"), &format!("/tiles/{other}/"));
+    let partial = url.split("&sig=").next().unwrap().to_string();
+    for candidate in [&tampered, &foreign, &partial] {
+        assert_eq!(get(&stack, candidate, &[]).await.status(), 404, "{candidate}");
+        assert_eq!(
+            get(&stack, candidate, &[("authorization", &dead_bearer)])
+                .await
+                .status(),
+            401,
+            "{candidate}"
+        );
+        assert_eq!(
+            get(&stack, candidate, &[("authorization", &format!("Bearer {owner}"))])
+                .await
+                .status(),
+            200
+        );
+    }
+
+    // Ordinary edits keep templates alive.
+    let patch = |body: Value| {
+        let stack = &stack;
+        let owner = owner.clone();
+        let id = id.clone();
+        async move {
+            let response = stack
+                .http
+                .patch(stack.url(&format!("/api/datasets/{id}")))
+                .bearer_auth(&owner)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            let dataset: Value = response.json().await.unwrap();
+            dataset
+        }
+    };
+    let before = patch(json!({"summary": "edited"})).await["publication_version"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(get(&stack, &url, &[]).await.status(), 200);
+
+    // A change of visibility rolls the publication version and retires it.
+    let after = patch(json!({"visibility": "internal"})).await["publication_version"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(after, before + 1);
+    assert_eq!(get(&stack, &url, &[]).await.status(), 404);
+    let renewed = token(viewer.clone()).await["tile_url"]
+        .as_str()
+        .unwrap()
+        .replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(get(&stack, &renewed, &[]).await.status(), 200);
+
+    // So does withdrawing it from publication; only its owner sees it then.
+    let unpublished = patch(json!({"status": "unpublished"})).await;
+    assert_eq!(unpublished["publication_version"].as_i64().unwrap(), before + 2);
+    assert_eq!(get(&stack, &renewed, &[]).await.status(), 404);
+    let (status, _) = stack.get_json(Some(&viewer), &format!("/api/datasets/{id}")).await;
+    assert_eq!(status, 404);
+    let (status, _) = stack
+        .get_json(Some(&viewer), &format!("/api/collections/{id}/items"))
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = stack
+        .get_json(Some(&owner), &format!("/api/collections/{id}/items"))
+        .await;
+    assert_eq!(status, 200);
+    let response = stack
+        .http
+        .patch(stack.url(&format!("/api/datasets/{id}")))
+        .bearer_auth(&owner)
+        .json(&json!({"status": "hidden"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+}
+
+#[tokio::test]
+async fn embed_tokens_open_a_map_and_its_data_only() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (owner_id, owner) = stack.user_token("emil", "editor").await;
+    let shown = points(&stack, &owner, "private").await;
+    let hidden = points(&stack, &owner, "private").await;
+    let response = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&owner)
+        .json(&json!({"name": "Embedded", "layers": [{"dataset_id": shown}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let map_id = map["id"].as_str().unwrap().to_string();
+
+    let response = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
+        .bearer_auth(&owner)
+        .json(&json!({"label": "intranet page"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.unwrap();
+    let secret = created["token"].as_str().unwrap().to_string();
+    let (status, listed) = stack
+        .get_json(Some(&owner), &format!("/api/maps/{map_id}/embed-tokens"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(listed[0]["label"], "intranet page");
+    assert!(listed[0].get("token").is_none() && !listed.to_string().contains(&secret));
+
+    let expired = TokenKeys::new(JWT_SECRET)
+        .issue_access(owner_id, 0, std::time::Duration::from_secs(0))
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let dead_bearer = format!("Bearer {expired}");
+    let embed = [("x-embed-token", secret.as_str())];
+    let embed_and_dead = [
+        ("x-embed-token", secret.as_str()),
+        ("authorization", dead_bearer.as_str()),
+    ];
+    let covered = [
+        format!("/api/maps/{map_id}"),
+        format!("/api/maps/{map_id}/style.json"),
+        format!("/api/collections/{shown}/items"),
+        format!("/api/tiles/{shown}/0/0/0.pbf"),
+        format!("/api/datasets/{shown}/features"),
+    ];
+    for path in &covered {
+        assert_eq!(get(&stack, &stack.url(path), &[]).await.status(), 404, "{path}");
+        assert_eq!(get(&stack, &stack.url(path), &embed).await.status(), 200, "{path}");
+        assert_eq!(
+            get(&stack, &stack.url(path), &embed_and_dead).await.status(),
+            200,
+            "{path}"
+        );
+    }
+    // Outside what the token covers, the request is its credential's.
+    for path in [
+        format!("/api/collections/{hidden}/items"),
+        format!("/api/datasets/{shown}"),
+        format!("/api/maps/{map_id}/embed-tokens"),
+    ] {
+        assert_eq!(get(&stack, &stack.url(&path), &embed).await.status(), 404, "{path}");
+        assert_eq!(
+            get(&stack, &stack.url(&path), &embed_and_dead).await.status(),
+            401,
+            "{path}"
+        );
+    }
+    // An unknown token is no capability either.
+    let bogus = [
+        ("x-embed-token", "embed_bogus"),
+        ("authorization", dead_bearer.as_str()),
+    ];
+    assert_eq!(get(&stack, &stack.url(&covered[0]), &bogus).await.status(), 401);
+
+    // The style read through the token carries signed tile URLs a browser
+    // can fetch with nothing else.
+    let style: Value = get(&stack, &stack.url(&covered[1]), &embed).await.json().await.unwrap();
+    let source = &style["sources"][format!("dataset-{shown}")];
+    assert_eq!(source["type"], "vector");
+    let template = source["tiles"][0].as_str().unwrap();
+    assert!(template.contains("sig="), "{style}");
+    let tile = template.replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(get(&stack, &tile, &[]).await.status(), 200);
+
+    // Revoked: gone at once.
+    let response = stack
+        .http
+        .delete(stack.url(&format!(
+            "/api/maps/{map_id}/embed-tokens/{}",
+            created["id"].as_str().unwrap()
+        )))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(get(&stack, &stack.url(&covered[0]), &embed).await.status(), 404);
+
+    for body in [
+        json!({"expires_at": "2001-01-01T00:00:00Z"}),
+        json!({"label": "x".repeat(256)}),
+        json!({"scope": "all"}),
+    ] {
+        let response = stack
+            .http
+            .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
+            .bearer_auth(&owner)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{body}");
+    }
+}
