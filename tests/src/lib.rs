@@ -9,6 +9,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub mod idp;
+
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;

@@ -478,15 +478,36 @@ async fn styles_validate_and_round_trip() {
     assert_eq!(circle["paint"]["circle-radius"], 7);
     // Vector layers draw the service's tiles, signed for a private dataset
     // so a browser needs no credential; GeoJSON layers its items.
-    let tiles = style["sources"][format!("dataset-{points}")]["tiles"][0].as_str().unwrap();
-    assert!(tiles.starts_with(&format!("{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?scope=", stack.base)), "{tiles}");
+    let tiles = style["sources"][format!("dataset-{points}")]["tiles"][0]
+        .as_str()
+        .unwrap();
+    assert!(
+        tiles.starts_with(&format!(
+            "{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?scope=",
+            stack.base
+        )),
+        "{tiles}"
+    );
     assert!(tiles.contains("&sig="), "{tiles}");
-    let table = stack.dataset(&token, &points).await["table_name"].as_str().unwrap().to_string();
+    let table = stack.dataset(&token, &points).await["table_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(circle["source-layer"], table);
-    let tile = stack.http.get(tiles.replace("{z}/{x}/{y}", "0/0/0")).send().await.unwrap();
+    let tile = stack
+        .http
+        .get(tiles.replace("{z}/{x}/{y}", "0/0/0"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(tile.status(), 200, "the signed tile URL serves with no credential");
-    let geojson = style["sources"][format!("dataset-{points}-geojson")]["data"].as_str().unwrap();
-    assert!(geojson.starts_with(&format!("{}/api/collections/{points}/items", stack.base)), "{geojson}");
+    let geojson = style["sources"][format!("dataset-{points}-geojson")]["data"]
+        .as_str()
+        .unwrap();
+    assert!(
+        geojson.starts_with(&format!("{}/api/collections/{points}/items", stack.base)),
+        "{geojson}"
+    );
     assert_eq!(style["layers"][5]["source"], format!("dataset-{points}-geojson"));
     assert!(style["layers"][5].get("source-layer").is_none());
     validate_style(&style);

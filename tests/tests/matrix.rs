@@ -113,6 +113,20 @@ fn table() -> Vec<Row> {
         row("GET", "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/settings/oauth-providers", None, [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("POST", "/api/settings/oauth-providers",
+            Json(r#"{"slug": "p{unique}", "display_name": "P", "provider_type": "oidc", "client_id": "c", "client_secret": "s", "discovery_url": "https://example.org/d"}"#),
+            [401, 401, 401, 403, 403, 403, 403, 201]),
+        row("PUT", "/api/settings/oauth-providers/{provider_id}", Json(r#"{"display_name": "Q"}"#),
+            [401, 401, 401, 403, 403, 403, 403, 404]),
+        row("DELETE", "/api/settings/oauth-providers/{provider_id}", None, [401, 401, 401, 403, 403, 403, 403, 404]),
+        row("GET", "/api/settings/auth", None, [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("PUT", "/api/settings/auth", Json(r#"{"password_login_enabled": true, "allowed_email_domains": []}"#),
+            [401, 401, 401, 403, 403, 403, 403, 200]),
+        // Single sign-on redirects read no credential; unknown providers and
+        // callbacks without a state are refused alike.
+        row("GET", "/api/auth/oauth/{slug}/login", None, [404; 8]),
+        row("GET", "/api/auth/oauth/{slug}/callback", None, [400; 8]),
         row("GET", "/api/ingest/discover", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("POST", "/api/ingest/register/bulk", Json(r#"{"tables": []}"#), [401, 401, 401, 403, 403, 403, 403, 200]),
         row("POST", "/api/datasets/bulk-delete", Json(r#"{"datasets": [{"dataset_id": "{dataset_id}", "confirm_title": "Fixture"}]}"#),
@@ -313,6 +327,8 @@ async fn authorization_matrix() {
                 .replace("{job_id}", &fx.job_id.to_string())
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{token_id}", &Uuid::now_v7().to_string())
+                .replace("{provider_id}", &Uuid::now_v7().to_string())
+                .replace("{slug}", "nobody")
                 .replace("{z}/{x}/{y}", "0/0/0.pbf")
                 .replace("{user_id}", &fx.viewer_id.to_string());
             if row.method == "DELETE" && row.path.ends_with("/grants/{user_id}") {

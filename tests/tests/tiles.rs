@@ -97,7 +97,11 @@ async fn vector_tiles_are_read_by_gdal() {
     assert!(info.contains("name (String) = Belgium"), "{info}");
     assert!(!info.contains("name (String) = Australia"), "{info}");
     // Monaco, too small for zoom 0, is there at zoom 6.
-    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/33/23")), &[]).await.bytes().await.unwrap();
+    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/33/23")), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
     assert!(ogrinfo_tile(&tile, 6, 33, 23).contains("name (String) = Monaco"));
 
     // The open Pacific at zoom 10 holds nothing.

@@ -293,12 +293,17 @@ pub struct UserUpdate {
     status: Option<String>,
     /// viewer, editor or admin
     role: Option<String>,
+    /// `local` or the slug of a sign-in provider. A change is a conversion
+    /// between auth providers: the account's API keys die, and converting
+    /// to `local` removes its single sign-on links.
+    auth_provider: Option<String>,
 }
 
 const STATUSES: [&str; 4] = ["active", "pending", "suspended", "deactivated"];
 
-/// An admin edits an account. A role change or the approval of a pending
-/// account revokes every API key of the account.
+/// An admin edits an account. A role change, the approval of a pending
+/// account or a conversion between auth providers revokes every API key of
+/// the account.
 #[utoipa::path(patch, path = "/api/admin/users/{user_id}", tag = "admin", params(("user_id" = Uuid, Path)), request_body = UserUpdate,
     responses((status = 200, body = UserResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_user(
@@ -323,14 +328,29 @@ async fn update_user(
         check_email(email)?;
     }
     let mut tx = state.pool.begin().await?;
-    let current: Option<(String, String)> = sqlx::query_as("SELECT role, status FROM users WHERE id = $1 FOR UPDATE")
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let (old_role, old_status) = current.ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    let current: Option<(String, String, String)> =
+        sqlx::query_as("SELECT role, status, auth_provider FROM users WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (old_role, old_status, old_provider) = current.ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    if let Some(provider) = &body.auth_provider
+        && provider != "local"
+    {
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM oauth_providers WHERE slug = $1)")
+            .bind(provider)
+            .fetch_one(&mut *tx)
+            .await?;
+        if !exists {
+            return Err(AppError::unprocessable(format!(
+                "auth_provider must be local or the slug of a sign-in provider, not {provider:?}"
+            )));
+        }
+    }
     let updated = sqlx::query(
         "UPDATE users SET email = coalesce($2, email), is_active = coalesce($3, is_active),
-                          status = coalesce($4, status), role = coalesce($5, role), updated_at = now()
+                          status = coalesce($4, status), role = coalesce($5, role),
+                          auth_provider = coalesce($6, auth_provider), updated_at = now()
          WHERE id = $1",
     )
     .bind(id)
@@ -338,6 +358,7 @@ async fn update_user(
     .bind(body.is_active)
     .bind(&body.status)
     .bind(&body.role)
+    .bind(&body.auth_provider)
     .execute(&mut *tx)
     .await;
     if let Err(sqlx::Error::Database(db)) = &updated
@@ -348,25 +369,50 @@ async fn update_user(
     updated?;
     let role_changed = body.role.as_ref().is_some_and(|r| *r != old_role);
     let approved = old_status == "pending" && body.status.as_deref() == Some("active");
-    if role_changed || approved {
+    let converted = body.auth_provider.as_ref().is_some_and(|p| *p != old_provider);
+    if role_changed || approved || converted {
         api_keys::revoke_all(&mut *tx, id).await?;
+    }
+    if converted && body.auth_provider.as_deref() == Some("local") {
+        sqlx::query("DELETE FROM oauth_accounts WHERE user_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(Json(user_response(&state, id).await?))
 }
 
-/// What the sign-in screen needs: how people can sign in, and the site banner.
+/// What the sign-in screen needs: how people can sign in (read fresh on
+/// every call, so provider changes show at once), and the site banner.
 #[utoipa::path(get, path = "/api/auth/config", tag = "auth", responses((status = 200, description = "sign-in options and the site banner")))]
-async fn auth_config(State(state): State<AppState>) -> Json<serde_json::Value> {
+async fn auth_config(State(state): State<AppState>) -> Result<Json<serde_json::Value>, AppError> {
     let config = &state.config;
-    Json(serde_json::json!({
-        "password_login_enabled": true,
+    let settings = super::providers::auth_settings(&state.pool).await?;
+    let providers: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT slug, display_name, provider_type FROM oauth_providers WHERE enabled ORDER BY display_name, slug",
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    let providers: Vec<serde_json::Value> = providers
+        .into_iter()
+        .map(|(slug, display_name, provider_type)| {
+            serde_json::json!({
+                "slug": slug,
+                "display_name": display_name,
+                "provider_type": provider_type,
+                "login_url": format!("{}/api/auth/oauth/{slug}/login", config.public_url),
+            })
+        })
+        .collect();
+    Ok(Json(serde_json::json!({
+        "password_login_enabled": settings.password_login_enabled,
         "registration_enabled": true,
-        "oauth_providers": [],
+        "oauth_providers": providers,
         "banner": {
             "enabled": config.banner_enabled,
             "text": config.banner_text,
             "color": config.banner_color,
         },
-    }))
+    })))
 }

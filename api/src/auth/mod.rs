@@ -23,6 +23,8 @@ pub mod accounts;
 pub mod api_keys;
 mod cookies;
 pub mod cors;
+mod oauth;
+pub mod providers;
 pub mod tokens;
 
 /// A signed-in account.
@@ -121,13 +123,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// Routes that read no credential: the landing page and conformance (the
 /// specification says so), liveness, the routes that take their credential
-/// in the body or a cookie (sign-in, refresh, sign-out), and shared map
+/// in the body or a cookie (sign-in, refresh, sign-out), the single sign-on
+/// redirects (their credential is the provider's answer), and shared map
 /// links (404 or 410 whatever is sent).
 fn reads_no_credential(path: &str) -> bool {
     matches!(
         path,
         "/api" | "/api/conformance" | "/api/health" | "/api/auth/login" | "/api/auth/refresh" | "/api/auth/logout"
     ) || path.starts_with("/api/maps/shared/")
+        || path.starts_with("/api/auth/oauth/")
 }
 
 fn is_read_method(method: &Method) -> bool {
@@ -232,6 +236,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(tokens::routes())
         .merge(api_keys::routes())
         .merge(accounts::routes())
+        .merge(providers::routes())
+        .merge(oauth::routes())
 }
 
 /// Creates the first admin from `BOOTSTRAP_ADMIN_*` when no user exists.

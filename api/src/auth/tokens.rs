@@ -74,18 +74,15 @@ pub struct TokenPair {
     expires_in: u64,
 }
 
-/// Issues an access token and a new refresh token; in cookie mode the
-/// refresh token and a CSRF value go into cookies instead of the body.
-async fn issue_pair(
+/// A new access token and a new (stored) refresh token for the account.
+pub(super) async fn mint_pair(
     state: &AppState,
     user_id: Uuid,
     token_version: i32,
-    cookie_mode: bool,
-) -> Result<impl IntoResponse + use<>, AppError> {
-    let ttl = state.config.access_token_ttl;
+) -> Result<(String, String), AppError> {
     let access_token = state
         .keys
-        .issue_access(user_id, token_version, ttl)
+        .issue_access(user_id, token_version, state.config.access_token_ttl)
         .map_err(AppError::internal)?;
     let refresh_token = random_secret("rt_");
     sqlx::query(
@@ -98,16 +95,33 @@ async fn issue_pair(
     .bind(REFRESH_TOKEN_TTL.as_secs() as f64)
     .execute(&state.pool)
     .await?;
+    Ok((access_token, refresh_token))
+}
+
+/// Sets the refresh-token and CSRF cookies of cookie mode.
+pub(super) fn set_session_cookies(state: &AppState, headers: &mut HeaderMap, refresh_token: &str) {
+    let secure = state.config.public_url.starts_with("https://");
+    cookies::set(
+        headers,
+        refresh_token,
+        &random_secret(""),
+        REFRESH_TOKEN_TTL.as_secs() as i64,
+        secure,
+    );
+}
+
+/// Issues an access token and a new refresh token; in cookie mode the
+/// refresh token and a CSRF value go into cookies instead of the body.
+async fn issue_pair(
+    state: &AppState,
+    user_id: Uuid,
+    token_version: i32,
+    cookie_mode: bool,
+) -> Result<impl IntoResponse + use<>, AppError> {
+    let (access_token, refresh_token) = mint_pair(state, user_id, token_version).await?;
     let mut headers = HeaderMap::new();
     let body_refresh = if cookie_mode {
-        let secure = state.config.public_url.starts_with("https://");
-        cookies::set(
-            &mut headers,
-            &refresh_token,
-            &random_secret(""),
-            REFRESH_TOKEN_TTL.as_secs() as i64,
-            secure,
-        );
+        set_session_cookies(state, &mut headers, &refresh_token);
         None
     } else {
         Some(refresh_token)
@@ -118,7 +132,7 @@ async fn issue_pair(
             access_token,
             refresh_token: body_refresh,
             token_type: "bearer",
-            expires_in: ttl.as_secs(),
+            expires_in: state.config.access_token_ttl.as_secs(),
         }),
     ))
 }
@@ -140,6 +154,11 @@ async fn login(
     .bind(&form.username)
     .fetch_optional(&state.pool)
     .await?;
+    if !super::providers::password_login_enabled(&state.pool).await? {
+        return Err(AppError::forbidden(
+            "password sign-in is disabled; sign in with a single sign-on provider",
+        ));
+    }
     let refused = || AppError::unauthorized("wrong username or password");
     let (user_id, hash, status, is_active, token_version) = account.ok_or_else(refused)?;
     if !hash.is_some_and(|h| verify_password(&form.password, &h)) {

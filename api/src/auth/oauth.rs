@@ -1,0 +1,635 @@
+//! Single sign-on by the authorization-code flow with PKCE (S256) for
+//! every provider type. The login route sends the browser to the provider;
+//! the callback exchanges the code, learns who signed in (a verified OIDC
+//! ID token, or the userinfo endpoint of plain OAuth 2.0), applies the
+//! allowed-domain and linking rules, and sends the browser to the web UI's
+//! `/oauth/callback` with a session. Every request to a provider goes
+//! through the outbound guard.
+use std::time::Duration;
+
+use axum::{
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use catalog_shared::{AppError, auth::random_secret};
+use jsonwebtoken::{Validation, jwk::JwkSet};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use url::Url;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use super::{
+    api_keys,
+    providers::{PROVIDER_COLUMNS, Provider, auth_settings, unseal},
+    tokens::{mint_pair, set_session_cookies},
+};
+use crate::{
+    extract::{Path, Query},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(oauth_login))
+        .routes(routes!(oauth_callback))
+}
+
+/// How long a sign-in may take between leaving for the provider and coming back.
+const LOGIN_WINDOW_MINUTES: i32 = 10;
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A sign-in refused or failed after the provider answered: the browser
+/// goes back to the web UI with an error code it can explain.
+struct Refusal {
+    code: &'static str,
+    detail: String,
+}
+
+fn refuse(code: &'static str, detail: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        detail: detail.into(),
+    }
+}
+
+impl From<AppError> for Refusal {
+    fn from(e: AppError) -> Self {
+        refuse("server_error", e.to_string())
+    }
+}
+
+impl From<sqlx::Error> for Refusal {
+    fn from(e: sqlx::Error) -> Self {
+        AppError::from(e).into()
+    }
+}
+
+fn redirect(location: &str, headers: HeaderMap) -> Response {
+    let mut response = (StatusCode::FOUND, headers).into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+async fn enabled_provider(state: &AppState, slug: &str) -> Result<Provider, AppError> {
+    let sql = format!("SELECT {PROVIDER_COLUMNS} FROM oauth_providers WHERE slug = $1 AND enabled");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(slug)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no enabled sign-in provider {slug:?}")))
+}
+
+fn callback_url(state: &AppState, slug: &str) -> String {
+    format!("{}/api/auth/oauth/{slug}/callback", state.config.public_url)
+}
+
+/// Where a provider's endpoints are: its discovery document, or the URLs
+/// configured (plain OAuth 2.0, or OIDC without discovery).
+struct Endpoints {
+    authorize: String,
+    token: String,
+    userinfo: Option<String>,
+    jwks: Option<String>,
+    issuer: Option<String>,
+}
+
+async fn fetch_json(request: reqwest::RequestBuilder) -> Result<Value, String> {
+    let response = request
+        .header(header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|e| format!("the provider could not be reached: {e}"))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| format!("the provider's answer broke off: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("the provider answered {status}"));
+    }
+    serde_json::from_slice(&body).map_err(|_| "the provider's answer is not JSON".to_string())
+}
+
+async fn endpoints(client: &reqwest::Client, p: &Provider) -> Result<Endpoints, String> {
+    let configured = |url: &Option<String>| url.clone().filter(|u| !u.is_empty());
+    let Some(discovery) = configured(&p.discovery_url) else {
+        return Ok(Endpoints {
+            authorize: configured(&p.authorize_url).ok_or("no authorize_url configured")?,
+            token: configured(&p.token_url).ok_or("no token_url configured")?,
+            userinfo: configured(&p.userinfo_url),
+            jwks: None,
+            issuer: None,
+        });
+    };
+    let doc = fetch_json(client.get(&discovery)).await?;
+    let field = |name: &str| doc[name].as_str().map(String::from);
+    Ok(Endpoints {
+        authorize: configured(&p.authorize_url)
+            .or(field("authorization_endpoint"))
+            .ok_or("the discovery document names no authorization_endpoint")?,
+        token: configured(&p.token_url)
+            .or(field("token_endpoint"))
+            .ok_or("the discovery document names no token_endpoint")?,
+        userinfo: configured(&p.userinfo_url).or(field("userinfo_endpoint")),
+        jwks: field("jwks_uri"),
+        issuer: field("issuer"),
+    })
+}
+
+fn pkce_challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// Sends the browser to the provider (authorization code, PKCE S256, state).
+#[utoipa::path(get, path = "/api/auth/oauth/{slug}/login", tag = "auth", params(("slug" = String, Path)),
+    responses((status = 302, description = "to the provider's authorize endpoint"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response, AppError> {
+    let provider = enabled_provider(&state, &slug).await?;
+    let client = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
+    let endpoints = endpoints(&client, &provider)
+        .await
+        .map_err(|why| AppError::new(StatusCode::BAD_GATEWAY, format!("sign-in provider {slug}: {why}")))?;
+    let login_state = random_secret("");
+    let verifier = random_secret("");
+    let nonce = random_secret("");
+    sqlx::query("DELETE FROM oauth_logins WHERE created_at < now() - make_interval(mins => $1)")
+        .bind(LOGIN_WINDOW_MINUTES)
+        .execute(&state.pool)
+        .await?;
+    sqlx::query("INSERT INTO oauth_logins (state, provider_id, code_verifier, nonce) VALUES ($1, $2, $3, $4)")
+        .bind(&login_state)
+        .bind(provider.id)
+        .bind(&verifier)
+        .bind(&nonce)
+        .execute(&state.pool)
+        .await?;
+    let mut authorize = Url::parse(&endpoints.authorize)
+        .map_err(|_| AppError::new(StatusCode::BAD_GATEWAY, "the provider's authorize URL is not a URL"))?;
+    {
+        let mut query = authorize.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &provider.client_id)
+            .append_pair("redirect_uri", &callback_url(&state, &slug))
+            .append_pair("scope", &provider.scopes)
+            .append_pair("state", &login_state)
+            .append_pair("code_challenge", &pkce_challenge(&verifier))
+            .append_pair("code_challenge_method", "S256");
+        if provider.is_oidc() {
+            query.append_pair("nonce", &nonce);
+        }
+    }
+    Ok(redirect(authorize.as_str(), HeaderMap::new()))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// Back from the provider: on success the browser goes to the web UI's
+/// `/oauth/callback` with the access token in the fragment and the refresh
+/// token in cookies (as in cookie mode); on refusal with `error` and
+/// `error_description` in the query.
+#[utoipa::path(get, path = "/api/auth/oauth/{slug}/callback", tag = "auth", params(("slug" = String, Path), CallbackQuery),
+    responses((status = 302, description = "to the web UI's /oauth/callback"),
+              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn oauth_callback(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(query): Query<CallbackQuery>,
+) -> Result<Response, AppError> {
+    let login_state = query
+        .state
+        .ok_or_else(|| AppError::bad_request("the sign-in came back without its state"))?;
+    let started: Option<(String, String, Uuid)> = sqlx::query_as(
+        "DELETE FROM oauth_logins l USING oauth_providers p
+         WHERE l.state = $1 AND p.id = l.provider_id AND p.slug = $2
+           AND l.created_at > now() - make_interval(mins => $3)
+         RETURNING l.code_verifier, l.nonce, p.id",
+    )
+    .bind(&login_state)
+    .bind(&slug)
+    .bind(LOGIN_WINDOW_MINUTES)
+    .fetch_optional(&state.pool)
+    .await?;
+    let (verifier, nonce, _) = started.ok_or_else(|| {
+        AppError::bad_request("this sign-in was not started here, was already used, or expired; start again")
+    })?;
+    let ui = format!("{}/oauth/callback", state.config.public_url);
+    let outcome = match (query.error, query.code) {
+        (Some(error), _) => Err(refuse(
+            "access_denied",
+            format!(
+                "the provider refused the sign-in: {error}{}",
+                query.error_description.map(|d| format!(" ({d})")).unwrap_or_default()
+            ),
+        )),
+        (None, None) => Err(refuse("invalid_request", "the provider sent no authorization code")),
+        (None, Some(code)) => sign_in(&state, &slug, &code, &verifier, &nonce).await,
+    };
+    match outcome {
+        Ok((user_id, token_version)) => {
+            let (access, refresh) = mint_pair(&state, user_id, token_version).await?;
+            let mut headers = HeaderMap::new();
+            set_session_cookies(&state, &mut headers, &refresh);
+            let ttl = state.config.access_token_ttl.as_secs();
+            Ok(redirect(
+                &format!("{ui}#access_token={access}&token_type=bearer&expires_in={ttl}"),
+                headers,
+            ))
+        }
+        Err(refusal) => {
+            tracing::info!(provider = %slug, code = refusal.code, detail = %refusal.detail, "single sign-on refused");
+            let mut location = Url::parse(&ui).map_err(AppError::internal)?;
+            location
+                .query_pairs_mut()
+                .append_pair("error", refusal.code)
+                .append_pair("error_description", &refusal.detail);
+            Ok(redirect(location.as_str(), HeaderMap::new()))
+        }
+    }
+}
+
+/// Who signed in, as the provider says.
+#[derive(Debug, Default)]
+struct Identity {
+    subject: String,
+    email: Option<String>,
+    email_verified: bool,
+    name: Option<String>,
+}
+
+/// `email_verified` is a boolean, but some providers send it as a string.
+fn truthy(v: &Value) -> bool {
+    v.as_bool().unwrap_or_else(|| v.as_str() == Some("true"))
+}
+
+fn identity_from_claims(claims: &Value) -> Identity {
+    Identity {
+        subject: claims["sub"].as_str().unwrap_or_default().to_string(),
+        email: claims["email"].as_str().map(String::from),
+        email_verified: truthy(&claims["email_verified"]),
+        name: claims["preferred_username"]
+            .as_str()
+            .or(claims["name"].as_str())
+            .map(String::from),
+    }
+}
+
+async fn sign_in(
+    state: &AppState,
+    slug: &str,
+    code: &str,
+    verifier: &str,
+    nonce: &str,
+) -> Result<(Uuid, i32), Refusal> {
+    let provider = enabled_provider(state, slug).await?;
+    let secret = unseal(&state.config.jwt_secret, &provider.client_secret)?;
+    let client = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
+    let upstream = |why: String| refuse("provider_error", why);
+    let endpoints = endpoints(&client, &provider).await.map_err(upstream)?;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", &callback_url(state, slug)),
+        ("code_verifier", verifier),
+        ("client_id", &provider.client_id),
+        ("client_secret", &secret),
+    ];
+    let tokens = fetch_json(client.post(&endpoints.token).form(&form))
+        .await
+        .map_err(|why| upstream(format!("the code exchange failed: {why}")))?;
+    let access_token = tokens["access_token"]
+        .as_str()
+        .ok_or_else(|| upstream("the provider issued no access token".into()))?;
+    let identity = if provider.is_oidc() {
+        oidc_identity(&client, &provider, &endpoints, &tokens, access_token, nonce).await?
+    } else {
+        oauth2_identity(&client, &endpoints, access_token).await?
+    };
+    if identity.subject.is_empty() {
+        return Err(refuse("provider_error", "the provider did not say who signed in"));
+    }
+    link_account(state, &provider, identity).await
+}
+
+/// The identity in a verified ID token (signature by the provider's JWKS,
+/// issuer, audience, expiry, nonce), completed from userinfo when the token
+/// carries no email; userinfo alone when no ID token came.
+async fn oidc_identity(
+    client: &reqwest::Client,
+    provider: &Provider,
+    endpoints: &Endpoints,
+    tokens: &Value,
+    access_token: &str,
+    nonce: &str,
+) -> Result<Identity, Refusal> {
+    let invalid = |why: &str| refuse("invalid_id_token", why.to_string());
+    let mut identity = if let (Some(id_token), Some(jwks_uri)) = (tokens["id_token"].as_str(), &endpoints.jwks) {
+        let header = jsonwebtoken::decode_header(id_token).map_err(|_| invalid("the ID token is malformed"))?;
+        let keys: JwkSet = serde_json::from_value(
+            fetch_json(client.get(jwks_uri))
+                .await
+                .map_err(|why| refuse("provider_error", format!("the provider's keys: {why}")))?,
+        )
+        .map_err(|_| invalid("the provider's key set is malformed"))?;
+        let jwk = match &header.kid {
+            Some(kid) => keys.find(kid),
+            None => keys.keys.first(),
+        }
+        .ok_or_else(|| invalid("the ID token is signed with a key the provider does not publish"))?;
+        let key = jsonwebtoken::DecodingKey::from_jwk(jwk).map_err(|_| invalid("the provider's key is unusable"))?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_audience(&[&provider.client_id]);
+        // Multi-tenant directories publish an issuer template.
+        match &endpoints.issuer {
+            Some(issuer) if !issuer.contains('{') => validation.set_issuer(&[issuer]),
+            _ => {}
+        }
+        validation.leeway = 60;
+        let claims = jsonwebtoken::decode::<Value>(id_token, &key, &validation)
+            .map_err(|e| invalid(&format!("the ID token does not verify: {e}")))?
+            .claims;
+        if claims["nonce"].as_str() != Some(nonce) {
+            return Err(invalid("the ID token's nonce does not match this sign-in"));
+        }
+        identity_from_claims(&claims)
+    } else {
+        Identity::default()
+    };
+    if identity.email.is_none() || identity.subject.is_empty() {
+        let Some(userinfo) = &endpoints.userinfo else {
+            return Ok(identity);
+        };
+        let info = fetch_json(client.get(userinfo).bearer_auth(access_token))
+            .await
+            .map_err(|why| refuse("provider_error", format!("userinfo: {why}")))?;
+        let from_userinfo = identity_from_claims(&info);
+        if identity.subject.is_empty() {
+            identity = from_userinfo;
+        } else if from_userinfo.subject == identity.subject {
+            identity.email = from_userinfo.email;
+            identity.email_verified = from_userinfo.email_verified;
+        }
+    }
+    Ok(identity)
+}
+
+/// The identity of a plain OAuth 2.0 provider (idp_b): its user record,
+/// and of its addresses only the primary, verified one.
+async fn oauth2_identity(
+    client: &reqwest::Client,
+    endpoints: &Endpoints,
+    access_token: &str,
+) -> Result<Identity, Refusal> {
+    let userinfo = endpoints
+        .userinfo
+        .as_ref()
+        .ok_or_else(|| refuse("provider_error", "no userinfo_url configured"))?;
+    let user = fetch_json(client.get(userinfo).bearer_auth(access_token))
+        .await
+        .map_err(|why| refuse("provider_error", format!("user record: {why}")))?;
+    let subject = match &user["id"] {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => String::new(),
+    };
+    let emails = fetch_json(
+        client
+            .get(format!("{}/emails", userinfo.trim_end_matches('/')))
+            .bearer_auth(access_token),
+    )
+    .await
+    .unwrap_or(Value::Null);
+    let primary = emails.as_array().and_then(|list| {
+        list.iter()
+            .find(|e| truthy(&e["primary"]) && truthy(&e["verified"]))
+            .and_then(|e| e["email"].as_str())
+    });
+    Ok(Identity {
+        subject,
+        email: primary.map(String::from),
+        email_verified: primary.is_some(),
+        name: user["login"].as_str().or(user["name"].as_str()).map(String::from),
+    })
+}
+
+fn domain_of(email: &str) -> Option<String> {
+    email.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase())
+}
+
+/// A username from the email's local part or the provider's display name:
+/// lower-case letters, digits, '.', '_' and '-', at most 40 characters.
+fn username_base(identity: &Identity) -> String {
+    let source = identity
+        .email
+        .as_deref()
+        .filter(|_| identity.email_verified)
+        .and_then(|e| e.split('@').next())
+        .or(identity.name.as_deref())
+        .unwrap_or("user");
+    let base: String = source
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(40)
+        .collect();
+    if base.is_empty() { "user".into() } else { base }
+}
+
+#[derive(sqlx::FromRow)]
+struct Account {
+    id: Uuid,
+    email: Option<String>,
+    role: String,
+    status: String,
+    is_active: bool,
+    token_version: i32,
+    auth_provider: String,
+}
+
+const ACCOUNT_COLUMNS: &str = "id, email, role, status, is_active, token_version, auth_provider";
+
+/// The allowed-domain rule and the linking rules, in the order of the
+/// specification: an existing link signs in its account; else a verified
+/// email links to the local account holding it (a conversion: its API keys
+/// die); an unverified email that a local account holds is refused; else a
+/// new account with the provider's default role.
+async fn link_account(state: &AppState, provider: &Provider, identity: Identity) -> Result<(Uuid, i32), Refusal> {
+    let mut tx = state.pool.begin().await?;
+    let settings = auth_settings(&mut *tx).await?;
+    let allowed = |email: &str| {
+        settings.allowed_email_domains.is_empty()
+            || domain_of(email).is_some_and(|d| settings.allowed_email_domains.contains(&d))
+    };
+    let verified_email = identity.email.clone().filter(|_| identity.email_verified);
+    let linked: Option<Account> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {ACCOUNT_COLUMNS} FROM users WHERE id = (
+            SELECT user_id FROM oauth_accounts WHERE provider_id = $1 AND subject = $2)"
+    )))
+    .bind(provider.id)
+    .bind(&identity.subject)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let account = if let Some(account) = linked {
+        let exempt = account.role == "admin";
+        let address = verified_email.clone().or(account.email.clone());
+        if !exempt && !address.as_deref().is_some_and(allowed) {
+            return Err(refuse(
+                "domain_not_allowed",
+                "the account's email domain is not among the allowed domains",
+            ));
+        }
+        account
+    } else {
+        if !verified_email.as_deref().is_some_and(allowed) && !settings.allowed_email_domains.is_empty() {
+            return Err(refuse(
+                "domain_not_allowed",
+                "a verified email address in an allowed domain is needed to sign in",
+            ));
+        }
+        let holder: Option<Account> = match &identity.email {
+            Some(email) => {
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT {ACCOUNT_COLUMNS} FROM users WHERE lower(email) = lower($1)"
+                )))
+                .bind(email)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+            None => None,
+        };
+        let account = match (holder, identity.email_verified) {
+            (Some(holder), true) => {
+                if holder.auth_provider != provider.slug {
+                    sqlx::query("UPDATE users SET auth_provider = $2, updated_at = now() WHERE id = $1")
+                        .bind(holder.id)
+                        .bind(&provider.slug)
+                        .execute(&mut *tx)
+                        .await?;
+                    api_keys::revoke_all(&mut *tx, holder.id).await?;
+                }
+                holder
+            }
+            (Some(_), false) => {
+                return Err(refuse(
+                    "email_not_verified",
+                    "an account with this email exists, but the provider did not verify the address",
+                ));
+            }
+            (None, _) => create_account(&mut tx, provider, &identity, verified_email.as_deref()).await?,
+        };
+        sqlx::query(
+            "INSERT INTO oauth_accounts (id, provider_id, subject, user_id, email) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(Uuid::now_v7())
+        .bind(provider.id)
+        .bind(&identity.subject)
+        .bind(account.id)
+        .bind(&verified_email)
+        .execute(&mut *tx)
+        .await?;
+        account
+    };
+    if account.status != "active" || !account.is_active {
+        return Err(refuse(
+            "account_inactive",
+            format!(
+                "the account is {}; it cannot sign in",
+                if account.is_active {
+                    &account.status
+                } else {
+                    "deactivated"
+                }
+            ),
+        ));
+    }
+    sqlx::query("UPDATE oauth_accounts SET last_login_at = now() WHERE provider_id = $1 AND subject = $2")
+        .bind(provider.id)
+        .bind(&identity.subject)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((account.id, account.token_version))
+}
+
+async fn create_account(
+    tx: &mut sqlx::PgConnection,
+    provider: &Provider,
+    identity: &Identity,
+    email: Option<&str>,
+) -> Result<Account, Refusal> {
+    let base = username_base(identity);
+    let taken: Vec<String> =
+        sqlx::query_scalar("SELECT lower(username) FROM users WHERE lower(username) LIKE lower($1) || '%'")
+            .bind(&base)
+            .fetch_all(&mut *tx)
+            .await?;
+    let username = std::iter::once(base.clone())
+        .chain((2..).map(|n| format!("{base}{n}")))
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or(base);
+    let account = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO users (id, username, email, role, auth_provider) VALUES ($1, $2, $3, $4, $5)
+         RETURNING {ACCOUNT_COLUMNS}"
+    )))
+    .bind(Uuid::now_v7())
+    .bind(&username)
+    .bind(email)
+    .bind(&provider.default_role)
+    .bind(&provider.slug)
+    .fetch_one(&mut *tx)
+    .await?;
+    tracing::info!(provider = %provider.slug, %username, "account created at single sign-on");
+    Ok(account)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkce_challenge_is_rfc7636() {
+        // RFC 7636, appendix B.
+        assert_eq!(
+            pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+    }
+
+    #[test]
+    fn usernames_come_from_the_verified_email_or_the_name() {
+        let mut identity = Identity {
+            subject: "1".into(),
+            email: Some("Jane.Doe+x@Example.org".into()),
+            email_verified: true,
+            name: Some("Jane Doe".into()),
+        };
+        assert_eq!(username_base(&identity), "jane.doe-x");
+        identity.email_verified = false;
+        assert_eq!(username_base(&identity), "jane-doe");
+        identity.name = None;
+        assert_eq!(username_base(&identity), "user");
+    }
+}
