@@ -11,6 +11,7 @@ pub struct AppState {
     pub keys: TokenKeys,
     pub outbound: OutboundPolicy,
     pub datasets: crate::dataset_cache::DatasetCache,
+    pub basemaps: crate::maps::basemap::BasemapCache,
 }
 
 impl AppState {
@@ -21,6 +22,7 @@ impl AppState {
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
             datasets: Default::default(),
+            basemaps: Default::default(),
             config: Arc::new(config),
         })
     }

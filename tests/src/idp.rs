@@ -268,7 +268,11 @@ pub async fn browser_sign_in(service_base: &str, slug: &str) -> SignIn {
         if url.starts_with(service_base) {
             assert_eq!(response.status(), 302, "{url} answered {}", response.status());
         } else {
-            assert!(response.status().is_redirection(), "{url} answered {}", response.status());
+            assert!(
+                response.status().is_redirection(),
+                "{url} answered {}",
+                response.status()
+            );
         }
         set_cookies.extend(
             response

@@ -573,3 +573,218 @@ async fn styles_validate_and_round_trip() {
         .unwrap();
     assert_eq!(old.status(), 422);
 }
+
+/// Serves the basemap style fixture on loopback; answers its URL and a
+/// counter of the requests it saw.
+async fn serve_basemap() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let style = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/basemap/style.json")).unwrap();
+    let app = axum::Router::new().route(
+        "/styles/bright.json",
+        axum::routing::get(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let style = style.clone();
+            async move { ([("content-type", "application/json")], style) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/styles/bright.json", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, hits)
+}
+
+fn layer<'a>(style: &'a Value, id: &str) -> &'a Value {
+    style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == id)
+        .unwrap_or_else(|| panic!("no layer {id} in {style:#}"))
+}
+
+fn close(value: &Value, expected: f64) -> bool {
+    value.as_f64().is_some_and(|v| (v - expected).abs() < 1e-9)
+}
+
+#[tokio::test]
+async fn vector_basemaps_follow_the_basemap_settings() {
+    let (basemap_url, hits) = serve_basemap().await;
+    let host = basemap_url.split('/').nth(2).unwrap().to_string();
+    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host)).await;
+    let token = stack.admin_token().await;
+    let points = point_dataset(&stack, &token, "private").await;
+    let body = json!({
+        "name": "On a vector basemap", "zoom": 5, "center_lng": 4.5, "center_lat": 51.2,
+        "basemap_style": basemap_url,
+        "basemap_config": {
+            "label_mode": "subtle", "road_visibility": "subtle", "boundary_visibility": "hidden",
+            "building_visibility": false, "land_water_tone": "monochrome", "opacity": 0.8,
+            "background_color": "#eeeeee",
+            "sublayer_overrides": {
+                "roads": {"stroke_color": "#ff0000", "casing_color": "#000000", "casing_width": 3},
+                "boundary_country": {"min_zoom": 3, "max_zoom": 12},
+                "a-key-this-basemap-does-not-have": {"opacity": 0.1}
+            }
+        },
+        "layers": [{"dataset_id": points}]
+    });
+    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let id = map["id"].as_str().unwrap();
+    let (status, style) = stack
+        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
+        .await;
+    assert_eq!(status, 200);
+    validate_style(&style);
+
+    let ids: Vec<&str> = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.first(), Some(&"background"));
+    assert_eq!(ids.last(), Some(&"layer-0"), "data above the basemap: {ids:?}");
+    assert_eq!(ids.len(), 2 + 16, "every basemap layer, renamed: {ids:?}");
+    assert_eq!(
+        style["sources"]["basemap-openmaptiles"]["url"],
+        "https://tiles.example.org/planet.json"
+    );
+    assert_eq!(layer(&style, "basemap-water")["source"], "basemap-openmaptiles");
+    assert_eq!(style["glyphs"], "https://fonts.example.org/{fontstack}/{range}.pbf");
+    assert_eq!(
+        style["sprite"],
+        json!([{"id": "default", "url": "https://sprites.example.org/bright"}])
+    );
+
+    // Labels subtle (0.6) under the master opacity (0.8).
+    assert!(close(
+        &layer(&style, "basemap-place_city")["paint"]["text-opacity"],
+        0.9 * 0.6 * 0.8
+    ));
+    assert!(close(
+        &layer(&style, "basemap-water_name")["paint"]["text-opacity"],
+        0.6 * 0.8
+    ));
+    // An icon without text is no label: only the master opacity.
+    assert!(close(&layer(&style, "basemap-poi_icon")["paint"]["icon-opacity"], 0.8));
+    // Roads subtle (0.4), zoom curves scaled stop by stop, overrides on top.
+    let motorway = layer(&style, "basemap-road_motorway");
+    assert!(close(&motorway["paint"]["line-opacity"], 0.9 * 0.4 * 0.8));
+    assert_eq!(motorway["paint"]["line-color"], "#ff0000");
+    let casing = layer(&style, "basemap-road_motorway_casing");
+    assert_eq!(casing["paint"]["line-color"], "#000000");
+    assert_eq!(casing["paint"]["line-width"], 3.0);
+    let road_label = layer(&style, "basemap-road_label");
+    assert!(
+        close(&road_label["paint"]["text-opacity"], 0.4 * 0.6 * 0.8),
+        "{road_label}"
+    );
+    let wood = &layer(&style, "basemap-landcover-wood")["paint"]["fill-opacity"];
+    assert_eq!(wood[0], "interpolate");
+    assert!(close(&wood[4], 0.4 * 0.8) && close(&wood[6], 0.8 * 0.8), "{wood}");
+    // Boundaries and buildings hidden; sublayer zooms applied.
+    for hidden in [
+        "basemap-boundary_country",
+        "basemap-boundary_state",
+        "basemap-building",
+        "basemap-building-3d",
+    ] {
+        assert_eq!(layer(&style, hidden)["layout"]["visibility"], "none", "{hidden}");
+    }
+    assert_eq!(layer(&style, "basemap-boundary_country")["minzoom"], 3.0);
+    assert_eq!(layer(&style, "basemap-boundary_country")["maxzoom"], 12.0);
+    // Land and water toned to grey; the background colour replaced.
+    assert_eq!(
+        layer(&style, "basemap-water")["paint"]["fill-color"],
+        "rgba(183, 183, 183, 1)"
+    );
+    assert_eq!(
+        layer(&style, "basemap-park")["paint"]["fill-color"],
+        "rgba(201, 201, 201, 0.5)"
+    );
+    assert_eq!(
+        layer(&style, "basemap-background")["paint"]["background-color"],
+        "rgba(238, 238, 238, 1)"
+    );
+    // Not land or water: colours untouched.
+    assert_eq!(layer(&style, "basemap-road_minor")["paint"]["line-color"], "#ff0000");
+    assert_eq!(layer(&style, "basemap-place_city")["paint"]["text-color"], "#333");
+
+    // Round trip, and the basemap fetched once for all of it.
+    let imported: Value = stack
+        .http
+        .post(stack.url("/api/maps/import"))
+        .bearer_auth(&token)
+        .json(&style)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(imported["layer_count"], 1, "basemap layers are not map layers");
+    let (_, again) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", imported["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(again, style, "export → import → export round trip");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // Labels hidden, by mode or by show_basemap_labels.
+    for settings in [
+        json!({"basemap_config": {"label_mode": "hidden"}}),
+        json!({"show_basemap_labels": false}),
+    ] {
+        let mut body = json!({"name": "Quiet", "basemap_style": basemap_url});
+        body.as_object_mut()
+            .unwrap()
+            .extend(settings.as_object().unwrap().clone());
+        let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+        let (_, style) = stack
+            .get_json(
+                Some(&token),
+                &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+            )
+            .await;
+        for label in ["basemap-place_city", "basemap-road_label", "basemap-water_name"] {
+            assert_eq!(
+                layer(&style, label)["layout"]["visibility"],
+                "none",
+                "{settings}: {label}"
+            );
+        }
+        assert!(layer(&style, "basemap-poi_icon")["layout"].get("visibility").is_none());
+        assert!(
+            layer(&style, "basemap-road_motorway")["layout"]
+                .get("visibility")
+                .is_none()
+        );
+        validate_style(&style);
+    }
+
+    // A basemap that cannot be loaded leaves the export without it.
+    let body = json!({"name": "Offline basemap", "basemap_style": "http://10.255.255.1/style.json", "layers": [{"dataset_id": points}]});
+    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let (status, style) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["background", "layer-0"]);
+    validate_style(&style);
+}

@@ -21,6 +21,7 @@ use crate::{
     state::AppState,
 };
 
+pub mod basemap;
 pub mod embed;
 pub mod model;
 mod style;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    insert_map,
+    basemap, insert_map,
     model::{LayerType, MapInput, MapLayerInput, MapLayerResponse, MapResponse, Projection, Relief, Tone},
     readable_map, with_etag,
 };
@@ -71,8 +71,9 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
 }
 
 /// The style of a map. `signatures` holds, by dataset, the query string
-/// that signs its tile URLs (datasets the reader may see but not everyone).
-pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String>) -> Value {
+/// that signs its tile URLs (datasets the reader may see but not everyone);
+/// `basemap` the vector basemap style its `basemap_style` names, if loaded.
+pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String>, basemap: Option<&Value>) -> Value {
     let mut sources = Map::new();
     let mut data_layers = Vec::new();
     for (index, layer) in map.layers.iter().enumerate() {
@@ -137,6 +138,11 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         }
         basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": paint}));
     }
+    let vector_basemap = basemap.map(|style| basemap::prepare(style, config, map.show_basemap_labels));
+    if let Some(prepared) = &vector_basemap {
+        sources.extend(prepared.sources.clone());
+        basemap_layers.extend(prepared.layers.iter().cloned());
+    }
     let terrain = map
         .terrain_config
         .as_ref()
@@ -171,7 +177,7 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
             "plugins": map.plugins,
             "legend_title": map.legend_title,
         }},
-        "sprite": [{"id": "default", "url": format!("{base}/api/maps/sprites/default")}],
+        "sprite": sprite_of(vector_basemap.as_ref().and_then(|b| b.sprite.as_ref()), base),
         "bearing": map.bearing,
         "pitch": map.pitch,
         "sources": sources,
@@ -194,7 +200,20 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
     if config.projection == Some(Projection::Globe) {
         style["projection"] = json!({"type": "globe"});
     }
+    if let Some(glyphs) = vector_basemap.and_then(|b| b.glyphs) {
+        style["glyphs"] = glyphs;
+    }
     style
+}
+
+/// The sprite, always as an array of `{id, url}`: a vector basemap's own
+/// (its icons keep their names), else the service's empty default.
+fn sprite_of(basemap_sprite: Option<&Value>, base: &str) -> Value {
+    match basemap_sprite {
+        Some(Value::String(url)) => json!([{"id": "default", "url": url}]),
+        Some(Value::Array(sprites)) if !sprites.is_empty() => Value::Array(sprites.clone()),
+        _ => json!([{"id": "default", "url": format!("{base}/api/maps/sprites/default")}]),
+    }
 }
 
 /// The map as a complete MapLibre style.
@@ -207,7 +226,17 @@ pub async fn export_style(
 ) -> Result<Json<Value>, AppError> {
     let map = readable_map(&state, &caller, id).await?;
     let signatures = tile_signatures(&state, &caller, &map).await?;
-    Ok(Json(style_of(&map, &state.config.public_url, &signatures)))
+    let basemap = if basemap::is_style_url(&map.basemap_style) {
+        basemap::fetch(&state, &map.basemap_style).await
+    } else {
+        None
+    };
+    Ok(Json(style_of(
+        &map,
+        &state.config.public_url,
+        &signatures,
+        basemap.as_deref(),
+    )))
 }
 
 /// Signed tile queries for the map's datasets that are not public and
