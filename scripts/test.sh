@@ -25,11 +25,19 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
 "$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
-# The MapLibre style-spec validator (npm) checks exported styles.
+# The MapLibre style-spec validator (npm) checks exported styles, and
+# MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,
+# draws them.
 command -v npm >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-[[ -x $ROOT/.data/node/node_modules/.bin/gl-style-validate ]] ||
-  npm install --silent --no-audit --no-fund --prefix "$ROOT/.data/node" @maplibre/maplibre-gl-style-spec >/dev/null
-export CATALOG_STYLE_VALIDATOR="$ROOT/.data/node/node_modules/.bin/gl-style-validate"
+command -v chromium >/dev/null ||
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+NODE_MODULES="$ROOT/.data/node/node_modules"
+[[ -x $NODE_MODULES/.bin/gl-style-validate && -d $NODE_MODULES/maplibre-gl && -d $NODE_MODULES/playwright-core ]] ||
+  npm install --silent --no-audit --no-fund --prefix "$ROOT/.data/node" \
+    @maplibre/maplibre-gl-style-spec maplibre-gl@6 playwright-core >/dev/null
+export CATALOG_STYLE_VALIDATOR="$NODE_MODULES/.bin/gl-style-validate"
+export CATALOG_NODE_MODULES="$NODE_MODULES"
+export CHROMIUM=$(command -v chromium)
 export SHARED_DATA_DIR=${SHARED_DATA_DIR:-$(cd "$ROOT/../shared/data" 2>/dev/null && pwd || echo "")}
 
 log "testing"

@@ -1,5 +1,6 @@
 //! CORS as rule 17 of the specification has it: anonymous requests to the
-//! standards and catalog-search routes get `*`; a request that carries a
+//! standards and catalog-search routes (and to map and style reads, which
+//! viewers on other sites load) get `*`; a request that carries a
 //! credential gets its origin echoed only when `CORS_ALLOWED_ORIGINS` lists
 //! it; tile routes always answer `*`.
 use axum::{
@@ -23,7 +24,17 @@ fn is_open_route(path: &str) -> bool {
         || path.starts_with("/api/stac")
         || path == "/api/search/datasets"
         || path == "/api/search/facets"
-        || path.starts_with("/api/maps/sprites/")
+        || is_map_read(path)
+}
+
+/// A map, its style, a shared map or a sprite: what a viewer on another
+/// site loads (public maps anonymously, private ones with an embed token).
+fn is_map_read(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["api", "maps", _] | ["api", "maps", _, "style.json"] | ["api", "maps", "shared" | "sprites", _]
+    ) && path != "/api/maps/import"
 }
 
 fn is_tile_route(path: &str) -> bool {
