@@ -29,6 +29,9 @@ export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,
 # draws them.
 command -v npm >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+# A real Redis for the shared rate-limit store (the tests start their own).
+command -v redis-server >/dev/null ||
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
 command -v chromium >/dev/null ||
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 NODE_MODULES="$ROOT/.data/node/node_modules"

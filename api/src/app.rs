@@ -27,8 +27,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, records, sandbox, search, stac,
-    state::AppState, tiles,
+    auth, catalog, datasets, features, health, jobs, maps, ogc, openapi::ApiDoc, rate_limit, records, sandbox, search,
+    stac, state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -63,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))
+        .layer(middleware::from_fn_with_state(state.clone(), rate_limit::limit))
         .layer(middleware::from_fn_with_state(state.clone(), auth::cors::cors))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,

@@ -16,6 +16,7 @@ mod jobs;
 mod maps;
 mod ogc;
 mod openapi;
+mod rate_limit;
 mod records;
 mod sandbox;
 mod search;
@@ -49,7 +50,8 @@ async fn serve() -> anyhow::Result<()> {
     db::migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let bind_addr = config.bind_addr;
-    let state = state::AppState::new(pool, config)?;
+    let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref()).await;
+    let state = state::AppState::new(pool, config, rate_limiter)?;
     let app = app::build(state);
     let listener = tokio::net::TcpListener::bind(bind_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "API listening");

@@ -12,10 +12,11 @@ pub struct AppState {
     pub outbound: OutboundPolicy,
     pub datasets: crate::dataset_cache::DatasetCache,
     pub basemaps: crate::maps::basemap::BasemapCache,
+    pub rate_limiter: crate::rate_limit::RateLimiter,
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, config: Config) -> anyhow::Result<Self> {
+    pub fn new(pool: PgPool, config: Config, rate_limiter: crate::rate_limit::RateLimiter) -> anyhow::Result<Self> {
         Ok(Self {
             pool,
             storage: Storage::open(&config.storage_url)?,
@@ -23,6 +24,7 @@ impl AppState {
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
             datasets: Default::default(),
             basemaps: Default::default(),
+            rate_limiter,
             config: Arc::new(config),
         })
     }

@@ -23,6 +23,16 @@ pub struct Config {
     pub outbound_allowed_hosts: Vec<String>,
     pub max_upload_bytes: u64,
     pub access_token_ttl: Duration,
+    pub rate_limits: RateLimits,
+}
+
+/// Requests per client address and minute.
+#[derive(Clone, Debug)]
+pub struct RateLimits {
+    pub per_minute: u64,
+    pub tiles_per_minute: u64,
+    /// Sign-in, registration and refresh: the routes that guess credentials.
+    pub sign_in_per_minute: u64,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catalog";
@@ -43,6 +53,15 @@ where
             .parse()
             .map_err(|e| anyhow::anyhow!("{name}={raw:?} is not valid: {e}")),
     }
+}
+
+/// A limit: rate limiting cannot be switched off, only raised.
+fn positive(name: &str, default: u64) -> anyhow::Result<u64> {
+    let value = parsed(name, default)?;
+    if value == 0 {
+        bail!("{name} must be at least 1 (rate limits cannot be switched off; raise them instead)");
+    }
+    Ok(value)
 }
 
 fn list(name: &str) -> Vec<String> {
@@ -105,6 +124,11 @@ impl Config {
             outbound_allowed_hosts: list("OUTBOUND_ALLOWED_HOSTS"),
             max_upload_bytes: parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
             access_token_ttl: Duration::from_secs(parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
+            rate_limits: RateLimits {
+                per_minute: positive("RATE_LIMIT_PER_MINUTE", 3000)?,
+                tiles_per_minute: positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
+                sign_in_per_minute: positive("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
+            },
         })
     }
 }

@@ -71,6 +71,13 @@ impl AppError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, detail)
             .with_header(header::RETRY_AFTER, HeaderValue::from_static("5"))
     }
+    pub fn too_many_requests(retry_after_secs: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many requests from this address; try again in {retry_after_secs} s"),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
+    }
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(error = %detail, "internal error");
         Self::new(

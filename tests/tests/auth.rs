@@ -823,6 +823,58 @@ async fn no_secret_reaches_the_logs() {
         .await
         .unwrap();
     secrets.push(download["token"].as_str().unwrap().to_string());
+    // Capabilities: a signed tile template, used; an embed token, used.
+    let (_, signed) = stack.get_json(Some(&access), &format!("/api/tiles/token/{id}")).await;
+    let tile_url = signed["tile_url"].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(stack.http.get(&tile_url).send().await.unwrap().status(), 200);
+    secrets.push(tile_url.split("sig=").nth(1).unwrap().to_string());
+    let map: Value = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&access)
+        .json(&json!({"name": "m", "layers": [{"dataset_id": id}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let map_id = map["id"].as_str().unwrap();
+    let embed: Value = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
+        .bearer_auth(&access)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let embed = embed["token"].as_str().unwrap().to_string();
+    let response = stack
+        .http
+        .get(stack.url(&format!("/api/maps/{map_id}/style.json")))
+        .header("x-embed-token", &embed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    secrets.push(embed);
+    // A sign-in provider's client secret.
+    let response = stack
+        .http
+        .post(stack.url("/api/settings/oauth-providers"))
+        .bearer_auth(&access)
+        .json(&json!({"slug": "corp", "display_name": "Corp", "provider_type": "oidc", "client_id": "c",
+                      "client_secret": "Provider-Client-Secret-42", "discovery_url": "http://10.0.0.1/d"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let login = stack.http.get(stack.url("/api/auth/oauth/corp/login")).send().await.unwrap();
+    assert_eq!(login.status(), 502, "the provider's discovery is out of reach");
+    secrets.push("Provider-Client-Secret-42".into());
     stack
         .http
         .post(stack.url("/api/auth/logout"))

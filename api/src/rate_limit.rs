@@ -1,0 +1,232 @@
+//! Rate limits: fixed one-minute windows per client address and bucket
+//! (sign-in routes, tiles, everything else), counted in Redis when
+//! `REDIS_URL` is set so every API process shares them, otherwise in this
+//! process. Losing the store never disables limiting: counting falls back
+//! to this process until the store answers again. Over the limit a request
+//! gets 429 with `Retry-After` (whole seconds to the next window).
+use std::{
+    collections::HashMap,
+    net::{IpAddr, SocketAddr},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use axum::{
+    extract::{ConnectInfo, Request, State},
+    middleware::Next,
+    response::Response,
+};
+use catalog_shared::{AppError, config::RateLimits};
+use redis::aio::ConnectionManager;
+
+use crate::state::AppState;
+
+const WINDOW_SECS: u64 = 60;
+/// How long a store call may take before the request is counted locally.
+const STORE_TIMEOUT: Duration = Duration::from_millis(250);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Bucket {
+    SignIn,
+    Tiles,
+    General,
+}
+
+impl Bucket {
+    fn of(path: &str) -> Option<Self> {
+        match path {
+            "/api/health" | "/api/ready" => None,
+            "/api/auth/login" | "/api/auth/register" | "/api/auth/refresh" => Some(Bucket::SignIn),
+            p if p.starts_with("/api/tiles/") => Some(Bucket::Tiles),
+            _ => Some(Bucket::General),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Bucket::SignIn => "signin",
+            Bucket::Tiles => "tiles",
+            Bucket::General => "general",
+        }
+    }
+    fn limit(self, limits: &RateLimits) -> u64 {
+        match self {
+            Bucket::SignIn => limits.sign_in_per_minute,
+            Bucket::Tiles => limits.tiles_per_minute,
+            Bucket::General => limits.per_minute,
+        }
+    }
+}
+
+type Counts = HashMap<(Bucket, IpAddr), (u64, u64)>;
+
+/// The counters: a shared store when configured, and this process's own,
+/// used alone without a store and while the store is unreachable.
+#[derive(Clone)]
+pub struct RateLimiter {
+    store: Option<ConnectionManager>,
+    store_down: Arc<AtomicBool>,
+    local: Arc<Mutex<Counts>>,
+}
+
+impl RateLimiter {
+    /// Connects to the store named by `REDIS_URL`, logging the operational
+    /// records of the specification when there is none, its scheme is not
+    /// redis:// or rediss://, or it cannot be reached.
+    pub async fn start(redis_url: Option<&str>) -> Self {
+        let store = match redis_url {
+            None => {
+                tracing::warn!(
+                    event = "rate_limit_storage_not_configured",
+                    "rate_limit_storage_not_configured: REDIS_URL is not set; rate limits are counted by each API process alone"
+                );
+                None
+            }
+            Some(url) if !(url.starts_with("redis://") || url.starts_with("rediss://")) => {
+                tracing::error!(
+                    event = "rate_limit_storage_scheme_unsupported",
+                    "rate_limit_storage_scheme_unsupported: REDIS_URL must start with redis:// or rediss://; rate limits are counted by each API process alone"
+                );
+                None
+            }
+            Some(url) => connect(url).await,
+        };
+        Self {
+            store_down: Arc::new(AtomicBool::new(false)),
+            store,
+            local: Arc::default(),
+        }
+    }
+
+    /// Counts a request; the seconds until the window ends when over `limit`.
+    async fn count(&self, bucket: Bucket, client: IpAddr, limit: u64) -> Option<u64> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let window = now / WINDOW_SECS;
+        let retry_after = (window + 1) * WINDOW_SECS - now;
+        let count = match self.count_in_store(bucket, client, window).await {
+            Some(count) => count,
+            None => self.count_here(bucket, client, window),
+        };
+        (count > limit).then_some(retry_after.max(1))
+    }
+
+    async fn count_in_store(&self, bucket: Bucket, client: IpAddr, window: u64) -> Option<u64> {
+        let mut store = self.store.clone()?;
+        let key = format!("ratelimit:{}:{client}:{window}", bucket.name());
+        let mut pipeline = redis::pipe();
+        pipeline
+            .atomic()
+            .incr(&key, 1u64)
+            .expire(&key, (WINDOW_SECS * 2) as i64)
+            .ignore();
+        let call = pipeline.query_async::<(u64,)>(&mut store);
+        match tokio::time::timeout(STORE_TIMEOUT, call).await {
+            Ok(Ok((count,))) => {
+                if self.store_down.swap(false, Ordering::Relaxed) {
+                    tracing::info!(
+                        event = "rate_limit_storage_recovered",
+                        "rate_limit_storage_recovered: the rate-limit store answers again; limits are shared again"
+                    );
+                }
+                Some(count)
+            }
+            failed => {
+                if !self.store_down.swap(true, Ordering::Relaxed) {
+                    let why = match failed {
+                        Ok(Err(e)) => e.to_string(),
+                        _ => "timed out".to_string(),
+                    };
+                    tracing::error!(
+                        event = "rate_limit_storage_unreachable",
+                        error = %why,
+                        "rate_limit_storage_unreachable: rate limits are counted by this API process alone until the store answers"
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn count_here(&self, bucket: Bucket, client: IpAddr, window: u64) -> u64 {
+        let mut counts = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.len() > 100_000 {
+            counts.retain(|_, (w, _)| *w == window);
+        }
+        let entry = counts.entry((bucket, client)).or_insert((window, 0));
+        if entry.0 != window {
+            *entry = (window, 0);
+        }
+        entry.1 += 1;
+        entry.1
+    }
+}
+
+async fn connect(url: &str) -> Option<ConnectionManager> {
+    let client = match redis::Client::open(url) {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
+                "rate_limit_storage_unreachable: REDIS_URL cannot be used; rate limits are counted by each API process alone");
+            return None;
+        }
+    };
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(STORE_TIMEOUT));
+    match client.get_connection_manager_with_config(config).await {
+        Ok(manager) => Some(manager),
+        Err(e) => {
+            tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
+                "rate_limit_storage_unreachable: the rate-limit store cannot be reached at start-up; counting in this process");
+            None
+        }
+    }
+}
+
+pub async fn limit(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let Some(bucket) = Bucket::of(request.uri().path()) else {
+        return Ok(next.run(request).await);
+    };
+    let limit = bucket.limit(&state.config.rate_limits);
+    if let Some(retry_after) = state.rate_limiter.count(bucket, peer.ip(), limit).await {
+        return Err(AppError::too_many_requests(retry_after));
+    }
+    Ok(next.run(request).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn counting_here_resets_each_window() {
+        let limiter = RateLimiter {
+            store: None,
+            store_down: Arc::default(),
+            local: Arc::default(),
+        };
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(limiter.count_here(Bucket::General, client, 7), 1);
+        assert_eq!(limiter.count_here(Bucket::General, client, 7), 2);
+        assert_eq!(limiter.count_here(Bucket::Tiles, client, 7), 1);
+        assert_eq!(limiter.count_here(Bucket::General, client, 8), 1);
+    }
+
+    #[test]
+    fn buckets_by_route() {
+        assert_eq!(Bucket::of("/api/health"), None);
+        assert_eq!(Bucket::of("/api/auth/login"), Some(Bucket::SignIn));
+        assert_eq!(Bucket::of("/api/tiles/x/1/2/3"), Some(Bucket::Tiles));
+        assert_eq!(Bucket::of("/api/collections"), Some(Bucket::General));
+    }
+}

@@ -1,0 +1,163 @@
+//! Rate limits: 429 with Retry-After past the limit, counted per process
+//! without a store, shared through a real Redis between API processes,
+//! never switched off when the store goes away, and the operational log
+//! records the specification names.
+use std::{
+    net::TcpListener,
+    process::{Child, Command, Stdio},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use catalog_tests::{Stack, StackOptions};
+
+/// Waits out the end of the current minute when little of it is left, so
+/// a burst of requests falls into one counting window.
+async fn start_of_a_window() {
+    let second = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % 60;
+    if second > 45 {
+        tokio::time::sleep(Duration::from_secs(61 - second)).await;
+    }
+}
+
+async fn statuses(stack: &Stack, path: &str, n: usize) -> Vec<u16> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(stack.http.get(stack.url(path)).send().await.unwrap().status().as_u16());
+    }
+    out
+}
+
+async fn wait_for_log(stack: &Stack, record: &str) {
+    for _ in 0..100 {
+        if stack.logs().contains(record) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no {record} in the logs:\n{}", stack.logs());
+}
+
+#[tokio::test]
+async fn past_the_limit_requests_get_429_with_retry_after() {
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("RATE_LIMIT_PER_MINUTE", "20")
+            .env("RATE_LIMIT_SIGN_IN_PER_MINUTE", "3"),
+    )
+    .await;
+    wait_for_log(&stack, "rate_limit_storage_not_configured").await;
+    start_of_a_window().await;
+    let got = statuses(&stack, "/api/collections", 25).await;
+    assert_eq!(got[..20], [200; 20]);
+    assert_eq!(got[20..], [429; 5]);
+    let response = stack.http.get(stack.url("/api/conformance")).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    let retry: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    // Liveness is never limited; tiles and sign-in count on their own.
+    assert_eq!(statuses(&stack, "/api/health", 3).await, [200; 3]);
+    let mut sign_ins = Vec::new();
+    for _ in 0..4 {
+        let response = stack
+            .http
+            .post(stack.url("/api/auth/login"))
+            .form(&[("username", "admin"), ("password", "wrong")])
+            .send()
+            .await
+            .unwrap();
+        sign_ins.push(response.status().as_u16());
+    }
+    assert_eq!(sign_ins, [401, 401, 401, 429]);
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn redis_server(port: u16) -> Child {
+    Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server (installed by scripts/test.sh)")
+}
+
+async fn wait_for_redis(port: u16) {
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server did not start");
+}
+
+#[tokio::test]
+async fn a_shared_store_counts_for_every_api_process_and_losing_it_keeps_limits() {
+    let port = free_port();
+    let mut redis = redis_server(port);
+    wait_for_redis(port).await;
+    let options = StackOptions::workers(0)
+        .env("REDIS_URL", &format!("redis://127.0.0.1:{port}"))
+        .env("RATE_LIMIT_PER_MINUTE", "10");
+    let first = Stack::start_with(options.clone()).await;
+    let second = Stack::start_with(options).await;
+    assert!(!first.logs().contains("rate_limit_storage_not_configured"));
+    start_of_a_window().await;
+    assert_eq!(statuses(&first, "/api/conformance", 6).await, [200; 6]);
+    assert_eq!(
+        statuses(&second, "/api/conformance", 6).await,
+        [200, 200, 200, 200, 429, 429],
+        "the second process sees the first one's requests"
+    );
+
+    // The store goes away: each process counts alone, and says so.
+    redis.kill().unwrap();
+    redis.wait().unwrap();
+    let alone = statuses(&first, "/api/conformance", 12).await;
+    assert!(alone.contains(&429), "still limited without the store: {alone:?}");
+    wait_for_log(&first, "rate_limit_storage_unreachable").await;
+
+    // And comes back.
+    let mut redis = redis_server(port);
+    wait_for_redis(port).await;
+    let mut recovered = false;
+    for _ in 0..40 {
+        statuses(&first, "/api/conformance", 1).await;
+        if first.logs().contains("rate_limit_storage_recovered") {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(recovered, "no rate_limit_storage_recovered:\n{}", first.logs());
+    redis.kill().unwrap();
+    redis.wait().unwrap();
+}
+
+#[tokio::test]
+async fn a_store_url_of_another_scheme_is_reported_and_limits_stay() {
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("REDIS_URL", "memcached://127.0.0.1:11211")
+            .env("RATE_LIMIT_PER_MINUTE", "5"),
+    )
+    .await;
+    wait_for_log(&stack, "rate_limit_storage_scheme_unsupported").await;
+    start_of_a_window().await;
+    assert_eq!(
+        statuses(&stack, "/api/conformance", 7).await,
+        [200, 200, 200, 200, 200, 429, 429]
+    );
+}
