@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Vector tile benchmark: the same 1,000,000-point table cut into Mapbox
+# Vector Tiles by this service and by tipg (PyPI, on loopback) in the same
+# run, driven by wrk at three zooms, plus pgbench running the tile query
+# directly against PostgreSQL as the ceiling.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+
+POINTS=${POINTS:-1000000}
+PORT=${CATALOG_BENCH_PG_PORT:-54331}
+DIR="$ROOT/.data/bench-pg"
+WORK="$ROOT/.data/bench"
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-8}
+API_PORT=${BENCH_API_PORT:-18080}
+TIPG_PORT=${BENCH_TIPG_PORT:-18081}
+mkdir -p "$WORK"
+
+ensure_packages
+command -v wrk >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+[[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
+"$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
+
+start_cluster "$DIR" "$PORT"
+trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+fresh_bench_database
+
+GPKG=$(bench_gpkg)
+
+start_service
+
+log "loading the table through the service"
+read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$GPKG" "$DATABASE_URL")
+kill "$WORKER"
+
+# Both serve up to 50,000 features a tile (tipg's default is 10,000).
+log "starting tipg on 127.0.0.1:$TIPG_PORT"
+DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' TIPG_MAX_FEATURES_PER_TILE=50000 \
+  "$ROOT/.data/bench-venv/bin/uvicorn" tipg.main:app --host 127.0.0.1 --port "$TIPG_PORT" --log-level warning \
+  >"$WORK/tipg.log" 2>&1 &
+TIPG=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
+
+# About 15,000, 250 and 1 points a tile.
+TILES=(3/4/2 6/33/22 10/530/340)
+OURS="http://127.0.0.1:$API_PORT/api/tiles/$COLLECTION"
+THEIRS="http://127.0.0.1:$TIPG_PORT/collections/data.$TABLE/tiles/WebMercatorQuad"
+
+measure() {
+  local out rps p99 non2xx
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  echo "$rps ${p99:-?} ${non2xx:-0}"
+}
+
+tile_bytes() {
+  python3 - "$1" <<'PY'
+import sys, urllib.request
+data = urllib.request.urlopen(sys.argv[1]).read()
+print(len(data))
+PY
+}
+
+printf '\n%-12s %10s %12s %10s %12s %10s %8s %12s %10s\n' tile "our bytes" "ours req/s" "ours p99" "tipg req/s" "tipg p99" ratio "pgbench tps" "ours/db"
+for tile in "${TILES[@]}"; do
+  IFS=/ read -r z x y <<<"$tile"
+  ours_url="$OURS/$tile.pbf"
+  tipg_url="$THEIRS/$tile"
+  curl -sf "$ours_url" -o /dev/null || { echo "our tile $tile failed"; exit 1; }
+  curl -sf "$tipg_url" -o /dev/null || echo "tipg tile $tile failed" >&2
+  bytes=$(tile_bytes "$ours_url")
+  read -r ours_rps ours_p99 ours_bad < <(measure "$ours_url")
+  read -r tipg_rps tipg_p99 _ < <(measure "$tipg_url")
+  cat >"$WORK/tile.sql" <<SQL
+SELECT ST_AsMVT(tile.*, 'points', 4096, 'mvt_geom', 'mvt_id') FROM (
+  SELECT t.gid AS mvt_id, ST_AsMVTGeom(ST_Transform(t.geom, 3857), ST_TileEnvelope($z, $x, $y), 4096, 64, true) AS mvt_geom,
+         t.id, t.name, t.category, t.value, t.count, t.observed::text AS observed
+  FROM data."$TABLE" t WHERE t.geom && ST_Transform(ST_TileEnvelope($z, $x, $y, margin => 0.015625), 4326) LIMIT 50000
+) tile WHERE tile.mvt_geom IS NOT NULL;
+SQL
+  db_tps=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U catalog -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$WORK/tile.sql" bench 2>/dev/null |
+    awk '/^tps/ {print $3; exit}')
+  ratio=$(python3 -c "print(f'{$ours_rps / max($tipg_rps, 0.001):.1f}x')")
+  vs_db=$(python3 -c "print(f'{$ours_rps / max($db_tps, 0.001):.2f}')")
+  printf '%-12s %10s %12s %10s %12s %10s %8s %12s %10s\n' "$tile" "$bytes" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "$db_tps" "$vs_db"
+  [[ $ours_bad == 0 ]] || echo "  (our $tile answered $ours_bad non-2xx responses)"
+done
