@@ -866,13 +866,20 @@ async fn no_secret_reaches_the_logs() {
         .http
         .post(stack.url("/api/settings/oauth-providers"))
         .bearer_auth(&access)
-        .json(&json!({"slug": "corp", "display_name": "Corp", "provider_type": "oidc", "client_id": "c",
-                      "client_secret": "Provider-Client-Secret-42", "discovery_url": "http://10.0.0.1/d"}))
+        .json(
+            &json!({"slug": "corp", "display_name": "Corp", "provider_type": "oidc", "client_id": "c",
+                      "client_secret": "Provider-Client-Secret-42", "discovery_url": "http://10.0.0.1/d"}),
+        )
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
-    let login = stack.http.get(stack.url("/api/auth/oauth/corp/login")).send().await.unwrap();
+    let login = stack
+        .http
+        .get(stack.url("/api/auth/oauth/corp/login"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(login.status(), 502, "the provider's discovery is out of reach");
     secrets.push("Provider-Client-Secret-42".into());
     stack

@@ -788,3 +788,46 @@ async fn vector_basemaps_follow_the_basemap_settings() {
     assert_eq!(ids, vec!["background", "layer-0"]);
     validate_style(&style);
 }
+
+#[tokio::test]
+async fn map_lists_carry_each_map_with_its_own_layers() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let points = point_dataset(&stack, &token, "private").await;
+    let lines = line_dataset(&stack, &token).await;
+    let mut made = Vec::new();
+    for (name, layers) in [
+        ("none", json!([])),
+        ("one", json!([{"dataset_id": lines}])),
+        (
+            "two",
+            json!([{"dataset_id": points, "sort_order": 5}, {"dataset_id": lines, "sort_order": 1}]),
+        ),
+    ] {
+        let map: Value = post_map(&stack, &token, &json!({"name": name, "layers": layers}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        made.push(map);
+    }
+    let (status, list) = stack.get_json(Some(&token), "/api/maps?limit=2").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["total"], 3);
+    let names: Vec<&str> = list["maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["two", "one"], "most recently changed first, paged");
+    let two = &list["maps"][0];
+    assert_eq!(two["layer_count"], 2);
+    assert_eq!(two["layers"][0]["dataset_id"], json!(lines), "draw order");
+    assert_eq!(two["layers"][1]["dataset_id"], json!(points));
+    assert_eq!(two, &made[2], "a listed map is the map");
+    assert_eq!(list["maps"][1]["layers"][0]["dataset_id"], json!(lines));
+    let (_, rest) = stack.get_json(Some(&token), "/api/maps?limit=2&offset=2").await;
+    assert_eq!(rest["maps"][0]["name"], "none");
+    assert_eq!(rest["maps"][0]["layers"], json!([]));
+}

@@ -80,6 +80,7 @@ const MAP_SELECT: &str =
 
 #[derive(sqlx::FromRow)]
 struct LayerRow {
+    map_id: Uuid,
     id: Uuid,
     dataset_id: Uuid,
     dataset_name: String,
@@ -108,64 +109,86 @@ struct LayerRow {
 
 /// The map with its layers, whoever asks.
 async fn load_map(db: &mut PgConnection, id: Uuid) -> Result<Option<MapResponse>, AppError> {
-    let sql = format!("{MAP_SELECT} WHERE m.id = $1");
-    let Some(row): Option<MapRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(&mut *db)
-        .await?
-    else {
-        return Ok(None);
-    };
+    Ok(load_maps(db, &[id]).await?.pop())
+}
+
+/// Maps with their layers in two queries, in the order of `ids` (ids of
+/// maps that do not exist are left out).
+async fn load_maps(db: &mut PgConnection, ids: &[Uuid]) -> Result<Vec<MapResponse>, AppError> {
+    let sql = format!("{MAP_SELECT} WHERE m.id = ANY($1)");
+    let rows: Vec<MapRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(ids)
+        .fetch_all(&mut *db)
+        .await?;
     let layers: Vec<LayerRow> = sqlx::query_as(
-        "SELECT l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
+        "SELECT l.map_id, l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
                 d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.publication_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
                 l.popup_config, l.style_config, l.layer_type, l.show_in_legend
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
-         WHERE l.map_id = $1 ORDER BY l.sort_order, l.id",
+         WHERE l.map_id = ANY($1) ORDER BY l.map_id, l.sort_order, l.id",
     )
-    .bind(id)
+    .bind(ids)
     .fetch_all(&mut *db)
     .await?;
-    let layers: Vec<MapLayerResponse> = layers
-        .into_iter()
-        .map(|l| MapLayerResponse {
-            id: l.id,
-            dataset_id: l.dataset_id,
-            dataset_name: l.dataset_name,
-            dataset_geometry_type: l.dataset_geometry_type,
-            dataset_table_name: l.dataset_table_name,
-            dataset_extent_bbox: l.dataset_extent_bbox,
-            dataset_column_info: l.dataset_column_info.0,
-            dataset_feature_count: l.dataset_feature_count,
-            dataset_sample_values: l.dataset_sample_values.0,
-            dataset_record_type: "dataset",
-            dataset_visibility: l.dataset_visibility,
-            dataset_status: l.dataset_status,
-            dataset_attribution: None,
-            display_name: l.display_name,
-            sort_order: l.sort_order,
-            visible: l.visible,
-            opacity: l.opacity,
-            paint: l.paint.0,
-            layout: l.layout.0,
-            layer_type: serde_json::from_value(Value::String(l.layer_type)).unwrap_or_default(),
-            filter: l.filter.map(|v| v.0),
-            label_config: l.label_config.map(|v| v.0),
-            popup_config: l.popup_config.map(|v| v.0),
-            style_config: l.style_config.map(|v| v.0),
-            show_in_legend: l.show_in_legend,
-            is_3d: false,
-            is_dem: false,
-            dem_vertical_units: None,
-            band_count: None,
-            tile_version: l.publication_version,
-            publication_version: l.publication_version,
+    let mut layers_by_map: std::collections::HashMap<Uuid, Vec<MapLayerResponse>> = std::collections::HashMap::new();
+    for layer in layers {
+        layers_by_map
+            .entry(layer.map_id)
+            .or_default()
+            .push(layer_response(layer));
+    }
+    let mut rows_by_id: std::collections::HashMap<Uuid, MapRow> = rows.into_iter().map(|r| (r.id, r)).collect();
+    Ok(ids
+        .iter()
+        .filter_map(|id| rows_by_id.remove(id))
+        .map(|row| {
+            let layers = layers_by_map.remove(&row.id).unwrap_or_default();
+            map_response(row, layers)
         })
-        .collect();
-    Ok(Some(MapResponse {
+        .collect())
+}
+
+fn layer_response(l: LayerRow) -> MapLayerResponse {
+    MapLayerResponse {
+        id: l.id,
+        dataset_id: l.dataset_id,
+        dataset_name: l.dataset_name,
+        dataset_geometry_type: l.dataset_geometry_type,
+        dataset_table_name: l.dataset_table_name,
+        dataset_extent_bbox: l.dataset_extent_bbox,
+        dataset_column_info: l.dataset_column_info.0,
+        dataset_feature_count: l.dataset_feature_count,
+        dataset_sample_values: l.dataset_sample_values.0,
+        dataset_record_type: "dataset",
+        dataset_visibility: l.dataset_visibility,
+        dataset_status: l.dataset_status,
+        dataset_attribution: None,
+        display_name: l.display_name,
+        sort_order: l.sort_order,
+        visible: l.visible,
+        opacity: l.opacity,
+        paint: l.paint.0,
+        layout: l.layout.0,
+        layer_type: serde_json::from_value(Value::String(l.layer_type)).unwrap_or_default(),
+        filter: l.filter.map(|v| v.0),
+        label_config: l.label_config.map(|v| v.0),
+        popup_config: l.popup_config.map(|v| v.0),
+        style_config: l.style_config.map(|v| v.0),
+        show_in_legend: l.show_in_legend,
+        is_3d: false,
+        is_dem: false,
+        dem_vertical_units: None,
+        band_count: None,
+        tile_version: l.publication_version,
+        publication_version: l.publication_version,
+    }
+}
+
+fn map_response(row: MapRow, layers: Vec<MapLayerResponse>) -> MapResponse {
+    MapResponse {
         id: row.id,
         name: row.name,
         description: row.description,
@@ -194,7 +217,7 @@ async fn load_map(db: &mut PgConnection, id: Uuid) -> Result<Option<MapResponse>
         layers,
         plugins: row.plugins,
         legend_title: row.legend_title,
-    }))
+    }
 }
 
 fn may_read(map: &MapResponse, caller: &Caller) -> bool {
@@ -404,12 +427,7 @@ async fn list_maps(
     .fetch_one(&state.pool)
     .await?;
     let mut conn = state.pool.acquire().await?;
-    let mut maps = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(map) = load_map(&mut conn, id).await? {
-            maps.push(map);
-        }
-    }
+    let maps = load_maps(&mut conn, &ids).await?;
     Ok(Json(MapList {
         maps,
         total,
