@@ -1,12 +1,16 @@
 //! Dataset records kept for a minute for the hot read routes (OGC items).
 //! The specification allows it: metadata changes take effect within about
-//! a minute. Writes through this process forget the entry at once.
+//! a minute. In practice they take effect at once: every change to a
+//! dataset (here, in another API process, or a worker's reupload) is
+//! announced on the `dataset_changed` channel and every process forgets
+//! its copy; the minute bounds staleness if an announcement is lost.
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+use sqlx::{PgPool, postgres::PgListener};
 use uuid::Uuid;
 
 use crate::datasets::Dataset;
@@ -44,4 +48,58 @@ impl DatasetCache {
     pub fn forget(&self, id: Uuid) {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     }
+
+    fn forget_all(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Forgets datasets as their changes are announced, for as long as the
+    /// process runs. After a lost connection everything is forgotten, since
+    /// announcements may have been missed meanwhile.
+    pub async fn follow_changes(self, pool: PgPool) {
+        loop {
+            let mut listener = match PgListener::connect_with(&pool).await {
+                Ok(listener) => listener,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for dataset changes; retrying");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
+            };
+            if let Err(e) = listener.listen(CHANNEL).await {
+                tracing::warn!(error = %e, "cannot listen for dataset changes; retrying");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                continue;
+            }
+            self.forget_all();
+            loop {
+                match listener.try_recv().await {
+                    Ok(Some(notification)) => {
+                        if let Ok(id) = notification.payload().parse() {
+                            self.forget(id);
+                        }
+                    }
+                    Ok(None) => self.forget_all(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "lost the dataset change channel; reconnecting");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The channel on which dataset changes are announced (payload: the id).
+pub const CHANNEL: &str = "dataset_changed";
+
+/// Announces a change of the dataset to every API process, when `db`'s
+/// transaction commits.
+pub async fn announce_change(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(id.to_string())
+        .execute(db)
+        .await?;
+    Ok(())
 }

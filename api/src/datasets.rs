@@ -9,7 +9,7 @@ use axum::{
 use catalog_shared::{
     AppError,
     db::quote_ident,
-    jobs::{self, IngestOptions, IngestPayload, JobKind, UrlDownloadPayload},
+    jobs::{self, IngestOptions, IngestPayload, JobKind, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
 };
 use chrono::{DateTime, Utc};
@@ -35,6 +35,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     let body_limit = usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
     OpenApiRouter::new()
         .routes(routes!(upload).layer(DefaultBodyLimit::max(body_limit)))
+        .routes(routes!(reupload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(import_url))
         .routes(routes!(list_datasets))
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
@@ -117,83 +118,107 @@ async fn upload(
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
     let job_id = Uuid::now_v7();
-    let limit = state.config.max_upload_bytes;
-    let mut stored: Option<(object_store::path::Path, String)> = None;
     let mut options = IngestOptions {
         visibility: "private".into(),
         ..Default::default()
     };
+    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+        match name {
+            "title" => {
+                check_text("title", &value, 1, TITLE_MAX)?;
+                options.title = Some(value);
+            }
+            "summary" => {
+                check_text("summary", &value, 0, SUMMARY_MAX)?;
+                options.summary = Some(value);
+            }
+            "visibility" => {
+                check_visibility(&value)?;
+                options.visibility = value;
+            }
+            "layer" => options.layer = Some(value),
+            "srid" => options.srid = Some(parse_srid(&value)?),
+            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+        }
+        Ok(())
+    })
+    .await?;
+    let payload = IngestPayload {
+        object_path: path.to_string(),
+        filename,
+        options,
+    };
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+fn parse_srid(value: &str) -> Result<i32, AppError> {
+    value
+        .parse()
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))
+}
+
+/// Streams the form's one `file` part into the object store (under the
+/// job's upload path, at most MAX_UPLOAD_BYTES) and hands every non-empty
+/// text part, trimmed, to `on_text`. Nothing is left stored on failure.
+async fn receive_upload(
+    state: &AppState,
+    job_id: Uuid,
+    multipart: &mut Multipart,
+    mut on_text: impl FnMut(&str, String) -> Result<(), AppError>,
+) -> Result<(object_store::path::Path, String), AppError> {
+    let limit = state.config.max_upload_bytes;
+    let mut stored: Option<(object_store::path::Path, String)> = None;
     let outcome: Result<(), AppError> = async {
         while let Some(mut field) = multipart.next_field().await? {
             let name = field.name().unwrap_or_default().to_string();
-            if name == "file" {
-                if stored.is_some() {
-                    return Err(AppError::unprocessable("send exactly one file part"));
+            if name != "file" {
+                let value = field.text().await?.trim().to_string();
+                if !value.is_empty() {
+                    on_text(&name, value)?;
                 }
-                let filename = safe_filename(field.file_name().unwrap_or_default());
-                if !catalog_jobs::is_accepted_upload(&filename) {
-                    return Err(AppError::unprocessable(format!(
-                        "{filename} is not a supported file; upload {}",
-                        catalog_jobs::ACCEPTED_UPLOADS
-                    )));
-                }
-                let path = state.storage.upload_path(job_id, &filename);
-                let mut writer = WriteMultipart::new(state.storage.store.put_multipart(&path).await?);
-                stored = Some((path, filename));
-                let mut size: u64 = 0;
-                loop {
-                    let chunk = match field.chunk().await {
-                        Ok(Some(chunk)) => chunk,
-                        Ok(None) => break,
-                        Err(e) => {
-                            let _ = writer.abort().await;
-                            return Err(e.into());
-                        }
-                    };
-                    size += chunk.len() as u64;
-                    if size > limit {
-                        let _ = writer.abort().await;
-                        return Err(AppError::payload_too_large(limit));
-                    }
-                    writer.wait_for_capacity(4).await?;
-                    writer.write(&chunk);
-                }
-                if size == 0 {
-                    let _ = writer.abort().await;
-                    return Err(AppError::unprocessable("the file is empty"));
-                }
-                writer.finish().await?;
-            } else {
-                let value = field.text().await?;
-                let value = value.trim().to_string();
-                match name.as_str() {
-                    "title" if !value.is_empty() => {
-                        check_text("title", &value, 1, TITLE_MAX)?;
-                        options.title = Some(value);
-                    }
-                    "summary" if !value.is_empty() => {
-                        check_text("summary", &value, 0, SUMMARY_MAX)?;
-                        options.summary = Some(value);
-                    }
-                    "visibility" if !value.is_empty() => {
-                        check_visibility(&value)?;
-                        options.visibility = value;
-                    }
-                    "layer" if !value.is_empty() => options.layer = Some(value),
-                    "srid" if !value.is_empty() => {
-                        let srid: i32 = value
-                            .parse()
-                            .ok()
-                            .filter(|s| *s > 0)
-                            .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))?;
-                        options.srid = Some(srid);
-                    }
-                    "title" | "summary" | "visibility" | "layer" | "srid" => {}
-                    other => {
-                        return Err(AppError::unprocessable(format!("unknown form field {other:?}")));
-                    }
-                }
+                continue;
             }
+            if stored.is_some() {
+                return Err(AppError::unprocessable("send exactly one file part"));
+            }
+            let filename = safe_filename(field.file_name().unwrap_or_default());
+            if !catalog_jobs::is_accepted_upload(&filename) {
+                return Err(AppError::unprocessable(format!(
+                    "{filename} is not a supported file; upload {}",
+                    catalog_jobs::ACCEPTED_UPLOADS
+                )));
+            }
+            let path = state.storage.upload_path(job_id, &filename);
+            let mut writer = WriteMultipart::new(state.storage.store.put_multipart(&path).await?);
+            stored = Some((path, filename));
+            let mut size: u64 = 0;
+            loop {
+                let chunk = match field.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = writer.abort().await;
+                        return Err(e.into());
+                    }
+                };
+                size += chunk.len() as u64;
+                if size > limit {
+                    let _ = writer.abort().await;
+                    return Err(AppError::payload_too_large(limit));
+                }
+                writer.wait_for_capacity(4).await?;
+                writer.write(&chunk);
+            }
+            if size == 0 {
+                let _ = writer.abort().await;
+                return Err(AppError::unprocessable("the file is empty"));
+            }
+            writer.finish().await?;
         }
         Ok(())
     }
@@ -204,16 +229,73 @@ async fn upload(
         }
         return Err(e);
     }
-    let Some((path, filename)) = stored else {
-        return Err(AppError::unprocessable("the form has no file part named \"file\""));
-    };
-    let payload = IngestPayload {
+    stored.ok_or_else(|| AppError::unprocessable("the form has no file part named \"file\""))
+}
+
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+struct ReuploadForm {
+    /// The new data: .gpkg, .geojson/.json, .csv or .zip
+    #[schema(format = Binary, value_type = String)]
+    file: Vec<u8>,
+    /// Which layer of a multi-layer file; default: the dataset's previous
+    /// source layer if the file has it, else the file's only layer.
+    layer: Option<String>,
+    srid: Option<i32>,
+    /// `true`: only compare the file with the dataset (job `result`).
+    preview: Option<bool>,
+}
+
+/// Replaces a dataset's data with a new file, keeping its id, table name,
+/// metadata, grants, maps and signed tile links. With `preview=true` the
+/// job only compares (columns, types, row counts) and changes nothing.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    request_body(content = ReuploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = JobAccepted),
+              (status = 409, description = "a registered table is not the service's to replace", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 413, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn reupload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    mut multipart: Multipart,
+) -> Result<impl IntoResponse, AppError> {
+    let dataset = writable_dataset(&state, &caller, id).await?;
+    if dataset.is_registered {
+        return Err(AppError::conflict(
+            "this dataset is a registered table, read in place; change the table itself",
+        ));
+    }
+    let user_id = caller.user_id();
+    let job_id = Uuid::now_v7();
+    let (mut layer, mut srid, mut preview) = (None, None, false);
+    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+        match name {
+            "layer" => layer = Some(value),
+            "srid" => srid = Some(parse_srid(&value)?),
+            "preview" => {
+                preview = match value.as_str() {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => return Err(AppError::unprocessable("preview must be true or false")),
+                }
+            }
+            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+        }
+        Ok(())
+    })
+    .await?;
+    let payload = ReuploadPayload {
+        dataset_id: id,
         object_path: path.to_string(),
         filename,
-        options,
+        layer,
+        srid,
+        preview,
     };
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, user_id).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -521,6 +603,7 @@ async fn update_dataset(
     .execute(&state.pool)
     .await?;
     state.datasets.forget(id);
+    crate::dataset_cache::announce_change(&state.pool, id).await?;
     Ok(Json(visible_dataset(&state, &caller, id).await?))
 }
 
@@ -554,6 +637,7 @@ pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -
         );
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
+    crate::dataset_cache::announce_change(&mut *tx, dataset.id).await?;
     tx.commit().await?;
     state.datasets.forget(dataset.id);
     Ok(())

@@ -52,6 +52,7 @@ async fn serve() -> anyhow::Result<()> {
     let bind_addr = config.bind_addr;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref()).await;
     let state = state::AppState::new(pool, config, rate_limiter)?;
+    tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
     let app = app::build(state);
     let listener = tokio::net::TcpListener::bind(bind_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "API listening");

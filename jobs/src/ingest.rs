@@ -24,7 +24,7 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
 
 /// A local file GDAL can read: the object itself in a local store, else a
 /// copy in `dir`.
-async fn local_source(
+pub(crate) async fn local_source(
     ctx: &JobContext,
     object: &Path,
     dir: &std::path::Path,
@@ -49,10 +49,10 @@ async fn local_source(
     Ok(local)
 }
 
-struct LayerJob {
-    source: Source,
-    plan: LayerPlan,
-    key: String,
+pub(crate) struct LayerJob {
+    pub source: Source,
+    pub plan: LayerPlan,
+    pub key: String,
 }
 
 pub async fn ingest_object(
@@ -120,7 +120,7 @@ pub async fn ingest_object(
     Ok(())
 }
 
-fn truncated(s: &str, max: usize) -> String {
+pub(crate) fn truncated(s: &str, max: usize) -> String {
     s.chars()
         .take(max)
         .collect::<String>()
@@ -139,7 +139,7 @@ fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool)
 }
 
 /// Opens every source with GDAL and lists the spatial layers to load.
-fn plan_layers(
+pub(crate) fn plan_layers(
     local: &std::path::Path,
     filename: &str,
     wanted: Option<&str>,
@@ -189,7 +189,7 @@ fn plan_layers(
     Ok(all)
 }
 
-fn read_message(e: reader::ReadError) -> String {
+pub(crate) fn read_message(e: reader::ReadError) -> String {
     match e {
         reader::ReadError::Invalid(msg) => msg,
         other => format!("{other:?}"),

@@ -5,6 +5,7 @@ mod extent;
 mod ingest;
 mod load;
 mod reader;
+mod reupload;
 pub mod runner;
 mod sources;
 

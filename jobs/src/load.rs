@@ -335,3 +335,81 @@ pub async fn publish(
     tx.commit().await?;
     Ok(dataset_id)
 }
+
+/// One transaction: the job is still running and the dataset still there;
+/// its old table is dropped and the loaded one takes its name (so tile
+/// layer names and exported styles stay valid); the dataset row takes the
+/// new shape. The publication version does not roll: a reupload keeps
+/// signed tile links. API processes are told to forget their cached copy.
+pub async fn replace(
+    ctx: &JobContext,
+    dataset_id: Uuid,
+    plan: &LayerPlan,
+    loaded: &LoadedLayer,
+    meta: &DatasetMeta,
+) -> Result<(), JobError> {
+    ctx.progress(
+        "publishing",
+        Some(loaded.stats.rows as i64),
+        Some(loaded.stats.rows as i64),
+    )
+    .await?;
+    let mut tx = ctx.deps.pool.begin().await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(ctx.job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if status.as_deref() != Some("running") {
+        return Err(JobError::Cancelled);
+    }
+    let table: Option<String> =
+        sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1 AND NOT is_registered FOR UPDATE")
+            .bind(dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let table = table.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new data loaded".into()))?;
+    let swap = format!(
+        "DROP TABLE IF EXISTS data.{table_q}; ALTER TABLE data.{} RENAME TO {table_q}",
+        quote(&loaded.staging),
+        table_q = quote(&table)
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(swap)).execute(&mut *tx).await?;
+    let samples: Map<String, Value> = plan
+        .fields
+        .iter()
+        .zip(&loaded.stats.samples)
+        .map(|(f, values)| (f.name.clone(), Value::Array(values.clone())))
+        .collect();
+    sqlx::query(
+        "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
+                column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
+                updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(dataset_id)
+    .bind(&loaded.geometry_type)
+    .bind(plan.source_srid)
+    .bind(loaded.stats.extent.bbox().map(|b| b.to_vec()))
+    .bind(loaded.stats.rows as i64)
+    .bind(reader::column_info(plan))
+    .bind(Value::Object(samples))
+    .bind(&meta.source_format)
+    .bind(&meta.source_filename)
+    .bind(&meta.source_layer)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",
+    )
+    .bind(ctx.job_id)
+    .bind(dataset_id)
+    .execute(&mut *tx)
+    .await?;
+    // The channel the API processes' dataset caches follow.
+    sqlx::query("SELECT pg_notify('dataset_changed', $1)")
+        .bind(dataset_id.to_string())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -192,6 +192,45 @@ fn target_for(declared: Gt::Type) -> GeomTarget {
     }
 }
 
+/// The first `n` features' attributes as text, by column name (previews).
+pub fn sample_rows(
+    path: &str,
+    format: SourceFormat,
+    plan: &LayerPlan,
+    n: usize,
+) -> Result<Vec<serde_json::Map<String, Value>>, ReadError> {
+    let ds = open(path, format)?;
+    let mut layer = ds
+        .layer(plan.index)
+        .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", plan.name)))?;
+    Ok(layer
+        .features()
+        .take(n)
+        .map(|feature| {
+            plan.fields
+                .iter()
+                .enumerate()
+                .map(|(i, field)| {
+                    let value = feature
+                        .field_as_string(i)
+                        .ok()
+                        .flatten()
+                        .map_or(Value::Null, Value::String);
+                    (field.name.clone(), value)
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// The name of the geometry type a layer is loaded as.
+pub fn target_name(target: GeomTarget) -> &'static str {
+    match target {
+        GeomTarget::Fixed(t) => postgis_type_name(t),
+        GeomTarget::Generic => "Geometry",
+    }
+}
+
 /// The PostGIS name of a flat geometry type, as used in column type modifiers.
 pub fn postgis_type_name(t: Gt::Type) -> &'static str {
     match t {

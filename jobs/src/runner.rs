@@ -7,7 +7,7 @@ use http::StatusCode;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{download, ingest};
+use crate::{download, ingest, reupload};
 
 /// What every job handler needs; built once per worker process.
 #[derive(Clone)]
@@ -136,6 +136,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         let result = match job.kind.as_str() {
             "ingest" => ingest::run(&ctx, job.payload.clone()).await,
             "url_download" => download::run(&ctx, job.payload.clone()).await,
+            "reupload" => reupload::run(&ctx, job.payload.clone()).await,
             other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
         };
         match result {

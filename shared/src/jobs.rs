@@ -59,6 +59,18 @@ pub struct IngestPayload {
     pub options: IngestOptions,
 }
 
+/// Input of a `reupload` job: new data for an existing dataset.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReuploadPayload {
+    pub dataset_id: Uuid,
+    pub object_path: String,
+    pub filename: String,
+    pub layer: Option<String>,
+    pub srid: Option<i32>,
+    /// Compare only; change nothing.
+    pub preview: bool,
+}
+
 /// Input of a `url_download` job.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UrlDownloadPayload {
@@ -117,6 +129,9 @@ pub struct JobView {
     pub error: Option<Problem>,
     pub dataset_id: Option<Uuid>,
     pub dataset_ids: Vec<Uuid>,
+    /// What a job that reports something found (a reupload preview).
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<sqlx::types::Json<serde_json::Value>>,
     pub attempts: i32,
     #[serde(skip)]
     pub created_by: Option<Uuid>,
@@ -131,7 +146,7 @@ pub struct Progress {
     pub total: Option<i64>,
 }
 
-pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, attempts, created_by, created_at, started_at, finished_at";
+pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, result, attempts, created_by, created_at, started_at, finished_at";
 
 impl JobView {
     pub fn with_progress(mut self) -> Self {

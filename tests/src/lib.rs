@@ -252,6 +252,19 @@ impl Stack {
         bytes: Vec<u8>,
         fields: &[(&str, &str)],
     ) -> reqwest::Response {
+        self.post_file("/api/datasets/upload", token, filename, bytes, fields)
+            .await
+    }
+
+    /// A multipart form with one `file` part and text fields.
+    pub async fn post_file(
+        &self,
+        path: &str,
+        token: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut form = reqwest::multipart::Form::new();
         for (k, v) in fields {
             form = form.text(k.to_string(), v.to_string());
@@ -261,7 +274,7 @@ impl Stack {
             reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()),
         );
         self.http
-            .post(self.url("/api/datasets/upload"))
+            .post(self.url(path))
             .bearer_auth(token)
             .multipart(form)
             .send()

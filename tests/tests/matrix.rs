@@ -81,6 +81,7 @@ fn table() -> Vec<Row> {
         row("POST", "/api/datasets/import-url", Json(r#"{"url": "http://10.0.0.1/a.geojson"}"#),
             [401, 401, 401, 403, 403, 422, 422, 422]),
         row("GET", "/api/datasets/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("POST", "/api/datasets/{dataset_id}/reupload", Upload, [404, 401, 401, 403, 404, 404, 202, 202]),
         row("PATCH", "/api/datasets/{dataset_id}", Json(r#"{"summary": "edited"}"#), [404, 401, 401, 403, 404, 404, 200, 200]),
         row("DELETE", "/api/datasets/{dataset_id}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
         row("GET", "/api/datasets/{dataset_id}/grants", None, [404, 401, 401, 200, 404, 404, 200, 200]),

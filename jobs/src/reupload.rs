@@ -1,0 +1,197 @@
+//! The `reupload` job: a new file replaces an existing dataset's data (or,
+//! as a preview, is only compared with it). The layer is the one asked
+//! for, else the dataset's previous source layer when the file has it,
+//! else the file's only spatial layer.
+use catalog_shared::jobs::ReuploadPayload;
+use object_store::path::Path;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::{
+    columns::sql_identifier,
+    ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
+    load::{self, DatasetMeta},
+    reader,
+    runner::{JobContext, JobError},
+};
+
+const PREVIEW_ROWS: usize = 5;
+
+#[derive(sqlx::FromRow)]
+struct Current {
+    source_layer: Option<String>,
+    column_info: sqlx::types::Json<Value>,
+    feature_count: i64,
+    is_registered: bool,
+}
+
+pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
+    let payload: ReuploadPayload =
+        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("reupload payload: {e}")))?;
+    let current: Current =
+        sqlx::query_as("SELECT source_layer, column_info, feature_count, is_registered FROM datasets WHERE id = $1")
+            .bind(payload.dataset_id)
+            .fetch_optional(&ctx.deps.pool)
+            .await?
+            .ok_or_else(|| JobError::Invalid("the dataset no longer exists".into()))?;
+    if current.is_registered {
+        return Err(JobError::Invalid(
+            "the dataset is a registered table, read in place; it cannot be replaced".into(),
+        ));
+    }
+    let object = Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?;
+    ctx.progress("reading", None, None).await?;
+    let workdir = tempfile::tempdir()?;
+    let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;
+    let name = payload.filename.clone();
+    let srid = payload.srid;
+    let candidates = tokio::task::spawn_blocking(move || plan_layers(&local, &name, None, srid))
+        .await
+        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+        .map_err(JobError::Invalid)?;
+    let chosen = choose_layer(&candidates, payload.layer.as_deref(), current.source_layer.as_deref())?;
+    if payload.preview {
+        let mut preview = preview(&candidates, chosen, &current, &payload).await?;
+        preview["job_id"] = json!(ctx.job_id);
+        sqlx::query("UPDATE jobs SET result = $2, dataset_id = $3, updated_at = clock_timestamp() WHERE id = $1")
+            .bind(ctx.job_id)
+            .bind(preview)
+            .bind(payload.dataset_id)
+            .execute(&ctx.deps.pool)
+            .await?;
+        return Ok(());
+    }
+    let layer = &candidates[chosen];
+    if layer.plan.feature_count == Some(0) {
+        return Err(JobError::Invalid(format!(
+            "layer {} is empty; the dataset keeps its data",
+            layer.plan.name
+        )));
+    }
+    let staging = format!("{}_0", ctx.staging_prefix());
+    let table = format!(
+        "{}_{}",
+        truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
+        &Uuid::new_v4().simple().to_string()[..8]
+    );
+    let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging, table).await?;
+    if loaded.stats.rows == 0 {
+        return Err(JobError::Invalid(format!(
+            "layer {} has no features; the dataset keeps its data",
+            layer.plan.name
+        )));
+    }
+    let meta = DatasetMeta {
+        title: String::new(),
+        summary: None,
+        visibility: String::new(),
+        source_format: layer.source.format.name().to_string(),
+        source_filename: payload.filename.clone(),
+        source_layer: layer.key.clone(),
+    };
+    load::replace(ctx, payload.dataset_id, &layer.plan, &loaded, &meta).await
+}
+
+fn choose_layer(candidates: &[LayerJob], wanted: Option<&str>, previous: Option<&str>) -> Result<usize, JobError> {
+    let names = || candidates.iter().map(|c| c.key.as_str()).collect::<Vec<_>>().join(", ");
+    let find = |name: &str| {
+        candidates
+            .iter()
+            .position(|c| c.key == name || c.plan.name.eq_ignore_ascii_case(name))
+    };
+    if let Some(wanted) = wanted {
+        return find(wanted).ok_or_else(|| {
+            JobError::Invalid(format!(
+                "layer {wanted:?} is not in the file; its spatial layers are: {}",
+                names()
+            ))
+        });
+    }
+    if let Some(index) = previous.and_then(find) {
+        return Ok(index);
+    }
+    if candidates.len() == 1 {
+        return Ok(0);
+    }
+    Err(JobError::Invalid(format!(
+        "the file has several spatial layers ({}); say which one replaces the data with `layer`",
+        names()
+    )))
+}
+
+/// Columns, types and row counts of the file against the dataset, with a
+/// few rows, for the person deciding whether to replace the data.
+async fn preview(
+    candidates: &[LayerJob],
+    chosen: usize,
+    current: &Current,
+    payload: &ReuploadPayload,
+) -> Result<Value, JobError> {
+    let layer = &candidates[chosen];
+    let (path, format, plan) = (layer.source.gdal_path.clone(), layer.source.format, layer.plan.clone());
+    let samples = tokio::task::spawn_blocking(move || reader::sample_rows(&path, format, &plan, PREVIEW_ROWS))
+        .await
+        .map_err(|e| JobError::Internal(format!("preview thread: {e}")))?
+        .map_err(|e| JobError::Invalid(read_message(e)))?;
+    let new_columns: Vec<(String, String)> = layer
+        .plan
+        .fields
+        .iter()
+        .map(|f| (f.name.clone(), f.pg.sql().to_string()))
+        .collect();
+    let old_columns: Vec<(String, String)> = current
+        .column_info
+        .0
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            Some((
+                c["name"].as_str()?.to_string(),
+                c["type"].as_str().unwrap_or("text").to_string(),
+            ))
+        })
+        .collect();
+    let column = |(name, kind): &(String, String)| json!({"name": name, "type": kind});
+    let added: Vec<Value> = new_columns
+        .iter()
+        .filter(|(n, _)| !old_columns.iter().any(|(o, _)| o == n))
+        .map(column)
+        .collect();
+    let removed: Vec<Value> = old_columns
+        .iter()
+        .filter(|(o, _)| !new_columns.iter().any(|(n, _)| n == o))
+        .map(column)
+        .collect();
+    let type_changes: Vec<Value> = new_columns
+        .iter()
+        .filter_map(|(n, new_type)| {
+            let (_, old_type) = old_columns.iter().find(|(o, _)| o == n)?;
+            (old_type != new_type).then(|| json!({"name": n, "old_type": old_type, "new_type": new_type}))
+        })
+        .collect();
+    let row_count_new = layer.plan.feature_count.map(|n| n as i64);
+    Ok(json!({
+        "source_filename": payload.filename,
+        "columns": new_columns.iter().map(column).collect::<Vec<_>>(),
+        "crs": layer.plan.source_srid,
+        "geometry_type": reader::target_name(layer.plan.target),
+        "feature_count": row_count_new,
+        "sample_rows": samples,
+        "layer_name": layer.key,
+        "schema_diff": {
+            "columns_added": added,
+            "columns_removed": removed,
+            "type_changes": type_changes,
+            "row_count_old": current.feature_count,
+            "row_count_new": row_count_new,
+            "row_count_delta": row_count_new.map(|n| n - current.feature_count),
+        },
+        "all_layers": candidates.iter().map(|c| json!({
+            "name": c.key,
+            "geometry_type": reader::target_name(c.plan.target),
+            "feature_count": c.plan.feature_count,
+        })).collect::<Vec<_>>(),
+        "previous_source_layer": current.source_layer,
+    }))
+}
