@@ -399,15 +399,22 @@ pub(crate) const DATASET_COLUMNS: &str =
 /// `ready`) datasets public to anyone, internal to any signed-in user,
 /// restricted to users granted it. Unpublished ones only to owner and admins.
 pub(crate) fn visible_to_caller(table: &str) -> String {
+    visible_to(table, "$1::uuid", "$2")
+}
+
+/// The same condition for any user-id and admin-flag SQL expressions.
+pub(crate) fn visible_to(table: &str, user: &str, admin: &str) -> String {
     format!(
-        "($2 OR ($1::uuid IS NOT NULL AND {table}.created_by = $1)
+        "({admin} OR ({user} IS NOT NULL AND {table}.created_by = {user})
           OR ({table}.status = 'ready' AND ({table}.visibility = 'public'
-              OR ($1::uuid IS NOT NULL AND ({table}.visibility = 'internal'
+              OR ({user} IS NOT NULL AND ({table}.visibility = 'internal'
                   OR ({table}.visibility = 'restricted' AND EXISTS (
-                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = $1)))))))"
+                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = {user})))))))"
     )
 }
 
+/// The dataset when the caller may see it, or when a capability the
+/// request was served under covers it; 404 otherwise.
 pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
     let visible = visible_to_caller("datasets");
     let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND id = $3");

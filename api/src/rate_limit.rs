@@ -40,6 +40,7 @@ impl Bucket {
         match path {
             "/api/health" | "/api/ready" => None,
             "/api/auth/login" | "/api/auth/register" | "/api/auth/refresh" => Some(Bucket::SignIn),
+            p if p.starts_with("/api/auth/oauth/") => Some(Bucket::SignIn),
             p if p.starts_with("/api/tiles/") => Some(Bucket::Tiles),
             _ => Some(Bucket::General),
         }

@@ -121,14 +121,14 @@ fn tile_value(column: &Column) -> String {
 fn vector_tile_sql(dataset: &Dataset, columns: &[Column]) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     format!(
-        "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, 'mvt_geom', 'mvt_id') FROM (
-           SELECT t.{key}::bigint AS mvt_id,
-                  ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true) AS mvt_geom
+        "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom', '__mvt_id') FROM (
+           SELECT t.{key}::bigint AS __mvt_id,
+                  ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true) AS __mvt_geom
                   {attributes}
            FROM {table} t
            WHERE t.{geom} && {area}
            LIMIT {MAX_FEATURES_PER_TILE}
-         ) tile WHERE tile.mvt_geom IS NOT NULL",
+         ) tile WHERE tile.__mvt_geom IS NOT NULL",
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
@@ -153,12 +153,12 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
            GROUP BY floor((ST_X(points.p) - ST_XMin(bounds.env)) / (ST_XMax(bounds.env) - ST_XMin(bounds.env)) * {CLUSTER_GRID}),
                     floor((ST_Y(points.p) - ST_YMin(bounds.env)) / (ST_YMax(bounds.env) - ST_YMin(bounds.env)) * {CLUSTER_GRID})
          )
-         SELECT ST_AsMVT(tile.*, $4, {EXTENT}, 'mvt_geom') FROM (
+         SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom') FROM (
            SELECT cells.point_count, cells.point_count > 1 AS cluster,
                   CASE WHEN cells.point_count = 1 THEN cells.id END AS gid,
-                  ST_AsMVTGeom(cells.centre, bounds.env, {EXTENT}, {BUFFER}, true) AS mvt_geom
+                  ST_AsMVTGeom(cells.centre, bounds.env, {EXTENT}, {BUFFER}, true) AS __mvt_geom
            FROM cells, bounds
-         ) tile WHERE tile.mvt_geom IS NOT NULL",
+         ) tile WHERE tile.__mvt_geom IS NOT NULL",
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
@@ -180,9 +180,9 @@ async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddres
 }
 
 /// A tile, or 204 when the tile holds nothing (viewers draw it empty).
-/// Public datasets may be cached by anyone; others only by the viewer.
+/// Published public datasets may be cached by anyone; others only by the viewer.
 fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
-    let cache = if dataset.visibility == "public" {
+    let cache = if dataset.visibility == "public" && dataset.status == "ready" {
         "public, max-age=300"
     } else {
         "private, max-age=60"

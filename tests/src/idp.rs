@@ -261,9 +261,15 @@ pub async fn browser_sign_in(service_base: &str, slug: &str) -> SignIn {
         .build()
         .unwrap();
     let mut url = format!("{service_base}/api/auth/oauth/{slug}/login");
-    let mut set_cookies = Vec::new();
+    let mut set_cookies: Vec<String> = Vec::new();
     for _ in 0..3 {
-        let response = browser.get(&url).send().await.unwrap();
+        // The browser sends back what the service set (name=value pairs).
+        let mut request = browser.get(&url);
+        if url.starts_with(service_base) && !set_cookies.is_empty() {
+            let jar: Vec<&str> = set_cookies.iter().filter_map(|c| c.split(';').next()).collect();
+            request = request.header("cookie", jar.join("; "));
+        }
+        let response = request.send().await.unwrap();
         // The service answers 302, as the specification says; the provider any redirect.
         if url.starts_with(service_base) {
             assert_eq!(response.status(), 302, "{url} answered {}", response.status());
@@ -297,4 +303,21 @@ pub async fn browser_sign_in(service_base: &str, slug: &str) -> SignIn {
         landing,
         set_cookies,
     }
+}
+
+/// The first two legs of a sign-in (our login route, the provider) as an
+/// attacker would run them: the callback URL that would finish it.
+pub async fn unfinished_sign_in(service_base: &str, slug: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = browser
+        .get(format!("{service_base}/api/auth/oauth/{slug}/login"))
+        .send()
+        .await
+        .unwrap();
+    let authorize = login.headers()["location"].to_str().unwrap().to_string();
+    let provider = browser.get(authorize).send().await.unwrap();
+    provider.headers()["location"].to_str().unwrap().to_string()
 }

@@ -4,7 +4,7 @@
 //! rules, and conversions between auth providers retiring API keys.
 use catalog_tests::{
     ADMIN_PASSWORD, ADMIN_USER, Stack, StackOptions,
-    idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person, browser_sign_in},
+    idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person, browser_sign_in, unfinished_sign_in},
 };
 use serde_json::{Value, json};
 
@@ -455,6 +455,36 @@ async fn sign_in_links_accounts_by_the_rules() {
         .await
         .unwrap();
     assert_eq!(links, 0);
+
+    // A sign-in started by someone else cannot be finished in another
+    // browser (login CSRF): the callback needs the starter's cookie.
+    idp.sign_in_next(person("sub-attacker", Some("attacker@example.org"), Some(true)));
+    let callback = unfinished_sign_in(&stack.base, "company").await;
+    let victim = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let finished = victim.get(&callback).send().await.unwrap();
+    assert_eq!(finished.status(), 400);
+    assert!(finished.headers().get("location").is_none());
+
+    // A local account already linked to another provider is not taken over
+    // by an email match.
+    sqlx::query("UPDATE users SET auth_provider = 'elsewhere' WHERE id = $1::uuid")
+        .bind(nora["id"].as_str().unwrap())
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET status = 'active' WHERE id = $1::uuid")
+        .bind(nora["id"].as_str().unwrap())
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    idp.sign_in_next(person("sub-other-nora", Some("nora.nguyen@example.org"), Some(true)));
+    assert_eq!(
+        browser_sign_in(&stack.base, "company").await.error.as_deref(),
+        Some("email_in_use")
+    );
 
     // A callback this service did not start, or one replayed, is refused.
     let browser = reqwest::Client::builder()

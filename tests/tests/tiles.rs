@@ -378,15 +378,32 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
     ];
     assert_eq!(get(&stack, &stack.url(&covered[0]), &bogus).await.status(), 401);
 
-    // The style read through the token carries signed tile URLs a browser
-    // can fetch with nothing else.
+    // The style read through the token carries plain tile URLs: the page
+    // sends the token with them, so revoking it stops the tiles too.
     let style: Value = get(&stack, &stack.url(&covered[1]), &embed).await.json().await.unwrap();
     let source = &style["sources"][format!("dataset-{shown}")];
     assert_eq!(source["type"], "vector");
     let template = source["tiles"][0].as_str().unwrap();
-    assert!(template.contains("sig="), "{style}");
+    assert!(!template.contains("sig="), "{style}");
     let tile = template.replace("{z}/{x}/{y}", "0/0/0");
-    assert_eq!(get(&stack, &tile, &[]).await.status(), 200);
+    assert_eq!(get(&stack, &tile, &embed).await.status(), 200);
+    assert_eq!(get(&stack, &tile, &[]).await.status(), 404);
+
+    // A dataset its creator can no longer see is not handed on.
+    sqlx::query("UPDATE datasets SET created_by = NULL, visibility = 'restricted' WHERE id = $1::uuid")
+        .bind(&shown)
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    let items = format!("/api/collections/{shown}/items");
+    assert_eq!(get(&stack, &stack.url(&items), &embed).await.status(), 404);
+    sqlx::query("UPDATE datasets SET created_by = $2::uuid, visibility = 'private' WHERE id = $1::uuid")
+        .bind(&shown)
+        .bind(owner_id.to_string())
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(get(&stack, &stack.url(&items), &embed).await.status(), 200);
 
     // Revoked: gone at once.
     let response = stack

@@ -14,7 +14,7 @@ use axum::{
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use catalog_shared::{AppError, auth::random_secret};
-use jsonwebtoken::{Validation, jwk::JwkSet};
+use jsonwebtoken::{Algorithm, Validation, jwk::JwkSet};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -187,7 +187,31 @@ async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) ->
             query.append_pair("nonce", &nonce);
         }
     }
-    Ok(redirect(authorize.as_str(), HeaderMap::new()))
+    // The state is bound to this browser: the callback must come back with
+    // this cookie, so a sign-in started by someone else cannot be finished
+    // in a victim's browser (login CSRF).
+    let mut headers = HeaderMap::new();
+    let secure = if state.config.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{LOGIN_COOKIE}={}; HttpOnly; SameSite=Lax; Path=/api/auth/oauth/; Max-Age={}{secure}",
+        browser_binding(&login_state),
+        LOGIN_WINDOW_MINUTES * 60
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        headers.insert(header::SET_COOKIE, value);
+    }
+    Ok(redirect(authorize.as_str(), headers))
+}
+
+const LOGIN_COOKIE: &str = "oauth_login";
+
+/// What the browser keeps of a sign-in it started: a digest of the state.
+fn browser_binding(login_state: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(format!("oauth-login:{login_state}").as_bytes()))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -209,10 +233,16 @@ async fn oauth_callback(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     Query(query): Query<CallbackQuery>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let login_state = query
         .state
         .ok_or_else(|| AppError::bad_request("the sign-in came back without its state"))?;
+    if super::cookies::get(&headers, LOGIN_COOKIE).as_deref() != Some(browser_binding(&login_state).as_str()) {
+        return Err(AppError::bad_request(
+            "this sign-in was started in another browser (or its cookie was blocked); start again",
+        ));
+    }
     let started: Option<(String, String, Uuid)> = sqlx::query_as(
         "DELETE FROM oauth_logins l USING oauth_providers p
          WHERE l.state = $1 AND p.id = l.provider_id AND p.slug = $2
@@ -351,17 +381,28 @@ async fn oidc_identity(
         }
         .ok_or_else(|| invalid("the ID token is signed with a key the provider does not publish"))?;
         let key = jsonwebtoken::DecodingKey::from_jwk(jwk).map_err(|_| invalid("the provider's key is unusable"))?;
+        // Providers sign ID tokens with their published keys; a shared-secret
+        // algorithm would let a token be made from public material.
+        if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
+            return Err(invalid("the ID token is not signed with a published key"));
+        }
         let mut validation = Validation::new(header.alg);
         validation.set_audience(&[&provider.client_id]);
-        // Multi-tenant directories publish an issuer template.
-        match &endpoints.issuer {
-            Some(issuer) if !issuer.contains('{') => validation.set_issuer(&[issuer]),
-            _ => {}
+        if let Some(issuer) = endpoints.issuer.as_ref().filter(|i| !i.contains('{')) {
+            validation.set_issuer(&[issuer]);
         }
         validation.leeway = 60;
         let claims = jsonwebtoken::decode::<Value>(id_token, &key, &validation)
             .map_err(|e| invalid(&format!("the ID token does not verify: {e}")))?
             .claims;
+        // Multi-tenant directories publish an issuer template: the token's
+        // issuer must be it, filled with the token's own tenant.
+        if let Some(template) = endpoints.issuer.as_ref().filter(|i| i.contains("{tenantid}")) {
+            let tenant = claims["tid"].as_str().unwrap_or_default();
+            if tenant.is_empty() || claims["iss"].as_str() != Some(template.replace("{tenantid}", tenant).as_str()) {
+                return Err(invalid("the ID token's issuer does not match the provider"));
+            }
+        }
         if claims["nonce"].as_str() != Some(nonce) {
             return Err(invalid("the ID token's nonce does not match this sign-in"));
         }
@@ -521,6 +562,12 @@ async fn link_account(state: &AppState, provider: &Provider, identity: Identity)
             None => None,
         };
         let account = match (holder, identity.email_verified) {
+            (Some(holder), true) if holder.auth_provider != "local" && holder.auth_provider != provider.slug => {
+                return Err(refuse(
+                    "email_in_use",
+                    "an account with this email signs in with another provider; sign in there",
+                ));
+            }
             (Some(holder), true) => {
                 if holder.auth_provider != provider.slug {
                     sqlx::query("UPDATE users SET auth_provider = $2, updated_at = now() WHERE id = $1")

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::writable_map;
 use crate::{
     auth::{Caller, Capability},
+    datasets::visible_to,
     extract::{Json as JsonBody, Path},
     state::AppState,
 };
@@ -123,19 +124,24 @@ pub async fn revoke_embed_token(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The capability of a live embed token: its map and the map's datasets.
+/// The capability of a live embed token: its map, and those of the map's
+/// datasets its creator may still see now (a grant revoked or a dataset
+/// withdrawn since the token was made is not handed on).
 pub async fn capability(pool: &PgPool, token: &str) -> Result<Option<Capability>, sqlx::Error> {
-    let found: Option<(Uuid, Vec<Uuid>)> = sqlx::query_as(
-        "SELECT e.map_id, coalesce(array_agg(l.dataset_id) FILTER (WHERE l.dataset_id IS NOT NULL), '{}')
+    let visible = visible_to("d", "u.id", "(u.role = 'admin')");
+    let sql = format!(
+        "SELECT e.map_id, coalesce(array_agg(d.id) FILTER (WHERE d.id IS NOT NULL AND {visible}), '{{}}')
          FROM map_embed_tokens e
          JOIN users u ON u.id = e.created_by AND u.status = 'active' AND u.is_active
          LEFT JOIN map_layers l ON l.map_id = e.map_id
+         LEFT JOIN datasets d ON d.id = l.dataset_id
          WHERE e.token_hash = sha256($1) AND e.revoked_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > now())
-         GROUP BY e.map_id",
-    )
-    .bind(token.as_bytes())
-    .fetch_optional(pool)
-    .await?;
+         GROUP BY e.map_id"
+    );
+    let found: Option<(Uuid, Vec<Uuid>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(token.as_bytes())
+        .fetch_optional(pool)
+        .await?;
     Ok(found.map(|(map_id, datasets)| Capability::Embed { map_id, datasets }))
 }
 

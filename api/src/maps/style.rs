@@ -239,9 +239,11 @@ pub async fn export_style(
     )))
 }
 
-/// Signed tile queries for the map's datasets that are not public and
-/// that the reader may see (directly or through an embed token): a style
-/// loaded in a browser then draws them with no credential.
+/// Signed tile queries for the map's datasets that not everyone may see
+/// (not public, or not published) but the reader may: a style loaded in a
+/// browser then draws them with no credential. A reader through an embed
+/// token gets none: its page sends the token with every request, so that
+/// revoking the token stops the tiles at once.
 async fn tile_signatures(
     state: &AppState,
     caller: &Caller,
@@ -250,28 +252,24 @@ async fn tile_signatures(
     let hidden: Vec<Uuid> = map
         .layers
         .iter()
-        .filter(|l| l.layer_type == LayerType::VectorService && l.dataset_visibility != "public")
+        .filter(|l| {
+            l.layer_type == LayerType::VectorService
+                && (l.dataset_visibility != "public" || l.dataset_status != "ready")
+        })
         .map(|l| l.dataset_id)
         .collect();
-    if hidden.is_empty() {
+    if hidden.is_empty() || caller.capability.is_some() {
         return Ok(HashMap::new());
     }
-    let readable: Vec<Uuid> = if caller.capability.is_some() {
-        hidden
-            .into_iter()
-            .filter(|id| caller.capability_reads_dataset(*id))
-            .collect()
-    } else {
-        let visible = visible_to_caller("datasets");
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT id FROM datasets WHERE {visible} AND id = ANY($3)"
-        )))
-        .bind(caller.user_id())
-        .bind(caller.is_admin())
-        .bind(&hidden)
-        .fetch_all(&state.pool)
-        .await?
-    };
+    let visible = visible_to_caller("datasets");
+    let readable: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM datasets WHERE {visible} AND id = ANY($3)"
+    )))
+    .bind(caller.user_id())
+    .bind(caller.is_admin())
+    .bind(&hidden)
+    .fetch_all(&state.pool)
+    .await?;
     let exp = template_expiry(chrono::Utc::now().timestamp());
     Ok(map
         .layers
