@@ -8,10 +8,10 @@ use std::{
     collections::HashMap,
     net::{IpAddr, SocketAddr},
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, RwLock,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use axum::{
@@ -27,6 +27,9 @@ use crate::state::AppState;
 const WINDOW_SECS: u64 = 60;
 /// How long a store call may take before the request is counted locally.
 const STORE_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long the store is left alone after it failed.
+const STORE_REST: Duration = Duration::from_secs(2);
+const MAX_LOCAL_CLIENTS: usize = 100_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Bucket {
@@ -67,7 +70,10 @@ type Counts = HashMap<(Bucket, IpAddr), (u64, u64)>;
 /// used alone without a store and while the store is unreachable.
 #[derive(Clone)]
 pub struct RateLimiter {
-    store: Option<ConnectionManager>,
+    store: Arc<RwLock<Option<ConnectionManager>>>,
+    /// Until when the store is left alone after a failure, so requests do
+    /// not each wait for a dead store.
+    store_resting_until: Arc<Mutex<Option<Instant>>>,
     store_down: Arc<AtomicBool>,
     local: Arc<Mutex<Counts>>,
 }
@@ -75,30 +81,58 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// Connects to the store named by `REDIS_URL`, logging the operational
     /// records of the specification when there is none, its scheme is not
-    /// redis:// or rediss://, or it cannot be reached.
+    /// redis:// or rediss://, or it cannot be reached (then it keeps trying
+    /// in the background).
     pub async fn start(redis_url: Option<&str>) -> Self {
-        let store = match redis_url {
+        let limiter = Self {
+            store: Arc::default(),
+            store_resting_until: Arc::default(),
+            store_down: Arc::new(AtomicBool::new(false)),
+            local: Arc::default(),
+        };
+        let client = match redis_url {
             None => {
                 tracing::warn!(
                     event = "rate_limit_storage_not_configured",
                     "rate_limit_storage_not_configured: REDIS_URL is not set; rate limits are counted by each API process alone"
                 );
-                None
+                return limiter;
             }
             Some(url) if !(url.starts_with("redis://") || url.starts_with("rediss://")) => {
                 tracing::error!(
                     event = "rate_limit_storage_scheme_unsupported",
                     "rate_limit_storage_scheme_unsupported: REDIS_URL must start with redis:// or rediss://; rate limits are counted by each API process alone"
                 );
-                None
+                return limiter;
             }
-            Some(url) => connect(url).await,
+            Some(url) => match redis::Client::open(url) {
+                Ok(client) => client,
+                Err(e) => {
+                    tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
+                        "rate_limit_storage_unreachable: REDIS_URL cannot be used; rate limits are counted by each API process alone");
+                    return limiter;
+                }
+            },
         };
-        Self {
-            store_down: Arc::new(AtomicBool::new(false)),
-            store,
-            local: Arc::default(),
+        match connect(&client).await {
+            Ok(manager) => *limiter.store.write().unwrap_or_else(|e| e.into_inner()) = Some(manager),
+            Err(e) => {
+                limiter.store_down.store(true, Ordering::Relaxed);
+                tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
+                    "rate_limit_storage_unreachable: the rate-limit store cannot be reached; counting in this process until it can");
+                let store = limiter.store.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(STORE_REST).await;
+                        if let Ok(manager) = connect(&client).await {
+                            *store.write().unwrap_or_else(|e| e.into_inner()) = Some(manager);
+                            return;
+                        }
+                    }
+                });
+            }
         }
+        limiter
     }
 
     /// Counts a request; the seconds until the window ends when over `limit`.
@@ -109,6 +143,7 @@ impl RateLimiter {
             .unwrap_or(0);
         let window = now / WINDOW_SECS;
         let retry_after = (window + 1) * WINDOW_SECS - now;
+        let client = counted_as(client);
         let count = match self.count_in_store(bucket, client, window).await {
             Some(count) => count,
             None => self.count_here(bucket, client, window),
@@ -117,7 +152,11 @@ impl RateLimiter {
     }
 
     async fn count_in_store(&self, bucket: Bucket, client: IpAddr, window: u64) -> Option<u64> {
-        let mut store = self.store.clone()?;
+        let mut store = self.store.read().unwrap_or_else(|e| e.into_inner()).clone()?;
+        let resting = *self.store_resting_until.lock().unwrap_or_else(|e| e.into_inner());
+        if resting.is_some_and(|until| Instant::now() < until) {
+            return None;
+        }
         let key = format!("ratelimit:{}:{client}:{window}", bucket.name());
         let mut pipeline = redis::pipe();
         pipeline
@@ -137,6 +176,7 @@ impl RateLimiter {
                 Some(count)
             }
             failed => {
+                *self.store_resting_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + STORE_REST);
                 if !self.store_down.swap(true, Ordering::Relaxed) {
                     let why = match failed {
                         Ok(Err(e)) => e.to_string(),
@@ -155,8 +195,12 @@ impl RateLimiter {
 
     fn count_here(&self, bucket: Bucket, client: IpAddr, window: u64) -> u64 {
         let mut counts = self.local.lock().unwrap_or_else(|e| e.into_inner());
-        if counts.len() > 100_000 {
+        if counts.len() >= MAX_LOCAL_CLIENTS {
             counts.retain(|_, (w, _)| *w == window);
+            // Still full within one window: start over rather than grow.
+            if counts.len() >= MAX_LOCAL_CLIENTS {
+                counts.clear();
+            }
         }
         let entry = counts.entry((bucket, client)).or_insert((window, 0));
         if entry.0 != window {
@@ -167,26 +211,27 @@ impl RateLimiter {
     }
 }
 
-async fn connect(url: &str) -> Option<ConnectionManager> {
-    let client = match redis::Client::open(url) {
-        Ok(client) => client,
-        Err(e) => {
-            tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
-                "rate_limit_storage_unreachable: REDIS_URL cannot be used; rate limits are counted by each API process alone");
-            return None;
-        }
-    };
+/// The address a client is counted as: itself, or for IPv6 its /64 (one
+/// host usually holds a whole /64).
+fn counted_as(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V4(_) => client,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(segments.into())
+            }
+        },
+    }
+}
+
+async fn connect(client: &redis::Client) -> Result<ConnectionManager, redis::RedisError> {
     let config = redis::aio::ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(STORE_TIMEOUT));
-    match client.get_connection_manager_with_config(config).await {
-        Ok(manager) => Some(manager),
-        Err(e) => {
-            tracing::error!(event = "rate_limit_storage_unreachable", error = %e,
-                "rate_limit_storage_unreachable: the rate-limit store cannot be reached at start-up; counting in this process");
-            None
-        }
-    }
+    client.get_connection_manager_with_config(config).await
 }
 
 pub async fn limit(
@@ -212,7 +257,8 @@ mod tests {
     #[tokio::test]
     async fn counting_here_resets_each_window() {
         let limiter = RateLimiter {
-            store: None,
+            store: Arc::default(),
+            store_resting_until: Arc::default(),
             store_down: Arc::default(),
             local: Arc::default(),
         };
@@ -221,6 +267,17 @@ mod tests {
         assert_eq!(limiter.count_here(Bucket::General, client, 7), 2);
         assert_eq!(limiter.count_here(Bucket::Tiles, client, 7), 1);
         assert_eq!(limiter.count_here(Bucket::General, client, 8), 1);
+    }
+
+    #[test]
+    fn ipv6_clients_count_by_their_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        assert_eq!(counted_as(a), counted_as(b));
+        assert_eq!(
+            counted_as("::ffff:192.0.2.7".parse().unwrap()),
+            "192.0.2.7".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]

@@ -161,3 +161,42 @@ async fn a_store_url_of_another_scheme_is_reported_and_limits_stay() {
         [200, 200, 200, 200, 200, 429, 429]
     );
 }
+
+#[tokio::test]
+async fn a_store_that_appears_after_start_up_is_used() {
+    let port = free_port();
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("REDIS_URL", &format!("redis://127.0.0.1:{port}"))
+            .env("RATE_LIMIT_PER_MINUTE", "1000"),
+    )
+    .await;
+    wait_for_log(&stack, "rate_limit_storage_unreachable").await;
+    // Counted here meanwhile, without waiting on the missing store.
+    let started = std::time::Instant::now();
+    assert_eq!(statuses(&stack, "/api/conformance", 20).await, [200; 20]);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    let mut redis = redis_server(port);
+    wait_for_redis(port).await;
+    let mut recovered = false;
+    for _ in 0..60 {
+        statuses(&stack, "/api/conformance", 1).await;
+        if stack.logs().contains("rate_limit_storage_recovered") {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(recovered, "no rate_limit_storage_recovered:\n{}", stack.logs());
+    let mut store = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    store.write_all(b"KEYS ratelimit:*\r\n").await.unwrap();
+    let mut reply = vec![0u8; 256];
+    let n = store.read(&mut reply).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&reply[..n]).contains("ratelimit:general:127.0.0.1"),
+        "counted in the store"
+    );
+    redis.kill().unwrap();
+    redis.wait().unwrap();
+}
