@@ -270,11 +270,14 @@ fn tone_color(color: &str, tone: Tone) -> Option<String> {
     ))
 }
 
-/// Every colour string inside a colour property's value, toned.
+/// Every colour literal (hex, rgb, hsl) inside a colour property's value,
+/// toned. Named colours are left alone: inside expressions such words are
+/// as likely match labels or property names.
 fn tone_value(value: &mut Value, tone: Tone) {
     match value {
         Value::String(s) => {
-            if let Some(toned) = tone_color(s, tone) {
+            let literal = s.starts_with('#') || s.starts_with("rgb") || s.starts_with("hsl");
+            if let Some(toned) = tone_color(s, tone).filter(|_| literal) {
                 *s = toned;
             }
         }
@@ -352,21 +355,81 @@ pub struct PreparedBasemap {
     pub sprite: Option<Value>,
 }
 
-pub fn prepare(style: &Value, config: &BasemapConfig, show_labels: bool) -> PreparedBasemap {
+/// A URL of the basemap style made absolute against the style's own URL,
+/// by hand so that template braces (`{z}`, `{fontstack}`) stay as they are.
+fn absolute(style_url: &str, value: &str) -> String {
+    if value.contains("://") || value.starts_with("mapbox:") {
+        return value.to_string();
+    }
+    let Ok(base) = url::Url::parse(style_url) else {
+        return value.to_string();
+    };
+    if let Some(path) = value.strip_prefix('/') {
+        return format!("{}/{path}", base.origin().ascii_serialization());
+    }
+    let directory = style_url.split(['?', '#']).next().unwrap_or(style_url);
+    let directory = &directory[..directory.rfind('/').map_or(directory.len(), |i| i + 1)];
+    format!("{directory}{value}")
+}
+
+fn absolute_source(style_url: &str, source: &Value) -> Value {
+    let mut source = source.clone();
+    if let Some(url) = source["url"].as_str() {
+        source["url"] = json!(absolute(style_url, url));
+    }
+    if let Some(data) = source["data"].as_str() {
+        source["data"] = json!(absolute(style_url, data));
+    }
+    if let Some(tiles) = source["tiles"].as_array() {
+        let tiles: Vec<Value> = tiles
+            .iter()
+            .map(|t| t.as_str().map_or(t.clone(), |t| json!(absolute(style_url, t))))
+            .collect();
+        source["tiles"] = Value::Array(tiles);
+    }
+    source
+}
+
+fn absolute_sprite(style_url: &str, sprite: &Value) -> Option<Value> {
+    match sprite {
+        Value::String(url) => Some(json!(absolute(style_url, url))),
+        Value::Array(sprites) => Some(Value::Array(
+            sprites
+                .iter()
+                .filter_map(|s| {
+                    let (id, url) = (s["id"].as_str()?, s["url"].as_str()?);
+                    Some(json!({"id": id, "url": absolute(style_url, url)}))
+                })
+                .collect(),
+        )),
+        _ => None,
+    }
+}
+
+/// The basemap style at `style_url`, ready to merge. Entries that are not
+/// layer objects are dropped; layers without a string id are named by
+/// their position.
+pub fn prepare(style: &Value, style_url: &str, config: &BasemapConfig, show_labels: bool) -> PreparedBasemap {
     let sources = style["sources"]
         .as_object()
         .map(|s| {
             s.iter()
-                .map(|(id, source)| (format!("{SOURCE_PREFIX}{id}"), source.clone()))
+                .filter(|(_, source)| source.is_object())
+                .map(|(id, source)| (format!("{SOURCE_PREFIX}{id}"), absolute_source(style_url, source)))
                 .collect()
         })
         .unwrap_or_default();
     let mut layers = Vec::new();
-    for original in style["layers"].as_array().into_iter().flatten() {
+    for (index, original) in style["layers"].as_array().into_iter().flatten().enumerate() {
+        if !original.is_object() || !original["type"].is_string() {
+            continue;
+        }
         let mut layer = original.clone();
         let theme = theme_of(original);
         let label = is_label(original);
-        let original_id = original["id"].as_str().unwrap_or_default().to_string();
+        let original_id = original["id"]
+            .as_str()
+            .map_or_else(|| format!("layer-{index}"), String::from);
         layer["id"] = json!(format!("{LAYER_PREFIX}{original_id}"));
         if let Some(source) = original["source"].as_str() {
             layer["source"] = json!(format!("{SOURCE_PREFIX}{source}"));
@@ -424,8 +487,8 @@ pub fn prepare(style: &Value, config: &BasemapConfig, show_labels: bool) -> Prep
     PreparedBasemap {
         sources,
         layers,
-        glyphs: style.get("glyphs").cloned(),
-        sprite: style.get("sprite").cloned(),
+        glyphs: style["glyphs"].as_str().map(|g| json!(absolute(style_url, g))),
+        sprite: absolute_sprite(style_url, &style["sprite"]),
     }
 }
 
@@ -467,6 +530,48 @@ mod tests {
             Some(json!(["*", ["get", "o"], 0.5]))
         );
         assert_eq!(scaled(Some(&json!(["case", ["<", ["zoom"], 4], 0, 1])), 0.5), None);
+    }
+
+    #[test]
+    fn odd_styles_are_tidied_not_trusted() {
+        let style = json!({
+            "version": 8,
+            "sources": {"base": {"type": "vector", "url": "tiles.json"}, "bad": 3},
+            "glyphs": "/fonts/{fontstack}/{range}.pbf",
+            "sprite": "sprites/basic",
+            "layers": [1, null, {"type": "background"}, {"id": 7, "type": "fill", "source": "base"}, {"id": "x"}]
+        });
+        let prepared = prepare(
+            &style,
+            "https://maps.example/styles/basic/style.json",
+            &BasemapConfig::default(),
+            true,
+        );
+        let ids: Vec<&str> = prepared.layers.iter().map(|l| l["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["basemap-layer-2", "basemap-layer-3"]);
+        assert_eq!(prepared.sources.len(), 1);
+        assert_eq!(
+            prepared.sources["basemap-base"]["url"],
+            "https://maps.example/styles/basic/tiles.json"
+        );
+        assert_eq!(
+            prepared.glyphs,
+            Some(json!("https://maps.example/fonts/{fontstack}/{range}.pbf"))
+        );
+        assert_eq!(
+            prepared.sprite,
+            Some(json!("https://maps.example/styles/basic/sprites/basic"))
+        );
+    }
+
+    #[test]
+    fn named_colours_in_expressions_are_left_alone() {
+        let mut value = json!(["match", ["get", "class"], "red", "#ff0000", "tan"]);
+        tone_value(&mut value, Tone::Monochrome);
+        assert_eq!(
+            value,
+            json!(["match", ["get", "class"], "red", "rgba(76, 76, 76, 1)", "tan"])
+        );
     }
 
     #[test]

@@ -138,7 +138,8 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         }
         basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": paint}));
     }
-    let vector_basemap = basemap.map(|style| basemap::prepare(style, config, map.show_basemap_labels));
+    let vector_basemap =
+        basemap.map(|style| basemap::prepare(style, &map.basemap_style, config, map.show_basemap_labels));
     if let Some(prepared) = &vector_basemap {
         sources.extend(prepared.sources.clone());
         basemap_layers.extend(prepared.layers.iter().cloned());
