@@ -21,9 +21,10 @@ psql -h 127.0.0.1 -p "$PORT" -U catalog -d postgres -qc "DROP DATABASE IF EXISTS
 ensure_database "$PORT" catalog_template
 DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGET_DIR/debug/catalog-api" migrate
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
-# Real OGC clients the tests drive: GDAL's ogrinfo (Debian) and OWSLib (PyPI).
+# Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib and
+# pystac-client (PyPI); and a real SMTP server, aiosmtpd (PyPI).
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,

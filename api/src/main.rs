@@ -14,6 +14,7 @@ mod features;
 mod health;
 mod jobs;
 mod maps;
+mod notifications;
 mod ogc;
 mod openapi;
 mod rate_limit;

@@ -2,7 +2,9 @@
 //! transient failures with backoff and records the outcome users poll.
 use std::{sync::Arc, time::Duration};
 
-use catalog_shared::{Problem, config::Config, error::is_unavailable, outbound::OutboundPolicy, storage::Storage};
+use catalog_shared::{
+    Problem, config::Config, error::is_unavailable, notify, outbound::OutboundPolicy, storage::Storage,
+};
 use http::StatusCode;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -159,6 +161,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             .execute(&deps.pool)
             .await?;
             tracing::info!(%job_id, "job succeeded");
+            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind.clone(), None));
         }
         Err(JobError::Cancelled) => {
             drop_staging(&ctx).await;
@@ -195,9 +198,49 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             .bind(sqlx::types::Json(&problem))
             .execute(&deps.pool)
             .await?;
+            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind.clone(), Some(problem)));
         }
     }
     Ok(())
+}
+
+/// Tells the notification channels that a job finished, when its event is
+/// switched on. Best effort: a channel's failure is logged, never the job's.
+async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: String, failure: Option<Problem>) {
+    let event = if failure.is_some() {
+        "job_failed"
+    } else {
+        "job_succeeded"
+    };
+    let channels = match notify::channels(&deps.pool).await {
+        Ok(channels) if channels.events.iter().any(|e| e == event) => channels,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!(%job_id, error = %e, "notification settings unreadable; nothing sent");
+            return;
+        }
+    };
+    let (subject, text) = match &failure {
+        Some(problem) => (
+            format!("Job {job_id} ({kind}) failed"),
+            format!("The {kind} job {job_id} failed: {}", problem.detail),
+        ),
+        None => (
+            format!("Job {job_id} ({kind}) succeeded"),
+            format!("The {kind} job {job_id} succeeded."),
+        ),
+    };
+    let notification = notify::Notification {
+        event: event.into(),
+        subject,
+        text,
+        details: serde_json::json!({"job_id": job_id, "kind": kind, "error": failure}),
+    };
+    for outcome in notify::send(&channels, &deps.config.jwt_secret, &deps.outbound, &notification).await {
+        if let Some(error) = outcome.error {
+            tracing::warn!(%job_id, channel = outcome.channel, %error, "notification not delivered");
+        }
+    }
 }
 
 /// Drops the staging tables of one job.

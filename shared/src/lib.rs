@@ -1,11 +1,14 @@
 //! What the API and the workers share: configuration, the database, the
-//! error type, credentials, the object store, outbound HTTP and job records.
+//! error type, credentials and sealed secrets, the object store, outbound
+//! HTTP, notifications and job records.
 pub mod auth;
 pub mod config;
 pub mod db;
 pub mod error;
 pub mod jobs;
+pub mod notify;
 pub mod outbound;
+pub mod secrets;
 pub mod storage;
 pub mod telemetry;
 

@@ -13,7 +13,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use catalog_shared::{AppError, auth::random_secret};
+use catalog_shared::{AppError, auth::random_secret, secrets::unseal};
 use jsonwebtoken::{Algorithm, Validation, jwk::JwkSet};
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use super::{
     api_keys,
-    providers::{PROVIDER_COLUMNS, Provider, auth_settings, unseal},
+    providers::{PROVIDER_COLUMNS, Provider, auth_settings},
     tokens::{mint_pair, set_session_cookies},
 };
 use crate::{

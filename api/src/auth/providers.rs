@@ -2,12 +2,10 @@
 //! by holders of `manage_settings` (admins). Client secrets are write-only
 //! and stored encrypted (AES-256-GCM under a key derived from JWT_SECRET).
 //! Changes show on the sign-in screen at once: nothing here is cached.
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use axum::{Json, extract::State, http::StatusCode};
-use catalog_shared::AppError;
+use catalog_shared::{AppError, secrets::seal};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use url::Url;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -122,38 +120,6 @@ fn response(p: Provider, public_url: &str) -> ProviderResponse {
         created_at: p.created_at,
         updated_at: p.updated_at,
     }
-}
-
-fn cipher(jwt_secret: &str) -> LessSafeKey {
-    let key = Sha256::digest(format!("provider-secrets:{jwt_secret}").as_bytes());
-    LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &key).expect("a 32-byte AES-256 key"))
-}
-
-/// The secret sealed as nonce ‖ ciphertext ‖ tag.
-pub fn seal(jwt_secret: &str, secret: &str) -> Result<Vec<u8>, AppError> {
-    let mut nonce = [0u8; NONCE_LEN];
-    rand::RngCore::fill_bytes(&mut rand::rng(), &mut nonce);
-    let mut sealed = secret.as_bytes().to_vec();
-    cipher(jwt_secret)
-        .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut sealed)
-        .map_err(|_| AppError::internal("the client secret could not be encrypted"))?;
-    Ok([nonce.as_slice(), &sealed].concat())
-}
-
-pub fn unseal(jwt_secret: &str, sealed: &[u8]) -> Result<String, AppError> {
-    let unreadable = || {
-        AppError::internal("the provider's client secret cannot be decrypted (was JWT_SECRET changed?); enter it again")
-    };
-    if sealed.len() < NONCE_LEN {
-        return Err(unreadable());
-    }
-    let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-    let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| unreadable())?;
-    let mut buffer = ciphertext.to_vec();
-    let plain = cipher(jwt_secret)
-        .open_in_place(nonce, Aad::empty(), &mut buffer)
-        .map_err(|_| unreadable())?;
-    String::from_utf8(plain.to_vec()).map_err(|_| unreadable())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -548,20 +514,4 @@ async fn put_auth_settings(
     .await?;
     tx.commit().await?;
     Ok(Json(saved))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_seal_and_open_only_under_the_same_key() {
-        let sealed = seal("a-secret-of-at-least-32-characters!!", "client-secret").unwrap();
-        assert!(!sealed.windows(6).any(|w| w == b"client"));
-        assert_eq!(
-            unseal("a-secret-of-at-least-32-characters!!", &sealed).unwrap(),
-            "client-secret"
-        );
-        assert!(unseal("another-secret-of-32-characters-long!", &sealed).is_err());
-    }
 }

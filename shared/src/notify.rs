@@ -1,0 +1,211 @@
+//! Notification channels: SMTP mail and a webhook (JSON POST, signed with
+//! HMAC-SHA256 when a secret is set). Their settings live in the database;
+//! passwords and signing secrets are sealed. Sending never fails the work
+//! that triggered it: each channel's outcome is reported, with an error
+//! text that names no secret.
+use std::time::Duration;
+
+use hmac::{Hmac, KeyInit, Mac};
+use lettre::{
+    AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
+    message::{Mailbox, header::ContentType},
+    transport::smtp::{authentication::Credentials, client::Tls, client::TlsParameters},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use sqlx::PgExecutor;
+
+use crate::{outbound::OutboundPolicy, secrets::unseal};
+
+const SEND_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The events that may be sent to the channels.
+pub const EVENTS: [&str; 2] = ["job_failed", "job_succeeded"];
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    /// Plain connection upgraded with STARTTLS (port 587).
+    Starttls,
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// No encryption (a relay on a trusted network).
+    None,
+}
+
+/// SMTP settings as stored (the password apart, sealed).
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SmtpSettings {
+    pub host: String,
+    pub port: u16,
+    pub security: SmtpSecurity,
+    pub username: Option<String>,
+    pub from: String,
+    pub to: Vec<String>,
+}
+
+/// Every channel's settings, secrets still sealed.
+#[derive(Clone, Debug, Default, sqlx::FromRow)]
+pub struct Channels {
+    pub smtp: Option<sqlx::types::Json<SmtpSettings>>,
+    pub smtp_password: Option<Vec<u8>>,
+    pub webhook_url: Option<String>,
+    pub webhook_secret: Option<Vec<u8>>,
+    pub events: Vec<String>,
+}
+
+pub async fn channels(db: impl PgExecutor<'_>) -> Result<Channels, sqlx::Error> {
+    sqlx::query_as("SELECT smtp, smtp_password, webhook_url, webhook_secret, events FROM notification_settings")
+        .fetch_one(db)
+        .await
+}
+
+/// What one channel did with a notification.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct ChannelOutcome {
+    pub channel: &'static str,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// A notification: an event name, a subject line and a text, and details
+/// for machines (the webhook's JSON).
+pub struct Notification {
+    pub event: String,
+    pub subject: String,
+    pub text: String,
+    pub details: Value,
+}
+
+/// Sends through every configured channel; the outcome of each.
+pub async fn send(
+    channels: &Channels,
+    jwt_secret: &str,
+    outbound: &OutboundPolicy,
+    notification: &Notification,
+) -> Vec<ChannelOutcome> {
+    let mut outcomes = Vec::new();
+    if let Some(smtp) = &channels.smtp {
+        let result = send_mail(&smtp.0, channels.smtp_password.as_deref(), jwt_secret, notification).await;
+        outcomes.push(outcome("smtp", result));
+    }
+    if let Some(url) = &channels.webhook_url {
+        let result = post_webhook(
+            url,
+            channels.webhook_secret.as_deref(),
+            jwt_secret,
+            outbound,
+            notification,
+        )
+        .await;
+        outcomes.push(outcome("webhook", result));
+    }
+    outcomes
+}
+
+fn outcome(channel: &'static str, result: Result<(), String>) -> ChannelOutcome {
+    match result {
+        Ok(()) => ChannelOutcome {
+            channel,
+            ok: true,
+            error: None,
+        },
+        Err(error) => ChannelOutcome {
+            channel,
+            ok: false,
+            error: Some(error),
+        },
+    }
+}
+
+async fn send_mail(
+    smtp: &SmtpSettings,
+    sealed_password: Option<&[u8]>,
+    jwt_secret: &str,
+    notification: &Notification,
+) -> Result<(), String> {
+    let from: Mailbox = smtp
+        .from
+        .parse()
+        .map_err(|_| "the sender address is not valid".to_string())?;
+    let mut message = Message::builder()
+        .from(from)
+        .subject(&notification.subject)
+        .header(ContentType::TEXT_PLAIN);
+    for to in &smtp.to {
+        message = message.to(to.parse().map_err(|_| format!("the recipient {to} is not valid"))?);
+    }
+    let message = message
+        .body(notification.text.clone())
+        .map_err(|e| format!("the message could not be built: {e}"))?;
+    let tls = || TlsParameters::new(smtp.host.clone()).map_err(|_| "TLS could not be set up".to_string());
+    let mut transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host)
+        .port(smtp.port)
+        .timeout(Some(SEND_TIMEOUT))
+        .tls(match smtp.security {
+            SmtpSecurity::Starttls => Tls::Required(tls()?),
+            SmtpSecurity::Tls => Tls::Wrapper(tls()?),
+            SmtpSecurity::None => Tls::None,
+        });
+    if let (Some(username), Some(sealed)) = (&smtp.username, sealed_password) {
+        let password = unseal(jwt_secret, sealed).map_err(|_| "the stored SMTP password cannot be read".to_string())?;
+        transport = transport.credentials(Credentials::new(username.clone(), password));
+    }
+    transport
+        .build()
+        .send(message)
+        .await
+        .map(|_| ())
+        // lettre's errors name the server and the SMTP reply, never the password.
+        .map_err(|e| format!("the mail server refused or could not be reached: {e}"))
+}
+
+async fn post_webhook(
+    url: &str,
+    sealed_secret: Option<&[u8]>,
+    jwt_secret: &str,
+    outbound: &OutboundPolicy,
+    notification: &Notification,
+) -> Result<(), String> {
+    let body = json!({
+        "event": notification.event,
+        "subject": notification.subject,
+        "message": notification.text,
+        "details": notification.details,
+        "sent_at": chrono::Utc::now().to_rfc3339(),
+    })
+    .to_string();
+    let parsed = url::Url::parse(url).map_err(|_| "the webhook URL is not valid".to_string())?;
+    outbound
+        .check_resolved(&parsed)
+        .await
+        .map_err(|why| format!("the webhook URL is refused: {why}"))?;
+    let client = outbound
+        .client(SEND_TIMEOUT)
+        .map_err(|_| "no HTTP client could be made".to_string())?;
+    let mut request = client
+        .post(parsed)
+        .header("content-type", "application/json")
+        .header("x-catalog-event", &notification.event);
+    if let Some(sealed) = sealed_secret {
+        let secret = unseal(jwt_secret, sealed).map_err(|_| "the stored webhook secret cannot be read".to_string())?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+        mac.update(body.as_bytes());
+        let signature: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        request = request.header("x-catalog-signature", format!("sha256={signature}"));
+    }
+    // Errors are described without the URL, which may carry a token.
+    let response = request.body(body).send().await.map_err(|e| {
+        if e.is_timeout() {
+            "the webhook did not answer in time".to_string()
+        } else {
+            "the webhook could not be reached".to_string()
+        }
+    })?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("the webhook answered {}", response.status()))
+    }
+}
