@@ -27,8 +27,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    auth, catalog, datasets, features, health, jobs, maps, notifications, ogc, openapi::ApiDoc, rate_limit, records,
-    sandbox, search, stac, state::AppState, tiles,
+    auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc, openapi::ApiDoc, rate_limit,
+    records, sandbox, search, stac, state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -57,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .merge(records::routes())
         .merge(tiles::routes())
         .merge(notifications::routes())
+        .merge(connectors::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));

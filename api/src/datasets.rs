@@ -47,7 +47,7 @@ const VISIBILITIES: [&str; 4] = ["private", "restricted", "internal", "public"];
 const TITLE_MAX: usize = 500;
 const SUMMARY_MAX: usize = 5000;
 
-fn check_visibility(v: &str) -> Result<(), AppError> {
+pub(crate) fn check_visibility(v: &str) -> Result<(), AppError> {
     if VISIBILITIES.contains(&v) {
         Ok(())
     } else {
@@ -75,7 +75,7 @@ pub struct JobAccepted {
     status: &'static str,
 }
 
-fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
+pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
     let mut headers = HeaderMap::new();
     if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
         headers.insert(header::LOCATION, location);
@@ -346,6 +346,7 @@ async fn import_url(
             layer: body.layer,
             srid: body.srid,
         },
+        credential_id: None,
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;

@@ -7,6 +7,7 @@ use catalog_shared::{config::Config, db, telemetry};
 mod app;
 mod auth;
 mod catalog;
+mod connectors;
 mod dataset_cache;
 mod datasets;
 mod extract;

@@ -1,6 +1,8 @@
-//! The `url_download` job: streams a remote file into the object store,
-//! bounded in time and guarded against internal addresses, then ingests it.
-use catalog_shared::jobs::UrlDownloadPayload;
+//! The `url_download` and `connector` jobs: stream a remote file into the
+//! object store (presenting a connector's stored credential if it has
+//! one), bounded in time and guarded against internal addresses, then
+//! ingest it.
+use catalog_shared::jobs::{ConnectorCredential, UrlDownloadPayload};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use url::Url;
@@ -26,7 +28,16 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
     let client = policy
         .client(ctx.deps.config.url_import_fetch_max)
         .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
-    let response = client.get(url.clone()).send().await.map_err(|e| describe(&e))?;
+    let mut request = client.get(url.clone());
+    if let Some(id) = payload.credential_id {
+        let credential = ConnectorCredential::find(&ctx.deps.pool, id)
+            .await?
+            .ok_or_else(|| JobError::Invalid("the connector credential was deleted".into()))?;
+        request = credential
+            .apply(request, &ctx.deps.config.jwt_secret)
+            .map_err(|e| JobError::Internal(e.to_string()))?;
+    }
+    let response = request.send().await.map_err(|e| describe(&e))?;
     if !response.status().is_success() {
         return Err(JobError::Invalid(format!(
             "the server answered {} for {url}",

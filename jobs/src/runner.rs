@@ -137,7 +137,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         tries += 1;
         let result = match job.kind.as_str() {
             "ingest" => ingest::run(&ctx, job.payload.clone()).await,
-            "url_download" => download::run(&ctx, job.payload.clone()).await,
+            "url_download" | "connector" => download::run(&ctx, job.payload.clone()).await,
             "reupload" => reupload::run(&ctx, job.payload.clone()).await,
             other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
         };

@@ -24,6 +24,8 @@ pub struct Config {
     pub max_upload_bytes: u64,
     pub access_token_ttl: Duration,
     pub rate_limits: RateLimits,
+    /// How long a connector's provider may take to answer the resource check.
+    pub connector_timeout: Duration,
 }
 
 /// Requests per client address and minute.
@@ -124,6 +126,7 @@ impl Config {
             outbound_allowed_hosts: list("OUTBOUND_ALLOWED_HOSTS"),
             max_upload_bytes: parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
             access_token_ttl: Duration::from_secs(parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
+            connector_timeout: Duration::from_secs(parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
             rate_limits: RateLimits {
                 per_minute: positive("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use crate::Problem;
+use crate::{AppError, Problem};
 
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";
@@ -71,11 +71,46 @@ pub struct ReuploadPayload {
     pub preview: bool,
 }
 
-/// Input of a `url_download` job.
+/// Input of a `url_download` job, and of a `connector` job (which also
+/// names the stored credential to present).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UrlDownloadPayload {
     pub url: String,
     pub options: IngestOptions,
+    #[serde(default)]
+    pub credential_id: Option<Uuid>,
+}
+
+/// A stored connector credential, its secret still sealed.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ConnectorCredential {
+    pub method: String,
+    pub username: Option<String>,
+    pub header_name: Option<String>,
+    pub secret: Vec<u8>,
+}
+
+impl ConnectorCredential {
+    pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Self>, sqlx::Error> {
+        sqlx::query_as("SELECT method, username, header_name, secret FROM connector_credentials WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await
+    }
+
+    /// The request with this credential presented.
+    pub fn apply(
+        &self,
+        request: reqwest::RequestBuilder,
+        jwt_secret: &str,
+    ) -> Result<reqwest::RequestBuilder, AppError> {
+        let secret = crate::secrets::unseal(jwt_secret, &self.secret)?;
+        Ok(match self.method.as_str() {
+            "bearer" => request.bearer_auth(secret),
+            "basic" => request.basic_auth(self.username.clone().unwrap_or_default(), Some(secret)),
+            _ => request.header(self.header_name.clone().unwrap_or_default(), secret),
+        })
+    }
 }
 
 /// Inserts the job row and pushes its queue task in the caller's

@@ -121,6 +121,13 @@ fn table() -> Vec<Row> {
         row("PUT", "/api/settings/oauth-providers/{provider_id}", Json(r#"{"display_name": "Q"}"#),
             [401, 401, 401, 403, 403, 403, 403, 404]),
         row("DELETE", "/api/settings/oauth-providers/{provider_id}", None, [401, 401, 401, 403, 403, 403, 403, 404]),
+        row("POST", "/api/connectors/{connector}/ingest",
+            Json(r#"{"config": {"url_template": "http://10.0.0.1/r/{resource_id}"}, "resource_id": "a"}"#),
+            [401, 401, 401, 403, 403, 422, 422, 422]),
+        row("GET", "/api/connectors/credentials", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/connectors/credentials", Json(r#"{"name": "c", "method": "bearer", "token": "t"}"#),
+            [401, 401, 401, 403, 403, 201, 201, 201]),
+        row("DELETE", "/api/connectors/credentials/{credential_id}", None, [401, 401, 401, 403, 403, 404, 404, 404]),
         row("GET", "/api/settings/notifications", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("PUT", "/api/settings/notifications", Json(r#"{"smtp": null, "webhook": null, "events": []}"#),
             [401, 401, 401, 403, 403, 403, 403, 200]),
@@ -333,6 +340,8 @@ async fn authorization_matrix() {
                 .replace("{key_id}", &Uuid::now_v7().to_string())
                 .replace("{token_id}", &Uuid::now_v7().to_string())
                 .replace("{provider_id}", &Uuid::now_v7().to_string())
+                .replace("{credential_id}", &Uuid::now_v7().to_string())
+                .replace("{connector}", "http")
                 .replace("{slug}", "nobody")
                 .replace("{z}/{x}/{y}", "0/0/0.pbf")
                 .replace("{user_id}", &fx.viewer_id.to_string());

@@ -1,0 +1,330 @@
+//! Connectors: other systems push resource ids and the service fetches and
+//! ingests them. The `http` connector resolves a resource id through a URL
+//! template (`{resource_id}` filled in), checks with the provider that the
+//! resource is there (502 when the provider fails, 504 when it does not
+//! answer in time), and queues a `connector` job that downloads and
+//! ingests it, presenting a stored credential when one is named.
+//! Credentials belong to their creator; their secret is write-only.
+use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
+use catalog_shared::{
+    AppError,
+    jobs::{self, ConnectorCredential, IngestOptions, JobKind, UrlDownloadPayload},
+    secrets::seal,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use url::Url;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{accepted, check_visibility},
+    extract::{Json as JsonBody, Path},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(connector_ingest))
+        .routes(routes!(create_credential, list_credentials))
+        .routes(routes!(delete_credential))
+}
+
+const CONNECTORS: [&str; 1] = ["http"];
+const TEXT_MAX: usize = 255;
+const SECRET_MAX: usize = 4096;
+
+/// 1 to 255 characters: a letter or digit, then letters, digits, `.`, `_`,
+/// `~` or `-`.
+fn valid_resource_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 255
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-'))
+}
+
+fn invalid(field: &str, why: &str) -> AppError {
+    AppError::unprocessable(format!("{field}: {why}"))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ConnectorIngest {
+    /// A stored connector credential (its id) to present to the provider.
+    credential_id: Option<String>,
+    /// For `http`: `url_template` (required, with `{resource_id}`), and
+    /// optionally `title`, `visibility`, `layer`.
+    #[schema(value_type = Object)]
+    config: Map<String, Value>,
+    resource_id: String,
+}
+
+fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>, AppError> {
+    match config.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.chars().count() <= 2048 => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(
+            &format!("config.{name}"),
+            "must be a string of at most 2048 characters",
+        )),
+    }
+}
+
+/// Fetches a resource from a provider and ingests it (202 with the job).
+#[utoipa::path(post, path = "/api/connectors/{connector}/ingest", tag = "connectors",
+    params(("connector" = String, Path, description = "http")), request_body = ConnectorIngest,
+    responses((status = 202, body = crate::datasets::JobAccepted),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 502, description = "the provider failed", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 504, description = "the provider did not answer in time", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn connector_ingest(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(connector): Path<String>,
+    JsonBody(body): JsonBody<ConnectorIngest>,
+) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    if !CONNECTORS.contains(&connector.as_str()) {
+        return Err(AppError::not_found(format!(
+            "no connector {connector:?}; the connectors are {}",
+            CONNECTORS.join(", ")
+        )));
+    }
+    if !valid_resource_id(&body.resource_id) {
+        return Err(invalid(
+            "resource_id",
+            "1 to 255 characters: a letter or digit, then letters, digits, '.', '_', '~' or '-'",
+        ));
+    }
+    let credential_id = match &body.credential_id {
+        None => None,
+        Some(id) if id.is_empty() || id.chars().count() > TEXT_MAX => {
+            return Err(invalid("credential_id", "must be 1 to 255 characters"));
+        }
+        Some(id) => {
+            let id: Uuid = id
+                .parse()
+                .map_err(|_| invalid("credential_id", "names no credential"))?;
+            let owner: Option<Uuid> = sqlx::query_scalar("SELECT owner_id FROM connector_credentials WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&state.pool)
+                .await?;
+            match owner {
+                Some(owner) if owner == user.id || user.is_admin() => Some(id),
+                _ => return Err(invalid("credential_id", "names no credential of yours")),
+            }
+        }
+    };
+    let template =
+        config_text(&body.config, "url_template")?.ok_or_else(|| invalid("config.url_template", "is required"))?;
+    if !template.contains("{resource_id}") {
+        return Err(invalid("config.url_template", "must contain {resource_id}"));
+    }
+    let url = Url::parse(&template.replace("{resource_id}", &body.resource_id))
+        .map_err(|_| invalid("config.url_template", "does not make a valid URL"))?;
+    if !matches!(url.scheme(), "https" | "http") {
+        return Err(invalid("config.url_template", "must be an http(s) URL"));
+    }
+    state
+        .outbound
+        .check_resolved(&url)
+        .await
+        .map_err(|why| invalid("config.url_template", &format!("is refused: {why}")))?;
+    let visibility = config_text(&body.config, "visibility")?.unwrap_or_else(|| "private".into());
+    check_visibility(&visibility)?;
+    for name in body.config.keys() {
+        if !matches!(name.as_str(), "url_template" | "title" | "visibility" | "layer") {
+            return Err(invalid(
+                &format!("config.{name}"),
+                "is not a setting of the http connector",
+            ));
+        }
+    }
+    probe(&state, &url, credential_id).await?;
+    let payload = UrlDownloadPayload {
+        url: url.to_string(),
+        options: IngestOptions {
+            title: config_text(&body.config, "title")?,
+            summary: None,
+            visibility,
+            layer: config_text(&body.config, "layer")?,
+            srid: None,
+        },
+        credential_id,
+    };
+    let job_id = Uuid::now_v7();
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::Connector, &payload, Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+/// Asks the provider for the resource (and drops the answer): the caller
+/// learns at once when the provider fails or is slow.
+async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Result<(), AppError> {
+    let client = state
+        .outbound
+        .client(state.config.connector_timeout)
+        .map_err(AppError::internal)?;
+    let mut request = client.get(url.clone());
+    if let Some(id) = credential_id {
+        let credential = ConnectorCredential::find(&state.pool, id)
+            .await?
+            .ok_or_else(|| invalid("credential_id", "names no credential"))?;
+        request = credential.apply(request, &state.config.jwt_secret)?;
+    }
+    let response = request.send().await.map_err(|e| {
+        if e.is_timeout() {
+            AppError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the connector's provider did not answer in time",
+            )
+        } else {
+            AppError::new(StatusCode::BAD_GATEWAY, "the connector's provider could not be reached")
+        }
+    })?;
+    if !response.status().is_success() {
+        return Err(AppError::new(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "the connector's provider answered {} for this resource",
+                response.status()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CredentialInput {
+    name: String,
+    /// bearer, basic or header
+    method: String,
+    token: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    header_name: Option<String>,
+    header_value: Option<String>,
+}
+
+#[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
+struct Credential {
+    id: Uuid,
+    name: String,
+    method: String,
+    username: Option<String>,
+    header_name: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+fn required<'a>(field: &str, value: &'a Option<String>, max: usize) -> Result<&'a str, AppError> {
+    match value.as_deref() {
+        Some(v) if !v.is_empty() && v.chars().count() <= max => Ok(v),
+        _ => Err(invalid(field, &format!("is required, 1 to {max} characters"))),
+    }
+}
+
+/// Stores a credential for connectors (its secret write-only).
+#[utoipa::path(post, path = "/api/connectors/credentials", tag = "connectors", request_body = CredentialInput,
+    responses((status = 201, body = Credential), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn create_credential(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<CredentialInput>,
+) -> Result<(StatusCode, Json<Credential>), AppError> {
+    let user = caller.editor()?.clone();
+    required("name", &Some(input.name.clone()), TEXT_MAX)?;
+    let (username, header_name, secret) = match input.method.as_str() {
+        "bearer" => (None, None, required("token", &input.token, SECRET_MAX)?),
+        "basic" => (
+            Some(required("username", &input.username, TEXT_MAX)?.to_string()),
+            None,
+            required("password", &input.password, SECRET_MAX)?,
+        ),
+        "header" => {
+            let name = required("header_name", &input.header_name, TEXT_MAX)?;
+            if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(invalid("header_name", "is not a valid HTTP header name"));
+            }
+            (
+                None,
+                Some(name.to_string()),
+                required("header_value", &input.header_value, SECRET_MAX)?,
+            )
+        }
+        _ => return Err(invalid("method", "must be bearer, basic or header")),
+    };
+    let credential = sqlx::query_as(
+        "INSERT INTO connector_credentials (id, name, owner_id, method, username, header_name, secret)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         RETURNING id, name, method, username, header_name, created_at",
+    )
+    .bind(Uuid::now_v7())
+    .bind(&input.name)
+    .bind(user.id)
+    .bind(&input.method)
+    .bind(username)
+    .bind(header_name)
+    .bind(seal(&state.config.jwt_secret, secret)?)
+    .fetch_one(&state.pool)
+    .await?;
+    Ok((StatusCode::CREATED, Json(credential)))
+}
+
+/// The caller's credentials (an admin's: everyone's), never their secrets.
+#[utoipa::path(get, path = "/api/connectors/credentials", tag = "connectors",
+    responses((status = 200, body = Vec<Credential>)))]
+async fn list_credentials(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<Credential>>, AppError> {
+    let user = caller.signed_in()?;
+    let credentials = sqlx::query_as(
+        "SELECT id, name, method, username, header_name, created_at FROM connector_credentials
+         WHERE $2 OR owner_id = $1 ORDER BY created_at DESC, id",
+    )
+    .bind(user.id)
+    .bind(user.is_admin())
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(Json(credentials))
+}
+
+#[utoipa::path(delete, path = "/api/connectors/credentials/{credential_id}", tag = "connectors",
+    params(("credential_id" = Uuid, Path)),
+    responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn delete_credential(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, AppError> {
+    let user = caller.editor()?;
+    let deleted = sqlx::query("DELETE FROM connector_credentials WHERE id = $1 AND ($3 OR owner_id = $2)")
+        .bind(id)
+        .bind(user.id)
+        .bind(user.is_admin())
+        .execute(&state.pool)
+        .await?
+        .rows_affected();
+    if deleted == 0 {
+        return Err(AppError::not_found(format!("no credential {id} of yours")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_ids_follow_the_pattern() {
+        for ok in ["a", "9", "sheet-1.v2_final~x", &"a".repeat(255)] {
+            assert!(valid_resource_id(ok), "{ok}");
+        }
+        for bad in ["", "-a", ".a", "a/b", "a b", "a?b", &"a".repeat(256)] {
+            assert!(!valid_resource_id(bad), "{bad}");
+        }
+    }
+}
