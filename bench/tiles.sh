@@ -18,8 +18,7 @@ API_PORT=${BENCH_API_PORT:-18080}
 TIPG_PORT=${BENCH_TIPG_PORT:-18081}
 mkdir -p "$WORK"
 
-ensure_packages
-command -v wrk >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+ensure_packages wrk
 [[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
 "$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
 

@@ -12,17 +12,27 @@ as_root() {
   if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi
 }
 
-# Debian packages the service, its build and its tests need.
+# ensure_packages [extra ...]: the Debian packages the service and its
+# build need, plus any extra ones a script needs, installed when missing.
+# Their services are not started (policy-rc.d): the project runs its own.
 ensure_packages() {
-  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin pkg-config build-essential zip unzip curl python3 python3-venv)
+  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin pkg-config build-essential zip unzip curl python3 python3-venv "$@")
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
+    local policy=/usr/sbin/policy-rc.d created=""
+    if [[ ! -e $policy ]]; then
+      as_root sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy"
+      created=1
+    fi
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [[ -n $created ]]; then
+      as_root rm -f "$policy"
+    fi
   fi
   if ! command -v cargo >/dev/null; then
     echo "cargo is not installed: install a Rust toolchain (1.88 or newer) and run again" >&2

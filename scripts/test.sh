@@ -6,7 +6,12 @@ set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
-ensure_packages
+# Beyond the build: a real Redis (the rate-limit store; tests start their
+# own) and Chromium to run MapLibre GL JS; Node.js for the MapLibre tools
+# from Debian only when no node/npm is there already (NodeSource's nodejs
+# carries its own npm and conflicts with Debian's).
+ensure_packages redis-server chromium
+command -v npm >/dev/null || ensure_packages nodejs npm
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast
@@ -29,12 +34,6 @@ export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,
 # draws them.
-command -v npm >/dev/null || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-# A real Redis for the shared rate-limit store (the tests start their own).
-command -v redis-server >/dev/null ||
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-command -v chromium >/dev/null ||
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 NODE_MODULES="$ROOT/.data/node/node_modules"
 [[ -x $NODE_MODULES/.bin/gl-style-validate && -d $NODE_MODULES/maplibre-gl && -d $NODE_MODULES/playwright-core ]] ||
   npm install --silent --no-audit --no-fund --prefix "$ROOT/.data/node" \
