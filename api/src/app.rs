@@ -27,8 +27,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc, openapi::ApiDoc, rate_limit,
-    records, sandbox, search, stac, state::AppState, tiles,
+    assist, auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc, openapi::ApiDoc,
+    rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -58,9 +58,13 @@ pub fn router(state: AppState) -> Router {
         .merge(tiles::routes())
         .merge(notifications::routes())
         .merge(connectors::routes())
+        .merge(services::routes())
+        .merge(assist::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
-    let doc = Arc::new(serde_json::to_value(&doc).expect("the OpenAPI document serializes"));
+    let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
+    crate::openapi::add_common_responses(&mut doc);
+    let doc = Arc::new(doc);
     api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

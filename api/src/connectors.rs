@@ -75,8 +75,8 @@ fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>
 }
 
 /// Fetches a resource from a provider and ingests it (202 with the job).
-#[utoipa::path(post, path = "/api/connectors/{connector}/ingest", tag = "connectors",
-    params(("connector" = String, Path, description = "http")), request_body = ConnectorIngest,
+#[utoipa::path(post, path = "/api/services/connectors/{connector_name}/ingest", tag = "connectors",
+    params(("connector_name" = String, Path, description = "http")), request_body = ConnectorIngest,
     responses((status = 202, body = crate::datasets::JobAccepted),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 502, description = "the provider failed", body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -230,7 +230,7 @@ fn required<'a>(field: &str, value: &'a Option<String>, max: usize) -> Result<&'
 }
 
 /// Stores a credential for connectors (its secret write-only).
-#[utoipa::path(post, path = "/api/connectors/credentials", tag = "connectors", request_body = CredentialInput,
+#[utoipa::path(post, path = "/api/services/connectors/credentials", tag = "connectors", request_body = CredentialInput,
     responses((status = 201, body = Credential), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn create_credential(
     State(state): State<AppState>,
@@ -277,7 +277,7 @@ async fn create_credential(
 }
 
 /// The caller's credentials (an admin's: everyone's), never their secrets.
-#[utoipa::path(get, path = "/api/connectors/credentials", tag = "connectors",
+#[utoipa::path(get, path = "/api/services/connectors/credentials", tag = "connectors",
     responses((status = 200, body = Vec<Credential>)))]
 async fn list_credentials(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<Credential>>, AppError> {
     let user = caller.signed_in()?;
@@ -292,7 +292,7 @@ async fn list_credentials(State(state): State<AppState>, caller: Caller) -> Resu
     Ok(Json(credentials))
 }
 
-#[utoipa::path(delete, path = "/api/connectors/credentials/{credential_id}", tag = "connectors",
+#[utoipa::path(delete, path = "/api/services/connectors/credentials/{credential_id}", tag = "connectors",
     params(("credential_id" = Uuid, Path)),
     responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn delete_credential(

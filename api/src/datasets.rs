@@ -293,6 +293,7 @@ async fn reupload(
         layer,
         srid,
         preview,
+        service: None,
     };
     let mut tx = state.pool.begin().await?;
     jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, user_id).await?;

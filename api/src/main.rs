@@ -5,6 +5,7 @@ use std::time::Duration;
 use catalog_shared::{config::Config, db, telemetry};
 
 mod app;
+mod assist;
 mod auth;
 mod catalog;
 mod connectors;
@@ -22,6 +23,7 @@ mod rate_limit;
 mod records;
 mod sandbox;
 mod search;
+mod services;
 mod stac;
 mod state;
 mod tiles;

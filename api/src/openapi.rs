@@ -34,3 +34,47 @@ impl utoipa::Modify for BearerAuth {
         );
     }
 }
+
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// Adds the answers every route can give (the specification's Endpoints
+/// conventions: 429 with Retry-After, 500, 503) to every operation.
+pub fn add_common_responses(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
+    let retry_after = json!({"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}});
+    let common = [
+        (
+            "429",
+            json!({"description": "too many requests", "headers": retry_after, "content": problem}),
+        ),
+        (
+            "500",
+            json!({"description": "internal server error", "content": problem}),
+        ),
+        (
+            "503",
+            json!({"description": "the database could not serve the request", "headers": retry_after, "content": problem}),
+        ),
+    ];
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, operation) in item.iter_mut() {
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            if !operation["responses"].is_object() {
+                operation["responses"] = json!({});
+            }
+            let Some(responses) = operation["responses"].as_object_mut() else {
+                continue;
+            };
+            for (code, response) in &common {
+                responses.entry(*code).or_insert_with(|| response.clone());
+            }
+        }
+    }
+}

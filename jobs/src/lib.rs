@@ -2,6 +2,7 @@
 mod columns;
 mod download;
 mod extent;
+mod harvest;
 mod ingest;
 mod load;
 mod reader;

@@ -1,5 +1,6 @@
-//! The `reupload` job: a new file replaces an existing dataset's data (or,
-//! as a preview, is only compared with it). The layer is the one asked
+//! The `reupload` job: a new file, or the layer pulled again from a remote
+//! service, replaces an existing dataset's data (or, as a preview, is only
+//! compared with it). The layer is the one asked
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
 use catalog_shared::jobs::ReuploadPayload;
@@ -9,6 +10,7 @@ use uuid::Uuid;
 
 use crate::{
     columns::sql_identifier,
+    harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
     load::{self, DatasetMeta},
     reader,
@@ -39,7 +41,21 @@ pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
             "the dataset is a registered table, read in place; it cannot be replaced".into(),
         ));
     }
-    let object = Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?;
+    let (object, filename) = match &payload.service {
+        Some(service) => (
+            harvest::harvest(ctx, service).await?,
+            harvest::HARVEST_FILENAME.to_string(),
+        ),
+        None => (
+            Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?,
+            payload.filename.clone(),
+        ),
+    };
+    let payload = ReuploadPayload {
+        filename,
+        object_path: object.to_string(),
+        ..payload
+    };
     ctx.progress("reading", None, None).await?;
     let workdir = tempfile::tempdir()?;
     let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;

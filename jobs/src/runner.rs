@@ -9,7 +9,7 @@ use http::StatusCode;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{download, ingest, reupload};
+use crate::{download, harvest, ingest, reupload};
 
 /// What every job handler needs; built once per worker process.
 #[derive(Clone)]
@@ -139,6 +139,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             "ingest" => ingest::run(&ctx, job.payload.clone()).await,
             "url_download" | "connector" => download::run(&ctx, job.payload.clone()).await,
             "reupload" => reupload::run(&ctx, job.payload.clone()).await,
+            "service_import" => harvest::run(&ctx, job.payload.clone()).await,
             other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
         };
         match result {

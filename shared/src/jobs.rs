@@ -21,6 +21,7 @@ pub enum JobKind {
     UrlDownload,
     Rehydrate,
     Connector,
+    ServiceImport,
 }
 
 impl JobKind {
@@ -31,6 +32,7 @@ impl JobKind {
             JobKind::UrlDownload => "url_download",
             JobKind::Rehydrate => "rehydrate",
             JobKind::Connector => "connector",
+            JobKind::ServiceImport => "service_import",
         }
     }
 }
@@ -59,7 +61,8 @@ pub struct IngestPayload {
     pub options: IngestOptions,
 }
 
-/// Input of a `reupload` job: new data for an existing dataset.
+/// Input of a `reupload` job: new data for an existing dataset, from a
+/// file in the object store or pulled again from a remote service.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReuploadPayload {
     pub dataset_id: Uuid,
@@ -69,6 +72,49 @@ pub struct ReuploadPayload {
     pub srid: Option<i32>,
     /// Compare only; change nothing.
     pub preview: bool,
+    /// Pull the data from this service first (object_path is then where it goes).
+    #[serde(default)]
+    pub service: Option<RemoteService>,
+}
+
+/// A layer of a remote map service to pull features from. Its credentials
+/// travel sealed (hex), so job payloads never hold them in clear.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RemoteService {
+    pub url: String,
+    /// `ogcapi_features`, `arcgis_featureserver` or `wfs`.
+    pub service_type: String,
+    pub layer_name: String,
+    pub layer_id: Option<i64>,
+    pub object_id_field: Option<String>,
+    pub sealed_credentials: Option<String>,
+}
+
+/// What a remote service is asked with: a token (ArcGIS's `token`
+/// parameter, else a bearer token) and/or an `auth` of the specification.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ServiceCredentials {
+    pub token: Option<String>,
+    pub auth: Option<ServiceAuth>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceAuth {
+    /// bearer, basic or header
+    pub method: String,
+    pub token: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub header_name: Option<String>,
+    pub header_value: Option<String>,
+}
+
+/// Input of a `service_import` job: a remote service layer becomes a dataset.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServiceImportPayload {
+    pub service: RemoteService,
+    pub options: IngestOptions,
 }
 
 /// Input of a `url_download` job, and of a `connector` job (which also

@@ -40,6 +40,23 @@ pub fn unseal(jwt_secret: &str, sealed: &[u8]) -> Result<String, AppError> {
     String::from_utf8(plain.to_vec()).map_err(|_| unreadable())
 }
 
+/// The secret sealed, as hex text (for JSON documents such as job payloads).
+pub fn seal_hex(jwt_secret: &str, secret: &str) -> Result<String, AppError> {
+    Ok(seal(jwt_secret, secret)?.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The secret of `seal_hex`'s text.
+pub fn unseal_hex(jwt_secret: &str, hex: &str) -> Result<String, AppError> {
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    unseal(
+        jwt_secret,
+        &bytes.ok_or_else(|| AppError::internal("sealed text is not hex"))?,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +70,10 @@ mod tests {
             "client-secret"
         );
         assert!(unseal("another-secret-of-32-characters-long!", &sealed).is_err());
+        let hex = seal_hex("a-secret-of-at-least-32-characters!!", "token").unwrap();
+        assert_eq!(
+            unseal_hex("a-secret-of-at-least-32-characters!!", &hex).unwrap(),
+            "token"
+        );
     }
 }

@@ -44,7 +44,7 @@ async fn provider() -> String {
 async fn push(stack: &Stack, token: &str, body: &Value) -> (u16, Value) {
     let response = stack
         .http
-        .post(stack.url("/api/connectors/http/ingest"))
+        .post(stack.url("/api/services/connectors/http/ingest"))
         .bearer_auth(token)
         .json(body)
         .send()
@@ -68,7 +68,7 @@ async fn pushed_resources_are_fetched_with_the_stored_credential() {
     let (_, other) = stack.user_token("oscar", "editor").await;
     let response = stack
         .http
-        .post(stack.url("/api/connectors/credentials"))
+        .post(stack.url("/api/services/connectors/credentials"))
         .bearer_auth(&editor)
         .json(&json!({"name": "portal", "method": "bearer", "token": TOKEN}))
         .send()
@@ -77,10 +77,14 @@ async fn pushed_resources_are_fetched_with_the_stored_credential() {
     assert_eq!(response.status(), 201);
     let credential: Value = response.json().await.unwrap();
     let credential_id = credential["id"].as_str().unwrap().to_string();
-    let (_, listed) = stack.get_json(Some(&editor), "/api/connectors/credentials").await;
+    let (_, listed) = stack
+        .get_json(Some(&editor), "/api/services/connectors/credentials")
+        .await;
     assert_eq!(listed[0]["name"], "portal");
     assert!(!listed.to_string().contains(TOKEN));
-    let (_, theirs) = stack.get_json(Some(&other), "/api/connectors/credentials").await;
+    let (_, theirs) = stack
+        .get_json(Some(&other), "/api/services/connectors/credentials")
+        .await;
     assert_eq!(theirs, json!([]));
 
     let template = format!("{base}/resources/{{resource_id}}");
@@ -140,7 +144,7 @@ async fn pushed_resources_are_fetched_with_the_stored_credential() {
     assert_eq!(status, 422, "another user's credential");
     let response = stack
         .http
-        .post(stack.url("/api/connectors/ftp/ingest"))
+        .post(stack.url("/api/services/connectors/ftp/ingest"))
         .bearer_auth(&editor)
         .json(&body("a", None))
         .send()
@@ -151,7 +155,7 @@ async fn pushed_resources_are_fetched_with_the_stored_credential() {
 
     let response = stack
         .http
-        .delete(stack.url(&format!("/api/connectors/credentials/{credential_id}")))
+        .delete(stack.url(&format!("/api/services/connectors/credentials/{credential_id}")))
         .bearer_auth(&editor)
         .send()
         .await

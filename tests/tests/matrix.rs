@@ -81,6 +81,17 @@ fn table() -> Vec<Row> {
         row("POST", "/api/datasets/import-url", Json(r#"{"url": "http://10.0.0.1/a.geojson"}"#),
             [401, 401, 401, 403, 403, 422, 422, 422]),
         row("GET", "/api/datasets/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("POST", "/api/datasets/import-service",
+            Json(r#"{"url": "http://10.0.0.1/wfs", "service_type": "wfs", "layer_name": "a"}"#),
+            [401, 401, 401, 403, 403, 422, 422, 422]),
+        row("POST", "/api/datasets/{dataset_id}/reupload/service/preview",
+            Json(r#"{"url": "http://10.0.0.1/wfs", "service_type": "wfs", "layer_name": "a"}"#),
+            [404, 401, 401, 403, 404, 404, 422, 422]),
+        row("POST", "/api/ai/metadata/quality-statement", Json(r#"{"dataset_id": "{dataset_id}"}"#),
+            [404, 401, 401, 403, 404, 404, 200, 200]),
+        row("POST", "/api/datasets/{dataset_id}/reupload/service",
+            Json(r#"{"url": "http://10.0.0.1/wfs", "service_type": "wfs", "layer_name": "a"}"#),
+            [404, 401, 401, 403, 404, 404, 422, 422]),
         row("POST", "/api/datasets/{dataset_id}/reupload", Upload, [404, 401, 401, 403, 404, 404, 202, 202]),
         row("PATCH", "/api/datasets/{dataset_id}", Json(r#"{"summary": "edited"}"#), [404, 401, 401, 403, 404, 404, 200, 200]),
         row("DELETE", "/api/datasets/{dataset_id}", None, [404, 401, 401, 403, 404, 404, 204, 204]),
@@ -121,13 +132,13 @@ fn table() -> Vec<Row> {
         row("PUT", "/api/settings/oauth-providers/{provider_id}", Json(r#"{"display_name": "Q"}"#),
             [401, 401, 401, 403, 403, 403, 403, 404]),
         row("DELETE", "/api/settings/oauth-providers/{provider_id}", None, [401, 401, 401, 403, 403, 403, 403, 404]),
-        row("POST", "/api/connectors/{connector}/ingest",
+        row("POST", "/api/services/connectors/{connector_name}/ingest",
             Json(r#"{"config": {"url_template": "http://10.0.0.1/r/{resource_id}"}, "resource_id": "a"}"#),
             [401, 401, 401, 403, 403, 422, 422, 422]),
-        row("GET", "/api/connectors/credentials", None, [401, 401, 401, 200, 200, 200, 200, 200]),
-        row("POST", "/api/connectors/credentials", Json(r#"{"name": "c", "method": "bearer", "token": "t"}"#),
+        row("GET", "/api/services/connectors/credentials", None, [401, 401, 401, 200, 200, 200, 200, 200]),
+        row("POST", "/api/services/connectors/credentials", Json(r#"{"name": "c", "method": "bearer", "token": "t"}"#),
             [401, 401, 401, 403, 403, 201, 201, 201]),
-        row("DELETE", "/api/connectors/credentials/{credential_id}", None, [401, 401, 401, 403, 403, 404, 404, 404]),
+        row("DELETE", "/api/services/connectors/credentials/{credential_id}", None, [401, 401, 401, 403, 403, 404, 404, 404]),
         row("GET", "/api/settings/notifications", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("PUT", "/api/settings/notifications", Json(r#"{"smtp": null, "webhook": null, "events": []}"#),
             [401, 401, 401, 403, 403, 403, 403, 200]),
@@ -341,7 +352,7 @@ async fn authorization_matrix() {
                 .replace("{token_id}", &Uuid::now_v7().to_string())
                 .replace("{provider_id}", &Uuid::now_v7().to_string())
                 .replace("{credential_id}", &Uuid::now_v7().to_string())
-                .replace("{connector}", "http")
+                .replace("{connector_name}", "http")
                 .replace("{slug}", "nobody")
                 .replace("{z}/{x}/{y}", "0/0/0.pbf")
                 .replace("{user_id}", &fx.viewer_id.to_string());

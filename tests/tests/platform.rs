@@ -138,6 +138,19 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
     ] {
         assert!(doc["paths"][path].is_object(), "missing {path}");
     }
+    // Every operation documents the answers any route can give.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for code in ["429", "500", "503"] {
+                assert!(
+                    operation["responses"][code].is_object(),
+                    "{method} {path} does not document {code}"
+                );
+            }
+        }
+    }
+    let throttled = &doc["paths"]["/collections/{collectionId}/items"]["get"]["responses"]["429"];
+    assert_eq!(throttled["headers"]["Retry-After"]["schema"]["type"], "integer");
 }
 
 #[tokio::test]

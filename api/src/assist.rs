@@ -1,0 +1,151 @@
+//! Metadata assist: a draft quality statement (2 to 4 sentences) for a
+//! dataset, written from what the catalog knows of it — its shape, extent,
+//! source, attributes and how complete its geometries are. No text
+//! generation service is involved, so the draft is the same every time for
+//! the same data and nothing leaves the service.
+use axum::{Json, extract::State};
+use catalog_shared::{AppError, db::quote_ident};
+use serde::{Deserialize, Serialize};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{Dataset, visible_dataset},
+    extract::Json as JsonBody,
+    ogc::items::{published_columns, table_sql},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(quality_statement))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct MetadataAssistRequest {
+    /// UUID of the dataset.
+    dataset_id: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct MetadataAssistDraft {
+    draft: String,
+}
+
+fn kind_of(geometry_type: Option<&str>) -> &'static str {
+    match geometry_type.unwrap_or_default() {
+        "Point" | "MultiPoint" => "point",
+        "LineString" | "MultiLineString" => "line",
+        "Polygon" | "MultiPolygon" => "polygon",
+        _ => "mixed-geometry",
+    }
+}
+
+fn coordinate(value: f64, positive: char, negative: char) -> String {
+    let hemisphere = if value < 0.0 { negative } else { positive };
+    format!("{:.2}°{hemisphere}", value.abs())
+}
+
+fn listed(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The draft: what the dataset is and covers; where it came from; what
+/// each feature carries; how complete it is.
+fn draft(dataset: &Dataset, without_geometry: i64) -> String {
+    let count = dataset.feature_count;
+    let mut sentences = vec![format!(
+        "{} is a {} dataset of {count} feature{}{}.",
+        dataset.title,
+        kind_of(dataset.geometry_type.as_deref()),
+        if count == 1 { "" } else { "s" },
+        match dataset.extent_bbox.as_deref() {
+            Some([w, s, e, n]) => format!(
+                " covering {} to {} and {} to {}{}",
+                coordinate(*w, 'E', 'W'),
+                coordinate(*e, 'E', 'W'),
+                coordinate(*s, 'N', 'S'),
+                coordinate(*n, 'N', 'S'),
+                if w > e { ", across the antimeridian" } else { "" }
+            ),
+            _ => String::new(),
+        }
+    )];
+    let reprojected = match dataset.source_srid {
+        Some(srid) if srid != 4326 && srid > 0 => format!(", reprojected from EPSG:{srid} to WGS 84"),
+        _ => String::new(),
+    };
+    let origin = if dataset.is_registered {
+        format!(
+            "It is read in place from the table {}.{}",
+            dataset.schema_name, dataset.table_name
+        )
+    } else {
+        match (&dataset.source_filename, &dataset.source_format) {
+            (Some(file), Some(format)) => format!("It was loaded from {file} ({format})"),
+            _ => "It was loaded into the catalog".to_string(),
+        }
+    };
+    sentences.push(format!(
+        "{origin}{reprojected} and last updated on {}.",
+        dataset.updated_at.format("%Y-%m-%d")
+    ));
+    let columns: Vec<String> = published_columns(dataset).into_iter().map(|c| c.original).collect();
+    if !columns.is_empty() {
+        let shown: Vec<String> = columns.iter().take(5).cloned().collect();
+        let more = columns.len() - shown.len();
+        sentences.push(format!(
+            "Each feature carries {} attribute{}, among them {}{}.",
+            columns.len(),
+            if columns.len() == 1 { "" } else { "s" },
+            listed(&shown),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    sentences.push(if without_geometry == 0 {
+        "Every feature has a geometry.".to_string()
+    } else {
+        format!(
+            "{without_geometry} of its features ({:.1} %) have no geometry.",
+            without_geometry as f64 * 100.0 / count.max(1) as f64
+        )
+    });
+    sentences.join(" ")
+}
+
+/// A draft quality statement for a dataset the caller may read.
+#[utoipa::path(post, path = "/api/ai/metadata/quality-statement", tag = "datasets", request_body = MetadataAssistRequest,
+    responses((status = 200, body = MetadataAssistDraft), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn quality_statement(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<MetadataAssistRequest>,
+) -> Result<Json<MetadataAssistDraft>, AppError> {
+    let id: Uuid = body
+        .dataset_id
+        .trim()
+        .parse()
+        .map_err(|_| AppError::unprocessable("dataset_id: must be the UUID of a dataset"))?;
+    let dataset = visible_dataset(&state, &caller, id).await?;
+    let sql = format!(
+        "SELECT count(*) FROM {} WHERE {} IS NULL",
+        table_sql(&dataset),
+        quote_ident(&dataset.geometry_column)
+    );
+    let without_geometry: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(&state.pool)
+        .await?;
+    Ok(Json(MetadataAssistDraft {
+        draft: draft(&dataset, without_geometry),
+    }))
+}

@@ -1,0 +1,309 @@
+//! Remote map services as sources: a layer of an OGC API Features server,
+//! an ArcGIS feature service or a WFS 2.0 server is pulled by a worker,
+//! page by page, into a new dataset (`service_import` job) or into an
+//! existing one (`reupload` job, optionally as a preview). Tokens and
+//! credentials travel sealed in the job payload.
+use std::time::Duration;
+
+use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
+use catalog_shared::{
+    AppError,
+    jobs::{
+        self, IngestOptions, JobKind, RemoteService, ReuploadPayload, ServiceAuth, ServiceCredentials,
+        ServiceImportPayload,
+    },
+    secrets::seal_hex,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::{
+    auth::Caller,
+    datasets::{JobAccepted, accepted, check_visibility, writable_dataset},
+    extract::{Json as JsonBody, Path},
+    state::AppState,
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(import_service))
+        .routes(routes!(reupload_service))
+        .routes(routes!(preview_service_reupload))
+}
+
+/// How long the preview route waits for a worker to pull and compare.
+const PREVIEW_WAIT: Duration = Duration::from_secs(120);
+
+fn invalid(field: &str, why: &str) -> AppError {
+    AppError::unprocessable(format!("{field}: {why}"))
+}
+
+fn bounded(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(invalid(field, &format!("at most {max} characters"))),
+        _ => Ok(()),
+    }
+}
+
+/// The service type in our words: OGC API Features, ArcGIS feature service, WFS.
+fn service_type(value: &str) -> Result<&'static str, AppError> {
+    match value.to_ascii_lowercase().as_str() {
+        "ogcapi_features" | "ogc_api_features" | "oapif" => Ok("ogcapi_features"),
+        "arcgis_featureserver" | "arcgis_feature_service" | "arcgis" | "featureserver" => Ok("arcgis_featureserver"),
+        "wfs" => Ok("wfs"),
+        _ => Err(invalid(
+            "service_type",
+            "must be ogcapi_features, arcgis_featureserver or wfs",
+        )),
+    }
+}
+
+/// The request's service, checked against the bounds of the specification
+/// and the outbound rules, its credentials sealed.
+#[allow(clippy::too_many_arguments)]
+async fn remote_service(
+    state: &AppState,
+    url: &str,
+    kind: &str,
+    layer_name: &str,
+    layer_id: Option<i64>,
+    token: Option<String>,
+    object_id_field: Option<String>,
+    auth: Option<ServiceAuth>,
+) -> Result<RemoteService, AppError> {
+    if url.is_empty() || url.chars().count() > 2048 {
+        return Err(invalid("url", "is required, at most 2048 characters"));
+    }
+    if kind.chars().count() > 50 {
+        return Err(invalid("service_type", "at most 50 characters"));
+    }
+    let kind = service_type(kind)?;
+    if layer_name.trim().is_empty() || layer_name.chars().count() > 500 {
+        return Err(invalid("layer_name", "is required, at most 500 characters"));
+    }
+    bounded("token", &token, 1000)?;
+    bounded("object_id_field", &object_id_field, 200)?;
+    if let Some(auth) = &auth {
+        if !matches!(auth.method.as_str(), "bearer" | "basic" | "header") {
+            return Err(invalid("auth.method", "must be bearer, basic or header"));
+        }
+        bounded("auth.token", &auth.token, 1000)?;
+        bounded("auth.username", &auth.username, 255)?;
+        bounded("auth.password", &auth.password, 1000)?;
+        bounded("auth.header_name", &auth.header_name, 255)?;
+        bounded("auth.header_value", &auth.header_value, 1000)?;
+        if auth.method == "header"
+            && auth
+                .header_name
+                .as_deref()
+                .is_none_or(|h| axum::http::HeaderName::from_bytes(h.as_bytes()).is_err())
+        {
+            return Err(invalid("auth.header_name", "a valid HTTP header name is required"));
+        }
+    }
+    let parsed = Url::parse(url).map_err(|_| invalid("url", "is not a valid URL"))?;
+    if !matches!(parsed.scheme(), "https" | "http") {
+        return Err(invalid("url", "must be an http(s) URL"));
+    }
+    state
+        .outbound
+        .check_resolved(&parsed)
+        .await
+        .map_err(|why| invalid("url", &format!("is refused: {why}")))?;
+    let sealed_credentials = if token.is_some() || auth.is_some() {
+        let credentials = ServiceCredentials { token, auth };
+        let clear = serde_json::to_string(&credentials).map_err(AppError::internal)?;
+        Some(seal_hex(&state.config.jwt_secret, &clear)?)
+    } else {
+        None
+    };
+    Ok(RemoteService {
+        url: url.to_string(),
+        service_type: kind.to_string(),
+        layer_name: layer_name.to_string(),
+        layer_id,
+        object_id_field,
+        sealed_credentials,
+    })
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ServiceImport {
+    url: String,
+    /// ogcapi_features, arcgis_featureserver or wfs
+    service_type: String,
+    /// The collection id, ArcGIS layer name or WFS type name.
+    layer_name: String,
+    /// The new dataset's title (default: the layer name).
+    layer_title: Option<String>,
+    /// ArcGIS layer number (default: layer_name).
+    layer_id: Option<i64>,
+    token: Option<String>,
+    object_id_field: Option<String>,
+    auth: Option<ServiceAuth>,
+    visibility: Option<String>,
+}
+
+/// A layer of a remote service becomes a dataset (202 with the job).
+#[utoipa::path(post, path = "/api/datasets/import-service", tag = "datasets", request_body = ServiceImport,
+    responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn import_service(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ServiceImport>,
+) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    bounded("layer_title", &body.layer_title, 500)?;
+    let visibility = body.visibility.unwrap_or_else(|| "private".into());
+    check_visibility(&visibility)?;
+    let service = remote_service(
+        &state,
+        &body.url,
+        &body.service_type,
+        &body.layer_name,
+        body.layer_id,
+        body.token,
+        body.object_id_field,
+        body.auth,
+    )
+    .await?;
+    let payload = ServiceImportPayload {
+        service,
+        options: IngestOptions {
+            title: body.layer_title.filter(|t| !t.trim().is_empty()),
+            summary: None,
+            visibility,
+            layer: None,
+            srid: None,
+        },
+    };
+    let job_id = Uuid::now_v7();
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::ServiceImport, &payload, Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+/// The remote service reupload request of the specification (plus `preview`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ServiceReupload {
+    url: String,
+    service_type: String,
+    layer_name: String,
+    layer_title: Option<String>,
+    layer_id: Option<i64>,
+    token: Option<String>,
+    object_id_field: Option<String>,
+    auth: Option<ServiceAuth>,
+    /// Compare only (the job's `result`); change nothing.
+    #[serde(default)]
+    preview: bool,
+}
+
+/// The checks and the job of a reupload from a service.
+async fn queue_service_reupload(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    body: ServiceReupload,
+    preview: bool,
+) -> Result<Uuid, AppError> {
+    let dataset = writable_dataset(state, caller, id).await?;
+    if dataset.is_registered {
+        return Err(AppError::conflict(
+            "this dataset is a registered table, read in place; change the table itself",
+        ));
+    }
+    bounded("layer_title", &body.layer_title, 500)?;
+    let service = remote_service(
+        state,
+        &body.url,
+        &body.service_type,
+        &body.layer_name,
+        body.layer_id,
+        body.token,
+        body.object_id_field,
+        body.auth,
+    )
+    .await?;
+    let payload = ReuploadPayload {
+        dataset_id: id,
+        object_path: String::new(),
+        filename: String::new(),
+        layer: None,
+        srid: None,
+        preview,
+        service: Some(service),
+    };
+    let job_id = Uuid::now_v7();
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, caller.user_id()).await?;
+    tx.commit().await?;
+    Ok(job_id)
+}
+
+/// Pulls a remote service layer again into an existing dataset, in place.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service", tag = "datasets",
+    params(("dataset_id" = Uuid, Path)), request_body = ServiceReupload,
+    responses((status = 202, body = JobAccepted), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn reupload_service(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<ServiceReupload>,
+) -> Result<impl IntoResponse, AppError> {
+    let preview = body.preview;
+    let job_id = queue_service_reupload(&state, &caller, id, body, preview).await?;
+    Ok(accepted(&state, job_id))
+}
+
+/// Compares a remote service layer with the dataset and answers the
+/// reupload preview (its `job_id` is the preview job's). A worker pulls the
+/// layer; this waits for it. 502 when the service fails or its data is not
+/// usable; 504 (with the job to poll) when it takes longer than two minutes.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service/preview", tag = "datasets",
+    params(("dataset_id" = Uuid, Path)), request_body = ServiceReupload,
+    responses((status = 200, description = "the reupload preview"),
+              (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 504, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn preview_service_reupload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<ServiceReupload>,
+) -> Result<Json<Value>, AppError> {
+    let job_id = queue_service_reupload(&state, &caller, id, body, true).await?;
+    let deadline = tokio::time::Instant::now() + PREVIEW_WAIT;
+    loop {
+        let job = jobs::find(&state.pool, job_id)
+            .await?
+            .ok_or_else(|| AppError::internal("the preview job vanished"))?;
+        match job.status.as_str() {
+            "succeeded" => {
+                return job
+                    .result
+                    .map(|r| Json(r.0))
+                    .ok_or_else(|| AppError::internal("the preview job reported nothing"));
+            }
+            "failed" | "cancelled" => {
+                let detail = job
+                    .error
+                    .map_or_else(|| "the preview was cancelled".into(), |p| p.detail);
+                return Err(AppError::new(StatusCode::BAD_GATEWAY, detail));
+            }
+            _ if tokio::time::Instant::now() >= deadline => {
+                return Err(AppError::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    format!("the preview is still running; poll /api/jobs/{job_id} for its result"),
+                ));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}

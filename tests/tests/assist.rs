@@ -1,0 +1,69 @@
+//! Metadata assist: a draft quality statement of 2 to 4 sentences from
+//! what the catalog knows of a dataset.
+use catalog_tests::{Stack, StackOptions, data_file};
+use serde_json::{Value, json};
+
+async fn draft(stack: &Stack, token: &str, dataset_id: &str) -> (u16, Value) {
+    let response = stack
+        .http
+        .post(stack.url("/api/ai/metadata/quality-statement"))
+        .bearer_auth(token)
+        .json(&json!({"dataset_id": dataset_id}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+fn sentences(text: &str) -> usize {
+    text.matches(". ").count() + usize::from(text.ends_with('.'))
+}
+
+#[tokio::test]
+async fn drafts_describe_the_dataset_as_it_is() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("ada", "editor").await;
+    let (_, other) = stack.user_token("bo", "viewer").await;
+    let job = stack
+        .upload_ok(
+            &owner,
+            "nc.gpkg",
+            data_file("gpkg/nc.gpkg"),
+            &[("title", "North Carolina counties")],
+        )
+        .await;
+    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, body) = draft(&stack, &owner, &id).await;
+    assert_eq!(status, 200, "{body}");
+    let text = body["draft"].as_str().unwrap();
+    assert!((2..=4).contains(&sentences(text)), "{text}");
+    assert!(
+        text.starts_with("North Carolina counties is a polygon dataset of 100 features covering"),
+        "{text}"
+    );
+    assert!(text.contains("reprojected from EPSG:4267 to WGS 84"), "{text}");
+    assert!(text.contains("loaded from nc.gpkg (gpkg)"), "{text}");
+    assert!(text.contains("among them AREA"), "{text}");
+    assert!(text.ends_with("Every feature has a geometry."), "{text}");
+
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"name": "a"}, "geometry": {"type": "Point", "coordinates": [1, 2]}},
+        {"type": "Feature", "properties": {"name": "b"}, "geometry": null},
+        {"type": "Feature", "properties": {"name": "c"}, "geometry": {"type": "Point", "coordinates": [3, 4]}},
+        {"type": "Feature", "properties": {"name": "d"}, "geometry": {"type": "Point", "coordinates": [5, 6]}}]});
+    let gappy = stack.ingest_geojson(&owner, &body, &[("title", "Gappy")]).await;
+    let (_, body) = draft(&stack, &owner, &gappy).await;
+    let text = body["draft"].as_str().unwrap();
+    assert!(text.contains("1 of its features (25.0 %) have no geometry."), "{text}");
+
+    assert_eq!(
+        draft(&stack, &other, &id).await.0,
+        404,
+        "a private dataset of someone else"
+    );
+    assert_eq!(draft(&stack, &owner, "not-a-uuid").await.0, 422);
+}
