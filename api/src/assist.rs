@@ -57,7 +57,7 @@ fn listed(names: &[String]) -> String {
 
 /// The draft: what the dataset is and covers; where it came from; what
 /// each feature carries; how complete it is.
-fn draft(dataset: &Dataset, without_geometry: i64) -> String {
+fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
     let count = dataset.feature_count;
     let mut sentences = vec![format!(
         "{} is a {} dataset of {count} feature{}{}.",
@@ -111,14 +111,14 @@ fn draft(dataset: &Dataset, without_geometry: i64) -> String {
             }
         ));
     }
-    sentences.push(if without_geometry == 0 {
-        "Every feature has a geometry.".to_string()
-    } else {
-        format!(
-            "{without_geometry} of its features ({:.1} %) have no geometry.",
-            without_geometry as f64 * 100.0 / count.max(1) as f64
-        )
-    });
+    match without_geometry {
+        Some(0) => sentences.push("Every feature has a geometry.".to_string()),
+        Some(missing) => sentences.push(format!(
+            "{missing} of its features ({:.1} %) have no geometry.",
+            missing as f64 * 100.0 / count.max(1) as f64
+        )),
+        None => {}
+    }
     sentences.join(" ")
 }
 
@@ -142,9 +142,17 @@ async fn quality_statement(
         table_sql(&dataset),
         quote_ident(&dataset.geometry_column)
     );
-    let without_geometry: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .fetch_one(&state.pool)
+    // Counting is bounded: on a table too big to scan in time, the draft
+    // leaves the completeness sentence out.
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("SET LOCAL statement_timeout = '3s'")
+        .execute(&mut *tx)
         .await?;
+    let without_geometry: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(&mut *tx)
+        .await
+        .ok();
+    drop(tx);
     Ok(Json(MetadataAssistDraft {
         draft: draft(&dataset, without_geometry),
     }))

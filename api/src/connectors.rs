@@ -4,7 +4,8 @@
 //! resource is there (502 when the provider fails, 504 when it does not
 //! answer in time), and queues a `connector` job that downloads and
 //! ingests it, presenting a stored credential when one is named.
-//! Credentials belong to their creator; their secret is write-only.
+//! Credentials belong to their creator, who alone may use them; their
+//! secret is write-only.
 use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
 use catalog_shared::{
     AppError,
@@ -114,7 +115,8 @@ async fn connector_ingest(
                 .fetch_optional(&state.pool)
                 .await?;
             match owner {
-                Some(owner) if owner == user.id || user.is_admin() => Some(id),
+                // Only its owner: anyone else could send the secret to a URL of theirs.
+                Some(owner) if owner == user.id => Some(id),
                 _ => return Err(invalid("credential_id", "names no credential of yours")),
             }
         }
@@ -166,10 +168,13 @@ async fn connector_ingest(
 /// Asks the provider for the resource (and drops the answer): the caller
 /// learns at once when the provider fails or is slow.
 async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Result<(), AppError> {
-    let client = state
-        .outbound
-        .client(state.config.connector_timeout)
-        .map_err(AppError::internal)?;
+    let timeout = state.config.connector_timeout;
+    let client = if credential_id.is_some() {
+        state.outbound.client_for_credentials(timeout)
+    } else {
+        state.outbound.client(timeout)
+    }
+    .map_err(AppError::internal)?;
     let mut request = client.get(url.clone());
     if let Some(id) = credential_id {
         let credential = ConnectorCredential::find(&state.pool, id)

@@ -25,9 +25,13 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
         .check_resolved(&url)
         .await
         .map_err(|why| JobError::Invalid(format!("the URL is refused: {why}")))?;
-    let client = policy
-        .client(ctx.deps.config.url_import_fetch_max)
-        .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
+    let timeout = ctx.deps.config.url_import_fetch_max;
+    let client = if payload.credential_id.is_some() {
+        policy.client_for_credentials(timeout)
+    } else {
+        policy.client(timeout)
+    }
+    .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
     let mut request = client.get(url.clone());
     if let Some(id) = payload.credential_id {
         let credential = ConnectorCredential::find(&ctx.deps.pool, id)
@@ -82,8 +86,12 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
     ingest_object(ctx, &object, &filename, &payload.options).await
 }
 
+/// What went wrong, without the URL (it may carry a token).
 fn describe(e: &reqwest::Error) -> JobError {
     let mut msg = e.to_string();
+    if let Some(url) = e.url() {
+        msg = msg.replace(&format!(" for url ({url})"), "");
+    }
     let mut source = std::error::Error::source(e);
     while let Some(inner) = source {
         msg = format!("{msg}: {inner}");

@@ -52,11 +52,13 @@ pub async fn harvest(ctx: &JobContext, service: &RemoteService) -> Result<Path, 
     };
     let base = Url::parse(service.url.trim_end_matches('/'))
         .map_err(|e| JobError::Invalid(format!("the service URL is not valid: {e}")))?;
-    let client = ctx
-        .deps
-        .outbound
-        .client(ctx.deps.config.url_import_fetch_max)
-        .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
+    let timeout = ctx.deps.config.url_import_fetch_max;
+    let client = if credentials.token.is_some() || credentials.auth.is_some() {
+        ctx.deps.outbound.client_for_credentials(timeout)
+    } else {
+        ctx.deps.outbound.client(timeout)
+    }
+    .map_err(|e| JobError::Internal(format!("http client: {e}")))?;
     let object = object_for(ctx, HARVEST_FILENAME);
     let mut writer = WriteMultipart::new(ctx.deps.storage.store.put_multipart(&object).await?);
     let outcome = pull_pages(ctx, service, &credentials, &base, &client, &mut writer).await;
@@ -91,10 +93,16 @@ async fn pull_pages(
     let mut written: u64 = 0;
     let mut count = 0usize;
     let mut paging = Some(Paging::Offset(0));
+    let mut visited = std::collections::HashSet::new();
     writer.write(br#"{"type":"FeatureCollection","features":["#);
     for _ in 0..MAX_PAGES {
         let Some(page) = paging.take() else { break };
         let url = page_url(service, credentials, base, &page)?;
+        if !visited.insert(url.clone()) {
+            return Err(JobError::Invalid(
+                "the service's pages lead back to a page already read".into(),
+            ));
+        }
         ctx.deps
             .outbound
             .check_resolved(&url)
@@ -103,11 +111,16 @@ async fn pull_pages(
         let mut request = client
             .get(url.clone())
             .header("accept", "application/geo+json, application/json");
-        request = authorize(request, service, credentials);
+        // Credentials go only to the service's own origin, not to wherever
+        // a next link points.
+        if url.origin() == base.origin() {
+            request = authorize(request, service, credentials);
+        }
+        // Error texts never carry the URL: it may hold a token.
         let response = request
             .send()
             .await
-            .map_err(|e| JobError::Invalid(format!("the service could not be reached: {e}")))?;
+            .map_err(|e| JobError::Invalid(format!("the service could not be reached: {}", e.without_url())))?;
         if !response.status().is_success() {
             return Err(JobError::Invalid(format!(
                 "the service answered {} for layer {:?}",
@@ -115,9 +128,9 @@ async fn pull_pages(
                 service.layer_name
             )));
         }
-        let body: Value = response
-            .json()
-            .await
+        let budget = limit.saturating_sub(written);
+        let bytes = read_bounded(response, budget).await?;
+        let body: Value = serde_json::from_slice(&bytes)
             .map_err(|e| JobError::Invalid(format!("the service's answer is not GeoJSON: {e}")))?;
         if let Some(error) = body.get("error") {
             return Err(JobError::Invalid(format!("the service reported an error: {error}")));
@@ -141,10 +154,35 @@ async fn pull_pages(
         }
         writer.wait_for_capacity(4).await?;
         ctx.progress("downloading", Some(count as i64), None).await?;
-        paging = next_page(service, &body, features.len(), &page, base)?;
+        paging = next_page(service, &body, features.len(), &page, &url)?;
+    }
+    if paging.is_some() {
+        return Err(JobError::Invalid(format!(
+            "the layer has more than {MAX_PAGES} pages; it was not imported in part"
+        )));
     }
     writer.write(b"]}");
     Ok(count)
+}
+
+/// The answer's body, refused once it passes `budget` bytes (what is left
+/// of MAX_UPLOAD_BYTES), so one huge page cannot exhaust memory.
+async fn read_bounded(response: reqwest::Response, budget: u64) -> Result<Vec<u8>, JobError> {
+    let too_large = || JobError::Invalid("the layer is larger than MAX_UPLOAD_BYTES allows".into());
+    if response.content_length().is_some_and(|n| n > budget) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
+        let chunk =
+            chunk.map_err(|e| JobError::Invalid(format!("the service's answer broke off: {}", e.without_url())))?;
+        if (body.len() + chunk.len()) as u64 > budget {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn page_url(
@@ -226,12 +264,13 @@ fn authorize(
     }
 }
 
+/// The page after this one; relative next links resolve against the page read.
 fn next_page(
     service: &RemoteService,
     body: &Value,
     returned: usize,
     page: &Paging,
-    base: &Url,
+    page_url: &Url,
 ) -> Result<Option<Paging>, JobError> {
     if returned == 0 {
         return Ok(None);
@@ -245,7 +284,7 @@ fn next_page(
             .as_array()
             .and_then(|links| links.iter().find(|l| l["rel"] == "next"))
             .and_then(|l| l["href"].as_str())
-            .map(|href| base.join(href).map(Paging::Link))
+            .map(|href| page_url.join(href).map(Paging::Link))
             .transpose()
             .map_err(|_| JobError::Invalid("the service's next link is not a URL".into()))?,
         "arcgis_featureserver" => {
@@ -253,6 +292,14 @@ fn next_page(
                 || body["properties"]["exceededTransferLimit"].as_bool() == Some(true);
             (exceeded || returned >= PAGE_SIZE).then_some(Paging::Offset(offset + returned))
         }
-        _ => (returned >= PAGE_SIZE).then_some(Paging::Offset(offset + returned)),
+        // WFS servers may cap pages below the count asked: go on until an
+        // empty page, or until numberMatched when the server says it.
+        _ => {
+            let next = offset + returned;
+            let more = body["numberMatched"]
+                .as_u64()
+                .is_none_or(|matched| (next as u64) < matched);
+            more.then_some(Paging::Offset(next))
+        }
     })
 }

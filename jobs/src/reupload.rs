@@ -4,7 +4,7 @@
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
 use catalog_shared::jobs::ReuploadPayload;
-use object_store::path::Path;
+use object_store::{ObjectStoreExt, path::Path};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -75,6 +75,10 @@ pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
             .bind(payload.dataset_id)
             .execute(&ctx.deps.pool)
             .await?;
+        // A preview keeps nothing: the pulled or uploaded file goes.
+        if let Err(e) = ctx.deps.storage.store.delete(&object).await {
+            tracing::warn!(job_id = %ctx.job_id, error = %e, "preview file not removed");
+        }
         return Ok(());
     }
     let layer = &candidates[chosen];

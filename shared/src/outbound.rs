@@ -92,6 +92,17 @@ impl OutboundPolicy {
     /// A client whose resolver and redirect policy enforce this policy on
     /// every connection it makes.
     pub fn client(&self, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+        self.build_client(timeout, false)
+    }
+
+    /// The same, refusing redirects that leave the first URL's origin: for
+    /// requests carrying credentials (reqwest drops only the standard
+    /// authorization headers on such redirects, not custom ones).
+    pub fn client_for_credentials(&self, timeout: Duration) -> reqwest::Result<reqwest::Client> {
+        self.build_client(timeout, true)
+    }
+
+    fn build_client(&self, timeout: Duration, keep_origin: bool) -> reqwest::Result<reqwest::Client> {
         let policy = Arc::new(self.clone());
         let redirect_policy = policy.clone();
         reqwest::Client::builder()
@@ -99,6 +110,14 @@ impl OutboundPolicy {
             .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                 if attempt.previous().len() >= 10 {
                     return attempt.error("too many redirects");
+                }
+                if keep_origin
+                    && attempt
+                        .previous()
+                        .first()
+                        .is_some_and(|first| first.origin() != attempt.url().origin())
+                {
+                    return attempt.error("a redirect to another site is refused for a request with credentials");
                 }
                 match redirect_policy.check_url(attempt.url()) {
                     Ok(()) => attempt.follow(),

@@ -43,13 +43,18 @@ async fn services(total: Arc<AtomicUsize>) -> String {
             }),
         )
         .route(
+            "/arcgis/rest/services/Broken/FeatureServer/{layer}/query",
+            axum::routing::get(|| async { ([("content-type", "text/html")], "<html>Sign in</html>") }),
+        )
+        .route(
             "/geoserver/wfs",
             axum::routing::get(move |Query(q): Query<HashMap<String, String>>| async move {
                 assert_eq!(q["request"], "GetFeature");
                 assert_eq!(q["typeNames"], "topp:sites");
                 let start: usize = q["startIndex"].parse().unwrap();
                 let count: usize = q["count"].parse().unwrap();
-                let end = (start + count).min(1200);
+                // The server caps pages below what is asked.
+                let end = (start + count.min(500)).min(1200);
                 let features: Vec<Value> = (start..end).map(point).collect();
                 axum::Json(json!({"type": "FeatureCollection", "features": features, "numberMatched": 1200}))
             }),
@@ -154,7 +159,26 @@ async fn remote_layers_become_datasets_and_are_pulled_again() {
         "{job}"
     );
 
-    // WFS 2.0: startIndex paging.
+    // A service answering a sign-in page: a clear failure that does not
+    // repeat the token (it travels in the URL).
+    let (_, accepted) = post(
+        &stack,
+        &admin,
+        "/api/datasets/import-service",
+        &json!({
+        "url": format!("{remote}/arcgis/rest/services/Broken/FeatureServer"), "service_type": "arcgis_featureserver",
+        "layer_name": "Broken", "layer_id": 0, "token": TOKEN}),
+    )
+    .await;
+    let job = finished(&stack, &admin, &accepted).await;
+    assert_eq!(job["status"], "failed");
+    assert!(
+        job["error"]["detail"].as_str().unwrap().contains("not GeoJSON"),
+        "{job}"
+    );
+    assert!(!job.to_string().contains(TOKEN), "{job}");
+
+    // WFS 2.0: startIndex paging, pages capped by the server.
     let (_, accepted) = post(
         &stack,
         &admin,
