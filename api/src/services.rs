@@ -61,26 +61,51 @@ fn service_type(value: &str) -> Result<&'static str, AppError> {
     }
 }
 
-/// The request's service, checked against the bounds of the specification
-/// and the outbound rules, its credentials sealed.
-#[allow(clippy::too_many_arguments)]
-async fn remote_service(
-    state: &AppState,
-    url: &str,
-    kind: &str,
-    layer_name: &str,
+/// A remote service as requested: the specification's remote service
+/// reupload request, plus `visibility` (imports) and `preview` (reuploads).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ServiceRequest {
+    url: String,
+    /// ogcapi_features, arcgis_featureserver or wfs
+    service_type: String,
+    /// The collection id, ArcGIS layer name or WFS type name.
+    layer_name: String,
+    /// An imported dataset's title (default: the layer name).
+    layer_title: Option<String>,
+    /// ArcGIS layer number (default: layer_name).
     layer_id: Option<i64>,
     token: Option<String>,
     object_id_field: Option<String>,
     auth: Option<ServiceAuth>,
-) -> Result<RemoteService, AppError> {
+    /// Imports only: the new dataset's visibility (default private).
+    visibility: Option<String>,
+    /// Reuploads only: compare (the job's `result`), change nothing.
+    preview: Option<bool>,
+}
+
+/// The request's service, checked against the bounds of the specification
+/// and the outbound rules, its credentials sealed.
+async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<RemoteService, AppError> {
+    let ServiceRequest {
+        url,
+        service_type: kind,
+        layer_name,
+        layer_title,
+        layer_id,
+        token,
+        object_id_field,
+        auth,
+        ..
+    } = request;
+    bounded("layer_title", &layer_title, 500)?;
     if url.is_empty() || url.chars().count() > 2048 {
         return Err(invalid("url", "is required, at most 2048 characters"));
     }
     if kind.chars().count() > 50 {
         return Err(invalid("service_type", "at most 50 characters"));
     }
-    let kind = service_type(kind)?;
+    let kind = service_type(&kind)?;
     if layer_name.trim().is_empty() || layer_name.chars().count() > 500 {
         return Err(invalid("layer_name", "is required, at most 500 characters"));
     }
@@ -104,7 +129,7 @@ async fn remote_service(
             return Err(invalid("auth.header_name", "a valid HTTP header name is required"));
         }
     }
-    let parsed = Url::parse(url).map_err(|_| invalid("url", "is not a valid URL"))?;
+    let parsed = Url::parse(&url).map_err(|_| invalid("url", "is not a valid URL"))?;
     if !matches!(parsed.scheme(), "https" | "http") {
         return Err(invalid("url", "must be an http(s) URL"));
     }
@@ -121,60 +146,38 @@ async fn remote_service(
         None
     };
     Ok(RemoteService {
-        url: url.to_string(),
+        url,
         service_type: kind.to_string(),
-        layer_name: layer_name.to_string(),
+        layer_name,
         layer_id,
         object_id_field,
         sealed_credentials,
     })
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct ServiceImport {
-    url: String,
-    /// ogcapi_features, arcgis_featureserver or wfs
-    service_type: String,
-    /// The collection id, ArcGIS layer name or WFS type name.
-    layer_name: String,
-    /// The new dataset's title (default: the layer name).
-    layer_title: Option<String>,
-    /// ArcGIS layer number (default: layer_name).
-    layer_id: Option<i64>,
-    token: Option<String>,
-    object_id_field: Option<String>,
-    auth: Option<ServiceAuth>,
-    visibility: Option<String>,
-}
-
 /// A layer of a remote service becomes a dataset (202 with the job).
-#[utoipa::path(post, path = "/api/datasets/import-service", tag = "datasets", request_body = ServiceImport,
+#[utoipa::path(post, path = "/api/datasets/import-service", tag = "datasets", request_body = ServiceRequest,
     responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn import_service(
     State(state): State<AppState>,
     caller: Caller,
-    JsonBody(body): JsonBody<ServiceImport>,
+    JsonBody(body): JsonBody<ServiceRequest>,
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
-    bounded("layer_title", &body.layer_title, 500)?;
-    let visibility = body.visibility.unwrap_or_else(|| "private".into());
+    if body.preview.is_some() {
+        return Err(invalid(
+            "preview",
+            "is for reuploads; an import has nothing to compare with",
+        ));
+    }
+    let visibility = body.visibility.clone().unwrap_or_else(|| "private".into());
     check_visibility(&visibility)?;
-    let service = remote_service(
-        &state,
-        &body.url,
-        &body.service_type,
-        &body.layer_name,
-        body.layer_id,
-        body.token,
-        body.object_id_field,
-        body.auth,
-    )
-    .await?;
+    let title = body.layer_title.clone().filter(|t| !t.trim().is_empty());
+    let service = remote_service(&state, body).await?;
     let payload = ServiceImportPayload {
         service,
         options: IngestOptions {
-            title: body.layer_title.filter(|t| !t.trim().is_empty()),
+            title,
             summary: None,
             visibility,
             layer: None,
@@ -188,29 +191,12 @@ async fn import_service(
     Ok(accepted(&state, job_id))
 }
 
-/// The remote service reupload request of the specification (plus `preview`).
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct ServiceReupload {
-    url: String,
-    service_type: String,
-    layer_name: String,
-    layer_title: Option<String>,
-    layer_id: Option<i64>,
-    token: Option<String>,
-    object_id_field: Option<String>,
-    auth: Option<ServiceAuth>,
-    /// Compare only (the job's `result`); change nothing.
-    #[serde(default)]
-    preview: bool,
-}
-
 /// The checks and the job of a reupload from a service.
 async fn queue_service_reupload(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
-    body: ServiceReupload,
+    body: ServiceRequest,
     preview: bool,
 ) -> Result<Uuid, AppError> {
     let dataset = writable_dataset(state, caller, id).await?;
@@ -219,18 +205,10 @@ async fn queue_service_reupload(
             "this dataset is a registered table, read in place; change the table itself",
         ));
     }
-    bounded("layer_title", &body.layer_title, 500)?;
-    let service = remote_service(
-        state,
-        &body.url,
-        &body.service_type,
-        &body.layer_name,
-        body.layer_id,
-        body.token,
-        body.object_id_field,
-        body.auth,
-    )
-    .await?;
+    if body.visibility.is_some() {
+        return Err(invalid("visibility", "is the dataset's own; change it with PATCH"));
+    }
+    let service = remote_service(state, body).await?;
     let payload = ReuploadPayload {
         dataset_id: id,
         object_path: String::new(),
@@ -249,16 +227,16 @@ async fn queue_service_reupload(
 
 /// Pulls a remote service layer again into an existing dataset, in place.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service", tag = "datasets",
-    params(("dataset_id" = Uuid, Path)), request_body = ServiceReupload,
+    params(("dataset_id" = Uuid, Path)), request_body = ServiceRequest,
     responses((status = 202, body = JobAccepted), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn reupload_service(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
-    JsonBody(body): JsonBody<ServiceReupload>,
+    JsonBody(body): JsonBody<ServiceRequest>,
 ) -> Result<impl IntoResponse, AppError> {
-    let preview = body.preview;
+    let preview = body.preview.unwrap_or(false);
     let job_id = queue_service_reupload(&state, &caller, id, body, preview).await?;
     Ok(accepted(&state, job_id))
 }
@@ -268,7 +246,7 @@ async fn reupload_service(
 /// layer; this waits for it. 502 when the service fails or its data is not
 /// usable; 504 (with the job to poll) when it takes longer than two minutes.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service/preview", tag = "datasets",
-    params(("dataset_id" = Uuid, Path)), request_body = ServiceReupload,
+    params(("dataset_id" = Uuid, Path)), request_body = ServiceRequest,
     responses((status = 200, description = "the reupload preview"),
               (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 504, body = catalog_shared::Problem, content_type = "application/problem+json")))]
@@ -276,8 +254,11 @@ async fn preview_service_reupload(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
-    JsonBody(body): JsonBody<ServiceReupload>,
+    JsonBody(body): JsonBody<ServiceRequest>,
 ) -> Result<Json<Value>, AppError> {
+    if body.preview == Some(false) {
+        return Err(invalid("preview", "this route only previews"));
+    }
     let job_id = queue_service_reupload(&state, &caller, id, body, true).await?;
     let deadline = tokio::time::Instant::now() + PREVIEW_WAIT;
     loop {

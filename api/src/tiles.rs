@@ -211,13 +211,9 @@ fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
 async fn vector_tile(
     State(state): State<AppState>,
     caller: Caller,
-    Path((id, z, x, y)): Path<(String, String, String, String)>,
+    Path(address): Path<(String, String, String, String)>,
 ) -> Result<Response, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
-    let at = tile_address(&z, &x, &y)?;
-    let sql = vector_tile_sql(&dataset, &published_columns(&dataset));
-    let tile = render(&state, sql, &dataset, at).await?;
-    Ok(tile_response(tile, &dataset))
+    serve_tile(&state, &caller, address, |d| vector_tile_sql(d, &published_columns(d))).await
 }
 
 /// One tile of a dataset's features gathered into clusters.
@@ -229,11 +225,21 @@ async fn vector_tile(
 async fn cluster_tile(
     State(state): State<AppState>,
     caller: Caller,
-    Path((id, z, x, y)): Path<(String, String, String, String)>,
+    Path(address): Path<(String, String, String, String)>,
 ) -> Result<Response, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    serve_tile(&state, &caller, address, cluster_tile_sql).await
+}
+
+/// A tile of the dataset at (id, z, x, y), cut by the SQL `sql_of` writes.
+async fn serve_tile(
+    state: &AppState,
+    caller: &Caller,
+    (id, z, x, y): (String, String, String, String),
+    sql_of: impl Fn(&Dataset) -> String,
+) -> Result<Response, AppError> {
+    let dataset = find_collection(state, caller, &id).await?;
     let at = tile_address(&z, &x, &y)?;
-    let tile = render(&state, cluster_tile_sql(&dataset), &dataset, at).await?;
+    let tile = render(state, sql_of(&dataset), &dataset, at).await?;
     Ok(tile_response(tile, &dataset))
 }
 

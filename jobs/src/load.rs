@@ -253,6 +253,38 @@ async fn build_index(ctx: &JobContext, statement: String) -> Result<(), JobError
     Ok(())
 }
 
+/// The transaction that publishes a loaded layer, once the job is known to
+/// be still running (locked, so a cancel waits for the outcome).
+async fn begin_publishing(
+    ctx: &JobContext,
+    loaded: &LoadedLayer,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, JobError> {
+    ctx.progress(
+        "publishing",
+        Some(loaded.stats.rows as i64),
+        Some(loaded.stats.rows as i64),
+    )
+    .await?;
+    let mut tx = ctx.deps.pool.begin().await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(ctx.job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if status.as_deref() != Some("running") {
+        return Err(JobError::Cancelled);
+    }
+    Ok(tx)
+}
+
+/// A few values of each column, by column name, for the dataset record.
+fn samples_of(plan: &LayerPlan, loaded: &LoadedLayer) -> Map<String, Value> {
+    plan.fields
+        .iter()
+        .zip(&loaded.stats.samples)
+        .map(|(f, values)| (f.name.clone(), Value::Array(values.clone())))
+        .collect()
+}
+
 /// What the dataset row says about its source.
 pub struct DatasetMeta {
     pub title: String,
@@ -271,33 +303,15 @@ pub async fn publish(
     loaded: &LoadedLayer,
     meta: &DatasetMeta,
 ) -> Result<Uuid, JobError> {
-    ctx.progress(
-        "publishing",
-        Some(loaded.stats.rows as i64),
-        Some(loaded.stats.rows as i64),
-    )
-    .await?;
     let dataset_id = Uuid::now_v7();
-    let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
-        .bind(ctx.job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if status.as_deref() != Some("running") {
-        return Err(JobError::Cancelled);
-    }
+    let mut tx = begin_publishing(ctx, loaded).await?;
     let rename = format!(
         "ALTER TABLE data.{} RENAME TO {}",
         quote(&loaded.staging),
         quote(&loaded.table)
     );
     sqlx::query(sqlx::AssertSqlSafe(rename)).execute(&mut *tx).await?;
-    let samples: Map<String, Value> = plan
-        .fields
-        .iter()
-        .zip(&loaded.stats.samples)
-        .map(|(f, values)| (f.name.clone(), Value::Array(values.clone())))
-        .collect();
+    let samples = samples_of(plan, loaded);
     let extent = loaded.stats.extent.bbox().map(|b| b.to_vec());
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type, srid, source_srid,
@@ -348,20 +362,7 @@ pub async fn replace(
     loaded: &LoadedLayer,
     meta: &DatasetMeta,
 ) -> Result<(), JobError> {
-    ctx.progress(
-        "publishing",
-        Some(loaded.stats.rows as i64),
-        Some(loaded.stats.rows as i64),
-    )
-    .await?;
-    let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
-        .bind(ctx.job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if status.as_deref() != Some("running") {
-        return Err(JobError::Cancelled);
-    }
+    let mut tx = begin_publishing(ctx, loaded).await?;
     let table: Option<String> =
         sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1 AND NOT is_registered FOR UPDATE")
             .bind(dataset_id)
@@ -374,12 +375,7 @@ pub async fn replace(
         table_q = quote(&table)
     );
     sqlx::raw_sql(sqlx::AssertSqlSafe(swap)).execute(&mut *tx).await?;
-    let samples: Map<String, Value> = plan
-        .fields
-        .iter()
-        .zip(&loaded.stats.samples)
-        .map(|(f, values)| (f.name.clone(), Value::Array(values.clone())))
-        .collect();
+    let samples = samples_of(plan, loaded);
     sqlx::query(
         "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
                 column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
