@@ -24,10 +24,13 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A delivery: "valid" when its signature checked out, and its body.
+type Delivery = (Option<String>, Value);
+
 /// A webhook receiver: what it was sent, and the status it answers.
 #[derive(Clone, Default)]
 struct Receiver {
-    seen: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    seen: Arc<Mutex<Vec<Delivery>>>,
     status: Arc<AtomicU16>,
 }
 

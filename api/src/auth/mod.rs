@@ -195,15 +195,15 @@ pub async fn resolve_caller(
     }
     let method = request.method().clone();
     let query = request.uri().query().map(str::to_string);
-    if is_read_method(&method) {
-        if let Some(capability) = capability_of(&state, request.headers(), &path, query.as_deref()).await? {
-            // Served under the capability; any credential sent is not read (rule 5).
-            request.extensions_mut().insert(Caller {
-                capability: Some(capability),
-                ..Caller::default()
-            });
-            return Ok(next.run(request).await);
-        }
+    if is_read_method(&method)
+        && let Some(capability) = capability_of(&state, request.headers(), &path, query.as_deref()).await?
+    {
+        // Served under the capability; any credential sent is not read (rule 5).
+        request.extensions_mut().insert(Caller {
+            capability: Some(capability),
+            ..Caller::default()
+        });
+        return Ok(next.run(request).await);
     }
     let header_key = request
         .headers()

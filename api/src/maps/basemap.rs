@@ -26,11 +26,14 @@ const SUBTLE_LINES: f64 = 0.4;
 const SOURCE_PREFIX: &str = "basemap-";
 const LAYER_PREFIX: &str = "basemap-";
 
-/// Basemap styles by URL, with when they were fetched (failures too, so a
-/// dead basemap is not asked again on every export).
+/// A fetched basemap style (or its failure) and when it was fetched.
+type Fetched = (Instant, Option<Arc<Value>>);
+
+/// Basemap styles by URL (failures too, so a dead basemap is not asked
+/// again on every export).
 #[derive(Clone, Default)]
 pub struct BasemapCache {
-    entries: Arc<Mutex<HashMap<String, (Instant, Option<Arc<Value>>)>>>,
+    entries: Arc<Mutex<HashMap<String, Fetched>>>,
 }
 
 /// Whether a `basemap_style` names a style document (not a raster tile template).
