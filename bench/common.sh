@@ -1,6 +1,7 @@
 # Shared by the bench scripts: a fresh `bench` database on the bench
-# cluster, the seeded test data, and a release build of the service
-# running against them. Expects POINTS, PORT, DIR, WORK and API_PORT.
+# cluster, the seeded test data, a release build of the service running
+# against them, tipg beside it, and wrk. Expects POINTS, PORT, DIR, WORK
+# and API_PORT (and TIPG_PORT, CONNECTIONS, DURATION for tipg and wrk).
 # shellcheck shell=bash
 
 # fresh_bench_database: (re)creates the bench database on a running cluster.
@@ -40,4 +41,43 @@ start_service() {
   API=$!
   "$bin/catalog-worker" >"$WORK/worker.log" 2>&1 &
   WORKER=$!
+}
+
+# serve_public_table_beside_tipg [VAR=value ...]: installs wrk and tipg,
+# starts the bench cluster, loads the seeded points through the service as
+# a public collection (COLLECTION, TABLE), and starts tipg on TIPG_PORT
+# over the same table with the given extra settings. Pids in API, WORKER
+# (stopped once loaded) and TIPG; everything stops on exit.
+serve_public_table_beside_tipg() {
+  ensure_packages wrk
+  [[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
+  "$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
+
+  start_cluster "$DIR" "$PORT"
+  trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+  fresh_bench_database
+  local gpkg
+  gpkg=$(bench_gpkg)
+  start_service
+
+  log "loading the table through the service"
+  read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$gpkg" "$DATABASE_URL")
+  kill "$WORKER"
+
+  log "starting tipg on 127.0.0.1:$TIPG_PORT"
+  env DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' "$@" \
+    "$ROOT/.data/bench-venv/bin/uvicorn" tipg.main:app --host 127.0.0.1 --port "$TIPG_PORT" --log-level warning \
+    >"$WORK/tipg.log" 2>&1 &
+  TIPG=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
+}
+
+# measure URL: wrk's requests/s, 99th-percentile latency and non-2xx count.
+measure() {
+  local out rps p99 non2xx
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  echo "$rps ${p99:-?} ${non2xx:-0}"
 }

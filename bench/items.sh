@@ -18,28 +18,7 @@ API_PORT=${BENCH_API_PORT:-18080}
 TIPG_PORT=${BENCH_TIPG_PORT:-18081}
 mkdir -p "$WORK"
 
-ensure_packages wrk
-[[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
-"$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
-
-start_cluster "$DIR" "$PORT"
-trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
-fresh_bench_database
-
-GPKG=$(bench_gpkg)
-
-start_service
-
-log "loading the table through the service"
-read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$GPKG" "$DATABASE_URL")
-kill "$WORKER"
-
-log "starting tipg on 127.0.0.1:$TIPG_PORT"
-DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' \
-  "$ROOT/.data/bench-venv/bin/uvicorn" tipg.main:app --host 127.0.0.1 --port "$TIPG_PORT" --log-level warning \
-  >"$WORK/tipg.log" 2>&1 &
-TIPG=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
+serve_public_table_beside_tipg
 
 OURS="http://127.0.0.1:$API_PORT/api/collections/$COLLECTION/items"
 THEIRS="http://127.0.0.1:$TIPG_PORT/collections/data.$TABLE/items"
@@ -63,16 +42,6 @@ declare -A PAGE_SQL=(
   [filter]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.category = 'park' ORDER BY t.gid LIMIT 101;"
   [deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.gid > 500000 ORDER BY t.gid LIMIT 101;"
 )
-
-# wrk prints "Requests/sec: N" and, with --latency, the 99% line.
-measure() {
-  local out rps p99
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
-  echo "$rps ${p99:-?} ${non2xx:-0}"
-}
 
 printf '\n%-8s %12s %10s %12s %10s %8s %12s %10s\n' mix "ours req/s" "ours p99" "tipg req/s" "tipg p99" ratio "pgbench tps" "ours/db"
 for mix in first bbox filter deep; do

@@ -18,43 +18,13 @@ API_PORT=${BENCH_API_PORT:-18080}
 TIPG_PORT=${BENCH_TIPG_PORT:-18081}
 mkdir -p "$WORK"
 
-ensure_packages wrk
-[[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
-"$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
-
-start_cluster "$DIR" "$PORT"
-trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
-fresh_bench_database
-
-GPKG=$(bench_gpkg)
-
-start_service
-
-log "loading the table through the service"
-read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$GPKG" "$DATABASE_URL")
-kill "$WORKER"
-
 # Both serve up to 50,000 features a tile (tipg's default is 10,000).
-log "starting tipg on 127.0.0.1:$TIPG_PORT"
-DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' TIPG_MAX_FEATURES_PER_TILE=50000 \
-  "$ROOT/.data/bench-venv/bin/uvicorn" tipg.main:app --host 127.0.0.1 --port "$TIPG_PORT" --log-level warning \
-  >"$WORK/tipg.log" 2>&1 &
-TIPG=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
+serve_public_table_beside_tipg TIPG_MAX_FEATURES_PER_TILE=50000
 
 # About 15,000, 250 and 1 points a tile.
 TILES=(3/4/2 6/33/22 10/530/340)
 OURS="http://127.0.0.1:$API_PORT/api/tiles/$COLLECTION"
 THEIRS="http://127.0.0.1:$TIPG_PORT/collections/data.$TABLE/tiles/WebMercatorQuad"
-
-measure() {
-  local out rps p99 non2xx
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
-  echo "$rps ${p99:-?} ${non2xx:-0}"
-}
 
 tile_bytes() {
   python3 - "$1" <<'PY'
