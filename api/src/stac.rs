@@ -25,7 +25,7 @@ const STAC_VERSION: &str = "1.0.0";
 const COLLECTION: &str = "datasets";
 
 /// The STAC landing page (a Catalog).
-#[utoipa::path(get, path = "/api/stac", tag = "stac", responses((status = 200, description = "STAC catalog")))]
+#[utoipa::path(get, path = "/api/stac", operation_id = "stac_landing", tag = "stac", responses((status = 200, description = "STAC catalog")))]
 async fn landing(State(state): State<AppState>) -> Json<Value> {
     let base = format!("{}/api/stac", state.config.public_url);
     Json(json!({

@@ -151,6 +151,24 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
     }
     let throttled = &doc["paths"]["/collections/{collectionId}/items"]["get"]["responses"]["429"];
     assert_eq!(throttled["headers"]["Retry-After"]["schema"]["type"], "integer");
+    // What client generators check first: a valid OpenAPI 3.1 document
+    // (unique operation ids among others).
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), doc.to_string()).unwrap();
+    let output = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import json, sys\nfrom openapi_spec_validator import validate\nvalidate(json.load(open(sys.argv[1])))",
+        ])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "openapi-spec-validator refused the document: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[tokio::test]
