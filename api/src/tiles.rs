@@ -243,7 +243,8 @@ async fn serve_tile(
     Ok(tile_response(tile, &dataset))
 }
 
-/// TileJSON 3.0 of a dataset's vector tiles.
+/// TileJSON 3.0 of a dataset's vector tiles (signed for datasets not
+/// everyone may read).
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/tilejson.json", tag = "tiles", params(("dataset_id" = Uuid, Path)),
     responses((status = 200, description = "TileJSON 3.0.0")))]
 async fn tilejson(
@@ -253,6 +254,18 @@ async fn tilejson(
 ) -> Result<Json<Value>, AppError> {
     let dataset = find_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
+    // Tiles not everyone may read come signed, so a viewer given this
+    // document needs no credential; an embedding page sends its token.
+    let embedded = matches!(caller.capability, Some(crate::auth::Capability::Embed { .. }));
+    let query = if (dataset.visibility == "public" && dataset.status == "ready") || embedded {
+        String::new()
+    } else {
+        let exp = template_expiry(now_secs());
+        format!(
+            "?{}",
+            signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp)
+        )
+    };
     let fields: serde_json::Map<String, Value> = published_columns(&dataset)
         .iter()
         .map(|c| {
@@ -268,12 +281,13 @@ async fn tilejson(
         "tilejson": "3.0.0",
         "name": dataset.title,
         "description": dataset.summary,
-        "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.pbf", dataset.id)],
+        "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.pbf{query}", dataset.id)],
         "minzoom": 0,
         "maxzoom": SOURCE_MAX_ZOOM,
         "vector_layers": [{"id": dataset.table_name, "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
     });
-    if let Some(bbox) = &dataset.extent_bbox {
+    // TileJSON bounds cannot cross the antimeridian: such data gets none.
+    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
         document["bounds"] = json!(bbox);
     }
     Ok(Json(document))

@@ -207,6 +207,13 @@ async fn signed_tile_templates_serve_until_publication_changes() {
         .unwrap()
         .replace("{z}/{x}/{y}", "0/0/0");
     assert_eq!(get(&stack, &cluster, &[]).await.status(), 200);
+    // The owner's TileJSON of a private dataset hands out signed tiles too.
+    let (_, tilejson) = stack
+        .get_json(Some(&owner), &format!("/api/tiles/{id}/tilejson.json"))
+        .await;
+    let from_tilejson = tilejson["tiles"][0].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
+    assert!(from_tilejson.contains("&sig="), "{tilejson}");
+    assert_eq!(get(&stack, &from_tilejson, &[]).await.status(), 200);
 
     // A tampered, foreign or partial template is no capability: the request
     // answers as its credential says (rule 4).
