@@ -234,6 +234,26 @@ async fn connect(client: &redis::Client) -> Result<ConnectionManager, redis::Red
     client.get_connection_manager_with_config(config).await
 }
 
+/// The address a request is counted against: the peer, or, when the peer
+/// is a trusted proxy, the nearest address in `X-Forwarded-For` that is
+/// not one (addresses further left could be made up by the client).
+fn client_address(peer: IpAddr, headers: &axum::http::HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|a| !trusted.contains(a))
+        .unwrap_or(peer)
+}
+
 pub async fn limit(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -244,7 +264,8 @@ pub async fn limit(
         return Ok(next.run(request).await);
     };
     let limit = bucket.limit(&state.config.rate_limits);
-    if let Some(retry_after) = state.rate_limiter.count(bucket, peer.ip(), limit).await {
+    let client = client_address(peer.ip(), request.headers(), &state.config.rate_limits.trusted_proxies);
+    if let Some(retry_after) = state.rate_limiter.count(bucket, client, limit).await {
         return Err(AppError::too_many_requests(retry_after));
     }
     Ok(next.run(request).await)
@@ -278,6 +299,30 @@ mod tests {
             counted_as("::ffff:192.0.2.7".parse().unwrap()),
             "192.0.2.7".parse::<IpAddr>().unwrap()
         );
+    }
+
+    #[test]
+    fn forwarded_addresses_count_only_behind_trusted_proxies() {
+        let proxy: IpAddr = "10.0.0.5".parse().unwrap();
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("x-forwarded-for", "1.2.3.4, 198.51.100.7".parse().unwrap());
+        assert_eq!(
+            client_address(proxy, &headers, &[]),
+            proxy,
+            "untrusted peers are counted as themselves"
+        );
+        assert_eq!(
+            client_address(proxy, &headers, &[proxy]),
+            "198.51.100.7".parse::<IpAddr>().unwrap(),
+            "the address the trusted proxy saw, not what the client claimed"
+        );
+        let inner: IpAddr = "10.0.0.6".parse().unwrap();
+        headers.insert("x-forwarded-for", "198.51.100.7, 10.0.0.6".parse().unwrap());
+        assert_eq!(
+            client_address(proxy, &headers, &[proxy, inner]),
+            "198.51.100.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(client_address(proxy, &axum::http::HeaderMap::new(), &[proxy]), proxy);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct RateLimits {
     pub tiles_per_minute: u64,
     /// Sign-in, registration and refresh: the routes that guess credentials.
     pub sign_in_per_minute: u64,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catalog";
@@ -131,6 +133,13 @@ impl Config {
                 per_minute: positive("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
                 sign_in_per_minute: positive("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
+                trusted_proxies: list("TRUSTED_PROXIES")
+                    .iter()
+                    .map(|a| {
+                        a.parse()
+                            .map_err(|_| anyhow::anyhow!("TRUSTED_PROXIES: {a:?} is not an IP address"))
+                    })
+                    .collect::<anyhow::Result<_>>()?,
             },
         })
     }

@@ -200,3 +200,34 @@ async fn a_store_that_appears_after_start_up_is_used() {
     redis.kill().unwrap();
     redis.wait().unwrap();
 }
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_count() {
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("RATE_LIMIT_PER_MINUTE", "3")
+            .env("TRUSTED_PROXIES", "127.0.0.1"),
+    )
+    .await;
+    start_of_a_window().await;
+    let from = |client: &'static str| {
+        let stack = &stack;
+        async move {
+            stack
+                .http
+                .get(stack.url("/api/conformance"))
+                .header("x-forwarded-for", format!("6.6.6.6, {client}"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let mut first = Vec::new();
+    for _ in 0..4 {
+        first.push(from("203.0.113.1").await);
+    }
+    assert_eq!(first, [200, 200, 200, 429]);
+    assert_eq!(from("203.0.113.2").await, 200, "another client behind the same proxy");
+}
