@@ -48,10 +48,6 @@ fn valid_resource_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-'))
 }
 
-fn invalid(field: &str, why: &str) -> AppError {
-    AppError::unprocessable(format!("{field}: {why}"))
-}
-
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ConnectorIngest {
@@ -68,7 +64,7 @@ fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>
     match config.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.chars().count() <= 2048 => Ok(Some(s.clone())),
-        Some(_) => Err(invalid(
+        Some(_) => Err(AppError::invalid_field(
             &format!("config.{name}"),
             "must be a string of at most 2048 characters",
         )),
@@ -96,7 +92,7 @@ async fn connector_ingest(
         )));
     }
     if !valid_resource_id(&body.resource_id) {
-        return Err(invalid(
+        return Err(AppError::invalid_field(
             "resource_id",
             "1 to 255 characters: a letter or digit, then letters, digits, '.', '_', '~' or '-'",
         ));
@@ -104,12 +100,12 @@ async fn connector_ingest(
     let credential_id = match &body.credential_id {
         None => None,
         Some(id) if id.is_empty() || id.chars().count() > TEXT_MAX => {
-            return Err(invalid("credential_id", "must be 1 to 255 characters"));
+            return Err(AppError::invalid_field("credential_id", "must be 1 to 255 characters"));
         }
         Some(id) => {
             let id: Uuid = id
                 .parse()
-                .map_err(|_| invalid("credential_id", "names no credential"))?;
+                .map_err(|_| AppError::invalid_field("credential_id", "names no credential"))?;
             let owner: Option<Uuid> = sqlx::query_scalar("SELECT owner_id FROM connector_credentials WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&state.pool)
@@ -117,30 +113,33 @@ async fn connector_ingest(
             match owner {
                 // Only its owner: anyone else could send the secret to a URL of theirs.
                 Some(owner) if owner == user.id => Some(id),
-                _ => return Err(invalid("credential_id", "names no credential of yours")),
+                _ => return Err(AppError::invalid_field("credential_id", "names no credential of yours")),
             }
         }
     };
-    let template =
-        config_text(&body.config, "url_template")?.ok_or_else(|| invalid("config.url_template", "is required"))?;
+    let template = config_text(&body.config, "url_template")?
+        .ok_or_else(|| AppError::invalid_field("config.url_template", "is required"))?;
     if !template.contains("{resource_id}") {
-        return Err(invalid("config.url_template", "must contain {resource_id}"));
+        return Err(AppError::invalid_field(
+            "config.url_template",
+            "must contain {resource_id}",
+        ));
     }
     let url = Url::parse(&template.replace("{resource_id}", &body.resource_id))
-        .map_err(|_| invalid("config.url_template", "does not make a valid URL"))?;
+        .map_err(|_| AppError::invalid_field("config.url_template", "does not make a valid URL"))?;
     if !matches!(url.scheme(), "https" | "http") {
-        return Err(invalid("config.url_template", "must be an http(s) URL"));
+        return Err(AppError::invalid_field("config.url_template", "must be an http(s) URL"));
     }
     state
         .outbound
         .check_resolved(&url)
         .await
-        .map_err(|why| invalid("config.url_template", &format!("is refused: {why}")))?;
+        .map_err(|why| AppError::invalid_field("config.url_template", &format!("is refused: {why}")))?;
     let visibility = config_text(&body.config, "visibility")?.unwrap_or_else(|| "private".into());
     check_visibility(&visibility)?;
     for name in body.config.keys() {
         if !matches!(name.as_str(), "url_template" | "title" | "visibility" | "layer") {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 &format!("config.{name}"),
                 "is not a setting of the http connector",
             ));
@@ -179,7 +178,7 @@ async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Resu
     if let Some(id) = credential_id {
         let credential = ConnectorCredential::find(&state.pool, id)
             .await?
-            .ok_or_else(|| invalid("credential_id", "names no credential"))?;
+            .ok_or_else(|| AppError::invalid_field("credential_id", "names no credential"))?;
         request = credential.apply(request, &state.config.jwt_secret)?;
     }
     let response = request.send().await.map_err(|e| {
@@ -230,7 +229,10 @@ struct Credential {
 fn required<'a>(field: &str, value: &'a Option<String>, max: usize) -> Result<&'a str, AppError> {
     match value.as_deref() {
         Some(v) if !v.is_empty() && v.chars().count() <= max => Ok(v),
-        _ => Err(invalid(field, &format!("is required, 1 to {max} characters"))),
+        _ => Err(AppError::invalid_field(
+            field,
+            &format!("is required, 1 to {max} characters"),
+        )),
     }
 }
 
@@ -254,7 +256,10 @@ async fn create_credential(
         "header" => {
             let name = required("header_name", &input.header_name, TEXT_MAX)?;
             if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                return Err(invalid("header_name", "is not a valid HTTP header name"));
+                return Err(AppError::invalid_field(
+                    "header_name",
+                    "is not a valid HTTP header name",
+                ));
             }
             (
                 None,
@@ -262,7 +267,7 @@ async fn create_credential(
                 required("header_value", &input.header_value, SECRET_MAX)?,
             )
         }
-        _ => return Err(invalid("method", "must be bearer, basic or header")),
+        _ => return Err(AppError::invalid_field("method", "must be bearer, basic or header")),
     };
     let credential = sqlx::query_as(
         "INSERT INTO connector_credentials (id, name, owner_id, method, username, header_name, secret)

@@ -99,30 +99,29 @@ struct NotificationInput {
     events: Vec<String>,
 }
 
-fn invalid(field: &str, why: &str) -> AppError {
-    AppError::unprocessable(format!("{field}: {why}"))
-}
-
 fn check_address(field: &str, address: &str) -> Result<(), AppError> {
     address
         .parse::<lettre::Address>()
         .map(|_| ())
-        .map_err(|_| invalid(field, &format!("{address:?} is not an email address")))
+        .map_err(|_| AppError::invalid_field(field, &format!("{address:?} is not an email address")))
 }
 
 fn check_smtp(smtp: &SmtpInput) -> Result<(), AppError> {
     if smtp.host.trim().is_empty() || smtp.host.len() > TEXT_MAX {
-        return Err(invalid("smtp.host", "must be a host name of 1 to 255 characters"));
+        return Err(AppError::invalid_field(
+            "smtp.host",
+            "must be a host name of 1 to 255 characters",
+        ));
     }
     if smtp.port == 0 {
-        return Err(invalid("smtp.port", "must be 1 to 65535"));
+        return Err(AppError::invalid_field("smtp.port", "must be 1 to 65535"));
     }
     if smtp.username.as_ref().is_some_and(|u| u.len() > TEXT_MAX) {
-        return Err(invalid("smtp.username", "at most 255 characters"));
+        return Err(AppError::invalid_field("smtp.username", "at most 255 characters"));
     }
     check_address("smtp.from", &smtp.from)?;
     if smtp.to.is_empty() || smtp.to.len() > RECIPIENTS_MAX {
-        return Err(invalid("smtp.to", "give 1 to 50 recipients"));
+        return Err(AppError::invalid_field("smtp.to", "give 1 to 50 recipients"));
     }
     for to in &smtp.to {
         check_address("smtp.to", to)?;
@@ -144,9 +143,10 @@ async fn put_settings(
         check_smtp(smtp)?;
     }
     if let Some(webhook) = &input.webhook {
-        let url = url::Url::parse(&webhook.url).map_err(|_| invalid("webhook.url", "must be an absolute URL"))?;
+        let url = url::Url::parse(&webhook.url)
+            .map_err(|_| AppError::invalid_field("webhook.url", "must be an absolute URL"))?;
         if !matches!(url.scheme(), "https" | "http") || webhook.url.len() > URL_MAX {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 "webhook.url",
                 "must be an http(s) URL of at most 2048 characters",
             ));
@@ -154,10 +154,10 @@ async fn put_settings(
         state
             .outbound
             .check_url(&url)
-            .map_err(|why| invalid("webhook.url", &format!("is refused: {why}")))?;
+            .map_err(|why| AppError::invalid_field("webhook.url", &format!("is refused: {why}")))?;
     }
     if let Some(event) = input.events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
-        return Err(invalid(
+        return Err(AppError::invalid_field(
             "events",
             &format!("{event:?} is not one of {}", EVENTS.join(", ")),
         ));

@@ -37,13 +37,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// How long the preview route waits for a worker to pull and compare.
 const PREVIEW_WAIT: Duration = Duration::from_secs(120);
 
-fn invalid(field: &str, why: &str) -> AppError {
-    AppError::unprocessable(format!("{field}: {why}"))
-}
-
 fn bounded(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {
     match value {
-        Some(v) if v.chars().count() > max => Err(invalid(field, &format!("at most {max} characters"))),
+        Some(v) if v.chars().count() > max => Err(AppError::invalid_field(field, &format!("at most {max} characters"))),
         _ => Ok(()),
     }
 }
@@ -54,7 +50,7 @@ fn service_type(value: &str) -> Result<&'static str, AppError> {
         "ogcapi_features" | "ogc_api_features" | "oapif" => Ok("ogcapi_features"),
         "arcgis_featureserver" | "arcgis_feature_service" | "arcgis" | "featureserver" => Ok("arcgis_featureserver"),
         "wfs" => Ok("wfs"),
-        _ => Err(invalid(
+        _ => Err(AppError::invalid_field(
             "service_type",
             "must be ogcapi_features, arcgis_featureserver or wfs",
         )),
@@ -100,20 +96,26 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
     } = request;
     bounded("layer_title", &layer_title, 500)?;
     if url.is_empty() || url.chars().count() > 2048 {
-        return Err(invalid("url", "is required, at most 2048 characters"));
+        return Err(AppError::invalid_field("url", "is required, at most 2048 characters"));
     }
     if kind.chars().count() > 50 {
-        return Err(invalid("service_type", "at most 50 characters"));
+        return Err(AppError::invalid_field("service_type", "at most 50 characters"));
     }
     let kind = service_type(&kind)?;
     if layer_name.trim().is_empty() || layer_name.chars().count() > 500 {
-        return Err(invalid("layer_name", "is required, at most 500 characters"));
+        return Err(AppError::invalid_field(
+            "layer_name",
+            "is required, at most 500 characters",
+        ));
     }
     bounded("token", &token, 1000)?;
     bounded("object_id_field", &object_id_field, 200)?;
     if let Some(auth) = &auth {
         if !matches!(auth.method.as_str(), "bearer" | "basic" | "header") {
-            return Err(invalid("auth.method", "must be bearer, basic or header"));
+            return Err(AppError::invalid_field(
+                "auth.method",
+                "must be bearer, basic or header",
+            ));
         }
         bounded("auth.token", &auth.token, 1000)?;
         bounded("auth.username", &auth.username, 255)?;
@@ -126,18 +128,21 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
                 .as_deref()
                 .is_none_or(|h| axum::http::HeaderName::from_bytes(h.as_bytes()).is_err())
         {
-            return Err(invalid("auth.header_name", "a valid HTTP header name is required"));
+            return Err(AppError::invalid_field(
+                "auth.header_name",
+                "a valid HTTP header name is required",
+            ));
         }
     }
-    let parsed = Url::parse(&url).map_err(|_| invalid("url", "is not a valid URL"))?;
+    let parsed = Url::parse(&url).map_err(|_| AppError::invalid_field("url", "is not a valid URL"))?;
     if !matches!(parsed.scheme(), "https" | "http") {
-        return Err(invalid("url", "must be an http(s) URL"));
+        return Err(AppError::invalid_field("url", "must be an http(s) URL"));
     }
     state
         .outbound
         .check_resolved(&parsed)
         .await
-        .map_err(|why| invalid("url", &format!("is refused: {why}")))?;
+        .map_err(|why| AppError::invalid_field("url", &format!("is refused: {why}")))?;
     let sealed_credentials = if token.is_some() || auth.is_some() {
         let credentials = ServiceCredentials { token, auth };
         let clear = serde_json::to_string(&credentials).map_err(AppError::internal)?;
@@ -165,7 +170,7 @@ async fn import_service(
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
     if body.preview.is_some() {
-        return Err(invalid(
+        return Err(AppError::invalid_field(
             "preview",
             "is for reuploads; an import has nothing to compare with",
         ));
@@ -206,7 +211,10 @@ async fn queue_service_reupload(
         ));
     }
     if body.visibility.is_some() {
-        return Err(invalid("visibility", "is the dataset's own; change it with PATCH"));
+        return Err(AppError::invalid_field(
+            "visibility",
+            "is the dataset's own; change it with PATCH",
+        ));
     }
     let service = remote_service(state, body).await?;
     let payload = ReuploadPayload {
@@ -257,7 +265,7 @@ async fn preview_service_reupload(
     JsonBody(body): JsonBody<ServiceRequest>,
 ) -> Result<Json<Value>, AppError> {
     if body.preview == Some(false) {
-        return Err(invalid("preview", "this route only previews"));
+        return Err(AppError::invalid_field("preview", "this route only previews"));
     }
     let job_id = queue_service_reupload(&state, &caller, id, body, true).await?;
     let deadline = tokio::time::Instant::now() + PREVIEW_WAIT;

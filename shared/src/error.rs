@@ -61,6 +61,10 @@ impl AppError {
     pub fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
     }
+    /// A 422 whose detail starts with the field it is about.
+    pub fn invalid_field(field: &str, why: &str) -> Self {
+        Self::unprocessable(format!("{field}: {why}"))
+    }
     pub fn payload_too_large(limit: u64) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,

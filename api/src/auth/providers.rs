@@ -141,21 +141,23 @@ pub struct ProviderInput {
     enabled: Option<bool>,
 }
 
-fn invalid(field: &str, why: &str) -> AppError {
-    AppError::unprocessable(format!("{field}: {why}"))
-}
-
 fn check_text(field: &str, value: &str, max: usize) -> Result<(), AppError> {
     if value.trim().is_empty() || value.chars().count() > max {
-        return Err(invalid(field, &format!("must be 1 to {max} characters")));
+        return Err(AppError::invalid_field(
+            field,
+            &format!("must be 1 to {max} characters"),
+        ));
     }
     Ok(())
 }
 
 fn check_url(field: &str, value: &str) -> Result<(), AppError> {
-    let url = Url::parse(value).map_err(|_| invalid(field, "must be an absolute URL"))?;
+    let url = Url::parse(value).map_err(|_| AppError::invalid_field(field, "must be an absolute URL"))?;
     if !matches!(url.scheme(), "https" | "http") || value.len() > URL_MAX {
-        return Err(invalid(field, "must be an http(s) URL of at most 2048 characters"));
+        return Err(AppError::invalid_field(
+            field,
+            "must be an http(s) URL of at most 2048 characters",
+        ));
     }
     Ok(())
 }
@@ -170,7 +172,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
         if !url_safe {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 "slug",
                 "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit",
             ));
@@ -184,7 +186,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
     let type_changed = input.provider_type.is_some();
     if let Some(kind) = input.provider_type {
         if !PROVIDER_TYPES.contains(&kind.as_str()) {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 "provider_type",
                 &format!("must be one of {}", PROVIDER_TYPES.join(", ")),
             ));
@@ -222,7 +224,10 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
     }
     if let Some(role) = input.default_role {
         if !ROLES.contains(&role.as_str()) {
-            return Err(invalid("default_role", "must be viewer, editor or admin"));
+            return Err(AppError::invalid_field(
+                "default_role",
+                "must be viewer, editor or admin",
+            ));
         }
         p.default_role = role;
     }
@@ -232,7 +237,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
     match p.provider_type.as_str() {
         "idp_b" => {
             if p.discovery_url.is_some() {
-                return Err(invalid(
+                return Err(AppError::invalid_field(
                     "discovery_url",
                     "idp_b is plain OAuth 2.0 and has no discovery document",
                 ));
@@ -248,7 +253,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
             if p.discovery_url.is_none()
                 && (p.authorize_url.is_none() || p.token_url.is_none() || p.userinfo_url.is_none())
             {
-                return Err(invalid(
+                return Err(AppError::invalid_field(
                     "discovery_url",
                     "give a discovery_url, or authorize_url, token_url and userinfo_url",
                 ));
@@ -256,7 +261,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
         }
     }
     if p.client_secret.is_empty() {
-        return Err(invalid("client_secret", "is required"));
+        return Err(AppError::invalid_field("client_secret", "is required"));
     }
     Ok(p)
 }
@@ -302,7 +307,7 @@ async fn create_provider(
         ("client_secret", input.client_secret.is_some()),
     ] {
         if !present {
-            return Err(invalid(field, "is required"));
+            return Err(AppError::invalid_field(field, "is required"));
         }
     }
     let blank = Provider {
@@ -475,7 +480,7 @@ async fn put_auth_settings(
 ) -> Result<Json<AuthSettings>, AppError> {
     caller.admin()?;
     if body.allowed_email_domains.len() > 100 {
-        return Err(invalid("allowed_email_domains", "at most 100 domains"));
+        return Err(AppError::invalid_field("allowed_email_domains", "at most 100 domains"));
     }
     for domain in &mut body.allowed_email_domains {
         *domain = domain.trim().trim_start_matches('@').to_ascii_lowercase();
@@ -486,7 +491,7 @@ async fn put_auth_settings(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
         if !valid {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 "allowed_email_domains",
                 &format!("{domain:?} is not a domain name"),
             ));
@@ -498,7 +503,7 @@ async fn put_auth_settings(
             .fetch_one(&mut *tx)
             .await?;
         if !any_provider {
-            return Err(invalid(
+            return Err(AppError::invalid_field(
                 "password_login_enabled",
                 "enable a single sign-on provider before turning password sign-in off",
             ));

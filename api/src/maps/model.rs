@@ -187,13 +187,9 @@ pub struct MapInput {
     pub legend_title: Option<String>,
 }
 
-fn invalid(field: &str, rule: &str) -> AppError {
-    AppError::unprocessable(format!("{field}: {rule}"))
-}
-
 fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {
     match value {
-        Some(v) if v.chars().count() > max => Err(invalid(field, &format!("at most {max} characters"))),
+        Some(v) if v.chars().count() > max => Err(AppError::invalid_field(field, &format!("at most {max} characters"))),
         _ => Ok(()),
     }
 }
@@ -201,7 +197,7 @@ fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppE
 fn within(field: &str, value: Option<f64>, min: f64, max: f64) -> Result<(), AppError> {
     match value {
         Some(v) if !(v.is_finite() && v >= min && v <= max) => {
-            Err(invalid(field, &format!("must be from {min} to {max}")))
+            Err(AppError::invalid_field(field, &format!("must be from {min} to {max}")))
         }
         _ => Ok(()),
     }
@@ -210,7 +206,7 @@ fn within(field: &str, value: Option<f64>, min: f64, max: f64) -> Result<(), App
 fn hex_color(field: &str, value: &Option<String>) -> Result<(), AppError> {
     match value {
         Some(v) if !(v.len() == 7 && v.starts_with('#') && v[1..].chars().all(|c| c.is_ascii_hexdigit())) => {
-            Err(invalid(field, "must be a #RRGGBB colour"))
+            Err(AppError::invalid_field(field, "must be a #RRGGBB colour"))
         }
         _ => Ok(()),
     }
@@ -222,8 +218,8 @@ pub const MAX_PLUGINS: usize = 50;
 impl MapInput {
     pub fn validate(&self, creating: bool) -> Result<(), AppError> {
         match &self.name {
-            Some(name) if name.trim().is_empty() => return Err(invalid("name", "must not be empty")),
-            None if creating => return Err(invalid("name", "is required")),
+            Some(name) if name.trim().is_empty() => return Err(AppError::invalid_field("name", "must not be empty")),
+            None if creating => return Err(AppError::invalid_field("name", "is required")),
             _ => {}
         }
         max_chars("name", &self.name, 255)?;
@@ -239,10 +235,16 @@ impl MapInput {
         if let Some(v) = &self.visibility
             && !matches!(v.as_str(), "private" | "internal" | "public")
         {
-            return Err(invalid("visibility", "must be private, internal or public"));
+            return Err(AppError::invalid_field(
+                "visibility",
+                "must be private, internal or public",
+            ));
         }
         if self.plugins.as_ref().is_some_and(|p| p.len() > MAX_PLUGINS) {
-            return Err(invalid("plugins", &format!("at most {MAX_PLUGINS} items")));
+            return Err(AppError::invalid_field(
+                "plugins",
+                &format!("at most {MAX_PLUGINS} items"),
+            ));
         }
         if let Some(b) = &self.basemap_config {
             within("basemap_config.opacity", Some(b.opacity), 0.0, 1.0)?;
@@ -262,19 +264,25 @@ impl MapInput {
         }
         if let Some(layers) = &self.layers {
             if layers.len() > MAX_LAYERS {
-                return Err(invalid("layers", &format!("at most {MAX_LAYERS} items")));
+                return Err(AppError::invalid_field(
+                    "layers",
+                    &format!("at most {MAX_LAYERS} items"),
+                ));
             }
             for (i, l) in layers.iter().enumerate() {
                 let f = |name: &str| format!("layers[{i}].{name}");
                 if !(0..=32767).contains(&l.sort_order) {
-                    return Err(invalid(&f("sort_order"), "must be from 0 to 32767"));
+                    return Err(AppError::invalid_field(&f("sort_order"), "must be from 0 to 32767"));
                 }
                 within(&f("opacity"), Some(l.opacity), 0.0, 1.0)?;
                 max_chars(&f("display_name"), &l.display_name, 255)?;
                 if let Some(p) = &l.popup_config {
                     max_chars(&f("popup_config.expression"), &p.expression, 500)?;
                     if p.visible_fields.as_ref().is_some_and(|v| v.len() > 100) {
-                        return Err(invalid(&f("popup_config.visible_fields"), "at most 100 items"));
+                        return Err(AppError::invalid_field(
+                            &f("popup_config.visible_fields"),
+                            "at most 100 items",
+                        ));
                     }
                 }
             }
