@@ -42,7 +42,6 @@ NODE_MODULES="$ROOT/.data/node/node_modules"
 export CATALOG_STYLE_VALIDATOR="$NODE_MODULES/.bin/gl-style-validate"
 export CATALOG_NODE_MODULES="$NODE_MODULES"
 export CHROMIUM=$(command -v chromium)
-export SHARED_DATA_DIR=${SHARED_DATA_DIR:-$(cd "$ROOT/../shared/data" 2>/dev/null && pwd || echo "")}
 
 log "testing"
 cargo test --workspace "$@"

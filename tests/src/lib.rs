@@ -28,11 +28,9 @@ pub fn bin_dir() -> PathBuf {
     exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
 }
 
+/// The repository's own test data (`tests/data`, see its README).
 pub fn data_dir() -> PathBuf {
-    match std::env::var("SHARED_DATA_DIR") {
-        Ok(dir) if !dir.is_empty() => dir.into(),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
 }
 
 pub fn data_file(relative: &str) -> Vec<u8> {
@@ -75,6 +73,8 @@ pub struct Stack {
     pub http: reqwest::Client,
     env: Vec<(String, String)>,
     api: Option<Child>,
+    /// API processes beside the first one, for what must hold across them.
+    more_apis: Vec<Child>,
     workers: Vec<Child>,
     _storage: tempfile::TempDir,
     logs: tempfile::TempDir,
@@ -129,6 +129,7 @@ impl Stack {
                 .unwrap(),
             env,
             api: None,
+            more_apis: Vec::new(),
             workers: Vec::new(),
             _storage: storage,
             logs,
@@ -142,6 +143,10 @@ impl Stack {
     }
 
     fn spawn(&self, binary: &str, log_name: &str) -> Child {
+        self.spawn_with(binary, log_name, &[])
+    }
+
+    fn spawn_with(&self, binary: &str, log_name: &str, overrides: &[(&str, String)]) -> Child {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -151,6 +156,7 @@ impl Stack {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(overrides.iter().map(|(k, v)| (*k, v.as_str())))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -167,11 +173,46 @@ impl Stack {
         n
     }
 
+    /// Starts one more API process on the same database; answers its base URL
+    /// once it is healthy.
+    pub async fn add_api(&mut self) -> String {
+        let port = free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let n = self.more_apis.len() + 1;
+        let child = self.spawn_with(
+            "catalog-api",
+            &format!("api{n}"),
+            &[("BIND_ADDR", format!("127.0.0.1:{port}")), ("PUBLIC_URL", base.clone())],
+        );
+        self.more_apis.push(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !matches!(self.http.get(format!("{base}/api/health")).send().await, Ok(r) if r.status().is_success()) {
+            assert!(
+                Instant::now() < deadline,
+                "API {n} did not become healthy:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        base
+    }
+
     /// SIGKILL, as when a host dies: no chance to clean up.
     pub fn kill_worker(&mut self, index: usize) {
         let child = &mut self.workers[index];
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// The API process's resident memory, in KiB.
+    pub fn api_rss_kib(&self) -> i64 {
+        let pid = self.api.as_ref().expect("the API runs").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status")
     }
 
     pub fn logs(&self) -> String {
@@ -416,7 +457,12 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        for child in self.workers.iter_mut().chain(self.api.iter_mut()) {
+        for child in self
+            .workers
+            .iter_mut()
+            .chain(self.api.iter_mut())
+            .chain(self.more_apis.iter_mut())
+        {
             let _ = child.kill();
             let _ = child.wait();
         }
