@@ -1,6 +1,6 @@
 # One image with both binaries; compose runs it as the API and as workers.
 FROM rust:1-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libgdal-dev pkg-config && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends libgdal-dev libclang-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --bins && cp target/release/catalog-api target/release/catalog-worker /usr/local/bin/

@@ -56,6 +56,7 @@ async fn serve() -> anyhow::Result<()> {
     let bind_addr = config.bind_addr;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref()).await;
     let state = state::AppState::new(pool, config, rate_limiter)?;
+    state.sandbox.prepare_login(&state.pool).await;
     tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
     let app = app::build(state);
     let listener = tokio::net::TcpListener::bind(bind_addr).await?;

@@ -7,6 +7,8 @@ use anyhow::{Context, bail};
 #[derive(Clone, Debug)]
 pub struct Config {
     pub database_url: String,
+    /// The SQL sandbox's own login; derived from `database_url` when unset.
+    pub sandbox_database_url: Option<String>,
     pub redis_url: Option<String>,
     pub jwt_secret: String,
     pub storage_url: String,
@@ -109,6 +111,7 @@ impl Config {
         let bind_addr = parsed("BIND_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
         Ok(Self {
             database_url: var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            sandbox_database_url: var("SANDBOX_DATABASE_URL"),
             redis_url: var("REDIS_URL"),
             jwt_secret,
             storage_url,

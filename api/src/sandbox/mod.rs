@@ -1,13 +1,30 @@
-//! The read-only SQL sandbox: one statement, in a read-only transaction,
-//! under a role that may read only the tables of the datasets the caller
-//! can see (granted inside the transaction and rolled back with it), with a
-//! statement timeout and a row cap. Rows come back as JSON; geometry
-//! columns as GeoJSON.
-use axum::{Json, extract::State, http::StatusCode};
-use catalog_shared::{AppError, db::quote_ident};
+//! The read-only SQL sandbox. Two independent gates stand between a
+//! caller's text and the data (threat model: `docs/sandbox.md`):
+//! 1. `statement`: the real PostgreSQL parser admits one plain SELECT of
+//!    allow-listed node kinds and functions; the checked tree, printed
+//!    back, is what runs.
+//! 2. The database: the statement runs on a pool that logs in as
+//!    `catalog_sandbox`, a role with no memberships (nothing to switch to)
+//!    and SELECT on dataset tables only, in a read-only transaction with a
+//!    statement timeout. Every relation the statement names is resolved by
+//!    the database itself in that transaction and must be a table of a
+//!    dataset the caller may see.
+//!
+//! Rows come back as JSON (geometry as GeoJSON), capped in count and bytes.
+mod pool;
+mod statement;
+
+use std::collections::HashSet;
+
+use axum::{Json, extract::State};
+use catalog_shared::AppError;
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sqlx::postgres::PgConnection;
 use utoipa_axum::{router::OpenApiRouter, routes};
+
+pub use pool::SandboxPool;
 
 use crate::{auth::Caller, datasets::visible_to_caller, extract::Json as JsonBody, state::AppState};
 
@@ -15,9 +32,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(run_query))
 }
 
-const SANDBOX_ROLE: &str = "catalog_sandbox";
 const STATEMENT_TIMEOUT_MS: u32 = 5_000;
 const ROW_CAP: usize = 1_000;
+/// The most result text one request may return; the database measures
+/// each row before sending it, so a huge value never reaches the API.
+const MAX_RESULT_BYTES: i64 = 8 * 1024 * 1024;
 const MAX_SQL_CHARS: usize = 20_000;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -37,36 +56,6 @@ struct QueryResult {
     truncated: bool,
 }
 
-fn refused(e: sqlx::Error) -> AppError {
-    match &e {
-        sqlx::Error::Database(db) => {
-            let code = db.code().unwrap_or_default().to_string();
-            let message = db.message().to_string();
-            match code.as_str() {
-                "42501" => AppError::forbidden(format!(
-                    "not allowed: {message}; only the tables of datasets you can see are readable"
-                )),
-                "25006" => AppError::forbidden(format!("the sandbox is read-only: {message}")),
-                "57014" => AppError::bad_request(format!(
-                    "the query ran longer than {} s and was stopped",
-                    STATEMENT_TIMEOUT_MS / 1000
-                )),
-                c if c.starts_with("42")
-                    || c.starts_with("22")
-                    || c.starts_with("0A")
-                    || c.starts_with("2B")
-                    || c.starts_with("P0") =>
-                {
-                    AppError::bad_request(format!("the query failed: {message}"))
-                }
-                _ => e.into(),
-            }
-        }
-        _ if e.to_string().contains("multiple commands") => AppError::bad_request("send exactly one statement"),
-        _ => e.into(),
-    }
-}
-
 /// Runs one read-only SQL statement over the datasets the caller can see.
 #[utoipa::path(post, path = "/api/query", tag = "catalog", request_body = QueryRequest,
     responses((status = 200, body = QueryResult),
@@ -78,69 +67,21 @@ async fn run_query(
     JsonBody(body): JsonBody<QueryRequest>,
 ) -> Result<Json<QueryResult>, AppError> {
     caller.signed_in()?;
-    let sql = body.sql.trim().trim_end_matches(';').trim().to_string();
+    let sql = body.sql.trim();
     if sql.is_empty() || sql.chars().count() > MAX_SQL_CHARS {
         return Err(AppError::bad_request(format!(
             "sql must be 1 to {MAX_SQL_CHARS} characters"
         )));
     }
-    let role_exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)")
-        .bind(SANDBOX_ROLE)
-        .fetch_one(&state.pool)
-        .await?;
-    if !role_exists {
-        return Err(AppError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the SQL sandbox is not set up: the database user needs CREATEROLE once, at migration",
-        ));
-    }
-    let visible = visible_to_caller("datasets");
-    let tables: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT schema_name, table_name FROM datasets WHERE {visible} AND status = 'ready'"
-    )))
-    .bind(caller.user_id())
-    .bind(caller.is_admin())
-    .fetch_all(&state.pool)
-    .await?;
-    let mut tx = state.pool.begin().await?;
-    for (schema, table) in &tables {
-        let grant = format!(
-            "GRANT SELECT ON {}.{} TO {SANDBOX_ROLE}",
-            quote_ident(schema),
-            quote_ident(table)
-        );
-        // A table that vanished under the catalog is simply not granted.
-        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(grant)).execute(&mut *tx).await {
-            if !matches!(&e, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01")) {
-                return Err(e.into());
-            }
-            return Err(AppError::conflict(format!(
-                "dataset table {schema}.{table} is missing; run its validation"
-            )));
-        }
-    }
-    for setting in [
-        format!("SET LOCAL ROLE {SANDBOX_ROLE}"),
-        "SET LOCAL transaction_read_only = on".to_string(),
-        format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"),
-        "SET LOCAL search_path = data, public".to_string(),
-    ] {
-        sqlx::query(sqlx::AssertSqlSafe(setting)).execute(&mut *tx).await?;
-    }
-    // The statement runs as a subquery of a prepared statement: one
-    // statement only, no data-modifying WITH, rows capped.
-    let wrapped = format!("SELECT to_json(r)::text FROM (\n{sql}\n) r LIMIT {}", ROW_CAP + 1);
-    let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(wrapped))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(refused)?;
+    let checked = statement::check(sql)?;
+    let readable = readable_tables(&state, &caller).await?;
+    let mut tx = state.sandbox.begin().await?;
+    let settings =
+        format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = data, public");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(settings)).execute(&mut *tx).await?;
+    admit_relations(&mut tx, &checked.relations, &readable).await?;
+    let (rows, truncated) = run_capped(&mut tx, &checked.sql).await?;
     tx.rollback().await?;
-    let truncated = rows.len() > ROW_CAP;
-    let rows: Vec<Value> = rows
-        .into_iter()
-        .take(ROW_CAP)
-        .map(|r| serde_json::from_str(&r).unwrap_or(Value::Null))
-        .collect();
     let columns = rows
         .first()
         .and_then(|r| r.as_object())
@@ -152,4 +93,115 @@ async fn run_query(
         rows,
         truncated,
     }))
+}
+
+/// The tables (by oid) of the published datasets the caller may see, each
+/// made readable by the sandbox role if it is not yet.
+async fn readable_tables(state: &AppState, caller: &Caller) -> Result<HashSet<u32>, AppError> {
+    let visible = visible_to_caller("datasets");
+    let tables: Vec<(String, String, Option<sqlx::postgres::types::Oid>, bool)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT schema_name, table_name, t.oid,
+                t.oid IS NOT NULL AND has_table_privilege($3, t.oid, 'SELECT')
+           FROM datasets
+           LEFT JOIN LATERAL (SELECT to_regclass(format('%I.%I', schema_name, table_name))::oid AS oid) t ON true
+          WHERE {visible} AND status = 'ready'"
+        )))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .bind(state.sandbox.role())
+        .fetch_all(&state.pool)
+        .await?;
+    let ungranted: Vec<(String, String)> = tables
+        .iter()
+        .filter(|(_, _, oid, granted)| oid.is_some() && !granted)
+        .map(|(schema, table, _, _)| (schema.clone(), table.clone()))
+        .collect();
+    if !ungranted.is_empty() {
+        pool::grant_select(&state.pool, state.sandbox.role(), &ungranted).await?;
+    }
+    Ok(tables.iter().filter_map(|(_, _, oid, _)| oid.map(|o| o.0)).collect())
+}
+
+/// Every relation the statement names must resolve, by the database's own
+/// rules in this very transaction, to a table the caller may read. A name
+/// that resolves to nothing is a WITH query of the statement (or an error
+/// the statement will report itself).
+async fn admit_relations(
+    tx: &mut PgConnection,
+    relations: &[statement::RelationRef],
+    readable: &HashSet<u32>,
+) -> Result<(), AppError> {
+    if relations.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = relations.iter().map(statement::RelationRef::qualified).collect();
+    let resolved: Vec<(String, Option<sqlx::postgres::types::Oid>)> =
+        sqlx::query_as("SELECT n, to_regclass(n)::oid FROM unnest($1::text[]) n")
+            .bind(&names)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(query_error)?;
+    for (name, oid) in resolved {
+        if let Some(oid) = oid
+            && !readable.contains(&oid.0)
+        {
+            return Err(AppError::forbidden(format!(
+                "{name} is not readable here: the sandbox reads only the tables of datasets you can see"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the checked statement, at most `ROW_CAP` rows and
+/// `MAX_RESULT_BYTES` of JSON, streamed so the API holds no more.
+async fn run_capped(tx: &mut PgConnection, checked_sql: &str) -> Result<(Vec<Value>, bool), AppError> {
+    let wrapped = format!(
+        "SELECT CASE WHEN octet_length(j) <= {MAX_RESULT_BYTES} THEN j END, octet_length(j)::int8
+           FROM (SELECT to_json(r)::text AS j FROM ({checked_sql}) r LIMIT {}) s",
+        ROW_CAP + 1
+    );
+    let mut stream = sqlx::query_as::<_, (Option<String>, i64)>(sqlx::AssertSqlSafe(wrapped))
+        .persistent(false)
+        .fetch(&mut *tx);
+    let (mut rows, mut bytes, mut truncated) = (Vec::new(), 0i64, false);
+    while let Some((json, size)) = stream.try_next().await.map_err(query_error)? {
+        if rows.len() == ROW_CAP {
+            truncated = true;
+            break;
+        }
+        bytes += size;
+        let Some(json) = json.filter(|_| bytes <= MAX_RESULT_BYTES) else {
+            return Err(AppError::bad_request(format!(
+                "the result is larger than {} MiB; select fewer rows or columns",
+                MAX_RESULT_BYTES / 1024 / 1024
+            )));
+        };
+        rows.push(serde_json::from_str(&json).unwrap_or(Value::Null));
+    }
+    Ok((rows, truncated))
+}
+
+/// Errors of the caller's own statement are the caller's (400, or 403 for
+/// a refused privilege); only a database that cannot serve is a 503.
+fn query_error(e: sqlx::Error) -> AppError {
+    let sqlx::Error::Database(db) = &e else {
+        return e.into();
+    };
+    let code = db.code().unwrap_or_default().to_string();
+    let message = db.message();
+    match code.as_str() {
+        "42501" => AppError::forbidden(format!(
+            "not allowed: {message}; the sandbox reads only the tables of datasets you can see"
+        )),
+        "25006" => AppError::forbidden(format!("the sandbox is read-only: {message}")),
+        "57014" => AppError::bad_request(format!(
+            "the query ran longer than {} s and was stopped",
+            STATEMENT_TIMEOUT_MS / 1000
+        )),
+        "53300" => e.into(),
+        c if c.starts_with("08") || c.starts_with("57P") || c.starts_with("40") => e.into(),
+        _ => AppError::bad_request(format!("the query failed: {message}")),
+    }
 }
