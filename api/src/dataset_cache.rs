@@ -1,8 +1,8 @@
 //! Dataset records kept for a minute for the hot read routes (OGC items).
 //! The specification allows it: metadata changes take effect within about
 //! a minute. In practice they take effect at once: every change to a
-//! dataset (here, in another API process, or a worker's reupload) is
-//! announced on the `dataset_changed` channel and every process forgets
+//! dataset record (here, in another API process, or by a worker) is
+//! announced by the database on the `dataset_changed` channel and every process forgets
 //! its copy; the minute bounds staleness if an announcement is lost.
 use std::{
     collections::HashMap,
@@ -90,16 +90,6 @@ impl DatasetCache {
     }
 }
 
-/// The channel on which dataset changes are announced (payload: the id).
+/// The channel on which the database announces every change of a dataset
+/// record (payload: the id; a trigger on `datasets` sends it).
 pub const CHANNEL: &str = "dataset_changed";
-
-/// Announces a change of the dataset to every API process, when `db`'s
-/// transaction commits.
-pub async fn announce_change(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(CHANNEL)
-        .bind(id.to_string())
-        .execute(db)
-        .await?;
-    Ok(())
-}

@@ -612,7 +612,6 @@ async fn update_dataset(
     .execute(&state.pool)
     .await?;
     state.datasets.forget(id);
-    crate::dataset_cache::announce_change(&state.pool, id).await?;
     Ok(Json(visible_dataset(&state, &caller, id).await?))
 }
 
@@ -646,7 +645,6 @@ pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -
         );
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
-    crate::dataset_cache::announce_change(&mut *tx, dataset.id).await?;
     tx.commit().await?;
     state.datasets.forget(dataset.id);
     Ok(())

@@ -1,6 +1,7 @@
 //! Extractors whose rejections are problem documents.
 use axum::extract::FromRequest;
 use axum::extract::FromRequestParts;
+use axum::http::{Method, request::Parts};
 use catalog_shared::AppError;
 
 #[derive(FromRequest)]
@@ -31,4 +32,37 @@ pub fn page(limit: Option<i64>, offset: Option<i64>, default: i64, max: i64) -> 
         return Err(AppError::bad_request("offset must not be negative"));
     }
     Ok((limit, offset))
+}
+
+/// The caller's query-string credential (`api_key`, a credential on reads
+/// only). Every link written for that caller carries it on, so a client
+/// that follows links keeps its access; no other parameter rides along.
+#[derive(Clone, Default)]
+pub struct LinkCredential(Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for LinkCredential {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let reads = matches!(parts.method, Method::GET | Method::HEAD);
+        let key = reads
+            .then(|| url::form_urlencoded::parse(parts.uri.query()?.as_bytes()).find(|(k, _)| k == "api_key"))
+            .flatten()
+            .map(|(_, v)| v.into_owned());
+        Ok(Self(key))
+    }
+}
+
+impl LinkCredential {
+    /// The link with the caller's credential added to its query.
+    pub fn on(&self, href: String) -> String {
+        let Some(key) = &self.0 else {
+            return href;
+        };
+        let separator = if href.contains('?') { '&' } else { '?' };
+        let pair = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("api_key", key)
+            .finish();
+        format!("{href}{separator}{pair}")
+    }
 }

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::{
     auth::Caller,
     datasets::{Dataset, visible_dataset, writable_dataset},
-    extract::{Json as JsonBody, Path, Query},
+    extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::items::{Column, feature_sql, in_storage_crs, published_columns, table_sql},
     state::AppState,
 };
@@ -53,6 +53,7 @@ struct FeatureListQuery {
 async fn list_features(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
     Path(id): Path<Uuid>,
     Query(q): Query<FeatureListQuery>,
 ) -> Result<Response, AppError> {
@@ -115,12 +116,28 @@ async fn list_features(
         }
     };
     let features: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    let base = format!("{}/api/datasets/{id}/features", state.config.public_url);
-    let mut links = vec![
-        json!({"rel": "self", "href": format!("{base}?limit={limit}&offset={offset}"), "type": "application/geo+json"}),
-    ];
+    // A page link repeats the request (filters and the caller's credential).
+    let page_link = |rel: &str, offset: i64| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("limit", &limit.to_string())
+            .append_pair("offset", &offset.to_string());
+        if let Some(bbox) = &q.bbox {
+            query.append_pair("bbox", bbox);
+        }
+        if let Some(include) = q.include_geometry {
+            query.append_pair("include_geometry", &include.to_string());
+        }
+        let href = format!(
+            "{}/api/datasets/{id}/features?{}",
+            state.config.public_url,
+            query.finish()
+        );
+        json!({"rel": rel, "href": credential.on(href), "type": "application/geo+json"})
+    };
+    let mut links = vec![page_link("self", offset)];
     if offset + limit < matched {
-        links.push(json!({"rel": "next", "href": format!("{base}?limit={limit}&offset={}", offset + limit), "type": "application/geo+json"}));
+        links.push(page_link("next", offset + limit));
     }
     let body = format!(
         r#"{{"type":"FeatureCollection","numberMatched":{matched},"numberReturned":{},"features":[{}],"links":{}}}"#,

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::{
     auth::Caller,
     datasets::{visible_to_caller, writable_dataset},
-    extract::{Json as JsonBody, Path, Query},
+    extract::{Json as JsonBody, LinkCredential, Path, Query},
     state::AppState,
 };
 
@@ -36,7 +36,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 pub const CATALOG_ID: &str = "catalog";
 
 /// The catalog collection's description, also listed among the collections.
-pub fn catalog_collection_json(base: &str) -> Value {
+pub fn catalog_collection_json(base: &str, credential: &LinkCredential) -> Value {
     json!({
         "id": CATALOG_ID,
         "title": "Catalog",
@@ -44,15 +44,15 @@ pub fn catalog_collection_json(base: &str) -> Value {
         "itemType": "record",
         "type": "Collection",
         "links": [
-            {"href": format!("{base}/api/collections/{CATALOG_ID}"), "rel": "self", "type": "application/json"},
-            {"href": format!("{base}/api/collections/{CATALOG_ID}/items"), "rel": "items", "type": "application/geo+json"},
+            {"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}")), "rel": "self", "type": "application/json"},
+            {"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}/items")), "rel": "items", "type": "application/geo+json"},
         ],
     })
 }
 
 #[utoipa::path(get, path = "/api/collections/catalog", tag = "records", responses((status = 200, description = "the catalog collection")))]
-async fn catalog_collection(State(state): State<AppState>) -> Json<Value> {
-    Json(catalog_collection_json(&state.config.public_url))
+async fn catalog_collection(State(state): State<AppState>, credential: LinkCredential) -> Json<Value> {
+    Json(catalog_collection_json(&state.config.public_url, &credential))
 }
 
 /// Both kinds of record as one relation: `r` with id, type, title,
@@ -171,6 +171,7 @@ fn sort_sql(sortby: Option<&str>) -> Result<String, AppError> {
 async fn catalog_items(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
@@ -281,7 +282,7 @@ async fn catalog_items(
         query
             .append_pair("limit", &limit.to_string())
             .append_pair("offset", &(offset + limit).to_string());
-        links.push(json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items?{}", query.finish()), "rel": "next", "type": "application/geo+json"}));
+        links.push(json!({"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}/items?{}", query.finish())), "rel": "next", "type": "application/geo+json"}));
     }
     let body = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
     let mut response = Json(body).into_response();

@@ -4,7 +4,7 @@
 use axum::{Json, extract::State};
 use catalog_shared::AppError;
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -48,19 +48,26 @@ async fn landing(State(state): State<AppState>) -> Json<Value> {
 }
 
 /// Item search parameters, from the query string or a POST body.
-#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct SearchRequest {
     #[schema(value_type = Option<Vec<f64>>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     bbox: Option<Value>,
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     intersects: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     datetime: Option<String>,
     #[schema(value_type = Option<Vec<String>>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     collections: Option<Value>,
     #[schema(value_type = Option<Vec<String>>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<i64>,
     /// paging cursor from a `next` link
+    #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
 }
 
@@ -83,6 +90,58 @@ fn list_of<T: std::str::FromStr>(name: &str, value: &Option<Value>) -> Result<Op
             .collect::<Result<_, _>>()
             .map(Some),
         _ => Err(bad()),
+    }
+}
+
+/// Where a search came from, so its `next` link repeats it the same way:
+/// a GET with the same query string (the caller's `api_key` included), or
+/// a POST with the same body.
+enum Origin {
+    Get(Vec<(String, String)>),
+    Post,
+}
+
+impl Origin {
+    fn next_link(&self, href: &str, request: &SearchRequest, token: &str) -> Value {
+        match self {
+            Origin::Get(pairs) => {
+                let query = url::form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(pairs.iter().filter(|(k, _)| k != "token"))
+                    .append_pair("token", token)
+                    .finish();
+                json!({"rel": "next", "href": format!("{href}?{query}"), "type": "application/geo+json", "method": "GET"})
+            }
+            Origin::Post => {
+                let body = SearchRequest {
+                    token: Some(token.to_string()),
+                    ..request.clone()
+                };
+                json!({"rel": "next", "href": href, "type": "application/geo+json", "method": "POST", "body": body})
+            }
+        }
+    }
+}
+
+/// The paging cursor: the last item's creation time (microseconds) and id.
+struct Cursor {
+    created_at: DateTime<Utc>,
+    id: uuid::Uuid,
+}
+
+impl Cursor {
+    fn parse(token: &str) -> Result<Self, AppError> {
+        let bad = || AppError::bad_request("token is not a paging token of this service; use the next link");
+        let (micros, id) = token.split_once('.').ok_or_else(bad)?;
+        Ok(Self {
+            created_at: DateTime::from_timestamp_micros(micros.parse().map_err(|_| bad())?).ok_or_else(bad)?,
+            id: id.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.created_at.timestamp_micros(), self.id.simple())
     }
 }
 
@@ -134,19 +193,12 @@ const EXTENT: &str = "CASE WHEN d.extent_bbox[1] <= d.extent_bbox[3]
       ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point(d.extent_bbox[1], d.extent_bbox[2]), ST_Point(180, d.extent_bbox[4]))::geometry, 4326),
                       ST_SetSRID(ST_MakeBox2D(ST_Point(-180, d.extent_bbox[2]), ST_Point(d.extent_bbox[3], d.extent_bbox[4]))::geometry, 4326)) END";
 
-async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<Value, AppError> {
+async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &Origin) -> Result<Value, AppError> {
     let limit = r.limit.unwrap_or(10);
     if !(1..=1000).contains(&limit) {
         return Err(AppError::bad_request("limit must be from 1 to 1000"));
     }
-    let offset: i64 = match &r.token {
-        Some(t) => t
-            .strip_prefix("offset:")
-            .and_then(|n| n.parse().ok())
-            .filter(|n| *n >= 0)
-            .ok_or_else(|| AppError::bad_request("token is not valid"))?,
-        None => 0,
-    };
+    let after = r.token.as_deref().map(Cursor::parse).transpose()?;
     let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
     let bbox = match bbox.as_deref() {
         None => None,
@@ -175,19 +227,26 @@ async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<V
     };
     let intersects = r.intersects.as_ref().map(|g| g.to_string());
     let bbox_vec: Option<Vec<f64>> = bbox.map(|b| b.to_vec());
+    // Keyset paging over (created_at, id): a page continues exactly after
+    // the last item of the one before, whatever was added or removed since.
+    // The count is taken over every match, before the cursor.
     let sql = format!(
-        "SELECT {}, count(*) OVER () AS total_count FROM datasets d
-         WHERE {} AND d.status = 'ready'
-           AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT},
-                CASE WHEN $3[1] <= $3[3] THEN ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)
-                ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point(180, $3[4]))::geometry, 4326), ST_SetSRID(ST_MakeBox2D(ST_Point(-180, $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)) END)))
-           AND ($4::text IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT}, ST_SetSRID(ST_GeomFromGeoJSON($4), 4326))))
-           AND ($5::uuid[] IS NULL OR cardinality($5) = 0 OR d.id = ANY($5))
-           AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
-           AND ($7::timestamptz IS NULL OR d.created_at <= $7)
-         ORDER BY d.created_at, d.id LIMIT {limit} OFFSET {offset}",
+        "SELECT * FROM (
+           SELECT {}, count(*) OVER () AS total_count FROM datasets d
+            WHERE {} AND d.status = 'ready'
+              AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT},
+                   CASE WHEN $3[1] <= $3[3] THEN ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)
+                   ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point(180, $3[4]))::geometry, 4326), ST_SetSRID(ST_MakeBox2D(ST_Point(-180, $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)) END)))
+              AND ($4::text IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT}, ST_SetSRID(ST_GeomFromGeoJSON($4), 4326))))
+              AND ($5::uuid[] IS NULL OR cardinality($5) = 0 OR d.id = ANY($5))
+              AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
+              AND ($7::timestamptz IS NULL OR d.created_at <= $7)
+         ) d
+         WHERE $8::timestamptz IS NULL OR (d.created_at, d.id) > ($8, $9::uuid)
+         ORDER BY d.created_at, d.id LIMIT {}",
         DATASET_COLUMNS.split(',').map(|c| format!("d.{}", c.trim())).collect::<Vec<_>>().join(", "),
         visible_to_caller("d"),
+        limit + 1,
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
@@ -197,6 +256,8 @@ async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<V
         .bind(ids)
         .bind(start)
         .bind(end)
+        .bind(after.as_ref().map(|c| c.created_at))
+        .bind(after.as_ref().map(|c| c.id))
         .fetch_all(&state.pool)
         .await
         .map_err(|e| match &e {
@@ -207,26 +268,18 @@ async fn search(state: &AppState, caller: &Caller, r: SearchRequest) -> Result<V
         })?;
     use sqlx::{FromRow, Row};
     let total: i64 = rows.first().map_or(0, |r| r.get("total_count"));
-    let datasets: Vec<Dataset> = rows.iter().map(Dataset::from_row).collect::<Result<_, _>>()?;
+    let mut datasets: Vec<Dataset> = rows.iter().map(Dataset::from_row).collect::<Result<_, _>>()?;
     let base = &state.config.public_url;
     let mut links = Vec::new();
-    if offset + (datasets.len() as i64) < total {
-        let mut body = serde_json::Map::new();
-        if let Some(b) = bbox {
-            body.insert("bbox".into(), json!(b));
+    if datasets.len() as i64 > limit {
+        datasets.truncate(limit as usize);
+        let last = datasets.last().expect("a full page");
+        let token = Cursor {
+            created_at: last.created_at,
+            id: last.id,
         }
-        if let Some(g) = &r.intersects {
-            body.insert("intersects".into(), g.clone());
-        }
-        if let Some(c) = &collections {
-            body.insert("collections".into(), json!(c));
-        }
-        if let Some(dt) = &r.datetime {
-            body.insert("datetime".into(), json!(dt));
-        }
-        body.insert("limit".into(), json!(limit));
-        body.insert("token".into(), json!(format!("offset:{}", offset + limit)));
-        links.push(json!({"rel": "next", "href": format!("{base}/api/stac/search"), "type": "application/geo+json", "method": "POST", "body": body}));
+        .to_string();
+        links.push(origin.next_link(&format!("{base}/api/stac/search"), r, &token));
     }
     Ok(json!({
         "type": "FeatureCollection",
@@ -261,7 +314,8 @@ async fn search_get(
             .map_err(|_| AppError::bad_request("limit must be an integer"))?,
         token: q.get("token").cloned(),
     };
-    Ok(Json(search(&state, &caller, request).await?))
+    let origin = Origin::Get(q.into_iter().collect());
+    Ok(Json(search(&state, &caller, &request, &origin).await?))
 }
 
 /// STAC item search (read-only keys may use it).
@@ -271,5 +325,5 @@ async fn search_post(
     caller: Caller,
     JsonBody(request): JsonBody<SearchRequest>,
 ) -> Result<Json<Value>, AppError> {
-    Ok(Json(search(&state, &caller, request).await?))
+    Ok(Json(search(&state, &caller, &request, &Origin::Post).await?))
 }

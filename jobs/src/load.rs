@@ -401,11 +401,6 @@ pub async fn replace(
     .bind(dataset_id)
     .execute(&mut *tx)
     .await?;
-    // The channel the API processes' dataset caches follow.
-    sqlx::query("SELECT pg_notify('dataset_changed', $1)")
-        .bind(dataset_id.to_string())
-        .execute(&mut *tx)
-        .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -370,7 +370,7 @@ fn link(href: String, rel: &str, media_type: &str) -> Value {
 fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<String>)]) -> String {
     let mut out: Vec<(String, String)> = pairs
         .iter()
-        .filter(|(k, _)| k != "api_key" && !replace.iter().any(|(r, _)| r == k))
+        .filter(|(k, _)| !replace.iter().any(|(r, _)| r == k))
         .cloned()
         .collect();
     for (k, v) in replace {

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     auth::Caller,
     datasets::{DATASET_COLUMNS, Dataset, visible_dataset, visible_to_caller},
-    extract::Path,
+    extract::{LinkCredential, Path},
     state::AppState,
 };
 
@@ -81,7 +81,7 @@ async fn conformance() -> Json<Value> {
     Json(json!({ "conformsTo": CONFORMANCE }))
 }
 
-pub fn collection_json(base: &str, d: &Dataset) -> Value {
+pub fn collection_json(base: &str, d: &Dataset, credential: &LinkCredential) -> Value {
     let id = d.id;
     let items = format!("{base}/api/collections/{id}/items");
     let mut collection = json!({
@@ -92,9 +92,9 @@ pub fn collection_json(base: &str, d: &Dataset) -> Value {
         "crs": [CRS84],
         "storageCrs": CRS84,
         "links": [
-            link(format!("{base}/api/collections/{id}"), "self", "application/json", "this collection"),
-            link(items.clone(), "items", "application/geo+json", "the features"),
-            link(format!("{base}/api/collections/{id}/queryables"), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
+            link(credential.on(format!("{base}/api/collections/{id}")), "self", "application/json", "this collection"),
+            link(credential.on(items.clone()), "items", "application/geo+json", "the features"),
+            link(credential.on(format!("{base}/api/collections/{id}/queryables")), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
         ],
     });
     if let Some(bbox) = &d.extent_bbox {
@@ -105,7 +105,11 @@ pub fn collection_json(base: &str, d: &Dataset) -> Value {
 
 /// The collections the caller may see.
 #[utoipa::path(get, path = "/api/collections", tag = "ogc", responses((status = 200, description = "collections")))]
-async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, AppError> {
+async fn collections(
+    State(state): State<AppState>,
+    caller: Caller,
+    credential: LinkCredential,
+) -> Result<Json<Value>, AppError> {
     let visible = visible_to_caller("datasets");
     let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' ORDER BY title, id");
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -115,10 +119,10 @@ async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Js
         .await?;
     let base = &state.config.public_url;
     Ok(Json(json!({
-        "collections": std::iter::once(crate::records::catalog_collection_json(base))
-            .chain(datasets.iter().map(|d| collection_json(base, d)))
+        "collections": std::iter::once(crate::records::catalog_collection_json(base, &credential))
+            .chain(datasets.iter().map(|d| collection_json(base, d, &credential)))
             .collect::<Vec<_>>(),
-        "links": [link(format!("{base}/api/collections"), "self", "application/json", "the collections")],
+        "links": [link(credential.on(format!("{base}/api/collections")), "self", "application/json", "the collections")],
     })))
 }
 
@@ -153,10 +157,11 @@ pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Res
 async fn collection(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
     let dataset = find_collection(&state, &caller, &id).await?;
-    Ok(Json(collection_json(&state.config.public_url, &dataset)))
+    Ok(Json(collection_json(&state.config.public_url, &dataset, &credential)))
 }
 
 /// JSON Schema of what a filter may name: the published columns and the geometry.
