@@ -12,11 +12,14 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
 }
 
 /// The same for request handlers: many small queries at once, where
-/// parallel query workers only add contention.
+/// parallel query workers only add contention. Statements are prepared once
+/// per connection, but planned for each request's own values: a generic
+/// plan (which PostgreSQL picks after five runs) cannot tell a dense bbox
+/// from a sparse one and chose a 20x slower plan for the items page.
 pub async fn connect_for_requests(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let options = pool_options(max_connections).after_connect(|conn, _| {
         Box::pin(async move {
-            sqlx::query("SET max_parallel_workers_per_gather = 0")
+            sqlx::raw_sql("SET max_parallel_workers_per_gather = 0; SET plan_cache_mode = force_custom_plan")
                 .execute(conn)
                 .await?;
             Ok(())
