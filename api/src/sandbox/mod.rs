@@ -74,8 +74,8 @@ async fn run_query(
         )));
     }
     let checked = statement::check(sql)?;
-    let readable = readable_tables(&state, &caller).await?;
     let mut tx = state.sandbox.begin().await?;
+    let readable = readable_tables(&state, &caller).await?;
     let settings =
         format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = data, public");
     sqlx::raw_sql(sqlx::AssertSqlSafe(settings)).execute(&mut *tx).await?;
