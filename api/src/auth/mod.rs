@@ -51,11 +51,11 @@ pub enum KeyScope {
 }
 
 /// What a capability lets a request read whatever credential it carries
-/// (rule 5): a signed tile template one dataset's tiles, an embed token a
-/// map and the datasets of its layers.
+/// (rule 5): a signed tile template one dataset's tiles until its expiry
+/// (Unix seconds), an embed token a map and the datasets of its layers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Capability {
-    Tiles(Uuid),
+    Tiles { dataset: Uuid, expires: i64 },
     Embed { map_id: Uuid, datasets: Vec<Uuid> },
 }
 
@@ -81,7 +81,7 @@ impl Caller {
     /// Whether a capability lets this request read the dataset.
     pub fn capability_reads_dataset(&self, id: Uuid) -> bool {
         match &self.capability {
-            Some(Capability::Tiles(dataset)) => *dataset == id,
+            Some(Capability::Tiles { dataset, .. }) => *dataset == id,
             Some(Capability::Embed { datasets, .. }) => datasets.contains(&id),
             None => false,
         }
@@ -178,9 +178,7 @@ async fn capability_of(
     let Some(query) = query.filter(|q| q.contains("sig=")) else {
         return Ok(None);
     };
-    Ok(crate::tiles::signed_template_dataset(state, path, query)
-        .await
-        .map(Capability::Tiles))
+    Ok(crate::tiles::signed_template_dataset(state, path, query).await)
 }
 
 pub async fn resolve_caller(
