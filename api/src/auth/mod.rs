@@ -66,6 +66,8 @@ pub struct Caller {
     pub user: Option<User>,
     pub key_scope: Option<KeyScope>,
     pub capability: Option<Capability>,
+    /// The sign-in session of a bearer access token.
+    pub session: Option<Uuid>,
 }
 
 impl Caller {
