@@ -266,12 +266,11 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
         .collect()
 }
 
-/// A MapInput that recreates this map (fork) with the layers the reader may see.
+/// A MapInput that recreates this map (fork).
 pub fn input_of(map: &MapResponse, name: String) -> MapInput {
     let layers = map
         .layers
         .iter()
-        .filter(|l| l.dataset_available)
         .map(|l| MapLayerInput {
             id: None,
             dataset_id: l.dataset_id,
