@@ -73,9 +73,7 @@ async fn every_rejection_is_a_problem_document() {
     for (method, route) in &routes {
         let unknown = fill(route, &Uuid::now_v7().to_string());
         let send = |path: &str, content_type: Option<&str>, body: Option<Vec<u8>>| {
-            let mut request = http
-                .request(method.clone(), stack.url(path))
-                .header("X-Api-Key", &key);
+            let mut request = http.request(method.clone(), stack.url(path)).header("X-Api-Key", &key);
             if let Some(content_type) = content_type {
                 request = request.header("content-type", content_type);
             }

@@ -975,5 +975,8 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
     assert_eq!(fork.status(), 422);
     let fork: Value = fork.json().await.unwrap();
     leaks("a fork by an editor without a grant", &fork);
-    assert!(fork["detail"].as_str().unwrap().contains("layers[0].dataset_id"), "{fork}");
+    assert!(
+        fork["detail"].as_str().unwrap().contains("layers[0].dataset_id"),
+        "{fork}"
+    );
 }

@@ -372,7 +372,11 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
         (format!("/api/datasets/{shown}"), 404),
         (format!("/api/maps/{map_id}/embed-tokens"), 401),
     ] {
-        assert_eq!(get(&stack, &stack.url(&path), &embed).await.status(), anonymous, "{path}");
+        assert_eq!(
+            get(&stack, &stack.url(&path), &embed).await.status(),
+            anonymous,
+            "{path}"
+        );
         assert_eq!(
             get(&stack, &stack.url(&path), &embed_and_dead).await.status(),
             401,
