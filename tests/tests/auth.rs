@@ -937,6 +937,12 @@ async fn password_change_ends_the_other_sessions() {
         401,
         "another session's refresh token is revoked"
     );
+    assert_eq!(
+        me_status(&stack, phone["access_token"].as_str().unwrap()).await,
+        401,
+        "and its access token with it"
+    );
+    assert_eq!(me_status(&stack, laptop["access_token"].as_str().unwrap()).await, 200);
     let renewed = refresh(&stack, laptop["refresh_token"].as_str().unwrap()).await;
     assert_eq!(renewed.status(), 200, "the session that changed the password stays");
     let renewed: Value = renewed.json().await.unwrap();

@@ -210,7 +210,8 @@ pub struct PasswordChange {
 
 /// Changes the caller's password; every API key of the account stops
 /// working, and so does every other sign-in session (their refresh tokens
-/// are revoked; the session making the change keeps its own).
+/// are revoked, and with them their access tokens; the session making the
+/// change keeps its own).
 #[utoipa::path(post, path = "/api/auth/change-password", tag = "auth", request_body = PasswordChange,
     responses((status = 204, description = "changed"), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn change_password(

@@ -36,24 +36,41 @@ const REFRESH_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// comes second within this window still gets a new pair.
 const ROTATION_GRACE: Duration = Duration::from_secs(30);
 
+#[derive(sqlx::FromRow)]
+struct TokenOwner {
+    #[sqlx(flatten)]
+    user: User,
+    /// Whether the token's sign-in session still has a refresh token that
+    /// is not revoked (a password change revokes the other sessions').
+    session_live: bool,
+}
+
 /// Resolves a bearer access token into its (still active) user.
 pub async fn resolve_access(state: &AppState, token: &str) -> Result<Caller, AppError> {
     let claims = state
         .keys
         .verify_access(token, false)
         .ok_or_else(|| AppError::unauthorized("the access token is invalid or expired"))?;
-    let user: Option<User> =
-        sqlx::query_as("SELECT id, role, token_version FROM users WHERE id = $1 AND status = 'active' AND is_active")
-            .bind(claims.sub)
-            .fetch_optional(&state.pool)
-            .await?;
-    match user {
-        Some(user) if user.token_version == claims.ver => Ok(Caller {
-            user: Some(user),
+    let owner: Option<TokenOwner> = sqlx::query_as(
+        "SELECT u.id, u.role, u.token_version,
+                ($2::uuid IS NULL OR EXISTS (
+                    SELECT 1 FROM refresh_tokens r WHERE r.session_id = $2 AND r.revoked_at IS NULL)) AS session_live
+         FROM users u WHERE u.id = $1 AND u.status = 'active' AND u.is_active",
+    )
+    .bind(claims.sub)
+    .bind(claims.sid)
+    .fetch_optional(&state.pool)
+    .await?;
+    match owner {
+        Some(owner) if owner.user.token_version == claims.ver && owner.session_live => Ok(Caller {
+            user: Some(owner.user),
             key_scope: None,
             capability: None,
             session: claims.sid,
         }),
+        Some(owner) if owner.user.token_version == claims.ver => {
+            Err(AppError::unauthorized("the access token's session has ended"))
+        }
         Some(_) => Err(AppError::unauthorized("the access token was revoked by signing out")),
         None => Err(AppError::unauthorized("the account of this token is not active")),
     }
