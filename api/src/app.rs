@@ -66,6 +66,7 @@ pub fn router(state: AppState) -> Router {
     crate::openapi::add_common_responses(&mut doc);
     let doc = Arc::new(doc);
     api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))
+        .route_layer(middleware::from_fn(auth::require_credential))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))

@@ -2,7 +2,7 @@
 //! reading, editing and deleting the catalog records.
 use axum::{
     Json,
-    extract::{DefaultBodyLimit, Multipart, State},
+    extract::{DefaultBodyLimit, State},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::IntoResponse,
 };
@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
-    extract::{Json as JsonBody, Path, Query},
+    extract::{Json as JsonBody, Multipart, Path, Query},
     state::AppState,
 };
 

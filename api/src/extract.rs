@@ -1,6 +1,9 @@
-//! Extractors whose rejections are problem documents.
-use axum::extract::FromRequest;
-use axum::extract::FromRequestParts;
+//! Extractors whose rejections are problem documents. Handlers take their
+//! input through these, never through axum's own extractors, whose
+//! rejections are plain text (clippy's `disallowed-types` holds to that).
+#![allow(clippy::disallowed_types)]
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{Method, request::Parts};
 use catalog_shared::AppError;
 
@@ -19,6 +22,34 @@ pub struct Query<T>(pub T);
 #[derive(FromRequest)]
 #[from_request(via(axum::Form), rejection(AppError))]
 pub struct Form<T>(pub T);
+
+/// A `multipart/form-data` body; anything else is a 400 problem.
+pub struct Multipart(axum::extract::Multipart);
+
+impl<S: Send + Sync> FromRequest<S> for Multipart {
+    type Rejection = AppError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, AppError> {
+        Ok(Self(axum::extract::Multipart::from_request(request, state).await?))
+    }
+}
+
+impl Multipart {
+    /// The next part; a malformed or oversized stream is a problem.
+    pub async fn next_field(&mut self) -> Result<Option<axum::extract::multipart::Field<'_>>, AppError> {
+        Ok(self.0.next_field().await?)
+    }
+}
+
+/// The raw body, for routes that read it themselves; a body over the
+/// size limit is a 413 problem.
+pub struct Body(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = AppError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, AppError> {
+        Ok(Self(Bytes::from_request(request, state).await?))
+    }
+}
 
 /// `limit` (1..=max, `default` when absent) and `offset` (not negative) of
 /// a paged list; out of range is a 400.

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
+    bbox::Bbox,
     datasets::{Dataset, visible_dataset, writable_dataset},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::items::{Column, feature_sql, in_storage_crs, published_columns, table_sql},
@@ -66,18 +67,12 @@ async fn list_features(
     if offset < 0 {
         return Err(AppError::unprocessable("offset must not be negative"));
     }
-    let mut bounds: Option<[f64; 4]> = None;
-    if let Some(bbox) = &q.bbox {
-        let numbers: Vec<f64> = bbox
-            .split(',')
-            .map(|n| n.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-            .collect::<Option<_>>()
-            .ok_or_else(|| AppError::bad_request("bbox must be minx,miny,maxx,maxy"))?;
-        let [w, s, e, n] = numbers[..] else {
-            return Err(AppError::bad_request("bbox must be minx,miny,maxx,maxy"));
-        };
-        bounds = Some([w, s, e, n]);
-    }
+    let bounds = q
+        .bbox
+        .as_deref()
+        .map(|b| b.parse::<Bbox>().map(Bbox::to_array))
+        .transpose()
+        .map_err(AppError::bad_request)?;
     let columns = published_columns(&dataset);
     let geom = quote_ident(&dataset.geometry_column);
     let condition = if bounds.is_some() {

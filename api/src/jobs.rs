@@ -68,6 +68,8 @@ async fn cancel_job(
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 struct JobListQuery {
+    /// Whose jobs: an admin's filter; others may name only themselves.
+    user_id: Option<Uuid>,
     status: Option<String>,
     kind: Option<String>,
     #[param(minimum = 1, maximum = 200)]
@@ -84,14 +86,23 @@ struct JobList {
 
 const JOB_STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
 
-/// The caller's jobs, newest first.
-#[utoipa::path(get, path = "/api/jobs", tag = "jobs", params(JobListQuery), responses((status = 200, body = JobList)))]
+/// Jobs newest first: every job for an admin (`user_id` narrows to one
+/// user's), the caller's own for others.
+#[utoipa::path(get, path = "/api/jobs", tag = "jobs", params(JobListQuery),
+    responses((status = 200, body = JobList), (status = 403, description = "another user's jobs, asked by a non-admin", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn list_jobs(
     State(state): State<AppState>,
     caller: Caller,
     Query(q): Query<JobListQuery>,
 ) -> Result<Json<JobList>, AppError> {
     let user = caller.signed_in()?;
+    let owner = if user.is_admin() {
+        q.user_id
+    } else if q.user_id.is_none_or(|id| id == user.id) {
+        Some(user.id)
+    } else {
+        return Err(AppError::forbidden("only admins may list other users' jobs"));
+    };
     if let Some(status) = &q.status
         && !JOB_STATUSES.contains(&status.as_str())
     {
@@ -103,11 +114,11 @@ async fn list_jobs(
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs
-         WHERE created_by = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)
+         WHERE ($1::uuid IS NULL OR created_by = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)
          ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
     );
     let rows: Vec<JobView> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(user.id)
+        .bind(owner)
         .bind(&q.status)
         .bind(&q.kind)
         .bind(limit)

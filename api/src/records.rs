@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Caller,
+    bbox::Bbox,
     datasets::{visible_to_caller, writable_dataset},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     state::AppState,
@@ -175,20 +176,12 @@ async fn catalog_items(
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
-    let bbox: Option<Vec<f64>> = match &q.bbox {
-        None => None,
-        Some(b) => {
-            let v: Vec<f64> = b
-                .split(',')
-                .map(|n| n.trim().parse().ok())
-                .collect::<Option<_>>()
-                .ok_or_else(|| AppError::bad_request("bbox must be four numbers"))?;
-            if v.len() != 4 {
-                return Err(AppError::bad_request("bbox must be four numbers"));
-            }
-            Some(v)
-        }
-    };
+    let bbox: Option<Vec<f64>> = q
+        .bbox
+        .as_deref()
+        .map(|b| b.parse::<Bbox>().map(|b| b.to_array().to_vec()))
+        .transpose()
+        .map_err(AppError::bad_request)?;
     let ids: Option<Vec<Uuid>> = match &q.ids {
         None => None,
         Some(s) => Some(

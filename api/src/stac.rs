@@ -10,6 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     auth::Caller,
+    bbox::Bbox,
     datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
     extract::{Json as JsonBody, Query},
     state::AppState,
@@ -200,11 +201,10 @@ async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &O
     }
     let after = r.token.as_deref().map(Cursor::parse).transpose()?;
     let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
-    let bbox = match bbox.as_deref() {
-        None => None,
-        Some([w, s, e, n]) | Some([w, s, _, e, n, _]) => Some([*w, *s, *e, *n]),
-        Some(_) => return Err(AppError::bad_request("bbox takes 4 or 6 numbers")),
-    };
+    let bbox = bbox
+        .map(|numbers| Bbox::from_numbers(&numbers).map(Bbox::to_array))
+        .transpose()
+        .map_err(AppError::bad_request)?;
     if bbox.is_some() && r.intersects.is_some() {
         return Err(AppError::bad_request("bbox and intersects cannot be used together"));
     }

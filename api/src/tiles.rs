@@ -28,7 +28,7 @@ use utoipa_axum::{
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
+    auth::{Caller, Capability},
     datasets::{Dataset, dataset_by_id},
     extract::Path,
     ogc::{
@@ -255,16 +255,30 @@ async fn tilejson(
     let dataset = find_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     // Tiles not everyone may read come signed, so a viewer given this
-    // document needs no credential; an embedding page sends its token.
-    let embedded = matches!(caller.capability, Some(crate::auth::Capability::Embed { .. }));
-    let query = if (dataset.visibility == "public" && dataset.status == "ready") || embedded {
-        String::new()
-    } else {
-        let exp = template_expiry(now_secs());
-        format!(
+    // document needs no credential; an embedding page sends its token. A
+    // document read through a signed template hands back that template's
+    // expiry: a capability never buys a longer-lived one.
+    let query = match caller.capability {
+        _ if dataset.visibility == "public" && dataset.status == "ready" => String::new(),
+        Some(Capability::Embed { .. }) => String::new(),
+        Some(Capability::Tiles { expires, .. }) => format!(
             "?{}",
-            signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp)
-        )
+            signed_query(
+                &state.config.jwt_secret,
+                dataset.id,
+                dataset.publication_version,
+                expires
+            )
+        ),
+        None => format!(
+            "?{}",
+            signed_query(
+                &state.config.jwt_secret,
+                dataset.id,
+                dataset.publication_version,
+                template_expiry(now_secs())
+            )
+        ),
     };
     let fields: serde_json::Map<String, Value> = published_columns(&dataset)
         .iter()
@@ -340,8 +354,9 @@ fn tile_path_dataset(path: &str) -> Option<Uuid> {
 
 /// Whether the request is a tile request authorized by a valid signed
 /// template: right scope, not expired, signed for the dataset's current
-/// publication version. Answers the dataset it covers.
-pub async fn signed_template_dataset(state: &AppState, path: &str, query: &str) -> Option<Uuid> {
+/// publication version. Answers the capability: the dataset it covers and
+/// until when.
+pub async fn signed_template_dataset(state: &AppState, path: &str, query: &str) -> Option<Capability> {
     let id = tile_path_dataset(path)?;
     let (mut scope, mut exp, mut sig) = (None, None, None);
     for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
@@ -364,7 +379,10 @@ pub async fn signed_template_dataset(state: &AppState, path: &str, query: &str) 
     signer(&state.config.jwt_secret, &scope, exp, dataset.publication_version)
         .verify_slice(&sig)
         .ok()?;
-    Some(id)
+    Some(Capability::Tiles {
+        dataset: id,
+        expires: exp,
+    })
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

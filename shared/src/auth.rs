@@ -48,6 +48,23 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// A sign-in's password check. Without a hash (no such account, or one
+/// that signs in only through single sign-on) it still verifies, against
+/// a dummy hash, and answers false: the refusal then takes as long as a
+/// wrong password, so timing does not tell which usernames exist.
+pub fn verify_sign_in(password: &str, hash: Option<&str>) -> bool {
+    static DUMMY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        hash_password("the password of no account").expect("argon2 hashes a fixed password")
+    });
+    match hash {
+        Some(hash) => verify_password(password, hash),
+        None => {
+            verify_password(password, &DUMMY);
+            false
+        }
+    }
+}
+
 /// Claims of an access token. `ver` is the account's token version at
 /// issue; signing out everywhere bumps it, retiring every earlier token.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,6 +75,10 @@ pub struct AccessClaims {
     pub exp: u64,
     #[serde(default)]
     pub ver: i32,
+    /// The sign-in (session) the token belongs to; none for tokens made
+    /// outside a sign-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<Uuid>,
 }
 
 /// Claims of a download token: one dataset, two minutes.
@@ -96,6 +117,17 @@ impl TokenKeys {
     }
 
     pub fn issue_access(&self, user_id: Uuid, token_version: i32, ttl: Duration) -> anyhow::Result<String> {
+        self.issue_session_access(user_id, token_version, ttl, None)
+    }
+
+    /// An access token of one sign-in session.
+    pub fn issue_session_access(
+        &self,
+        user_id: Uuid,
+        token_version: i32,
+        ttl: Duration,
+        session: Option<Uuid>,
+    ) -> anyhow::Result<String> {
         let now = now_secs();
         let claims = AccessClaims {
             sub: user_id,
@@ -103,6 +135,7 @@ impl TokenKeys {
             iat: now,
             exp: now + ttl.as_secs(),
             ver: token_version,
+            sid: session,
         };
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),

@@ -183,6 +183,7 @@ rejection_into_problem!(
     axum::extract::rejection::JsonRejection,
     axum::extract::rejection::QueryRejection,
     axum::extract::rejection::FormRejection,
+    axum::extract::rejection::BytesRejection,
     axum::extract::multipart::MultipartRejection,
     axum::extract::multipart::MultipartError
 );

@@ -907,3 +907,91 @@ async fn no_secret_reaches_the_logs() {
         "keys are stored only as hashes"
     );
 }
+
+/// A password change ends the account's other sign-ins: their refresh
+/// tokens stop refreshing. The sign-in that made the change goes on, also
+/// after refreshing.
+#[tokio::test]
+async fn password_change_ends_the_other_sessions() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let (_, _) = stack.user_token("paula", "editor").await;
+    let laptop = login(&stack, "paula", "User-Password-123").await;
+    let phone = login(&stack, "paula", "User-Password-123").await;
+    // The laptop has refreshed once: its session is the rotated token's.
+    let laptop: Value = refresh(&stack, laptop["refresh_token"].as_str().unwrap())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/auth/change-password"))
+        .bearer_auth(laptop["access_token"].as_str().unwrap())
+        .json(&json!({"current_password": "User-Password-123", "new_password": "Changed-Passw0rd!"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(
+        refresh(&stack, phone["refresh_token"].as_str().unwrap()).await.status(),
+        401,
+        "another session's refresh token is revoked"
+    );
+    assert_eq!(
+        me_status(&stack, phone["access_token"].as_str().unwrap()).await,
+        401,
+        "and its access token with it"
+    );
+    assert_eq!(me_status(&stack, laptop["access_token"].as_str().unwrap()).await, 200);
+    let renewed = refresh(&stack, laptop["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(renewed.status(), 200, "the session that changed the password stays");
+    let renewed: Value = renewed.json().await.unwrap();
+    assert_eq!(me_status(&stack, renewed["access_token"].as_str().unwrap()).await, 200);
+    assert_eq!(
+        refresh(&stack, renewed["refresh_token"].as_str().unwrap())
+            .await
+            .status(),
+        200,
+        "and keeps refreshing"
+    );
+}
+
+/// Signing in as a user that does not exist costs what a wrong password
+/// for one that does costs, so timing does not enumerate usernames.
+#[tokio::test]
+async fn sign_in_timing_does_not_reveal_usernames() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let (_, _) = stack.user_token("known", "viewer").await;
+    let attempt = |username: &'static str| {
+        let stack = &stack;
+        async move {
+            let started = std::time::Instant::now();
+            let response = stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", username), ("password", "Wrong-Password-1")])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 401);
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["detail"], "wrong username or password", "the same refusal");
+            started.elapsed()
+        }
+    };
+    // Warm up both paths (connections, the dummy hash).
+    attempt("known").await;
+    attempt("nobody-by-this-name").await;
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for _ in 0..6 {
+        known.push(attempt("known").await);
+        unknown.push(attempt("nobody-by-this-name").await);
+    }
+    known.sort();
+    unknown.sort();
+    let (known, unknown) = (known[known.len() / 2], unknown[unknown.len() / 2]);
+    assert!(
+        unknown * 3 >= known,
+        "an unknown user is refused in {unknown:?}, a wrong password in {known:?}"
+    );
+}

@@ -257,4 +257,26 @@ async fn validation_reports_drift_and_caches_its_result() {
         .await
         .unwrap();
     assert_eq!(allowed.status(), 200);
+
+    // A query-string key never authorises a write, even a full one on the
+    // GET that writes: there it is absent and the request anonymous.
+    let full_key = stack.api_key(&admin, "full").await;
+    sql(
+        &stack,
+        &format!("UPDATE datasets SET validation = NULL WHERE id = '{id}'"),
+    )
+    .await;
+    let (status, body) = stack
+        .get_json(None, &format!("{path}?refresh=true&api_key={full_key}"))
+        .await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["status"], 401);
+    let stored: Option<Value> = sqlx::query_scalar("SELECT validation FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, None, "nothing was written");
+    let (status, _) = stack.get_json(None, &format!("{path}?api_key={full_key}")).await;
+    assert_eq!(status, 200, "a plain read with the query-string key still works");
 }

@@ -63,8 +63,30 @@ async fn maps_are_created_read_updated_and_deleted() {
     assert_eq!(map["visibility"], "private");
     assert_eq!(map["basemap_config"]["label_mode"], "full");
     assert_eq!(map["basemap_config"]["opacity"], 1.0);
+    assert_eq!(
+        map["basemap_config"]["basemap_position"], "bottom",
+        "the documented default"
+    );
+    assert_eq!(
+        map["basemap_config"]["projection"], "mercator",
+        "the documented default"
+    );
     assert_eq!(map["layer_count"], 0);
     assert_eq!(map["created_by_username"], "mara");
+    let nulls: Value = post_map(
+        &stack,
+        &owner,
+        &json!({"name": "Nulls", "basemap_config": {"basemap_position": null, "projection": null}}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        nulls["basemap_config"]["basemap_position"], "bottom",
+        "null means the default"
+    );
+    assert_eq!(nulls["basemap_config"]["projection"], "mercator");
 
     let path = format!("/api/maps/{id}");
     let put = |token: &str, body: Value, if_match: Option<String>| {
@@ -830,4 +852,131 @@ async fn map_lists_carry_each_map_with_its_own_layers() {
     let (_, rest) = stack.get_json(Some(&token), "/api/maps?limit=2&offset=2").await;
     assert_eq!(rest["maps"][0]["name"], "none");
     assert_eq!(rest["maps"][0]["layers"], json!([]));
+}
+
+/// A grantee puts a restricted dataset on a public map: every reader the
+/// dataset itself answers 404 to (anonymous, a viewer without a grant, the
+/// shared link) sees the layer as unavailable and nothing that describes
+/// the data, in the map, the map list, the shared link and the style.
+#[tokio::test]
+async fn maps_show_each_reader_only_the_layers_it_may_see() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("olga", "editor").await;
+    let (grantee_id, grantee) = stack.user_token("gus", "editor").await;
+    let (_, viewer) = stack.user_token("vera", "viewer").await;
+    let secret = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [7.5, 46.5]},
+         "properties": {"wellcode": "classified-value-123"}}]});
+    let restricted = stack
+        .ingest_geojson(
+            &owner,
+            &secret,
+            &[("visibility", "restricted"), ("title", "Secret wells")],
+        )
+        .await;
+    let table = stack.dataset(&owner, &restricted).await["table_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let public = point_dataset(&stack, &owner, "public").await;
+    let grant = stack
+        .http
+        .put(stack.url(&format!("/api/datasets/{restricted}/grants/{grantee_id}")))
+        .bearer_auth(&owner)
+        .json(&json!({"permission": "read"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(grant.status(), 200);
+    let response = post_map(
+        &stack,
+        &grantee,
+        &json!({"name": "Everyone's map", "visibility": "public", "layers": [
+            {"dataset_id": restricted, "display_name": "Secret wells", "filter": ["==", "wellcode", "classified-value-123"],
+             "popup_config": {"enabled": true, "visible_fields": ["wellcode"]}},
+            {"dataset_id": public, "sort_order": 1}]}),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let id = map["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        map["layers"][0]["dataset_name"], "Secret wells",
+        "the grantee sees its layer"
+    );
+    let share: Value = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{id}/shares")))
+        .bearer_auth(&grantee)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
+
+    let leaks = |what: &str, body: &Value| {
+        let text = body.to_string();
+        for secret in ["Secret wells", table.as_str(), "wellcode", "classified-value-123"] {
+            assert!(!text.contains(secret), "{what} shows {secret:?}: {text}");
+        }
+    };
+    for (who, token) in [("anonymous", None), ("a viewer without a grant", Some(viewer.as_str()))] {
+        assert_eq!(
+            stack.get_json(token, &format!("/api/datasets/{restricted}")).await.0,
+            404,
+            "{who} may not see the dataset itself"
+        );
+        let (status, read) = stack.get_json(token, &format!("/api/maps/{id}")).await;
+        assert_eq!(status, 200);
+        leaks(&format!("the map read by {who}"), &read);
+        assert_eq!(read["layer_count"], 2);
+        let hidden = &read["layers"][0];
+        assert_eq!(hidden["dataset_id"], json!(restricted));
+        assert_eq!(hidden["dataset_available"], false);
+        assert_eq!(hidden["dataset_status"], "unavailable");
+        assert_eq!(hidden["dataset_extent_bbox"], Value::Null);
+        assert_eq!(read["layers"][1]["dataset_available"], true, "the public layer stays");
+        assert_eq!(read["layers"][1]["dataset_name"], "p");
+
+        let (_, list) = stack.get_json(token, "/api/maps").await;
+        leaks(&format!("the map list read by {who}"), &list);
+
+        let (status, style) = stack.get_json(token, &format!("/api/maps/{id}/style.json")).await;
+        assert_eq!(status, 200);
+        leaks(&format!("the style read by {who}"), &style);
+        assert!(style["sources"].get(format!("dataset-{restricted}")).is_none());
+        assert!(style["sources"].get(format!("dataset-{public}")).is_some());
+    }
+    let (status, shared) = stack.get_json(None, &link).await;
+    assert_eq!(status, 200);
+    leaks("the shared link", &shared);
+    assert_eq!(shared["layers"][0]["dataset_available"], false);
+
+    // A fork by someone who may not see a layer's dataset is refused, by
+    // the dataset's id only.
+    let fork = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{id}/fork")))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fork.status(), 201, "the owner sees both datasets");
+    let (_, editor) = stack.user_token("edna", "editor").await;
+    let fork = stack
+        .http
+        .post(stack.url(&format!("/api/maps/{id}/fork")))
+        .bearer_auth(&editor)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fork.status(), 422);
+    let fork: Value = fork.json().await.unwrap();
+    leaks("a fork by an editor without a grant", &fork);
+    assert!(
+        fork["detail"].as_str().unwrap().contains("layers[0].dataset_id"),
+        "{fork}"
+    );
 }

@@ -339,19 +339,17 @@ async fn items_parameters_paging_and_errors() {
         .0,
         200
     );
-    assert_eq!(
-        items(
-            &stack,
-            &id,
-            &[
-                ("filter", "n > 1"),
-                ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/3857")
-            ]
-        )
-        .await
-        .0,
-        400
-    );
+    // Only CRS84: EPSG:4326 (latitude first) is another CRS.
+    for (parameter, crs) in [
+        ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/3857"),
+        ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/4326"),
+        ("filter-crs", "EPSG:4326"),
+        ("bbox-crs", "http://www.opengis.net/def/crs/EPSG/0/4326"),
+    ] {
+        let (status, body) = items(&stack, &id, &[("filter", "n > 1"), (parameter, crs)]).await;
+        assert_eq!(status, 400, "{parameter}={crs}: {body}");
+        assert_eq!(body["status"], 400);
+    }
 
     // Refusals named by the specification, before the database is touched.
     let refusals = [

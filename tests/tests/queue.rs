@@ -184,6 +184,38 @@ async fn jobs_are_private_to_their_owner() {
     let (status, body) = stack.get_json(Some(&editor), "/api/jobs").await;
     assert_eq!(status, 200);
     assert_eq!(body["jobs"].as_array().unwrap().len(), 0);
+
+    // Admins list every job, narrowed by user_id; others only their own.
+    let (_, me) = stack.get_json(Some(&token), "/api/auth/me").await;
+    let admin_id = me["id"].as_str().unwrap();
+    let (_, editor_me) = stack.get_json(Some(&editor), "/api/auth/me").await;
+    let editor_id = editor_me["id"].as_str().unwrap();
+    let editor_job = stack.upload_ok(&editor, "e.geojson", small_geojson(2), &[]).await;
+    let listed = |token: String, query: String| {
+        let stack = &stack;
+        async move {
+            let (status, body) = stack.get_json(Some(&token), &format!("/api/jobs{query}")).await;
+            let ids: Vec<String> = body["jobs"]
+                .as_array()
+                .map(|jobs| jobs.iter().map(|j| j["id"].as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
+            (status, ids, body)
+        }
+    };
+    let (status, all, _) = listed(token.clone(), String::new()).await;
+    assert_eq!(status, 200);
+    assert_eq!(all, [editor_job.clone(), job_id.clone()], "every job, newest first");
+    let (_, only_editor, _) = listed(token.clone(), format!("?user_id={editor_id}")).await;
+    assert_eq!(only_editor, [editor_job.as_str()]);
+    let (_, only_admin, _) = listed(token.clone(), format!("?user_id={admin_id}")).await;
+    assert_eq!(only_admin, [job_id.as_str()]);
+    let (_, own, _) = listed(editor.clone(), String::new()).await;
+    assert_eq!(own, [editor_job.as_str()], "an editor lists its own jobs only");
+    let (_, own, _) = listed(editor.clone(), format!("?user_id={editor_id}")).await;
+    assert_eq!(own, [editor_job]);
+    let (status, _, body) = listed(editor.clone(), format!("?user_id={admin_id}")).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["status"], 403);
 }
 
 #[tokio::test]

@@ -365,13 +365,18 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
             "{path}"
         );
     }
-    // Outside what the token covers, the request is its credential's.
-    for path in [
-        format!("/api/collections/{hidden}/items"),
-        format!("/api/datasets/{shown}"),
-        format!("/api/maps/{map_id}/embed-tokens"),
+    // Outside what the token covers, the request is its credential's:
+    // anonymous, so 404 for what it may not see, 401 where it needs one.
+    for (path, anonymous) in [
+        (format!("/api/collections/{hidden}/items"), 404),
+        (format!("/api/datasets/{shown}"), 404),
+        (format!("/api/maps/{map_id}/embed-tokens"), 401),
     ] {
-        assert_eq!(get(&stack, &stack.url(&path), &embed).await.status(), 404, "{path}");
+        assert_eq!(
+            get(&stack, &stack.url(&path), &embed).await.status(),
+            anonymous,
+            "{path}"
+        );
         assert_eq!(
             get(&stack, &stack.url(&path), &embed_and_dead).await.status(),
             401,
@@ -441,4 +446,53 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
             .unwrap();
         assert_eq!(response.status(), 422, "{body}");
     }
+}
+
+/// A signed template valid until `exp`, made as the service makes them.
+fn template_query(dataset: &str, publication_version: i64, exp: i64) -> String {
+    use hmac::{KeyInit, Mac};
+    let scope = format!("dataset:{dataset}");
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(format!("tile-template:{JWT_SECRET}").as_bytes()).unwrap();
+    mac.update(format!("{scope}\n{exp}\n{publication_version}").as_bytes());
+    let sig: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    format!("scope={scope}&exp={exp}&sig={sig}")
+}
+
+/// TileJSON read through a signed template hands back a template that
+/// expires when the presented one does, so a template cannot be renewed
+/// by reading TileJSON with it.
+#[tokio::test]
+async fn tilejson_through_a_template_never_extends_it() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("olga", "editor").await;
+    let id = points(&stack, &owner, "private").await;
+    let version = stack.dataset(&owner, &id).await["publication_version"]
+        .as_i64()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let exp = now + 120;
+    let query = template_query(&id, version, exp);
+    let tile = stack.url(&format!("/api/tiles/{id}/0/0/0.pbf?{query}"));
+    assert_eq!(get(&stack, &tile, &[]).await.status(), 200, "a valid template");
+
+    let (status, tilejson) = stack
+        .get_json(None, &format!("/api/tiles/{id}/tilejson.json?{query}"))
+        .await;
+    assert_eq!(status, 200, "{tilejson}");
+    let handed = tilejson["tiles"][0].as_str().unwrap();
+    let handed_exp: i64 = url::Url::parse(&handed.replace("{z}/{x}/{y}", "0/0/0"))
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "exp")
+        .map(|(_, v)| v.parse().unwrap())
+        .expect("a signed template");
+    assert_eq!(
+        handed_exp, exp,
+        "the template handed back expires with the one presented: {handed}"
+    );
+    let again = handed.replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(get(&stack, &again, &[]).await.status(), 200);
 }

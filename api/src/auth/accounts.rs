@@ -208,7 +208,10 @@ pub struct PasswordChange {
     new_password: String,
 }
 
-/// Changes the caller's password; every API key of the account stops working.
+/// Changes the caller's password; every API key of the account stops
+/// working, and so does every other sign-in session (their refresh tokens
+/// are revoked, and with them their access tokens; the session making the
+/// change keeps its own).
 #[utoipa::path(post, path = "/api/auth/change-password", tag = "auth", request_body = PasswordChange,
     responses((status = 204, description = "changed"), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn change_password(
@@ -233,6 +236,14 @@ async fn change_password(
         .execute(&mut *tx)
         .await?;
     api_keys::revoke_all(&mut *tx, user.id).await?;
+    sqlx::query(
+        "UPDATE refresh_tokens SET revoked_at = now()
+         WHERE user_id = $1 AND revoked_at IS NULL AND session_id IS DISTINCT FROM $2",
+    )
+    .bind(user.id)
+    .bind(caller.session)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

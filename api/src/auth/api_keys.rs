@@ -9,7 +9,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{Caller, KeyScope, User};
-use crate::{extract::Path, state::AppState};
+use crate::{
+    extract::{Body, Path},
+    state::AppState,
+};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -40,6 +43,7 @@ pub async fn resolve(pool: &PgPool, key: &str) -> Result<Caller, AppError> {
     let owner = owner.ok_or_else(|| AppError::unauthorized("the API key is invalid, expired or revoked"))?;
     Ok(Caller {
         capability: None,
+        session: None,
         key_scope: Some(if owner.scope == "read_only" {
             KeyScope::ReadOnly
         } else {
@@ -156,7 +160,7 @@ async fn create_key(
 async fn create_own_key(
     State(state): State<AppState>,
     caller: Caller,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
     let user = caller.signed_in()?;
     let request = parse_request(&body)?;
@@ -174,7 +178,7 @@ async fn create_own_key(
 async fn create_key_for_user(
     State(state): State<AppState>,
     caller: Caller,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
     let admin = caller.admin()?;
     let request = parse_request(&body)?;

@@ -51,11 +51,11 @@ pub enum KeyScope {
 }
 
 /// What a capability lets a request read whatever credential it carries
-/// (rule 5): a signed tile template one dataset's tiles, an embed token a
-/// map and the datasets of its layers.
+/// (rule 5): a signed tile template one dataset's tiles until its expiry
+/// (Unix seconds), an embed token a map and the datasets of its layers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Capability {
-    Tiles(Uuid),
+    Tiles { dataset: Uuid, expires: i64 },
     Embed { map_id: Uuid, datasets: Vec<Uuid> },
 }
 
@@ -66,6 +66,8 @@ pub struct Caller {
     pub user: Option<User>,
     pub key_scope: Option<KeyScope>,
     pub capability: Option<Capability>,
+    /// The sign-in session of a bearer access token.
+    pub session: Option<Uuid>,
 }
 
 impl Caller {
@@ -81,7 +83,7 @@ impl Caller {
     /// Whether a capability lets this request read the dataset.
     pub fn capability_reads_dataset(&self, id: Uuid) -> bool {
         match &self.capability {
-            Some(Capability::Tiles(dataset)) => *dataset == id,
+            Some(Capability::Tiles { dataset, .. }) => *dataset == id,
             Some(Capability::Embed { datasets, .. }) => datasets.contains(&id),
             None => false,
         }
@@ -138,14 +140,84 @@ fn is_read_method(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// What a read-only key may do: reads, except the GET that writes
-/// (validate with refresh), and the two read-only POST routes.
-fn read_only_key_allows(method: &Method, path: &str, query: Option<&str>) -> bool {
-    if is_read_method(method) {
-        let refresh = query_param(query, "refresh").is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"));
-        return !(path.ends_with("/validate") && refresh);
+/// Whether a request changes something: every method but GET, HEAD and
+/// OPTIONS, and the one GET that writes (validate with `refresh`).
+fn writes(method: &Method, path: &str, query: Option<&str>) -> bool {
+    if !is_read_method(method) {
+        return true;
     }
-    *method == Method::POST && matches!(path, "/api/query" | "/api/stac/search")
+    path.ends_with("/validate")
+        && query_param(query, "refresh").is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
+}
+
+/// What a read-only key may do: what writes nothing, and the two
+/// read-only POST routes.
+fn read_only_key_allows(method: &Method, path: &str, query: Option<&str>) -> bool {
+    !writes(method, path, query) || (*method == Method::POST && matches!(path, "/api/query" | "/api/stac/search"))
+}
+
+/// Routes (as routed, by template) that change something yet serve
+/// anonymous callers: asking for an account, the read-only STAC search,
+/// a download token or a metadata draft for a public dataset. The routes
+/// that read no credential (sign-in, refresh, sign-out) are not checked.
+const ANONYMOUS_WRITES: [&str; 4] = [
+    "/api/auth/register",
+    "/api/stac/search",
+    "/api/auth/download-token/{dataset_id}",
+    "/api/ai/metadata/quality-statement",
+];
+
+/// Reads that only make sense for a signed-in caller: one's own account,
+/// keys, jobs, saved searches and connector credentials, the admin and
+/// settings routes, and who may see a dataset or embed a map.
+fn personal_read(route: &str) -> bool {
+    const PREFIXES: [&str; 8] = [
+        "/api/auth/me",
+        "/api/auth/api-keys",
+        "/api/admin/",
+        "/api/settings/",
+        "/api/jobs",
+        "/api/search/saved",
+        "/api/services/connectors/credentials",
+        "/api/ingest/",
+    ];
+    PREFIXES.iter().any(|p| route.starts_with(p)) || route.ends_with("/grants") || route.ends_with("/embed-tokens")
+}
+
+/// Whether an anonymous caller may call the route at all.
+fn serves_anonymous(method: &Method, route: &str, path: &str, query: Option<&str>) -> bool {
+    if reads_no_credential(path) {
+        return true;
+    }
+    if writes(method, path, query) {
+        ANONYMOUS_WRITES.contains(&route)
+    } else {
+        !personal_read(route)
+    }
+}
+
+/// One rule for every route that needs a credential: an anonymous caller
+/// (no user, no capability) gets 401 before the handler looks anything
+/// up, so it learns nothing of what exists (a map's 404 against 403).
+/// Runs on routed requests only, where the route template is known.
+pub async fn require_credential(
+    caller: Caller,
+    route: axum::extract::MatchedPath,
+    request: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let anonymous = caller.user.is_none() && caller.capability.is_none();
+    if anonymous
+        && !serves_anonymous(
+            request.method(),
+            route.as_str(),
+            request.uri().path(),
+            request.uri().query(),
+        )
+    {
+        return Err(AppError::unauthorized("sign in or send an API key"));
+    }
+    Ok(next.run(request).await)
 }
 
 fn query_param(query: Option<&str>, name: &str) -> Option<String> {
@@ -178,9 +250,7 @@ async fn capability_of(
     let Some(query) = query.filter(|q| q.contains("sig=")) else {
         return Ok(None);
     };
-    Ok(crate::tiles::signed_template_dataset(state, path, query)
-        .await
-        .map(Capability::Tiles))
+    Ok(crate::tiles::signed_template_dataset(state, path, query).await)
 }
 
 pub async fn resolve_caller(
@@ -209,8 +279,9 @@ pub async fn resolve_caller(
         .headers()
         .get("x-api-key")
         .map(|v| v.to_str().unwrap_or_default().to_string());
-    // The query-string key counts on reads only; elsewhere it is absent.
-    let query_key = if is_read_method(&method) {
+    // The query-string key counts on requests that write nothing (rule 2);
+    // elsewhere it is absent, so it never authorises a write.
+    let query_key = if !writes(&method, &path, query.as_deref()) {
         query_param(query.as_deref(), "api_key")
     } else {
         None
@@ -283,5 +354,29 @@ mod tests {
             "/api/datasets/x/validate",
             Some("refresh=false")
         ));
+    }
+
+    #[test]
+    fn anonymous_callers_reach_only_what_serves_them() {
+        let anonymous = |method: Method, route: &str, path: &str, query: Option<&str>| {
+            serves_anonymous(&method, route, path, query)
+        };
+        assert!(anonymous(Method::GET, "/api/maps/{map_id}", "/api/maps/x", None));
+        assert!(!anonymous(Method::PUT, "/api/maps/{map_id}", "/api/maps/x", None));
+        assert!(!anonymous(
+            Method::GET,
+            "/api/maps/{map_id}/embed-tokens",
+            "/api/maps/x/embed-tokens",
+            None
+        ));
+        assert!(!anonymous(
+            Method::GET,
+            "/api/datasets/{dataset_id}/validate",
+            "/api/datasets/x/validate",
+            Some("refresh=true")
+        ));
+        assert!(anonymous(Method::POST, "/api/stac/search", "/api/stac/search", None));
+        assert!(anonymous(Method::POST, "/api/auth/login", "/api/auth/login", None));
+        assert!(!anonymous(Method::GET, "/api/jobs/{job_id}", "/api/jobs/x", None));
     }
 }

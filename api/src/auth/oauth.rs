@@ -271,7 +271,7 @@ async fn oauth_callback(
     };
     match outcome {
         Ok((user_id, token_version)) => {
-            let (access, refresh) = mint_pair(&state, user_id, token_version).await?;
+            let (access, refresh) = mint_pair(&state, user_id, token_version, None).await?;
             let mut headers = HeaderMap::new();
             set_session_cookies(&state, &mut headers, &refresh);
             let ttl = state.config.access_token_ttl.as_secs();

@@ -11,7 +11,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    auth::{DOWNLOAD_TOKEN_TTL, random_secret, verify_password},
+    auth::{DOWNLOAD_TOKEN_TTL, random_secret, verify_sign_in},
 };
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::{Caller, User, bearer_token, cookies};
 use crate::{
-    extract::{Form, Path},
+    extract::{Body, Form, Path},
     state::AppState,
 };
 
@@ -36,23 +36,41 @@ const REFRESH_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// comes second within this window still gets a new pair.
 const ROTATION_GRACE: Duration = Duration::from_secs(30);
 
+#[derive(sqlx::FromRow)]
+struct TokenOwner {
+    #[sqlx(flatten)]
+    user: User,
+    /// Whether the token's sign-in session still has a refresh token that
+    /// is not revoked (a password change revokes the other sessions').
+    session_live: bool,
+}
+
 /// Resolves a bearer access token into its (still active) user.
 pub async fn resolve_access(state: &AppState, token: &str) -> Result<Caller, AppError> {
     let claims = state
         .keys
         .verify_access(token, false)
         .ok_or_else(|| AppError::unauthorized("the access token is invalid or expired"))?;
-    let user: Option<User> =
-        sqlx::query_as("SELECT id, role, token_version FROM users WHERE id = $1 AND status = 'active' AND is_active")
-            .bind(claims.sub)
-            .fetch_optional(&state.pool)
-            .await?;
-    match user {
-        Some(user) if user.token_version == claims.ver => Ok(Caller {
-            user: Some(user),
+    let owner: Option<TokenOwner> = sqlx::query_as(
+        "SELECT u.id, u.role, u.token_version,
+                ($2::uuid IS NULL OR EXISTS (
+                    SELECT 1 FROM refresh_tokens r WHERE r.session_id = $2 AND r.revoked_at IS NULL)) AS session_live
+         FROM users u WHERE u.id = $1 AND u.status = 'active' AND u.is_active",
+    )
+    .bind(claims.sub)
+    .bind(claims.sid)
+    .fetch_optional(&state.pool)
+    .await?;
+    match owner {
+        Some(owner) if owner.user.token_version == claims.ver && owner.session_live => Ok(Caller {
+            user: Some(owner.user),
             key_scope: None,
             capability: None,
+            session: claims.sid,
         }),
+        Some(owner) if owner.user.token_version == claims.ver => {
+            Err(AppError::unauthorized("the access token's session has ended"))
+        }
         Some(_) => Err(AppError::unauthorized("the access token was revoked by signing out")),
         None => Err(AppError::unauthorized("the account of this token is not active")),
     }
@@ -74,25 +92,29 @@ pub struct TokenPair {
     expires_in: u64,
 }
 
-/// A new access token and a new (stored) refresh token for the account.
+/// A new access token and a new (stored) refresh token for the account,
+/// in the given sign-in session or, for a new sign-in, a new one.
 pub(super) async fn mint_pair(
     state: &AppState,
     user_id: Uuid,
     token_version: i32,
+    session: Option<Uuid>,
 ) -> Result<(String, String), AppError> {
+    let session = session.unwrap_or_else(Uuid::now_v7);
     let access_token = state
         .keys
-        .issue_access(user_id, token_version, state.config.access_token_ttl)
+        .issue_session_access(user_id, token_version, state.config.access_token_ttl, Some(session))
         .map_err(AppError::internal)?;
     let refresh_token = random_secret("rt_");
     sqlx::query(
-        "INSERT INTO refresh_tokens (id, user_id, token_hash, expires_at)
-         VALUES ($1, $2, sha256($3), now() + make_interval(secs => $4))",
+        "INSERT INTO refresh_tokens (id, user_id, token_hash, expires_at, session_id)
+         VALUES ($1, $2, sha256($3), now() + make_interval(secs => $4), $5)",
     )
     .bind(Uuid::now_v7())
     .bind(user_id)
     .bind(refresh_token.as_bytes())
     .bind(REFRESH_TOKEN_TTL.as_secs() as f64)
+    .bind(session)
     .execute(&state.pool)
     .await?;
     Ok((access_token, refresh_token))
@@ -116,9 +138,10 @@ async fn issue_pair(
     state: &AppState,
     user_id: Uuid,
     token_version: i32,
+    session: Option<Uuid>,
     cookie_mode: bool,
 ) -> Result<impl IntoResponse + use<>, AppError> {
-    let (access_token, refresh_token) = mint_pair(state, user_id, token_version).await?;
+    let (access_token, refresh_token) = mint_pair(state, user_id, token_version, session).await?;
     let mut headers = HeaderMap::new();
     let body_refresh = if cookie_mode {
         set_session_cookies(state, &mut headers, &refresh_token);
@@ -160,10 +183,11 @@ async fn login(
         ));
     }
     let refused = || AppError::unauthorized("wrong username or password");
-    let (user_id, hash, status, is_active, token_version) = account.ok_or_else(refused)?;
-    if !hash.is_some_and(|h| verify_password(&form.password, &h)) {
+    let hash = account.as_ref().and_then(|(_, hash, ..)| hash.as_deref());
+    if !verify_sign_in(&form.password, hash) {
         return Err(refused());
     }
+    let (user_id, _, status, is_active, token_version) = account.ok_or_else(refused)?;
     if status != "active" || !is_active {
         let state_name = if status == "active" {
             "deactivated"
@@ -174,7 +198,7 @@ async fn login(
             "the account is {state_name}; it cannot sign in"
         )));
     }
-    issue_pair(&state, user_id, token_version, cookies::cookie_mode(&headers)).await
+    issue_pair(&state, user_id, token_version, None, cookies::cookie_mode(&headers)).await
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -210,6 +234,7 @@ fn presented_refresh_token(headers: &HeaderMap, body: &Bytes, check_csrf: bool) 
 struct StoredRefresh {
     id: Uuid,
     user_id: Uuid,
+    session_id: Uuid,
     token_version: i32,
     usable: bool,
     rotated_too_long_ago: bool,
@@ -217,7 +242,7 @@ struct StoredRefresh {
 
 async fn find_refresh(state: &AppState, token: &str) -> Result<Option<StoredRefresh>, AppError> {
     Ok(sqlx::query_as(
-        "SELECT r.id, r.user_id, u.token_version,
+        "SELECT r.id, r.user_id, r.session_id, u.token_version,
                 (r.revoked_at IS NULL AND r.expires_at > now() AND u.status = 'active' AND u.is_active) AS usable,
                 (r.rotated_at IS NOT NULL AND r.rotated_at < now() - make_interval(secs => $2)) AS rotated_too_long_ago
          FROM refresh_tokens r JOIN users u ON u.id = r.user_id
@@ -237,7 +262,7 @@ async fn find_refresh(state: &AppState, token: &str) -> Result<Option<StoredRefr
 async fn refresh(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<impl IntoResponse, AppError> {
     let token = presented_refresh_token(&headers, &body, true)?
         .ok_or_else(|| AppError::unauthorized("no refresh token was presented"))?;
@@ -251,10 +276,12 @@ async fn refresh(
         .bind(stored.id)
         .execute(&state.pool)
         .await?;
+    // The new pair continues the same sign-in session.
     issue_pair(
         &state,
         stored.user_id,
         stored.token_version,
+        Some(stored.session_id),
         cookies::cookie_mode(&headers),
     )
     .await
@@ -266,7 +293,11 @@ async fn refresh(
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth",
     request_body(content = RefreshRequest, description = "the refresh token, when no access token is sent"),
     responses((status = 204, description = "signed out everywhere"), (status = 401, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn logout(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<impl IntoResponse, AppError> {
+async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> Result<impl IntoResponse, AppError> {
     let from_access = bearer_token(&headers)
         .and_then(|t| state.keys.verify_access(t, true))
         .map(|c| c.sub);

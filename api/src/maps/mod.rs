@@ -105,40 +105,52 @@ struct LayerRow {
     style_config: Option<SqlJson<Value>>,
     layer_type: String,
     show_in_legend: bool,
+    /// Whether the reader may see the layer's dataset.
+    readable: bool,
 }
 
-/// The map with its layers, whoever asks.
-async fn load_map(db: &mut PgConnection, id: Uuid) -> Result<Option<MapResponse>, AppError> {
-    Ok(load_maps(db, &[id]).await?.pop())
+/// The map with its layers as `reader` may see them.
+async fn load_map(db: &mut PgConnection, reader: &Caller, id: Uuid) -> Result<Option<MapResponse>, AppError> {
+    Ok(load_maps(db, reader, &[id]).await?.pop())
 }
 
 /// Maps with their layers in two queries, in the order of `ids` (ids of
-/// maps that do not exist are left out).
-async fn load_maps(db: &mut PgConnection, ids: &[Uuid]) -> Result<Vec<MapResponse>, AppError> {
+/// maps that do not exist are left out). A layer whose dataset `reader`
+/// may not see is reported as unavailable and not described: a map is
+/// not a way round the dataset's own visibility, whoever made it public.
+async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> Result<Vec<MapResponse>, AppError> {
     let sql = format!("{MAP_SELECT} WHERE m.id = ANY($1)");
     let rows: Vec<MapRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(ids)
         .fetch_all(&mut *db)
         .await?;
-    let layers: Vec<LayerRow> = sqlx::query_as(
+    let visible = visible_to_caller("d");
+    let layers: Vec<LayerRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT l.map_id, l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
                 d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.publication_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
-                l.popup_config, l.style_config, l.layer_type, l.show_in_legend
+                l.popup_config, l.style_config, l.layer_type, l.show_in_legend, {visible} AS readable
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
-         WHERE l.map_id = ANY($1) ORDER BY l.map_id, l.sort_order, l.id",
-    )
+         WHERE l.map_id = ANY($3) ORDER BY l.map_id, l.sort_order, l.id"
+    )))
+    .bind(reader.user_id())
+    .bind(reader.is_admin())
     .bind(ids)
     .fetch_all(&mut *db)
     .await?;
     let mut layers_by_map: std::collections::HashMap<Uuid, Vec<MapLayerResponse>> = std::collections::HashMap::new();
     for layer in layers {
-        layers_by_map
-            .entry(layer.map_id)
-            .or_default()
-            .push(layer_response(layer));
+        // An embed token reads the layers its creator may still see.
+        let readable = layer.readable || reader.capability_reads_dataset(layer.dataset_id);
+        let map_id = layer.map_id;
+        let response = if readable {
+            layer_response(layer)
+        } else {
+            MapLayerResponse::unavailable(layer.id, layer.dataset_id, layer.sort_order)
+        };
+        layers_by_map.entry(map_id).or_default().push(response);
     }
     let mut rows_by_id: std::collections::HashMap<Uuid, MapRow> = rows.into_iter().map(|r| (r.id, r)).collect();
     Ok(ids
@@ -163,6 +175,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         dataset_feature_count: l.dataset_feature_count,
         dataset_sample_values: l.dataset_sample_values.0,
         dataset_record_type: "dataset",
+        dataset_available: true,
         dataset_visibility: l.dataset_visibility,
         dataset_status: l.dataset_status,
         dataset_attribution: None,
@@ -229,7 +242,7 @@ fn may_read(map: &MapResponse, caller: &Caller) -> bool {
 /// The map when the caller may see it; 404 otherwise.
 async fn readable_map(state: &AppState, caller: &Caller, id: Uuid) -> Result<MapResponse, AppError> {
     let mut conn = state.pool.acquire().await?;
-    match load_map(&mut conn, id).await? {
+    match load_map(&mut conn, caller, id).await? {
         Some(map) if may_read(&map, caller) || caller.capability_reads_map(id) => Ok(map),
         _ => Err(AppError::not_found(format!("no map {id}"))),
     }
@@ -367,7 +380,7 @@ async fn insert_map(
         .execute(&mut *tx)
         .await?;
     write_map(&mut tx, id, input).await?;
-    let map = load_map(&mut tx, id)
+    let map = load_map(&mut tx, caller, id)
         .await?
         .ok_or_else(|| AppError::internal("the new map vanished"))?;
     tx.commit().await?;
@@ -427,7 +440,7 @@ async fn list_maps(
     .fetch_one(&state.pool)
     .await?;
     let mut conn = state.pool.acquire().await?;
-    let maps = load_maps(&mut conn, &ids).await?;
+    let maps = load_maps(&mut conn, &caller, &ids).await?;
     Ok(Json(MapList {
         maps,
         total,
@@ -471,7 +484,7 @@ async fn update_map(
         ));
     }
     write_map(&mut tx, id, &input).await?;
-    let map = load_map(&mut tx, id)
+    let map = load_map(&mut tx, &caller, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no map {id}")))?;
     tx.commit().await?;
@@ -554,7 +567,8 @@ async fn revoke_share(
 }
 
 /// A shared map, read-only. 404 for an unknown link and 410 for a revoked
-/// one, whatever credential is sent (this route reads none).
+/// one, whatever credential is sent (this route reads none, so its reader
+/// is anonymous and sees only the layers of public datasets).
 #[utoipa::path(get, path = "/api/maps/shared/{token}", tag = "maps", params(("token" = String, Path)),
     responses((status = 200, body = MapResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 410, body = catalog_shared::Problem, content_type = "application/problem+json")))]
@@ -569,7 +583,7 @@ async fn shared_map(State(state): State<AppState>, Path(token): Path<String>) ->
         Some((_, true)) => Err(AppError::new(StatusCode::GONE, "this shared map link was revoked")),
         Some((map_id, false)) => {
             let mut conn = state.pool.acquire().await?;
-            load_map(&mut conn, map_id)
+            load_map(&mut conn, &Caller::default(), map_id)
                 .await?
                 .map(Json)
                 .ok_or_else(|| AppError::not_found("no such shared map link"))

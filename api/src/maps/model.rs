@@ -89,10 +89,21 @@ pub struct BasemapConfig {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub sublayer_overrides: Option<BTreeMap<String, SublayerOverride>>,
-    #[serde(default)]
-    pub basemap_position: Option<Position>,
-    #[serde(default)]
-    pub projection: Option<Projection>,
+    /// Null or absent is the default, and the default is what is answered.
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(value_type = Option<Position>)]
+    pub basemap_position: Position,
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(value_type = Option<Projection>)]
+    pub projection: Projection,
+}
+
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 impl Default for BasemapConfig {
@@ -305,6 +316,9 @@ pub struct MapLayerResponse {
     #[schema(value_type = Object)]
     pub dataset_sample_values: Value,
     pub dataset_record_type: &'static str,
+    /// False when the reader may not see the dataset: the layer then
+    /// carries only its place in the map, nothing that describes the data.
+    pub dataset_available: bool,
     pub dataset_visibility: String,
     pub dataset_status: String,
     pub dataset_attribution: Option<String>,
@@ -332,6 +346,53 @@ pub struct MapLayerResponse {
     pub band_count: Option<i32>,
     pub tile_version: i32,
     pub publication_version: i32,
+}
+
+/// What `dataset_status` and `dataset_visibility` say of a layer whose
+/// dataset the reader may not see.
+pub const UNAVAILABLE: &str = "unavailable";
+
+impl MapLayerResponse {
+    /// A layer over a dataset the reader may not see: its place in the map
+    /// and nothing else. The layer's own settings (names, filters, popups,
+    /// labels, paint) are left out too, since they name the data's columns
+    /// and values.
+    pub fn unavailable(id: Uuid, dataset_id: Uuid, sort_order: i32) -> Self {
+        Self {
+            id,
+            dataset_id,
+            dataset_name: String::new(),
+            dataset_geometry_type: None,
+            dataset_table_name: String::new(),
+            dataset_extent_bbox: None,
+            dataset_column_info: Value::Array(Vec::new()),
+            dataset_feature_count: 0,
+            dataset_sample_values: Value::Object(Map::new()),
+            dataset_record_type: "dataset",
+            dataset_available: false,
+            dataset_visibility: UNAVAILABLE.into(),
+            dataset_status: UNAVAILABLE.into(),
+            dataset_attribution: None,
+            display_name: None,
+            sort_order,
+            visible: false,
+            opacity: 0.0,
+            paint: Value::Object(Map::new()),
+            layout: Value::Object(Map::new()),
+            layer_type: LayerType::default(),
+            filter: None,
+            label_config: None,
+            popup_config: None,
+            style_config: None,
+            show_in_legend: false,
+            is_3d: false,
+            is_dem: false,
+            dem_vertical_units: None,
+            band_count: None,
+            tile_version: 0,
+            publication_version: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]

@@ -16,7 +16,6 @@ use super::{
 };
 use crate::{
     auth::Caller,
-    datasets::visible_to_caller,
     extract::Path,
     state::AppState,
     tiles::{SOURCE_MAX_ZOOM, signed_query, template_expiry},
@@ -76,7 +75,9 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
 pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String>, basemap: Option<&Value>) -> Value {
     let mut sources = Map::new();
     let mut data_layers = Vec::new();
-    for (index, layer) in map.layers.iter().enumerate() {
+    // Layers the reader may not see are left out: a style names the
+    // dataset's table and the author's settings for its columns.
+    for (index, layer) in map.layers.iter().filter(|l| l.dataset_available).enumerate() {
         let (source_id, source) = source_of(layer, base, signatures.get(&layer.dataset_id));
         sources.entry(source_id.clone()).or_insert(source);
         let kind = kind_of(layer.dataset_geometry_type.as_deref());
@@ -157,7 +158,7 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         };
         basemap_layers.push(json!({"id": "relief", "type": "hillshade", "source": "terrain", "paint": {"hillshade-exaggeration": exaggeration}}));
     }
-    if config.basemap_position == Some(super::model::Position::Top) {
+    if config.basemap_position == super::model::Position::Top {
         layers.extend(data_layers);
         layers.extend(basemap_layers);
     } else {
@@ -198,7 +199,7 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         });
         style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
     }
-    if config.projection == Some(Projection::Globe) {
+    if config.projection == Projection::Globe {
         style["projection"] = json!({"type": "globe"});
     }
     if let Some(glyphs) = vector_basemap.and_then(|b| b.glyphs) {
@@ -226,7 +227,7 @@ pub async fn export_style(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, AppError> {
     let map = readable_map(&state, &caller, id).await?;
-    let signatures = tile_signatures(&state, &caller, &map).await?;
+    let signatures = tile_signatures(&state, &caller, &map);
     let basemap = if basemap::is_style_url(&map.basemap_style) {
         basemap::fetch(&state, &map.basemap_style).await
     } else {
@@ -241,46 +242,28 @@ pub async fn export_style(
 }
 
 /// Signed tile queries for the map's datasets that not everyone may see
-/// (not public, or not published) but the reader may: a style loaded in a
-/// browser then draws them with no credential. A reader through an embed
-/// token gets none: its page sends the token with every request, so that
-/// revoking the token stops the tiles at once.
-async fn tile_signatures(
-    state: &AppState,
-    caller: &Caller,
-    map: &MapResponse,
-) -> Result<HashMap<Uuid, String>, AppError> {
-    let hidden: Vec<Uuid> = map
-        .layers
+/// (not public, or not published) but the reader may (the map's layers
+/// say which, see `load_maps`): a style loaded in a browser then draws them
+/// with no credential. A reader through an embed token gets none: its page
+/// sends the token with every request, so that revoking the token stops
+/// the tiles at once.
+fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> HashMap<Uuid, String> {
+    if caller.capability.is_some() {
+        return HashMap::new();
+    }
+    let exp = template_expiry(chrono::Utc::now().timestamp());
+    map.layers
         .iter()
         .filter(|l| {
-            l.layer_type == LayerType::VectorService
+            l.dataset_available
+                && l.layer_type == LayerType::VectorService
                 && (l.dataset_visibility != "public" || l.dataset_status != "ready")
         })
-        .map(|l| l.dataset_id)
-        .collect();
-    if hidden.is_empty() || caller.capability.is_some() {
-        return Ok(HashMap::new());
-    }
-    let visible = visible_to_caller("datasets");
-    let readable: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT id FROM datasets WHERE {visible} AND id = ANY($3)"
-    )))
-    .bind(caller.user_id())
-    .bind(caller.is_admin())
-    .bind(&hidden)
-    .fetch_all(&state.pool)
-    .await?;
-    let exp = template_expiry(chrono::Utc::now().timestamp());
-    Ok(map
-        .layers
-        .iter()
-        .filter(|l| readable.contains(&l.dataset_id))
         .map(|l| {
             let query = signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp);
             (l.dataset_id, query)
         })
-        .collect())
+        .collect()
 }
 
 /// A MapInput that recreates this map (fork).

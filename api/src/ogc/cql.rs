@@ -335,13 +335,8 @@ impl Translator<'_> {
                         _ => Err("BBOX takes numbers".to_string()),
                     })
                     .collect::<Result<_, _>>()?;
-                let [w, s, e, n] = match numbers.as_slice() {
-                    [w, s, e, n] => [*w, *s, *e, *n],
-                    [w, s, _, e, n, _] => [*w, *s, *e, *n],
-                    _ => return Err("BBOX takes 4 or 6 numbers".into()),
-                };
                 let mut corners = Vec::new();
-                for v in [w, s, e, n] {
+                for v in crate::bbox::Bbox::from_numbers(&numbers)?.to_array() {
                     corners.push(self.bind(Param::Float(v))?);
                 }
                 Ok(self.to_storage(format!("ST_MakeEnvelope({}, 4326)", corners.join(", "))))

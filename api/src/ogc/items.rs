@@ -2,7 +2,7 @@
 //! PostgreSQL, paged by key (`after_gid`) or legacy offset, filtered by
 //! bbox, property values and CQL2, all combined with AND.
 use axum::{
-    extract::{Query, State},
+    extract::State,
     http::{HeaderValue, header},
     response::{IntoResponse, Response},
 };
@@ -16,7 +16,13 @@ use super::{
     find_collection,
     params::{Param, query_with},
 };
-use crate::{auth::Caller, datasets::Dataset, extract::Path, state::AppState};
+use crate::{
+    auth::Caller,
+    bbox::Bbox,
+    datasets::Dataset,
+    extract::{Path, Query},
+    state::AppState,
+};
 
 /// A published attribute column of a dataset.
 pub struct Column {
@@ -160,9 +166,11 @@ fn parse_int(name: &str, v: &str) -> Result<i64, AppError> {
     v.trim().parse().map_err(|_| bad(format!("{name} must be an integer")))
 }
 
+/// `bbox-crs`, `crs` and `filter-crs` name CRS84 or nothing: EPSG:4326
+/// orders its axes latitude first, so taking it for CRS84 would swap
+/// coordinates, and it is refused like every other CRS.
 fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
-    let ok = v == CRS84 || v.eq_ignore_ascii_case("CRS84") || v == "http://www.opengis.net/def/crs/EPSG/0/4326";
-    if ok {
+    if v == CRS84 {
         Ok(())
     } else {
         Err(bad(format!("{name} supports only {CRS84}")))
@@ -225,19 +233,7 @@ fn parse_request(
             }
             "after_gid" => request.after = Some(parse_int("after_gid", value)?),
             "bbox" => {
-                let numbers: Vec<f64> = value
-                    .split(',')
-                    .map(|n| n.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| bad("bbox must be four (or six) comma-separated numbers"))?;
-                let (w, s, e, n) = match numbers.as_slice() {
-                    [w, s, e, n] => (*w, *s, *e, *n),
-                    [w, s, _, e, n, _] => (*w, *s, *e, *n),
-                    _ => return Err(bad("bbox must be four (or six) comma-separated numbers")),
-                };
-                if s > n {
-                    return Err(bad("bbox south must not be greater than north"));
-                }
+                let [w, s, e, n] = value.parse::<Bbox>().map_err(bad)?.to_array();
                 let geom = quote_ident(&dataset.geometry_column);
                 let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
                     let first = params.len() + 1;

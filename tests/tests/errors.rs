@@ -1,0 +1,202 @@
+//! Every error the service answers is a problem document, whatever the
+//! framework's extractors reject: walk every route of the OpenAPI document
+//! with a malformed JSON body, a body of the wrong media type, a body over
+//! the size limit, malformed path segments and malformed query values.
+use catalog_tests::{Stack, StackOptions};
+use reqwest::Method;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// Every (method, path) of the OpenAPI document, paths under /api.
+async fn routes(stack: &Stack) -> Vec<(Method, String)> {
+    let (status, doc) = stack.get_json(None, "/api/openapi.json").await;
+    assert_eq!(status, 200);
+    let mut routes = Vec::new();
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        let route = if path == "/" {
+            "/api".to_string()
+        } else {
+            format!("/api{path}")
+        };
+        for method in operations.as_object().unwrap().keys() {
+            routes.push((method.to_uppercase().parse().unwrap(), route.clone()));
+        }
+    }
+    routes
+}
+
+/// The route with every path parameter filled by `value`.
+fn fill(route: &str, value: &str) -> String {
+    route
+        .split('/')
+        .map(|segment| if segment.starts_with('{') { value } else { segment })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Asserts an error answer is a problem document that agrees with the status.
+async fn check(what: &str, response: reqwest::Response, failures: &mut Vec<String>) {
+    let status = response.status().as_u16();
+    if status < 400 {
+        return;
+    }
+    let media = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = response.text().await.unwrap_or_default();
+    let problem: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    if !media.starts_with("application/problem+json")
+        || problem["status"] != status
+        || !problem["title"].is_string()
+        || !problem["detail"].is_string()
+    {
+        failures.push(format!("{what}: {status} {media}: {body}"));
+    }
+}
+
+#[tokio::test]
+async fn every_rejection_is_a_problem_document() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let admin = stack.admin_token().await;
+    // An API key, so that walking the sign-out route does not end the session.
+    let key = stack.api_key(&admin, "full").await;
+    let routes = routes(&stack).await;
+    assert!(routes.len() > 50, "the whole API is walked");
+    let oversized = vec![b'a'; 3 * 1024 * 1024];
+    // A fresh connection per request: the server may close one whose
+    // oversized body it refused without reading.
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let mut failures = Vec::new();
+    for (method, route) in &routes {
+        let unknown = fill(route, &Uuid::now_v7().to_string());
+        let send = |path: &str, content_type: Option<&str>, body: Option<Vec<u8>>| {
+            let mut request = http.request(method.clone(), stack.url(path)).header("X-Api-Key", &key);
+            if let Some(content_type) = content_type {
+                request = request.header("content-type", content_type);
+            }
+            if let Some(body) = body {
+                request = request.body(body);
+            }
+            request.send()
+        };
+        if route.contains('{') {
+            let what = format!("{method} {route} with malformed path segments");
+            check(
+                &what,
+                send(&fill(route, "not%20an%20id"), None, None).await.unwrap(),
+                &mut failures,
+            )
+            .await;
+        }
+        let what = format!("{method} {route} with malformed query values");
+        let query = format!("{unknown}?limit=many&offset=-x&bbox=NaN,0,1,1&refresh=perhaps");
+        check(&what, send(&query, None, None).await.unwrap(), &mut failures).await;
+        if *method == Method::GET {
+            continue;
+        }
+        let cases: [(&str, &str, Vec<u8>); 3] = [
+            ("a malformed JSON body", "application/json", b"{\"oops\": ".to_vec()),
+            ("a body of the wrong media type", "text/plain", b"hello".to_vec()),
+            ("a non-multipart body", "multipart/form-data", b"hello".to_vec()),
+        ];
+        for (name, content_type, body) in cases {
+            let what = format!("{method} {route} with {name}");
+            check(
+                &what,
+                send(&unknown, Some(content_type), Some(body)).await.unwrap(),
+                &mut failures,
+            )
+            .await;
+        }
+        // Over the size limit the server may answer before reading it all.
+        let what = format!("{method} {route} with a body over the size limit");
+        if let Ok(response) = send(&unknown, Some("application/json"), Some(oversized.clone())).await {
+            check(&what, response, &mut failures).await;
+        }
+    }
+    // The upload routes' own rejections, with the route's real path.
+    let response = stack
+        .http
+        .post(stack.url("/api/datasets/upload"))
+        .bearer_auth(&admin)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400, "a non-multipart upload");
+    check("a JSON upload", response, &mut failures).await;
+    assert!(
+        failures.is_empty(),
+        "{} answers that are not problem documents:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// One bounding box rule on every route that takes one: NaN, infinities,
+/// numbers past a double's range or past the globe's are a 400 problem
+/// everywhere, and a sound box is served everywhere.
+#[tokio::test]
+async fn every_bbox_is_checked_alike() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let points = serde_json::json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"n": 1}}]});
+    let id = stack.ingest_geojson(&admin, &points, &[("visibility", "public")]).await;
+    let routes = [
+        format!("/api/collections/{id}/items?bbox="),
+        format!("/api/datasets/{id}/features?bbox="),
+        "/api/collections/catalog/items?bbox=".to_string(),
+        "/api/stac/search?bbox=".to_string(),
+        format!("/api/collections/{id}/items?filter=S_INTERSECTS(geom,BBOX("),
+    ];
+    let close = |route: &str| if route.contains("BBOX(") { "))" } else { "" };
+    let mut failures = Vec::new();
+    for route in &routes {
+        let (status, _) = stack.get_json(None, &format!("{route}0,0,5,5{}", close(route))).await;
+        if status != 200 {
+            failures.push(format!("{route}0,0,5,5: {status}, a sound box"));
+        }
+        for bad in [
+            "NaN,0,5,5",
+            "0,0,Infinity,5",
+            "-inf,0,5,5",
+            "0,0,1e400,5",
+            "0,0,99999999999999999999999,5",
+            "0,-95,5,5",
+            "0,5,5,0",
+            "0,0,5",
+        ] {
+            let what = format!("{route}{bad}{}", close(route));
+            let response = stack.http.get(stack.url(&what)).send().await.unwrap();
+            if response.status() != 400 {
+                failures.push(format!("{what}: {}", response.status()));
+            }
+            check(&what, response, &mut failures).await;
+        }
+    }
+    for body in [
+        r#"{"bbox": ["NaN", 0, 5, 5]}"#,
+        r#"{"bbox": [0, 0, 500, 5]}"#,
+        r#"{"bbox": [0, 0, 1e400, 5]}"#,
+        r#"{"bbox": [0, 0, 5]}"#,
+    ] {
+        let response = stack
+            .http
+            .post(stack.url("/api/stac/search"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        if !response.status().is_client_error() {
+            failures.push(format!("POST /api/stac/search {body}: {}", response.status()));
+        }
+        check(&format!("POST /api/stac/search {body}"), response, &mut failures).await;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
