@@ -40,6 +40,10 @@ const UNREGISTERED: &str = "SELECT g.f_table_schema::text AS schema_name, g.f_ta
        AND g.f_table_name NOT LIKE '\\_staging\\_%' AND g.f_table_name NOT LIKE '\\_old\\_%' AND g.f_table_name NOT LIKE '%\\_old'
        AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.schema_name = g.f_table_schema AND d.table_name = g.f_table_name)";
 
+/// `ST_GeometryType` names of the geometries every output serves.
+const LINEAR_TYPES: &str = "'ST_Point', 'ST_LineString', 'ST_Polygon', 'ST_MultiPoint', 'ST_MultiLineString',
+    'ST_MultiPolygon', 'ST_GeometryCollection'";
+
 #[derive(sqlx::FromRow)]
 struct Candidate {
     schema_name: String,
@@ -271,17 +275,29 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .await
     .map_err(fail)?;
     let qualified = format!("{}.{}", quote_ident(&schema), quote_ident(&table));
-    // The extent is recorded in WGS 84 whatever the table's CRS.
+    // The extent is recorded in WGS 84 whatever the table's CRS. A table
+    // read in place cannot be linearised as ingest does, and GeoJSON,
+    // vector tiles and the export formats carry no curves, so a table
+    // holding any is refused rather than published with rows no output serves.
     let stats_sql = format!(
-        "SELECT c, CASE WHEN g IS NULL THEN NULL ELSE ARRAY[ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g)] END
-         FROM (SELECT count(*) AS c, ST_Transform(ST_SetSRID(ST_Extent({geom})::geometry, {srid}), 4326) AS g FROM {qualified}) s",
+        "SELECT c, CASE WHEN g IS NULL THEN NULL ELSE ARRAY[ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g)] END, curves
+         FROM (SELECT count(*) AS c, ST_Transform(ST_SetSRID(ST_Extent({geom})::geometry, {srid}), 4326) AS g,
+                      array_agg(DISTINCT substr(ST_GeometryType({geom}), 4)) FILTER (WHERE ST_HasArc({geom})
+                          OR ST_GeometryType({geom}) NOT IN ({LINEAR_TYPES})) AS curves
+               FROM {qualified}) s",
         geom = quote_ident(&candidate.geometry_column)
     );
-    let stats: Option<(i64, Option<Vec<f64>>)> = sqlx::query_as(sqlx::AssertSqlSafe(stats_sql))
+    let stats: Option<(i64, Option<Vec<f64>>, Option<Vec<String>>)> = sqlx::query_as(sqlx::AssertSqlSafe(stats_sql))
         .fetch_optional(&state.pool)
         .await
         .map_err(fail)?;
-    let (count, extent) = stats.unwrap_or((0, None));
+    let (count, extent, curves) = stats.unwrap_or((0, None, None));
+    if let Some(curves) = curves.filter(|c| !c.is_empty()) {
+        return Err(format!(
+            "the table holds {} geometries, which GeoJSON and vector tiles cannot carry; store them as straight segments (ST_CurveToLine) first",
+            curves.join(", ")
+        ));
+    }
     let id = Uuid::now_v7();
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type,

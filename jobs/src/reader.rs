@@ -241,6 +241,11 @@ pub fn postgis_type_name(t: Gt::Type) -> &'static str {
         Gt::wkbMultiLineString => "MultiLineString",
         Gt::wkbMultiPolygon => "MultiPolygon",
         Gt::wkbGeometryCollection => "GeometryCollection",
+        Gt::wkbCircularString => "CircularString",
+        Gt::wkbCompoundCurve => "CompoundCurve",
+        Gt::wkbCurvePolygon => "CurvePolygon",
+        Gt::wkbMultiCurve => "MultiCurve",
+        Gt::wkbMultiSurface => "MultiSurface",
         _ => "Geometry",
     }
 }
@@ -249,6 +254,8 @@ pub fn postgis_type_name(t: Gt::Type) -> &'static str {
 pub struct ReadStats {
     pub rows: u64,
     pub types_seen: BTreeSet<&'static str>,
+    /// Curve types of the source that were stored as straight segments.
+    pub curves_linearized: BTreeSet<&'static str>,
     pub extent: ExtentTracker,
     pub samples: Vec<Vec<Value>>,
 }
@@ -421,9 +428,21 @@ unsafe fn write_geometry(
             binary::null(buf);
             return Ok(());
         }
-        if gdal_sys::OGR_G_HasCurveGeometry(geom.0, 1) != 0 {
+        // GeoJSON, MVT and the export formats know no curves, so every
+        // curve type is linearised here, once, whether or not it holds an
+        // arc: a CompoundCurve of straight parts or a MultiSurface of plain
+        // polygons is still a curve type that PostGIS cannot render.
+        let source_type = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
+        if gdal_sys::OGR_G_HasCurveGeometry(geom.0, 0) != 0 {
             let linear = gdal_sys::OGR_G_GetLinearGeometry(geom.0, 0.0, std::ptr::null_mut());
+            if linear.is_null() {
+                return Err(ReadError::Invalid(format!(
+                    "a {} could not be turned into straight segments",
+                    postgis_type_name(source_type)
+                )));
+            }
             geom = OwnedGeometry(linear);
+            stats.curves_linearized.insert(postgis_type_name(source_type));
         }
         if let Some(ct) = transform
             && gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE
