@@ -7,6 +7,7 @@ use catalog_shared::{config::Config, db, telemetry};
 mod app;
 mod assist;
 mod auth;
+mod bbox;
 mod catalog;
 mod connectors;
 mod dataset_cache;

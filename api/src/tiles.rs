@@ -286,8 +286,9 @@ async fn tilejson(
         "maxzoom": SOURCE_MAX_ZOOM,
         "vector_layers": [{"id": dataset.table_name, "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
     });
-    // TileJSON bounds cannot cross the antimeridian: such data gets none.
-    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
+    // The dataset's extent as recorded: west greater than east across the
+    // antimeridian (RFC 7946), as everywhere else the service reports it.
+    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4) {
         document["bounds"] = json!(bbox);
     }
     Ok(Json(document))

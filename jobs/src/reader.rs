@@ -472,16 +472,7 @@ unsafe fn write_geometry(
             gdal_sys::OGR_G_FlattenTo2D(geom.0);
         }
         stats.types_seen.insert(postgis_type_name(flat));
-        if gdal_sys::OGR_G_IsEmpty(geom.0) == 0 {
-            let mut env = gdal_sys::OGREnvelope {
-                MinX: 0.0,
-                MaxX: 0.0,
-                MinY: 0.0,
-                MaxY: 0.0,
-            };
-            gdal_sys::OGR_G_GetEnvelope(geom.0, &mut env);
-            stats.extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
-        }
+        add_to_extent(&mut stats.extent, geom.0);
         let size = gdal_sys::OGR_G_WkbSize(geom.0) as usize;
         wkb.clear();
         wkb.resize(size, 0);
@@ -494,6 +485,32 @@ unsafe fn write_geometry(
         buf.extend_from_slice(&WGS84.to_le_bytes());
         buf.extend_from_slice(&wkb[5..]);
         Ok(())
+    }
+}
+
+/// Adds each part of a multi-part geometry on its own: the envelope of a
+/// feature with parts on both sides of the antimeridian spans the world,
+/// while its parts show the data crossing it.
+unsafe fn add_to_extent(extent: &mut ExtentTracker, geom: gdal_sys::OGRGeometryH) {
+    unsafe {
+        if gdal_sys::OGR_G_IsEmpty(geom) != 0 {
+            return;
+        }
+        let kind = gdal_sys::OGR_G_GetGeometryType(geom);
+        if gdal_sys::OGR_GT_IsSubClassOf(kind, Gt::wkbGeometryCollection) != 0 {
+            for i in 0..gdal_sys::OGR_G_GetGeometryCount(geom) {
+                add_to_extent(extent, gdal_sys::OGR_G_GetGeometryRef(geom, i));
+            }
+            return;
+        }
+        let mut env = gdal_sys::OGREnvelope {
+            MinX: 0.0,
+            MaxX: 0.0,
+            MinY: 0.0,
+            MaxY: 0.0,
+        };
+        gdal_sys::OGR_G_GetEnvelope(geom, &mut env);
+        extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
     }
 }
 
