@@ -8,6 +8,7 @@ mod load;
 mod reader;
 mod reupload;
 pub mod runner;
+mod source_text;
 mod sources;
 
 pub use runner::{JobContext, JobError, cleanup_abandoned_staging, run_job};

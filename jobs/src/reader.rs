@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use crate::{
     columns::{PgType, binary, column_names, ogr_type_name},
     extent::ExtentTracker,
+    source_text,
 };
 
 /// What kind of file GDAL is asked to read; it picks the driver and its options.
@@ -56,13 +57,23 @@ impl SourceFormat {
                 "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
                 "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
                 "KEEP_GEOM_COLUMNS=NO",
+                "EMPTY_STRING_AS_NULL=YES",
                 "AUTODETECT_TYPE=YES",
                 "AUTODETECT_SIZE_LIMIT=0",
-                "EMPTY_STRING_AS_NULL=YES",
             ],
             _ => &[],
         }
     }
+
+    /// The CSV options without type detection: the same fields, every
+    /// value as the text written in the file.
+    pub const CSV_AS_TEXT: &'static [&'static str] = &[
+        "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
+        "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
+        "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
+        "KEEP_GEOM_COLUMNS=NO",
+        "EMPTY_STRING_AS_NULL=YES",
+    ];
 }
 
 /// A failure of reading, phrased for the person who uploaded the file.
@@ -95,6 +106,9 @@ pub struct FieldPlan {
     pub name: String,
     pub ogr_type: OGRFieldType::Type,
     pub pg: PgType,
+    /// Written from the source's own text: GDAL's parsed value would
+    /// change it (see `source_text`).
+    pub from_source_text: bool,
 }
 
 /// The geometry column a layer is loaded into.
@@ -147,6 +161,7 @@ pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Res
                 name,
                 ogr_type,
                 pg: PgType::from_ogr(ogr_type, sub),
+                from_source_text: false,
             }
         })
         .collect();
@@ -291,6 +306,15 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         ..Default::default()
     };
     let mut sample_keys: Vec<HashSet<String>> = vec![HashSet::new(); req.plan.fields.len()];
+    let kept_as_text: Vec<usize> = (0..req.plan.fields.len())
+        .filter(|&i| req.plan.fields[i].from_source_text)
+        .collect();
+    let mut source_texts: Vec<source_text::Texts> = Vec::new();
+    if !kept_as_text.is_empty() {
+        source_text::scan(&req.path, req.format, &req.plan, &kept_as_text, &mut |texts| {
+            source_texts.push(texts)
+        })?;
+    }
     let mut chunk = Vec::with_capacity(CHUNK_BYTES + 4096);
     chunk.extend_from_slice(binary::HEADER);
     let mut wkb = Vec::new();
@@ -327,7 +351,15 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         }
         for (i, field) in req.plan.fields.iter().enumerate() {
             let sample = stats.samples[i].len() < SAMPLES_PER_COLUMN;
-            let value = unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) };
+            let value = match kept_as_text.iter().position(|&k| k == i) {
+                Some(k) => {
+                    let text = source_texts
+                        .get(stats.rows as usize - 1)
+                        .and_then(|texts| texts[k].as_deref());
+                    write_text(&mut chunk, text, sample)
+                }
+                None => unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) },
+            };
             if let Some(value) = value {
                 let key = value.to_string();
                 if sample_keys[i].insert(key) {
@@ -352,6 +384,13 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         return Err(ReadError::Invalid(format!(
             "reading stopped after {} features: {msg}",
             stats.rows
+        )));
+    }
+    if !kept_as_text.is_empty() && source_texts.len() as u64 != stats.rows {
+        return Err(ReadError::Invalid(format!(
+            "GDAL read {} features but the file's text holds {}",
+            stats.rows,
+            source_texts.len()
         )));
     }
     chunk.extend_from_slice(binary::TRAILER);
@@ -530,6 +569,15 @@ fn text_of(ptr: *const c_char) -> String {
 
 fn sample_text(s: &str) -> Value {
     Value::String(s.chars().take(SAMPLE_TEXT_CHARS).collect())
+}
+
+fn write_text(buf: &mut Vec<u8>, text: Option<&str>, sample: bool) -> Option<Value> {
+    let Some(text) = text else {
+        binary::null(buf);
+        return None;
+    };
+    binary::bytes(buf, text.as_bytes());
+    sample.then(|| sample_text(text))
 }
 
 /// Writes one attribute; returns its value as JSON when asked for a sample.
