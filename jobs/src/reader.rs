@@ -50,31 +50,23 @@ impl SourceFormat {
             SourceFormat::Csv => &["CSV"],
         }
     }
-    fn open_options(self) -> &'static [&'static str] {
+    fn open_options(self) -> Vec<&'static str> {
         match self {
-            SourceFormat::Csv => &[
-                "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
-                "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
-                "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
-                "KEEP_GEOM_COLUMNS=NO",
-                "EMPTY_STRING_AS_NULL=YES",
-                "AUTODETECT_TYPE=YES",
-                "AUTODETECT_SIZE_LIMIT=0",
-            ],
-            _ => &[],
+            SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
+            _ => Vec::new(),
         }
     }
-
-    /// The CSV options without type detection: the same fields, every
-    /// value as the text written in the file.
-    pub const CSV_AS_TEXT: &'static [&'static str] = &[
-        "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
-        "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
-        "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
-        "KEEP_GEOM_COLUMNS=NO",
-        "EMPTY_STRING_AS_NULL=YES",
-    ];
 }
+
+/// The CSV options without type detection: the fields and geometry GDAL
+/// finds with detection, every value as the text written in the file.
+pub const CSV_AS_TEXT: &[&str] = &[
+    "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
+    "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
+    "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
+    "KEEP_GEOM_COLUMNS=NO",
+    "EMPTY_STRING_AS_NULL=YES",
+];
 
 /// A failure of reading, phrased for the person who uploaded the file.
 #[derive(Debug)]
@@ -93,7 +85,7 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
         DatasetOptions {
             open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
             allowed_drivers: Some(format.drivers()),
-            open_options: Some(format.open_options()),
+            open_options: Some(&format.open_options()),
             sibling_files: None,
         },
     )

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use crate::{
     columns::{Fidelity, NumericFit, PgType},
-    reader::{LayerPlan, ReadError, SourceFormat},
+    reader::{CSV_AS_TEXT, LayerPlan, ReadError, SourceFormat},
 };
 
 /// The texts of some fields of one feature, in the order asked for.
@@ -99,7 +99,7 @@ fn scan_csv(path: &str, plan: &LayerPlan, chosen: &[usize], each: &mut dyn FnMut
         DatasetOptions {
             open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
             allowed_drivers: Some(&["CSV"]),
-            open_options: Some(SourceFormat::CSV_AS_TEXT),
+            open_options: Some(CSV_AS_TEXT),
             sibling_files: None,
         },
     )
