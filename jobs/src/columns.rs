@@ -110,9 +110,15 @@ impl NumericFit {
                 let integer = value.integer_text();
                 self.integer &= integer.as_deref().is_some_and(|t| t.parse::<i32>().is_ok());
                 self.bigint &= integer.as_deref().is_some_and(|t| t.parse::<i64>().is_ok());
-                self.double &= text
-                    .parse::<f64>()
-                    .is_ok_and(|v| v.is_finite() && decimal(&format!("{v:e}")) == Some(value.clone()));
+                // The double, written out to as many decimals as the file
+                // wrote, must give the same number: DBF writers print a
+                // double's binary expansion (10192317.300000000745058),
+                // which the double holds; 0.10000000000000000000001 it does not.
+                self.double &= text.parse::<f64>().is_ok_and(|v| {
+                    v.is_finite()
+                        && decimal_places(text)
+                            .is_some_and(|places| decimal(&format!("{v:.places$}")).as_ref() == Some(&value))
+                });
             }
         }
     }
@@ -150,6 +156,17 @@ impl Decimal {
         let sign = if self.negative { "-" } else { "" };
         Some(format!("{sign}{}{}", self.digits, "0".repeat(zeros)))
     }
+}
+
+/// How many decimals a number's text gives (`1.50`: 2, `5.01e2`: 0,
+/// `1e-7`: 7); none past what a double can carry.
+fn decimal_places(text: &str) -> Option<usize> {
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let fraction = mantissa.split_once('.').map_or(0, |(_, f)| f.len() as i64);
+    usize::try_from((fraction - exponent).max(0)).ok().filter(|p| *p <= 1100)
 }
 
 fn decimal(text: &str) -> Option<Decimal> {
@@ -356,6 +373,8 @@ mod tests {
         assert_eq!(fit(&["123456789012345678901234"]), [false, false, false]);
         assert_eq!(fit(&["0.10000000000000000000001"]), [false, false, false]);
         assert_eq!(fit(&["1338612970.000000000000000"]), [true, true, true]);
+        assert_eq!(fit(&["10192317.300000000745058"]), [false, false, true]);
+        assert_eq!(fit(&["1e-7", "0.30000000000000004"]), [false, false, true]);
         assert_eq!(fit(&["*****"]), [false, false, false]);
     }
 
