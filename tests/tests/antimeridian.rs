@@ -106,3 +106,31 @@ async fn extents_across_the_antimeridian_are_reported_and_queried_in_rfc7946_for
         .await;
     assert_eq!(page["numberMatched"], 2, "{page}");
 }
+
+#[tokio::test]
+async fn a_registered_table_across_the_antimeridian_gets_the_rfc7946_extent() {
+    let stack = Stack::start().await;
+    let admin = stack.admin_token().await;
+    for sql in [
+        "CREATE TABLE public.pacific (id integer PRIMARY KEY, geom geometry(MultiPolygon, 4326))",
+        "INSERT INTO public.pacific VALUES (1, 'SRID=4326;MULTIPOLYGON(((170 -20,180 -20,180 -10,170 -10,170 -20)),
+             ((-180 -20,-170 -20,-170 -10,-180 -10,-180 -20)))'), (2, NULL)",
+    ] {
+        sqlx::query(sql).execute(&stack.pool).await.unwrap();
+    }
+    let response = stack
+        .http
+        .post(stack.url("/api/ingest/register/bulk/"))
+        .bearer_auth(&admin)
+        .json(&json!({"tables": [{"table_name": "pacific", "title": "Pacific"}]}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["results"][0]["status"], "success", "{body}");
+    let dataset = stack
+        .dataset(&admin, body["results"][0]["dataset_id"].as_str().unwrap())
+        .await;
+    assert_across(&dataset["extent_bbox"], "registered table");
+    assert_eq!(dataset["feature_count"], 2);
+}
