@@ -95,7 +95,9 @@ impl NumericFit {
                 // Digits without a point must be an int64 to count as a
                 // number at all: longer digit strings are codes, not values.
                 self.double &= (text.contains('.') || text.parse::<i64>().is_ok())
-                    && text.parse::<f64>().is_ok_and(|v| v.is_finite() && v.to_string() == text);
+                    && text
+                        .parse::<f64>()
+                        .is_ok_and(|v| v.is_finite() && v.to_string() == text);
             }
             Fidelity::Number => {
                 let text = text.trim();
@@ -166,7 +168,9 @@ fn decimal_places(text: &str) -> Option<usize> {
         None => (text, 0),
     };
     let fraction = mantissa.split_once('.').map_or(0, |(_, f)| f.len() as i64);
-    usize::try_from((fraction - exponent).max(0)).ok().filter(|p| *p <= 1100)
+    usize::try_from((fraction - exponent).max(0))
+        .ok()
+        .filter(|p| *p <= 1100)
 }
 
 fn decimal(text: &str) -> Option<Decimal> {
@@ -181,9 +185,7 @@ fn decimal(text: &str) -> Option<Decimal> {
         None => (unsigned, 0),
     };
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if whole.is_empty() && fraction.is_empty()
-        || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
-    {
+    if whole.is_empty() && fraction.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
     let all = format!("{whole}{fraction}");

@@ -108,10 +108,12 @@ fn scan_csv(path: &str, plan: &LayerPlan, chosen: &[usize], each: &mut dyn FnMut
         .layer(plan.index)
         .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", plan.name)))?;
     for feature in layer.features() {
-        each(chosen
-            .iter()
-            .map(|&i| feature.field_as_string(i).ok().flatten())
-            .collect());
+        each(
+            chosen
+                .iter()
+                .map(|&i| feature.field_as_string(i).ok().flatten())
+                .collect(),
+        );
     }
     Ok(())
 }
@@ -157,7 +159,12 @@ fn scan_geojson(path: &str, names: &[&str], each: &mut dyn FnMut(Texts)) -> Resu
         if de.end().is_ok() {
             return Ok(true);
         }
-        if let Err(e) = (TopLevel { names, each: &mut *each }).deserialize(&mut de) {
+        if let Err(e) = (TopLevel {
+            names,
+            each: &mut *each,
+        })
+        .deserialize(&mut de)
+        {
             tracing::warn!(error = %e, "GeoJSON could not be read as JSON values");
             return Ok(false);
         }
@@ -258,8 +265,14 @@ struct FeatureProperties {
 /// A shapefile's attributes straight from its DBF: numbers are stored
 /// there as fixed-width text. GDAL skips deleted records, and so does this.
 fn scan_dbf(path: &str, plan: &LayerPlan, chosen: &[usize], each: &mut dyn FnMut(Texts)) -> Result<bool, ReadError> {
-    let stem = path.strip_suffix(".shp").or_else(|| path.strip_suffix(".SHP")).unwrap_or(path);
-    let Some(file) = [".dbf", ".DBF"].iter().find_map(|ext| VsiFile::open(&format!("{stem}{ext}"))) else {
+    let stem = path
+        .strip_suffix(".shp")
+        .or_else(|| path.strip_suffix(".SHP"))
+        .unwrap_or(path);
+    let Some(file) = [".dbf", ".DBF"]
+        .iter()
+        .find_map(|ext| VsiFile::open(&format!("{stem}{ext}")))
+    else {
         return Ok(false);
     };
     let mut file = io::BufReader::with_capacity(1 << 16, file);
@@ -292,15 +305,17 @@ fn scan_dbf(path: &str, plan: &LayerPlan, chosen: &[usize], each: &mut dyn FnMut
         if record[0] == b'*' {
             continue;
         }
-        each(chosen
-            .iter()
-            .map(|&i| {
-                let (start, end) = spans[i];
-                let text = String::from_utf8_lossy(&record[start..end]);
-                let text = text.trim();
-                (!text.is_empty()).then(|| text.to_string())
-            })
-            .collect());
+        each(
+            chosen
+                .iter()
+                .map(|&i| {
+                    let (start, end) = spans[i];
+                    let text = String::from_utf8_lossy(&record[start..end]);
+                    let text = text.trim();
+                    (!text.is_empty()).then(|| text.to_string())
+                })
+                .collect(),
+        );
     }
     Ok(true)
 }

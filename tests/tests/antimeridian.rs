@@ -38,7 +38,9 @@ async fn extents_across_the_antimeridian_are_reported_and_queried_in_rfc7946_for
         ]}},
         {"type": "Feature", "properties": {"name": "island"}, "geometry": {"type": "Point", "coordinates": [175, -15]}}
     ]});
-    let id = stack.ingest_geojson(&token, &pacific, &[("visibility", "public")]).await;
+    let id = stack
+        .ingest_geojson(&token, &pacific, &[("visibility", "public")])
+        .await;
 
     let dataset = stack.dataset(&token, &id).await;
     assert_across(&dataset["extent_bbox"], "dataset record");
@@ -65,9 +67,7 @@ async fn extents_across_the_antimeridian_are_reported_and_queried_in_rfc7946_for
 
     // The dataset's own STAC item and record: the box, and a geometry in
     // two halves rather than the 340° band between east and west.
-    let (_, stac) = stack
-        .get_json(None, &format!("/api/stac/search?ids={id}"))
-        .await;
+    let (_, stac) = stack.get_json(None, &format!("/api/stac/search?ids={id}")).await;
     assert_across(&stac["features"][0]["bbox"], "STAC item");
     assert_eq!(stac["features"][0]["geometry"]["type"], "MultiPolygon");
     let (_, record) = stack.get_json(None, &format!("/api/records/{id}")).await;
@@ -102,7 +102,10 @@ async fn extents_across_the_antimeridian_are_reported_and_queried_in_rfc7946_for
         assert_eq!(page["features"][0]["properties"]["name"], "band", "{path}: {page}");
     }
     let (_, page) = stack
-        .get_json(Some(&token), &format!("/api/datasets/{id}/features?bbox=172,-30,-172,0"))
+        .get_json(
+            Some(&token),
+            &format!("/api/datasets/{id}/features?bbox=172,-30,-172,0"),
+        )
         .await;
     assert_eq!(page["numberMatched"], 2, "{page}");
 }

@@ -106,7 +106,10 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
         assert_eq!(dataset["geometry_type"], expected, "{layer}: {dataset}");
         assert_eq!(dataset["geometry_info"]["linearized"], true, "{layer}: {dataset}");
         assert!(
-            !dataset["geometry_info"]["source_curve_types"].as_array().unwrap().is_empty(),
+            !dataset["geometry_info"]["source_curve_types"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
             "{layer}: {dataset}"
         );
 
@@ -119,7 +122,10 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
             assert!(LINEAR.contains(&kind), "{layer}: {feature}");
             // The arcs were cut into segments, not reduced to their end points.
             if feature["properties"]["name"] == "arc" {
-                assert!(feature["geometry"].to_string().matches(',').count() > 10, "{layer}: {feature}");
+                assert!(
+                    feature["geometry"].to_string().matches(',').count() > 10,
+                    "{layer}: {feature}"
+                );
             }
         }
         let first = features[0]["id"].clone();
@@ -128,7 +134,9 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
             .await;
         assert_eq!(status, 200, "{layer}: {item}");
 
-        let (status, page) = stack.get_json(Some(&token), &format!("/api/datasets/{id}/features")).await;
+        let (status, page) = stack
+            .get_json(Some(&token), &format!("/api/datasets/{id}/features"))
+            .await;
         assert_eq!(status, 200, "{layer}: {page}");
 
         let tile = stack

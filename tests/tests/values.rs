@@ -124,7 +124,14 @@ fn shapefile_with_numeric_fields() -> Vec<u8> {
         .args(["-f", "ESRI Shapefile"])
         .arg(&out)
         .arg(&csv)
-        .args(["-oo", "X_POSSIBLE_NAMES=lon", "-oo", "Y_POSSIBLE_NAMES=lat", "-oo", "KEEP_GEOM_COLUMNS=NO"])
+        .args([
+            "-oo",
+            "X_POSSIBLE_NAMES=lon",
+            "-oo",
+            "Y_POSSIBLE_NAMES=lat",
+            "-oo",
+            "KEEP_GEOM_COLUMNS=NO",
+        ])
         .args(["-a_srs", "EPSG:4326"])
         .output()
         .unwrap();
@@ -133,7 +140,9 @@ fn shapefile_with_numeric_fields() -> Vec<u8> {
     let mut dbf = std::fs::read(&dbf_path).unwrap();
     let mut at = 32;
     while dbf[at] != 0x0D {
-        let name = String::from_utf8_lossy(&dbf[at..at + 11]).trim_end_matches('\0').to_string();
+        let name = String::from_utf8_lossy(&dbf[at..at + 11])
+            .trim_end_matches('\0')
+            .to_string();
         if ["zip", "big", "amount"].contains(&name.as_str()) {
             dbf[at + 11] = b'N';
             dbf[at + 17] = if name == "amount" { 3 } else { 0 };
@@ -145,7 +154,10 @@ fn shapefile_with_numeric_fields() -> Vec<u8> {
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
         })
         .collect();
     zip_owned(&members)
