@@ -210,20 +210,32 @@ pub fn sample_rows(
     let mut layer = ds
         .layer(plan.index)
         .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", plan.name)))?;
+    // Columns kept as the source's text show that text, as they will hold it.
+    let kept_as_text: Vec<usize> = (0..plan.fields.len())
+        .filter(|&i| plan.fields[i].from_source_text)
+        .collect();
+    let mut source_texts: Vec<source_text::Texts> = Vec::new();
+    if !kept_as_text.is_empty() {
+        source_text::scan(path, format, plan, &kept_as_text, &mut |texts| {
+            if source_texts.len() < n {
+                source_texts.push(texts)
+            }
+        })?;
+    }
     Ok(layer
         .features()
         .take(n)
-        .map(|feature| {
+        .enumerate()
+        .map(|(row, feature)| {
             plan.fields
                 .iter()
                 .enumerate()
                 .map(|(i, field)| {
-                    let value = feature
-                        .field_as_string(i)
-                        .ok()
-                        .flatten()
-                        .map_or(Value::Null, Value::String);
-                    (field.name.clone(), value)
+                    let text = match kept_as_text.iter().position(|&k| k == i) {
+                        Some(k) => source_texts.get(row).and_then(|texts| texts[k].clone()),
+                        None => feature.field_as_string(i).ok().flatten(),
+                    };
+                    (field.name.clone(), text.map_or(Value::Null, Value::String))
                 })
                 .collect()
         })

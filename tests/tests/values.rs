@@ -178,3 +178,32 @@ async fn dbf_numbers_keep_their_value() {
     assert_eq!(column_type(&dataset, "amount"), "double precision");
     assert_eq!(rows[0]["amount"], json!(12.5));
 }
+
+#[tokio::test]
+async fn a_reupload_preview_shows_values_as_they_will_be_kept() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let (dataset, _) = ingest(&stack, &token, "zips.csv", b"lon,lat,zip\n1,2,12345\n".to_vec()).await;
+    assert_eq!(column_type(&dataset, "zip"), "integer");
+    let id = dataset["id"].as_str().unwrap();
+    let response = stack
+        .post_file(
+            &format!("/api/datasets/{id}/reupload"),
+            &token,
+            "zips.csv",
+            b"lon,lat,zip\n1,2,00501\n3,4,12345\n".to_vec(),
+            &[("preview", "true")],
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let accepted: Value = response.json().await.unwrap();
+    let job = stack.wait_job(&token, accepted["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let result = &job["result"];
+    assert_eq!(result["sample_rows"][0]["zip"], "00501", "{result}");
+    assert_eq!(
+        result["schema_diff"]["type_changes"],
+        json!([{"name": "zip", "old_type": "integer", "new_type": "text"}]),
+        "{result}"
+    );
+}
