@@ -360,7 +360,7 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
                     let text = source_texts
                         .get(stats.rows as usize - 1)
                         .and_then(|texts| texts[k].as_deref());
-                    write_text(&mut chunk, text, sample)
+                    write_text(&mut chunk, field.pg, text, sample)
                 }
                 None => unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) },
             };
@@ -575,11 +575,23 @@ fn sample_text(s: &str) -> Value {
     Value::String(s.chars().take(SAMPLE_TEXT_CHARS).collect())
 }
 
-fn write_text(buf: &mut Vec<u8>, text: Option<&str>, sample: bool) -> Option<Value> {
+/// Writes an attribute from the source's own text: a text column, or a
+/// jsonb one when the text is a JSON array.
+fn write_text(buf: &mut Vec<u8>, pg: PgType, text: Option<&str>, sample: bool) -> Option<Value> {
     let Some(text) = text else {
         binary::null(buf);
         return None;
     };
+    if pg == PgType::Jsonb {
+        // A lone string where the others are arrays comes decoded; it goes
+        // in as a JSON string.
+        let value: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        match value {
+            Value::String(_) => binary::jsonb(buf, &value.to_string()),
+            _ => binary::jsonb(buf, text),
+        }
+        return sample.then_some(value);
+    }
     binary::bytes(buf, text.as_bytes());
     sample.then(|| sample_text(text))
 }

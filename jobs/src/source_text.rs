@@ -33,7 +33,7 @@ pub fn fidelity(format: SourceFormat) -> Option<Fidelity> {
 }
 
 /// Gives number fields that would change a value the type text, filled
-/// from the source's own text.
+/// from the source's own text; GeoJSON arrays are filled from it too.
 pub fn keep_values(path: &str, format: SourceFormat, plan: &mut LayerPlan) -> Result<(), ReadError> {
     let Some(fidelity) = fidelity(format) else {
         return Ok(());
@@ -45,7 +45,15 @@ pub fn keep_values(path: &str, format: SourceFormat, plan: &mut LayerPlan) -> Re
         .filter(|(_, f)| matches!(f.pg, PgType::Integer | PgType::BigInt | PgType::Double))
         .map(|(i, _)| i)
         .collect();
-    if numeric.is_empty() {
+    // GeoJSON arrays go into jsonb as written: GDAL's lists clamp integers
+    // past int64 and round decimals, while jsonb keeps every number exactly.
+    let arrays: Vec<usize> = match format {
+        SourceFormat::GeoJson => (0..plan.fields.len())
+            .filter(|&i| plan.fields[i].pg == PgType::Jsonb)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if numeric.is_empty() && arrays.is_empty() {
         return Ok(());
     }
     let mut fits = vec![NumericFit::default(); numeric.len()];
@@ -66,6 +74,9 @@ pub fn keep_values(path: &str, format: SourceFormat, plan: &mut LayerPlan) -> Re
             field.pg = PgType::Text;
             field.from_source_text = true;
         }
+    }
+    for i in arrays {
+        plan.fields[i].from_source_text = true;
     }
     Ok(())
 }

@@ -207,3 +207,33 @@ async fn a_reupload_preview_shows_values_as_they_will_be_kept() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn geojson_arrays_keep_every_number() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let geojson = r#"{"type": "FeatureCollection", "features": [
+      {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]},
+       "properties": {"ids": [12345678901234567890123, 7], "levels": [1.50, 0.10000000000000000000001]}},
+      {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]},
+       "properties": {"ids": [1], "levels": [2.5]}}
+    ]}"#;
+    let (dataset, rows) = ingest(&stack, &token, "arrays.geojson", geojson.as_bytes().to_vec()).await;
+    assert_eq!(column_type(&dataset, "ids"), "jsonb");
+    assert_eq!(rows[1]["ids"], json!([1]));
+    // The body as sent: a JSON parser of its own would round these numbers.
+    let id = dataset["id"].as_str().unwrap();
+    let body = stack
+        .http
+        .get(stack.url(&format!("/api/collections/{id}/items")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for written in ["12345678901234567890123", "1.50", "0.10000000000000000000001"] {
+        assert!(body.contains(written), "{written} in {body}");
+    }
+}
