@@ -40,6 +40,10 @@ const UNREGISTERED: &str = "SELECT g.f_table_schema::text AS schema_name, g.f_ta
        AND g.f_table_name NOT LIKE '\\_staging\\_%' AND g.f_table_name NOT LIKE '\\_old\\_%' AND g.f_table_name NOT LIKE '%\\_old'
        AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.schema_name = g.f_table_schema AND d.table_name = g.f_table_name)";
 
+/// `ST_GeometryType` names of the geometries every output serves.
+const LINEAR_TYPES: &str = "'ST_Point', 'ST_LineString', 'ST_Polygon', 'ST_MultiPoint', 'ST_MultiLineString',
+    'ST_MultiPolygon', 'ST_GeometryCollection'";
+
 #[derive(sqlx::FromRow)]
 struct Candidate {
     schema_name: String,
@@ -271,17 +275,43 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .await
     .map_err(fail)?;
     let qualified = format!("{}.{}", quote_ident(&schema), quote_ident(&table));
-    // The extent is recorded in WGS 84 whatever the table's CRS.
+    let geom = quote_ident(&candidate.geometry_column);
+    // A table read in place cannot be linearised as ingest does, and
+    // GeoJSON, vector tiles and the export formats carry no curves, so a
+    // table holding any is refused rather than published with rows no
+    // output serves.
     let stats_sql = format!(
-        "SELECT c, CASE WHEN g IS NULL THEN NULL ELSE ARRAY[ST_XMin(g), ST_YMin(g), ST_XMax(g), ST_YMax(g)] END
-         FROM (SELECT count(*) AS c, ST_Transform(ST_SetSRID(ST_Extent({geom})::geometry, {srid}), 4326) AS g FROM {qualified}) s",
-        geom = quote_ident(&candidate.geometry_column)
+        "SELECT count(*), array_agg(DISTINCT substr(ST_GeometryType({geom}), 4)) FILTER (WHERE ST_HasArc({geom})
+                OR ST_GeometryType({geom}) NOT IN ({LINEAR_TYPES}))
+         FROM {qualified}"
     );
-    let stats: Option<(i64, Option<Vec<f64>>)> = sqlx::query_as(sqlx::AssertSqlSafe(stats_sql))
-        .fetch_optional(&state.pool)
+    let (count, curves): (i64, Option<Vec<String>>) = sqlx::query_as(sqlx::AssertSqlSafe(stats_sql))
+        .fetch_one(&state.pool)
         .await
         .map_err(fail)?;
-    let (count, extent) = stats.unwrap_or((0, None));
+    if let Some(curves) = curves.filter(|c| !c.is_empty()) {
+        return Err(format!(
+            "the table holds {} geometries, which GeoJSON and vector tiles cannot carry; store them as straight segments (ST_CurveToLine) first",
+            curves.join(", ")
+        ));
+    }
+    // The extent in WGS 84 whatever the table's CRS, counted part by part
+    // as ingest counts it, so data across the antimeridian gets its RFC 7946
+    // form. Parts come back gathered by the one-degree bins they start and
+    // end in, which is all the count needs, so few rows cross the wire.
+    let parts_sql = format!(
+        "SELECT min(ST_XMin(b)), max(ST_XMax(b)), min(ST_YMin(b)), max(ST_YMax(b))
+         FROM (SELECT ST_Transform((ST_Dump({geom})).geom, 4326)::box2d AS b FROM {qualified}) p
+         GROUP BY floor(ST_XMin(b)), floor(ST_XMax(b))"
+    );
+    let parts: Vec<(f64, f64, f64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(parts_sql))
+        .fetch_all(&state.pool)
+        .await
+        .map_err(fail)?;
+    let mut extent = catalog_jobs::ExtentTracker::default();
+    for (min_x, max_x, min_y, max_y) in parts {
+        extent.add(min_x, max_x, min_y, max_y);
+    }
     let id = Uuid::now_v7();
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type,
@@ -297,7 +327,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .bind(&key)
     .bind(&candidate.geometry_column)
     .bind(candidate.geometry_type.as_deref().map(geometry_type_name))
-    .bind(extent.filter(|e| e.iter().all(|v| v.is_finite())))
+    .bind(extent.bbox().map(|b| b.to_vec()))
     .bind(count)
     .bind(SqlJson(&columns))
     .bind(&visibility)

@@ -376,6 +376,9 @@ pub struct Dataset {
     pub(crate) column_info: SqlJson<Value>,
     #[schema(value_type = Object)]
     pub(crate) sample_values: SqlJson<Value>,
+    /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.
+    #[schema(value_type = Object)]
+    pub(crate) geometry_info: SqlJson<Value>,
     pub(crate) visibility: String,
     pub(crate) status: String,
     pub(crate) publication_version: i32,
@@ -392,7 +395,7 @@ pub struct Dataset {
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, visibility, status, publication_version, keywords, source_format,
+    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
 
 /// SQL condition (with `$1` the caller's id, `$2` whether the caller is an

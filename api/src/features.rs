@@ -78,7 +78,7 @@ async fn list_features(
     let condition = if bounds.is_some() {
         format!(
             "ST_Intersects(t.{geom}, {})",
-            in_storage_crs(&dataset, "ST_MakeEnvelope($1, $2, $3, $4, 4326)")
+            in_storage_crs(&dataset, &crate::bbox::sql_geometry("ARRAY[$1, $2, $3, $4]::float8[]"))
         )
     } else {
         "TRUE".into()

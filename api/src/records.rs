@@ -96,9 +96,7 @@ async fn contacts_of(state: &AppState, ids: &[Uuid]) -> Result<Vec<(Uuid, Value)
 }
 
 fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
-    let geometry = r.extent_bbox.as_ref().filter(|b| b.len() == 4).map(|b| {
-        json!({"type": "Polygon", "coordinates": [[[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]], [b[0], b[1]]]]})
-    });
+    let geometry = r.extent_bbox.as_deref().and_then(crate::bbox::geojson);
     let mut links = vec![
         json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items/{}", r.id), "rel": "self", "type": "application/geo+json"}),
     ];
@@ -215,14 +213,15 @@ async fn catalog_items(
          FROM {} WHERE
            ($3::text IS NULL OR to_tsvector('simple', r.title || ' ' || coalesce(r.description, '') || ' ' || array_to_string(r.keywords, ' '))
                 @@ websearch_to_tsquery('simple', $3))
-           AND ($4::float8[] IS NULL OR (r.extent_bbox IS NOT NULL AND r.extent_bbox[1] <= $4[3] AND r.extent_bbox[3] >= $4[1]
-                AND r.extent_bbox[2] <= $4[4] AND r.extent_bbox[4] >= $4[2]))
+           AND ($4::float8[] IS NULL OR (cardinality(r.extent_bbox) = 4 AND ST_Intersects({}, {})))
            AND ($5::text IS NULL OR r.record_type = $5)
            AND ($6::uuid[] IS NULL OR r.id = ANY($6))
            AND ($7::timestamptz IS NULL OR r.updated_at >= $7)
            AND ($8::timestamptz IS NULL OR r.created_at <= $8)
          ORDER BY {order} LIMIT {limit} OFFSET {offset}",
-        all_records()
+        all_records(),
+        crate::bbox::sql_geometry("r.extent_bbox"),
+        crate::bbox::sql_geometry("$4"),
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())

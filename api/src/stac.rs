@@ -156,10 +156,7 @@ fn instant(s: &str) -> Result<Option<DateTime<Utc>>, AppError> {
 }
 
 fn item_of(d: &Dataset, base: &str) -> Value {
-    let geometry = d.extent_bbox.as_ref().filter(|b| b.len() == 4).map(|b| {
-        let (w, s, e, n) = (b[0], b[1], b[2], b[3]);
-        json!({"type": "Polygon", "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]]})
-    });
+    let geometry = d.extent_bbox.as_deref().and_then(crate::bbox::geojson);
     json!({
         "type": "Feature",
         "stac_version": STAC_VERSION,

@@ -56,6 +56,153 @@ impl PgType {
     }
 }
 
+/// What "the same value" means for a format's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fidelity {
+    /// Values are text (CSV): a number column must give back the very text
+    /// (`00501`, `+5`, `1e5` or `2.0` are not the numbers' own spelling).
+    Text,
+    /// The format types its numbers (a GeoJSON number, a DBF numeric
+    /// field): a number column must give back the same number; notation
+    /// and the DBF's fixed-width padding belong to the format, not the value.
+    Number,
+}
+
+/// Whether number columns of each width hold every value seen unchanged.
+#[derive(Clone, Copy, Debug)]
+pub struct NumericFit {
+    integer: bool,
+    bigint: bool,
+    double: bool,
+}
+
+impl Default for NumericFit {
+    fn default() -> Self {
+        Self {
+            integer: true,
+            bigint: true,
+            double: true,
+        }
+    }
+}
+
+impl NumericFit {
+    pub fn observe(&mut self, text: &str, fidelity: Fidelity) {
+        match fidelity {
+            Fidelity::Text => {
+                self.integer &= text.parse::<i32>().is_ok_and(|v| v.to_string() == text);
+                self.bigint &= text.parse::<i64>().is_ok_and(|v| v.to_string() == text);
+                // Digits without a point must be an int64 to count as a
+                // number at all: longer digit strings are codes, not values.
+                self.double &= (text.contains('.') || text.parse::<i64>().is_ok())
+                    && text
+                        .parse::<f64>()
+                        .is_ok_and(|v| v.is_finite() && v.to_string() == text);
+            }
+            Fidelity::Number => {
+                let text = text.trim();
+                let Some(value) = decimal(text) else {
+                    *self = NumericFit {
+                        integer: false,
+                        bigint: false,
+                        double: false,
+                    };
+                    return;
+                };
+                let integer = value.integer_text();
+                self.integer &= integer.as_deref().is_some_and(|t| t.parse::<i32>().is_ok());
+                self.bigint &= integer.as_deref().is_some_and(|t| t.parse::<i64>().is_ok());
+                // The double, written out to as many decimals as the file
+                // wrote, must give the same number: DBF writers print a
+                // double's binary expansion (10192317.300000000745058),
+                // which the double holds; 0.10000000000000000000001 it does not.
+                self.double &= text.parse::<f64>().is_ok_and(|v| {
+                    v.is_finite()
+                        && decimal_places(text)
+                            .is_some_and(|places| decimal(&format!("{v:.places$}")).as_ref() == Some(&value))
+                });
+            }
+        }
+    }
+
+    /// Whether a column of this type gives back every value seen.
+    pub fn holds(&self, pg: PgType) -> bool {
+        match pg {
+            PgType::Integer => self.integer,
+            PgType::BigInt => self.bigint,
+            PgType::Double => self.double,
+            _ => true,
+        }
+    }
+}
+
+/// A decimal number reduced to sign, significant digits and the power of
+/// ten of the first digit's place, so `00501`, `501.00` and `5.01e2` compare equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Decimal {
+    negative: bool,
+    digits: String,
+    exponent: i64,
+}
+
+impl Decimal {
+    /// Its plain integer spelling, when it is an integer.
+    fn integer_text(&self) -> Option<String> {
+        if self.digits.is_empty() {
+            return Some("0".into());
+        }
+        let zeros = usize::try_from(self.exponent - self.digits.len() as i64).ok()?;
+        if zeros > 20 {
+            return None;
+        }
+        let sign = if self.negative { "-" } else { "" };
+        Some(format!("{sign}{}{}", self.digits, "0".repeat(zeros)))
+    }
+}
+
+/// How many decimals a number's text gives (`1.50`: 2, `5.01e2`: 0,
+/// `1e-7`: 7); none past what a double can carry.
+fn decimal_places(text: &str) -> Option<usize> {
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let fraction = mantissa.split_once('.').map_or(0, |(_, f)| f.len() as i64);
+    usize::try_from((fraction - exponent).max(0))
+        .ok()
+        .filter(|p| *p <= 1100)
+}
+
+fn decimal(text: &str) -> Option<Decimal> {
+    let text = text.trim();
+    let (negative, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok().filter(|e| e.abs() < 10_000)?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let all = format!("{whole}{fraction}");
+    let leading = all.bytes().take_while(|b| *b == b'0').count();
+    let digits = all[leading..].trim_end_matches('0').to_string();
+    let exponent = if digits.is_empty() {
+        0
+    } else {
+        whole.len() as i64 - leading as i64 + exponent
+    };
+    Some(Decimal {
+        negative: negative && !digits.is_empty(),
+        digits,
+        exponent,
+    })
+}
+
 pub fn ogr_type_name(field_type: OGRFieldType::Type) -> &'static str {
     match field_type {
         OGRFieldType::OFTInteger => "Integer",
@@ -185,6 +332,52 @@ mod tests {
         let names = column_names([long.as_str(), long.as_str()]);
         assert!(names.iter().all(|n| n.len() <= 63));
         assert_ne!(names[0], names[1]);
+    }
+
+    #[test]
+    fn csv_numbers_must_keep_their_text() {
+        let fit = |values: &[&str]| {
+            let mut fit = NumericFit::default();
+            values.iter().for_each(|v| fit.observe(v, Fidelity::Text));
+            [PgType::Integer, PgType::BigInt, PgType::Double].map(|t| fit.holds(t))
+        };
+        assert_eq!(fit(&["501", "-7"]), [true, true, true]);
+        assert_eq!(fit(&["9007199254740993"]), [false, true, false]);
+        assert_eq!(fit(&["1.5", "2"]), [false, false, true]);
+        for kept_as_text in [
+            "00501",
+            "+5",
+            "1,000",
+            "1e5",
+            "NaN",
+            "inf",
+            "2.0",
+            "1.50",
+            "123456789012345678901234",
+            "0.10000000000000000000001",
+            " 5",
+            "",
+        ] {
+            assert_eq!(fit(&["1", kept_as_text]), [false, false, false], "{kept_as_text:?}");
+        }
+    }
+
+    #[test]
+    fn typed_numbers_must_keep_their_value() {
+        let fit = |values: &[&str]| {
+            let mut fit = NumericFit::default();
+            values.iter().for_each(|v| fit.observe(v, Fidelity::Number));
+            [PgType::Integer, PgType::BigInt, PgType::Double].map(|t| fit.holds(t))
+        };
+        assert_eq!(fit(&["00501", "  42", "-0"]), [true, true, true]);
+        assert_eq!(fit(&["1e5", "1.50", "5.01e2"]), [false, false, true]);
+        assert_eq!(fit(&["3000000000"]), [false, true, true]);
+        assert_eq!(fit(&["123456789012345678901234"]), [false, false, false]);
+        assert_eq!(fit(&["0.10000000000000000000001"]), [false, false, false]);
+        assert_eq!(fit(&["1338612970.000000000000000"]), [true, true, true]);
+        assert_eq!(fit(&["10192317.300000000745058"]), [false, false, true]);
+        assert_eq!(fit(&["1e-7", "0.30000000000000004"]), [false, false, true]);
+        assert_eq!(fit(&["*****"]), [false, false, false]);
     }
 
     #[test]

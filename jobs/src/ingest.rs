@@ -12,6 +12,7 @@ use crate::{
     load::{self, DatasetMeta},
     reader::{self, LayerPlan},
     runner::{JobContext, JobError},
+    source_text,
     sources::{self, Source},
 };
 
@@ -167,7 +168,8 @@ pub(crate) fn plan_layers(
             available.push(name.clone());
             let selected = wanted.is_none_or(|w| w.eq_ignore_ascii_case(&name) || w == key);
             if selected {
-                let plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
+                let mut plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
+                source_text::keep_values(&source.gdal_path, source.format, &mut plan).map_err(read_message)?;
                 all.push(LayerJob {
                     source: source.clone(),
                     plan,

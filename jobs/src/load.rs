@@ -285,6 +285,12 @@ fn samples_of(plan: &LayerPlan, loaded: &LoadedLayer) -> Map<String, Value> {
         .collect()
 }
 
+/// What the dataset row says about its geometries beyond their type.
+fn geometry_info(loaded: &LoadedLayer) -> Value {
+    let curves: Vec<&str> = loaded.stats.curves_linearized.iter().copied().collect();
+    serde_json::json!({"linearized": !curves.is_empty(), "source_curve_types": curves})
+}
+
 /// What the dataset row says about its source.
 pub struct DatasetMeta {
     pub title: String,
@@ -316,8 +322,8 @@ pub async fn publish(
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type, srid, source_srid,
                                extent_bbox, feature_count, column_info, sample_values, visibility,
-                               source_format, source_filename, source_layer, job_id, created_by)
-         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                               source_format, source_filename, source_layer, job_id, created_by, geometry_info)
+         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(dataset_id)
     .bind(&meta.title)
@@ -335,6 +341,7 @@ pub async fn publish(
     .bind(&meta.source_layer)
     .bind(ctx.job_id)
     .bind(ctx.created_by)
+    .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;
     sqlx::query(
@@ -379,7 +386,7 @@ pub async fn replace(
     sqlx::query(
         "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
                 column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
-                updated_at = now()
+                geometry_info = $11, updated_at = now()
          WHERE id = $1",
     )
     .bind(dataset_id)
@@ -392,6 +399,7 @@ pub async fn replace(
     .bind(&meta.source_format)
     .bind(&meta.source_filename)
     .bind(&meta.source_layer)
+    .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;
     sqlx::query(

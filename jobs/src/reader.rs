@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use crate::{
     columns::{PgType, binary, column_names, ogr_type_name},
     extent::ExtentTracker,
+    source_text,
 };
 
 /// What kind of file GDAL is asked to read; it picks the driver and its options.
@@ -49,21 +50,23 @@ impl SourceFormat {
             SourceFormat::Csv => &["CSV"],
         }
     }
-    fn open_options(self) -> &'static [&'static str] {
+    fn open_options(self) -> Vec<&'static str> {
         match self {
-            SourceFormat::Csv => &[
-                "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
-                "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
-                "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
-                "KEEP_GEOM_COLUMNS=NO",
-                "AUTODETECT_TYPE=YES",
-                "AUTODETECT_SIZE_LIMIT=0",
-                "EMPTY_STRING_AS_NULL=YES",
-            ],
-            _ => &[],
+            SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
+            _ => Vec::new(),
         }
     }
 }
+
+/// The CSV options without type detection: the fields and geometry GDAL
+/// finds with detection, every value as the text written in the file.
+pub const CSV_AS_TEXT: &[&str] = &[
+    "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
+    "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
+    "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
+    "KEEP_GEOM_COLUMNS=NO",
+    "EMPTY_STRING_AS_NULL=YES",
+];
 
 /// A failure of reading, phrased for the person who uploaded the file.
 #[derive(Debug)]
@@ -82,7 +85,7 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
         DatasetOptions {
             open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
             allowed_drivers: Some(format.drivers()),
-            open_options: Some(format.open_options()),
+            open_options: Some(&format.open_options()),
             sibling_files: None,
         },
     )
@@ -95,6 +98,9 @@ pub struct FieldPlan {
     pub name: String,
     pub ogr_type: OGRFieldType::Type,
     pub pg: PgType,
+    /// Written from the source's own text: GDAL's parsed value would
+    /// change it (see `source_text`).
+    pub from_source_text: bool,
 }
 
 /// The geometry column a layer is loaded into.
@@ -147,6 +153,7 @@ pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Res
                 name,
                 ogr_type,
                 pg: PgType::from_ogr(ogr_type, sub),
+                from_source_text: false,
             }
         })
         .collect();
@@ -203,20 +210,32 @@ pub fn sample_rows(
     let mut layer = ds
         .layer(plan.index)
         .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", plan.name)))?;
+    // Columns kept as the source's text show that text, as they will hold it.
+    let kept_as_text: Vec<usize> = (0..plan.fields.len())
+        .filter(|&i| plan.fields[i].from_source_text)
+        .collect();
+    let mut source_texts: Vec<source_text::Texts> = Vec::new();
+    if !kept_as_text.is_empty() {
+        source_text::scan(path, format, plan, &kept_as_text, &mut |texts| {
+            if source_texts.len() < n {
+                source_texts.push(texts)
+            }
+        })?;
+    }
     Ok(layer
         .features()
         .take(n)
-        .map(|feature| {
+        .enumerate()
+        .map(|(row, feature)| {
             plan.fields
                 .iter()
                 .enumerate()
                 .map(|(i, field)| {
-                    let value = feature
-                        .field_as_string(i)
-                        .ok()
-                        .flatten()
-                        .map_or(Value::Null, Value::String);
-                    (field.name.clone(), value)
+                    let text = match kept_as_text.iter().position(|&k| k == i) {
+                        Some(k) => source_texts.get(row).and_then(|texts| texts[k].clone()),
+                        None => feature.field_as_string(i).ok().flatten(),
+                    };
+                    (field.name.clone(), text.map_or(Value::Null, Value::String))
                 })
                 .collect()
         })
@@ -241,6 +260,11 @@ pub fn postgis_type_name(t: Gt::Type) -> &'static str {
         Gt::wkbMultiLineString => "MultiLineString",
         Gt::wkbMultiPolygon => "MultiPolygon",
         Gt::wkbGeometryCollection => "GeometryCollection",
+        Gt::wkbCircularString => "CircularString",
+        Gt::wkbCompoundCurve => "CompoundCurve",
+        Gt::wkbCurvePolygon => "CurvePolygon",
+        Gt::wkbMultiCurve => "MultiCurve",
+        Gt::wkbMultiSurface => "MultiSurface",
         _ => "Geometry",
     }
 }
@@ -249,6 +273,8 @@ pub fn postgis_type_name(t: Gt::Type) -> &'static str {
 pub struct ReadStats {
     pub rows: u64,
     pub types_seen: BTreeSet<&'static str>,
+    /// Curve types of the source that were stored as straight segments.
+    pub curves_linearized: BTreeSet<&'static str>,
     pub extent: ExtentTracker,
     pub samples: Vec<Vec<Value>>,
 }
@@ -284,6 +310,15 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         ..Default::default()
     };
     let mut sample_keys: Vec<HashSet<String>> = vec![HashSet::new(); req.plan.fields.len()];
+    let kept_as_text: Vec<usize> = (0..req.plan.fields.len())
+        .filter(|&i| req.plan.fields[i].from_source_text)
+        .collect();
+    let mut source_texts: Vec<source_text::Texts> = Vec::new();
+    if !kept_as_text.is_empty() {
+        source_text::scan(&req.path, req.format, &req.plan, &kept_as_text, &mut |texts| {
+            source_texts.push(texts)
+        })?;
+    }
     let mut chunk = Vec::with_capacity(CHUNK_BYTES + 4096);
     chunk.extend_from_slice(binary::HEADER);
     let mut wkb = Vec::new();
@@ -320,7 +355,15 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         }
         for (i, field) in req.plan.fields.iter().enumerate() {
             let sample = stats.samples[i].len() < SAMPLES_PER_COLUMN;
-            let value = unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) };
+            let value = match kept_as_text.iter().position(|&k| k == i) {
+                Some(k) => {
+                    let text = source_texts
+                        .get(stats.rows as usize - 1)
+                        .and_then(|texts| texts[k].as_deref());
+                    write_text(&mut chunk, field.pg, text, sample)
+                }
+                None => unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) },
+            };
             if let Some(value) = value {
                 let key = value.to_string();
                 if sample_keys[i].insert(key) {
@@ -345,6 +388,13 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         return Err(ReadError::Invalid(format!(
             "reading stopped after {} features: {msg}",
             stats.rows
+        )));
+    }
+    if !kept_as_text.is_empty() && source_texts.len() as u64 != stats.rows {
+        return Err(ReadError::Invalid(format!(
+            "GDAL read {} features but the file's text holds {}",
+            stats.rows,
+            source_texts.len()
         )));
     }
     chunk.extend_from_slice(binary::TRAILER);
@@ -421,9 +471,21 @@ unsafe fn write_geometry(
             binary::null(buf);
             return Ok(());
         }
-        if gdal_sys::OGR_G_HasCurveGeometry(geom.0, 1) != 0 {
+        // GeoJSON, MVT and the export formats know no curves, so every
+        // curve type is linearised here, once, whether or not it holds an
+        // arc: a CompoundCurve of straight parts or a MultiSurface of plain
+        // polygons is still a curve type that PostGIS cannot render.
+        let source_type = gdal_sys::OGR_GT_Flatten(gdal_sys::OGR_G_GetGeometryType(geom.0));
+        if gdal_sys::OGR_G_HasCurveGeometry(geom.0, 0) != 0 {
             let linear = gdal_sys::OGR_G_GetLinearGeometry(geom.0, 0.0, std::ptr::null_mut());
+            if linear.is_null() {
+                return Err(ReadError::Invalid(format!(
+                    "a {} could not be turned into straight segments",
+                    postgis_type_name(source_type)
+                )));
+            }
             geom = OwnedGeometry(linear);
+            stats.curves_linearized.insert(postgis_type_name(source_type));
         }
         if let Some(ct) = transform
             && gdal_sys::OGR_G_Transform(geom.0, ct.to_c_hct()) != gdal_sys::OGRErr::OGRERR_NONE
@@ -453,16 +515,7 @@ unsafe fn write_geometry(
             gdal_sys::OGR_G_FlattenTo2D(geom.0);
         }
         stats.types_seen.insert(postgis_type_name(flat));
-        if gdal_sys::OGR_G_IsEmpty(geom.0) == 0 {
-            let mut env = gdal_sys::OGREnvelope {
-                MinX: 0.0,
-                MaxX: 0.0,
-                MinY: 0.0,
-                MaxY: 0.0,
-            };
-            gdal_sys::OGR_G_GetEnvelope(geom.0, &mut env);
-            stats.extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
-        }
+        add_to_extent(&mut stats.extent, geom.0);
         let size = gdal_sys::OGR_G_WkbSize(geom.0) as usize;
         wkb.clear();
         wkb.resize(size, 0);
@@ -475,6 +528,32 @@ unsafe fn write_geometry(
         buf.extend_from_slice(&WGS84.to_le_bytes());
         buf.extend_from_slice(&wkb[5..]);
         Ok(())
+    }
+}
+
+/// Adds each part of a multi-part geometry on its own: the envelope of a
+/// feature with parts on both sides of the antimeridian spans the world,
+/// while its parts show the data crossing it.
+unsafe fn add_to_extent(extent: &mut ExtentTracker, geom: gdal_sys::OGRGeometryH) {
+    unsafe {
+        if gdal_sys::OGR_G_IsEmpty(geom) != 0 {
+            return;
+        }
+        let kind = gdal_sys::OGR_G_GetGeometryType(geom);
+        if gdal_sys::OGR_GT_IsSubClassOf(kind, Gt::wkbGeometryCollection) != 0 {
+            for i in 0..gdal_sys::OGR_G_GetGeometryCount(geom) {
+                add_to_extent(extent, gdal_sys::OGR_G_GetGeometryRef(geom, i));
+            }
+            return;
+        }
+        let mut env = gdal_sys::OGREnvelope {
+            MinX: 0.0,
+            MaxX: 0.0,
+            MinY: 0.0,
+            MaxY: 0.0,
+        };
+        gdal_sys::OGR_G_GetEnvelope(geom, &mut env);
+        extent.add(env.MinX, env.MaxX, env.MinY, env.MaxY);
     }
 }
 
@@ -494,6 +573,27 @@ fn text_of(ptr: *const c_char) -> String {
 
 fn sample_text(s: &str) -> Value {
     Value::String(s.chars().take(SAMPLE_TEXT_CHARS).collect())
+}
+
+/// Writes an attribute from the source's own text: a text column, or a
+/// jsonb one when the text is a JSON array.
+fn write_text(buf: &mut Vec<u8>, pg: PgType, text: Option<&str>, sample: bool) -> Option<Value> {
+    let Some(text) = text else {
+        binary::null(buf);
+        return None;
+    };
+    if pg == PgType::Jsonb {
+        // A lone string where the others are arrays comes decoded; it goes
+        // in as a JSON string.
+        let value: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        match value {
+            Value::String(_) => binary::jsonb(buf, &value.to_string()),
+            _ => binary::jsonb(buf, text),
+        }
+        return sample.then_some(value);
+    }
+    binary::bytes(buf, text.as_bytes());
+    sample.then(|| sample_text(text))
 }
 
 /// Writes one attribute; returns its value as JSON when asked for a sample.
