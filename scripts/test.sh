@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
-# cluster under .data/test-pg, builds the binaries the integration tests
-# spawn, and runs the workspace's tests.
+# cluster under .data/test-pg, checks format and lints (rustfmt, clippy with
+# warnings as errors), builds the binaries the integration tests spawn, and
+# runs the workspace's tests.
 set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
@@ -16,6 +17,10 @@ PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast
 trap 'stop_cluster "$DIR"' EXIT
+
+log "checking format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -q -- -D warnings
 
 log "building"
 cargo build --workspace --bins --tests
