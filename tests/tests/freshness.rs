@@ -21,6 +21,11 @@ async fn get(stack: &Stack, url: &str, token: Option<&str>) -> (u16, Value) {
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
+async fn post(stack: &Stack, url: &str, body: &Value) -> Value {
+    let response = stack.http.post(url).json(body).send().await.unwrap();
+    response.json().await.unwrap()
+}
+
 fn next_href(page: &Value) -> Option<String> {
     page["links"]
         .as_array()?
@@ -223,16 +228,7 @@ async fn stac_search_pages_continue_exactly() {
 
     // POST: page 1, then the catalog changes (one seen item deleted, one
     // added), then the rest through next links.
-    let first = stack
-        .http
-        .post(stack.url("/api/stac/search"))
-        .json(&json!({"limit": 3}))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let first = post(&stack, &stack.url("/api/stac/search"), &json!({"limit": 3})).await;
     let page_ids = |page: &Value| -> Vec<String> {
         page["features"]
             .as_array()
@@ -263,16 +259,7 @@ async fn stac_search_pages_continue_exactly() {
         .cloned()
     {
         assert_eq!(next["method"], "POST");
-        page = stack
-            .http
-            .post(next["href"].as_str().unwrap())
-            .json(&next["body"])
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
+        page = post(&stack, next["href"].as_str().unwrap(), &next["body"]).await;
         seen.extend(page_ids(&page));
     }
     let unique: HashSet<&String> = seen.iter().collect();
