@@ -27,8 +27,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    assist, auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc, openapi::ApiDoc,
-    rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
+    access, assist, auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc,
+    openapi::ApiDoc, rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -66,11 +66,17 @@ pub fn router(state: AppState) -> Router {
     crate::openapi::add_common_responses(&mut doc);
     let doc = Arc::new(doc);
     api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))
-        .route_layer(middleware::from_fn(auth::require_credential))
+        .route_layer(middleware::from_fn(access::routes::require_credential))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), auth::resolve_caller))
-        .layer(middleware::from_fn_with_state(state.clone(), rate_limit::limit))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access::credentials::resolve_caller,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.rate_limiter.clone(),
+            rate_limit::limit,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), auth::cors::cors))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,

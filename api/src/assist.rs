@@ -10,8 +10,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{Dataset, visible_dataset},
+    access::{Caller, datasets::visible_dataset},
+    datasets::record::Dataset,
     extract::Json as JsonBody,
     ogc::items::{published_columns, table_sql},
     state::AppState,

@@ -9,8 +9,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{visible_dataset, writable_dataset},
+    access::{
+        Caller,
+        datasets::{visible_dataset, writable_dataset},
+    },
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
@@ -466,7 +468,7 @@ struct ValidateQuery {
 }
 
 /// Checks the table still exists and matches the recorded columns.
-async fn check_table(state: &AppState, d: &crate::datasets::Dataset) -> Result<Value, AppError> {
+async fn check_table(state: &AppState, d: &crate::datasets::record::Dataset) -> Result<Value, AppError> {
     let exists: bool = sqlx::query_scalar("SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL")
         .bind(&d.schema_name)
         .bind(&d.table_name)

@@ -20,8 +20,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{accepted, check_visibility},
+    access::{Caller, policy::check_visibility},
+    datasets::accepted,
     extract::{Json as JsonBody, Path},
     state::AppState,
 };

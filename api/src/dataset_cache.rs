@@ -10,10 +10,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+use catalog_shared::AppError;
 use sqlx::{PgPool, postgres::PgListener};
 use uuid::Uuid;
 
-use crate::datasets::Dataset;
+use crate::datasets::record::{DATASET_COLUMNS, Dataset};
 
 const TTL: Duration = Duration::from_secs(60);
 const MAX_ENTRIES: usize = 10_000;
@@ -43,6 +44,21 @@ impl DatasetCache {
         }
         entries.insert(dataset.id, (Instant::now(), dataset.clone()));
         dataset
+    }
+
+    /// Any dataset by id, from the cache when it is there; callers decide
+    /// who may see it.
+    pub async fn dataset(&self, pool: &PgPool, id: Uuid) -> Result<Arc<Dataset>, AppError> {
+        if let Some(dataset) = self.get(id) {
+            return Ok(dataset);
+        }
+        let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
+        let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
+        Ok(self.put(dataset))
     }
 
     pub fn forget(&self, id: Uuid) {

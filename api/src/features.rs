@@ -14,9 +14,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
+    access::{
+        Caller,
+        datasets::{visible_dataset, writable_dataset},
+    },
     bbox::Bbox,
-    datasets::{Dataset, visible_dataset, writable_dataset},
+    datasets::record::Dataset,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::items::{Column, feature_sql, in_storage_crs, published_columns, table_sql},
     state::AppState,

@@ -9,7 +9,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
+    access::Caller,
     extract::{Path, Query},
     state::AppState,
 };

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use catalog_shared::{config::Config, db, telemetry};
 
+mod access;
 mod app;
 mod assist;
 mod auth;
@@ -55,7 +56,7 @@ async fn serve() -> anyhow::Result<()> {
     db::migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let bind_addr = config.bind_addr;
-    let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref()).await;
+    let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
     let state = state::AppState::new(pool, config, rate_limiter)?;
     state.sandbox.prepare_login(&state.pool).await;
     tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));

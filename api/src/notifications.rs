@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{auth::Caller, extract::Json as JsonBody, state::AppState};
+use crate::{access::Caller, extract::Json as JsonBody, state::AppState};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

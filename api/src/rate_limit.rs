@@ -22,8 +22,6 @@ use axum::{
 use catalog_shared::{AppError, config::RateLimits};
 use redis::aio::ConnectionManager;
 
-use crate::state::AppState;
-
 const WINDOW_SECS: u64 = 60;
 /// How long a store call may take before the request is counted locally.
 const STORE_TIMEOUT: Duration = Duration::from_millis(250);
@@ -76,6 +74,7 @@ pub struct RateLimiter {
     store_resting_until: Arc<Mutex<Option<Instant>>>,
     store_down: Arc<AtomicBool>,
     local: Arc<Mutex<Counts>>,
+    limits: Arc<RateLimits>,
 }
 
 impl RateLimiter {
@@ -83,8 +82,9 @@ impl RateLimiter {
     /// records of the specification when there is none, its scheme is not
     /// redis:// or rediss://, or it cannot be reached (then it keeps trying
     /// in the background).
-    pub async fn start(redis_url: Option<&str>) -> Self {
+    pub async fn start(redis_url: Option<&str>, limits: RateLimits) -> Self {
         let limiter = Self {
+            limits: Arc::new(limits),
             store: Arc::default(),
             store_resting_until: Arc::default(),
             store_down: Arc::new(AtomicBool::new(false)),
@@ -255,7 +255,7 @@ fn client_address(peer: IpAddr, headers: &axum::http::HeaderMap, trusted: &[IpAd
 }
 
 pub async fn limit(
-    State(state): State<AppState>,
+    State(limiter): State<RateLimiter>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
     next: Next,
@@ -263,9 +263,9 @@ pub async fn limit(
     let Some(bucket) = Bucket::of(request.uri().path()) else {
         return Ok(next.run(request).await);
     };
-    let limit = bucket.limit(&state.config.rate_limits);
-    let client = client_address(peer.ip(), request.headers(), &state.config.rate_limits.trusted_proxies);
-    if let Some(retry_after) = state.rate_limiter.count(bucket, client, limit).await {
+    let limit = bucket.limit(&limiter.limits);
+    let client = client_address(peer.ip(), request.headers(), &limiter.limits.trusted_proxies);
+    if let Some(retry_after) = limiter.count(bucket, client, limit).await {
         return Err(AppError::too_many_requests(retry_after));
     }
     Ok(next.run(request).await)
@@ -282,6 +282,12 @@ mod tests {
             store_resting_until: Arc::default(),
             store_down: Arc::default(),
             local: Arc::default(),
+            limits: Arc::new(RateLimits {
+                per_minute: 7,
+                tiles_per_minute: 7,
+                sign_in_per_minute: 7,
+                trusted_proxies: Vec::new(),
+            }),
         };
         let client: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(limiter.count_here(Bucket::General, client, 7), 1);

@@ -16,9 +16,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
+    access::{Caller, datasets::writable_dataset, policy::visible_to_caller},
     bbox::Bbox,
-    datasets::{visible_to_caller, writable_dataset},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     state::AppState,
 };

@@ -10,8 +10,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
+    access::{Caller, policy::visible_to_caller},
+    datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };

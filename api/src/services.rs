@@ -21,8 +21,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{JobAccepted, accepted, check_visibility, writable_dataset},
+    access::{Caller, datasets::writable_dataset, policy::check_visibility},
+    datasets::{JobAccepted, accepted},
     extract::{Json as JsonBody, Path},
     state::AppState,
 };

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    auth::Caller,
+    access::{Caller, policy::visible_to_caller},
     bbox::Bbox,
-    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
+    datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Query},
     state::AppState,
 };

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 pub struct AppState {
     pub pool: PgPool,
     /// Connections as the SQL sandbox's role, for callers' statements only.
-    pub sandbox: crate::sandbox::SandboxPool,
+    pub sandbox: crate::sandbox::pool::SandboxPool,
     pub storage: Storage,
     pub config: Arc<Config>,
     pub keys: TokenKeys,
@@ -20,7 +20,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(pool: PgPool, config: Config, rate_limiter: crate::rate_limit::RateLimiter) -> anyhow::Result<Self> {
         Ok(Self {
-            sandbox: crate::sandbox::SandboxPool::new(&config),
+            sandbox: crate::sandbox::pool::SandboxPool::new(&config),
             pool,
             storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),

@@ -3,10 +3,7 @@
 //! carrying `scope`, `exp` and `sig` that serve one dataset's tiles with no
 //! credential until they expire or the dataset's publication version rolls
 //! (a change of visibility or publication status).
-use std::{
-    sync::Arc,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::sync::Arc;
 
 use axum::{
     Json,
@@ -16,10 +13,8 @@ use axum::{
 };
 use catalog_shared::{AppError, db::quote_ident};
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::Sha256;
 use tower_http::compression::CompressionLayer;
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -28,13 +23,14 @@ use utoipa_axum::{
 use uuid::Uuid;
 
 use crate::{
-    auth::{Caller, Capability},
-    datasets::{Dataset, dataset_by_id},
-    extract::Path,
-    ogc::{
-        find_collection,
-        items::{Column, published_columns, table_sql},
+    access::{
+        Caller, Capability,
+        datasets::visible_collection,
+        signed_tiles::{now_secs, signed_query, template_expiry},
     },
+    datasets::record::Dataset,
+    extract::Path,
+    ogc::items::{Column, published_columns, table_sql},
     state::AppState,
 };
 
@@ -56,8 +52,6 @@ pub const SOURCE_MAX_ZOOM: u32 = 16;
 const MAX_FEATURES_PER_TILE: u32 = 50_000;
 /// Cluster cells per tile side (64 px cells on a 512 px tile).
 const CLUSTER_GRID: u32 = 8;
-/// A signed template lives at least this long; see `template_expiry`.
-const TEMPLATE_TTL_SECS: i64 = 86_400;
 
 /// A tile address, checked against the tile matrix of its zoom.
 #[derive(Clone, Copy)]
@@ -237,7 +231,7 @@ async fn serve_tile(
     (id, z, x, y): (String, String, String, String),
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
-    let dataset = find_collection(state, caller, &id).await?;
+    let dataset = visible_collection(state, caller, &id).await?;
     let at = tile_address(&z, &x, &y)?;
     let tile = render(state, sql_of(&dataset), &dataset, at).await?;
     Ok(tile_response(tile, &dataset))
@@ -252,7 +246,7 @@ async fn tilejson(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     // Tiles not everyone may read come signed, so a viewer given this
     // document needs no credential; an embedding page sends its token. A
@@ -307,84 +301,6 @@ async fn tilejson(
     Ok(Json(document))
 }
 
-type HmacSha256 = Hmac<Sha256>;
-
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
-/// Expiry of a template signed now: the end of the next whole day (UTC), so
-/// a template lives 24 to 48 hours and two exports of a map on the same
-/// day write the same URLs.
-pub fn template_expiry(now: i64) -> i64 {
-    (now / TEMPLATE_TTL_SECS + 2) * TEMPLATE_TTL_SECS
-}
-
-fn signer(secret: &str, scope: &str, exp: i64, publication_version: i32) -> HmacSha256 {
-    let mut mac = HmacSha256::new_from_slice(format!("tile-template:{secret}").as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(format!("{scope}\n{exp}\n{publication_version}").as_bytes());
-    mac
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The query string that signs a dataset's tile URLs until `exp`, for its
-/// current publication version.
-pub fn signed_query(secret: &str, dataset_id: Uuid, publication_version: i32, exp: i64) -> String {
-    let scope = format!("dataset:{dataset_id}");
-    let sig = hex(&signer(secret, &scope, exp, publication_version).finalize().into_bytes());
-    format!("scope={scope}&exp={exp}&sig={sig}")
-}
-
-/// The dataset of a tile route path (`/api/tiles/{id}/...`), if it is one.
-fn tile_path_dataset(path: &str) -> Option<Uuid> {
-    let rest = path.strip_prefix("/api/tiles/")?;
-    let (id, tail) = rest.split_once('/')?;
-    if tail.is_empty() {
-        return None;
-    }
-    id.parse().ok()
-}
-
-/// Whether the request is a tile request authorized by a valid signed
-/// template: right scope, not expired, signed for the dataset's current
-/// publication version. Answers the capability: the dataset it covers and
-/// until when.
-pub async fn signed_template_dataset(state: &AppState, path: &str, query: &str) -> Option<Capability> {
-    let id = tile_path_dataset(path)?;
-    let (mut scope, mut exp, mut sig) = (None, None, None);
-    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-        match k.as_ref() {
-            "scope" => scope = Some(v.into_owned()),
-            "exp" => exp = v.parse::<i64>().ok(),
-            "sig" => sig = Some(v.into_owned()),
-            _ => {}
-        }
-    }
-    let (scope, exp, sig) = (scope?, exp?, sig?);
-    if scope != format!("dataset:{id}") || exp <= now_secs() || sig.len() != 64 {
-        return None;
-    }
-    let sig: Vec<u8> = (0..sig.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(sig.get(i..i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
-    let dataset = dataset_by_id(state, id).await.ok()?;
-    signer(&state.config.jwt_secret, &scope, exp, dataset.publication_version)
-        .verify_slice(&sig)
-        .ok()?;
-    Some(Capability::Tiles {
-        dataset: id,
-        expires: exp,
-    })
-}
-
 #[derive(Serialize, utoipa::ToSchema)]
 struct TileToken {
     dataset_id: Uuid,
@@ -408,7 +324,7 @@ async fn tile_token(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<TileToken>, AppError> {
-    let dataset: Arc<Dataset> = find_collection(&state, &caller, &id).await?;
+    let dataset: Arc<Dataset> = visible_collection(&state, &caller, &id).await?;
     let now = now_secs();
     let exp = template_expiry(now);
     let query = signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp);
@@ -443,21 +359,5 @@ mod tests {
             tile_address("a", "0", "0").err().map(|e| e.status().as_u16()),
             Some(400)
         );
-    }
-
-    #[test]
-    fn templates_live_one_to_two_days_and_are_stable_within_a_day() {
-        let now = 1_800_000_000;
-        let exp = template_expiry(now);
-        assert!(exp - now >= TEMPLATE_TTL_SECS && exp - now <= 2 * TEMPLATE_TTL_SECS);
-        assert_eq!(template_expiry(now + 10), exp);
-    }
-
-    #[test]
-    fn tile_paths_name_their_dataset() {
-        let id = Uuid::now_v7();
-        assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}/1/0/0.pbf")), Some(id));
-        assert_eq!(tile_path_dataset(&format!("/api/tiles/token/{id}")), None);
-        assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}")), None);
     }
 }

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use super::{Caller, api_keys};
+use super::api_keys;
 use crate::{
+    access::Caller,
     extract::{Json as JsonBody, Path},
     state::AppState,
 };

@@ -4,12 +4,11 @@ use axum::{Json, body::Bytes, extract::State, http::StatusCode};
 use catalog_shared::{AppError, auth::random_secret};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use super::{Caller, KeyScope, User};
 use crate::{
+    access::Caller,
     extract::{Body, Path},
     state::AppState,
 };
@@ -19,42 +18,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_own_key, list_own_keys))
         .routes(routes!(revoke_key))
         .routes(routes!(create_key_for_user))
-}
-
-#[derive(sqlx::FromRow)]
-struct KeyOwner {
-    id: Uuid,
-    role: String,
-    token_version: i32,
-    scope: String,
-}
-
-/// Resolves a presented key into its owner, narrowed by the key's scope.
-pub async fn resolve(pool: &PgPool, key: &str) -> Result<Caller, AppError> {
-    let owner: Option<KeyOwner> = sqlx::query_as(
-        "SELECT u.id, u.role, u.token_version, k.scope
-         FROM api_keys k JOIN users u ON u.id = k.user_id
-         WHERE k.key_hash = sha256($1) AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-           AND u.status = 'active' AND u.is_active",
-    )
-    .bind(key.as_bytes())
-    .fetch_optional(pool)
-    .await?;
-    let owner = owner.ok_or_else(|| AppError::unauthorized("the API key is invalid, expired or revoked"))?;
-    Ok(Caller {
-        capability: None,
-        session: None,
-        key_scope: Some(if owner.scope == "read_only" {
-            KeyScope::ReadOnly
-        } else {
-            KeyScope::Full
-        }),
-        user: Some(User {
-            id: owner.id,
-            role: owner.role,
-            token_version: owner.token_version,
-        }),
-    })
 }
 
 /// Revokes every key of a user (password, role or provider change, approval).

@@ -11,8 +11,8 @@ use url::Url;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use super::Caller;
 use crate::{
+    access::Caller,
     extract::{Json as JsonBody, Path},
     state::AppState,
 };

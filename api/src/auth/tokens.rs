@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use super::{Caller, User, bearer_token, cookies};
+use super::cookies;
 use crate::{
+    access::{Caller, bearer_token, datasets::visible_dataset},
     extract::{Body, Form, Path},
     state::AppState,
 };
@@ -35,46 +36,6 @@ const REFRESH_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Two tabs refreshing at once both present the same token; the one that
 /// comes second within this window still gets a new pair.
 const ROTATION_GRACE: Duration = Duration::from_secs(30);
-
-#[derive(sqlx::FromRow)]
-struct TokenOwner {
-    #[sqlx(flatten)]
-    user: User,
-    /// Whether the token's sign-in session still has a refresh token that
-    /// is not revoked (a password change revokes the other sessions').
-    session_live: bool,
-}
-
-/// Resolves a bearer access token into its (still active) user.
-pub async fn resolve_access(state: &AppState, token: &str) -> Result<Caller, AppError> {
-    let claims = state
-        .keys
-        .verify_access(token, false)
-        .ok_or_else(|| AppError::unauthorized("the access token is invalid or expired"))?;
-    let owner: Option<TokenOwner> = sqlx::query_as(
-        "SELECT u.id, u.role, u.token_version,
-                ($2::uuid IS NULL OR EXISTS (
-                    SELECT 1 FROM refresh_tokens r WHERE r.session_id = $2 AND r.revoked_at IS NULL)) AS session_live
-         FROM users u WHERE u.id = $1 AND u.status = 'active' AND u.is_active",
-    )
-    .bind(claims.sub)
-    .bind(claims.sid)
-    .fetch_optional(&state.pool)
-    .await?;
-    match owner {
-        Some(owner) if owner.user.token_version == claims.ver && owner.session_live => Ok(Caller {
-            user: Some(owner.user),
-            key_scope: None,
-            capability: None,
-            session: claims.sid,
-        }),
-        Some(owner) if owner.user.token_version == claims.ver => {
-            Err(AppError::unauthorized("the access token's session has ended"))
-        }
-        Some(_) => Err(AppError::unauthorized("the access token was revoked by signing out")),
-        None => Err(AppError::unauthorized("the account of this token is not active")),
-    }
-}
 
 #[derive(Deserialize, utoipa::ToSchema)]
 pub struct LoginForm {
@@ -347,7 +308,7 @@ async fn download_token(
     caller: Caller,
     Path(dataset_id): Path<Uuid>,
 ) -> Result<Json<DownloadToken>, AppError> {
-    crate::datasets::visible_dataset(&state, &caller, dataset_id).await?;
+    visible_dataset(&state, &caller, dataset_id).await?;
     let token = state
         .keys
         .issue_download(caller.user_id(), dataset_id)

@@ -14,8 +14,9 @@ use std::{
 
 use serde_json::{Map, Value, json};
 
+use catalog_shared::outbound::OutboundPolicy;
+
 use super::model::{BasemapConfig, Prominence, SublayerOverride, Tone};
-use crate::state::AppState;
 
 const TTL: Duration = Duration::from_secs(600);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,29 +42,28 @@ pub fn is_style_url(basemap_style: &str) -> bool {
     (basemap_style.starts_with("https://") || basemap_style.starts_with("http://")) && !basemap_style.contains("{z}")
 }
 
-pub async fn fetch(state: &AppState, url: &str) -> Option<Arc<Value>> {
-    if let Some((at, style)) = state
-        .basemaps
-        .entries
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(url)
-        && at.elapsed() < TTL
-    {
-        return style.clone();
+impl BasemapCache {
+    /// The style at `url`, fetched through the outbound policy at most
+    /// every ten minutes.
+    pub async fn fetch(&self, outbound: &OutboundPolicy, url: &str) -> Option<Arc<Value>> {
+        if let Some((at, style)) = self.entries.lock().unwrap_or_else(|e| e.into_inner()).get(url)
+            && at.elapsed() < TTL
+        {
+            return style.clone();
+        }
+        let style = download(outbound, url).await.map(Arc::new);
+        if style.is_none() {
+            tracing::warn!(%url, "the basemap style could not be loaded; maps export without it");
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (at, _)| at.elapsed() < TTL);
+        entries.insert(url.to_string(), (Instant::now(), style.clone()));
+        style
     }
-    let style = download(state, url).await.map(Arc::new);
-    if style.is_none() {
-        tracing::warn!(%url, "the basemap style could not be loaded; maps export without it");
-    }
-    let mut entries = state.basemaps.entries.lock().unwrap_or_else(|e| e.into_inner());
-    entries.retain(|_, (at, _)| at.elapsed() < TTL);
-    entries.insert(url.to_string(), (Instant::now(), style.clone()));
-    style
 }
 
-async fn download(state: &AppState, url: &str) -> Option<Value> {
-    let client = state.outbound.client(FETCH_TIMEOUT).ok()?;
+async fn download(outbound: &OutboundPolicy, url: &str) -> Option<Value> {
+    let client = outbound.client(FETCH_TIMEOUT).ok()?;
     let response = client.get(url).send().await.ok()?.error_for_status().ok()?;
     if response.content_length().is_some_and(|n| n as usize > MAX_STYLE_BYTES) {
         return None;

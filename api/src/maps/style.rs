@@ -10,15 +10,18 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    basemap, insert_map,
+    basemap,
     model::{LayerType, MapInput, MapLayerInput, MapLayerResponse, MapResponse, Projection, Relief, Tone},
-    readable_map, with_etag,
+    store::{insert_map, readable_map, with_etag},
 };
 use crate::{
-    auth::Caller,
+    access::{
+        Caller,
+        signed_tiles::{signed_query, template_expiry},
+    },
     extract::Path,
     state::AppState,
-    tiles::{SOURCE_MAX_ZOOM, signed_query, template_expiry},
+    tiles::SOURCE_MAX_ZOOM,
 };
 
 const MAP_META: &str = "catalog:map";
@@ -229,7 +232,7 @@ pub async fn export_style(
     let map = readable_map(&state, &caller, id).await?;
     let signatures = tile_signatures(&state, &caller, &map);
     let basemap = if basemap::is_style_url(&map.basemap_style) {
-        basemap::fetch(&state, &map.basemap_style).await
+        state.basemaps.fetch(&state.outbound, &map.basemap_style).await
     } else {
         None
     };

@@ -11,18 +11,19 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use super::{
-    CRS84,
     cql::{self, Lang, Queryable, Queryables},
-    find_collection,
     params::{Param, query_with},
 };
 use crate::{
-    auth::Caller,
+    access::{Caller, datasets::visible_collection},
     bbox::Bbox,
-    datasets::Dataset,
+    datasets::record::Dataset,
     extract::{Path, Query},
     state::AppState,
 };
+
+/// OGC's name of WGS 84 longitude, latitude: the only CRS the items speak.
+pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
 
 /// A published attribute column of a dataset.
 pub struct Column {
@@ -412,7 +413,7 @@ pub async fn items(
     Path(id): Path<String>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     let columns = published_columns(&dataset);
     let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
     let filtered = !request.conditions.is_empty();
@@ -503,7 +504,7 @@ pub async fn item(
     caller: Caller,
     Path((id, feature_id)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     let missing = || AppError::not_found(format!("no feature {feature_id} in collection {id}"));
     let key: i64 = feature_id.parse().map_err(|_| missing())?;
     let columns = published_columns(&dataset);

@@ -2,27 +2,25 @@
 //! filtering with CQL2) and the OGC API Common landing page and
 //! conformance declaration. Every dataset the caller may see is a
 //! collection whose id is the dataset id.
-use std::sync::Arc;
 
 use axum::{Json, extract::State};
 use catalog_shared::AppError;
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, visible_dataset, visible_to_caller},
+    access::{Caller, datasets::visible_collection, policy::visible_to_caller},
+    datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{LinkCredential, Path},
     state::AppState,
 };
 
 pub mod cql;
 pub(crate) mod items;
+
+use items::CRS84;
 pub mod openapi;
 mod params;
-
-pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
 
 pub const CONFORMANCE: [&str; 17] = [
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
@@ -126,32 +124,6 @@ async fn collections(
     })))
 }
 
-/// The dataset behind a collection id; 404 for anything the caller may not
-/// see. Served from the minute-long cache where the caller's right to see
-/// it follows from the record alone; restricted datasets ask the database.
-pub async fn find_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Arc<Dataset>, AppError> {
-    let missing = || AppError::not_found(format!("no collection {id}"));
-    let uuid: Uuid = id.parse().map_err(|_| missing())?;
-    if let Some(dataset) = state.datasets.get(uuid) {
-        let signed_in = caller.user().is_some();
-        let published = dataset.status == "ready";
-        let sees = caller.is_admin()
-            || caller.capability_reads_dataset(uuid)
-            || (signed_in && dataset.created_by == caller.user_id())
-            || (published && (dataset.visibility == "public" || (signed_in && dataset.visibility == "internal")));
-        if sees {
-            return Ok(dataset);
-        }
-        if !(signed_in && published && dataset.visibility == "restricted") {
-            return Err(missing());
-        }
-    }
-    let dataset = visible_dataset(state, caller, uuid)
-        .await
-        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })?;
-    Ok(state.datasets.put(dataset))
-}
-
 #[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path)),
     responses((status = 200, description = "one collection"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn collection(
@@ -160,7 +132,7 @@ async fn collection(
     credential: LinkCredential,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     Ok(Json(collection_json(&state.config.public_url, &dataset, &credential)))
 }
 
@@ -172,7 +144,7 @@ async fn queryables(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<impl axum::response::IntoResponse, AppError> {
-    let dataset = find_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     let mut properties = serde_json::Map::new();
     properties.insert(

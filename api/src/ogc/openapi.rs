@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::{items::published_columns, json_schema_of};
 use crate::{
-    auth::Caller,
-    datasets::{DATASET_COLUMNS, Dataset, visible_to_caller},
+    access::{Caller, policy::visible_to_caller},
+    datasets::record::{DATASET_COLUMNS, Dataset},
     state::AppState,
 };
 

@@ -11,7 +11,7 @@
 //!    dataset the caller may see.
 //!
 //! Rows come back as JSON (geometry as GeoJSON), capped in count and bytes.
-mod pool;
+pub mod pool;
 mod statement;
 
 use std::collections::HashSet;
@@ -24,9 +24,11 @@ use serde_json::Value;
 use sqlx::postgres::PgConnection;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub use pool::SandboxPool;
-
-use crate::{auth::Caller, datasets::visible_to_caller, extract::Json as JsonBody, state::AppState};
+use crate::{
+    access::{Caller, policy::visible_to_caller},
+    extract::Json as JsonBody,
+    state::AppState,
+};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(run_query))

@@ -15,8 +15,6 @@ use catalog_shared::{
 use chrono::{DateTime, Utc};
 use object_store::{ObjectStoreExt, WriteMultipart};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use sqlx::types::Json as SqlJson;
 use url::Url;
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -25,10 +23,18 @@ use utoipa_axum::{
 use uuid::Uuid;
 
 use crate::{
-    auth::Caller,
+    access::{
+        Caller,
+        datasets::{dataset_for, visible_dataset, writable_dataset},
+        policy::{DatasetAction, check_visibility, visible_to_caller},
+    },
     extract::{Json as JsonBody, Multipart, Path, Query},
     state::AppState,
 };
+
+pub mod record;
+
+use record::{DATASET_COLUMNS, Dataset};
 
 pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     // Multipart framing adds a little to the file itself.
@@ -43,20 +49,8 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(put_grant, delete_grant))
 }
 
-const VISIBILITIES: [&str; 4] = ["private", "restricted", "internal", "public"];
 const TITLE_MAX: usize = 500;
 const SUMMARY_MAX: usize = 5000;
-
-pub(crate) fn check_visibility(v: &str) -> Result<(), AppError> {
-    if VISIBILITIES.contains(&v) {
-        Ok(())
-    } else {
-        Err(AppError::unprocessable(format!(
-            "visibility must be one of {}",
-            VISIBILITIES.join(", ")
-        )))
-    }
-}
 
 fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), AppError> {
     let n = value.chars().count();
@@ -356,134 +350,6 @@ async fn import_url(
     Ok(accepted(&state, job_id))
 }
 
-/// A dataset record.
-#[derive(Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct Dataset {
-    pub(crate) id: Uuid,
-    pub(crate) title: String,
-    pub(crate) summary: Option<String>,
-    pub(crate) schema_name: String,
-    pub(crate) table_name: String,
-    pub(crate) key_column: String,
-    pub(crate) geometry_column: String,
-    pub(crate) geometry_type: Option<String>,
-    pub(crate) srid: i32,
-    pub(crate) source_srid: Option<i32>,
-    /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
-    pub(crate) extent_bbox: Option<Vec<f64>>,
-    pub(crate) feature_count: i64,
-    #[schema(value_type = Vec<Object>)]
-    pub(crate) column_info: SqlJson<Value>,
-    #[schema(value_type = Object)]
-    pub(crate) sample_values: SqlJson<Value>,
-    /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.
-    #[schema(value_type = Object)]
-    pub(crate) geometry_info: SqlJson<Value>,
-    pub(crate) visibility: String,
-    pub(crate) status: String,
-    pub(crate) publication_version: i32,
-    pub(crate) keywords: Vec<String>,
-    pub(crate) source_format: Option<String>,
-    pub(crate) source_filename: Option<String>,
-    pub(crate) source_layer: Option<String>,
-    pub(crate) is_registered: bool,
-    pub(crate) job_id: Option<Uuid>,
-    pub(crate) created_by: Option<Uuid>,
-    pub(crate) created_at: DateTime<Utc>,
-    pub(crate) updated_at: DateTime<Utc>,
-}
-
-pub(crate) const DATASET_COLUMNS: &str =
-    "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
-    source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
-
-/// SQL condition (with `$1` the caller's id, `$2` whether the caller is an
-/// admin) for rows of `datasets` — under the name or alias `table` — the
-/// caller may see: everything to its owner and admins; published (status
-/// `ready`) datasets public to anyone, internal to any signed-in user,
-/// restricted to users granted it. Unpublished ones only to owner and admins.
-pub(crate) fn visible_to_caller(table: &str) -> String {
-    visible_to(table, "$1::uuid", "$2")
-}
-
-/// The same condition for any user-id and admin-flag SQL expressions.
-pub(crate) fn visible_to(table: &str, user: &str, admin: &str) -> String {
-    format!(
-        "({admin} OR ({user} IS NOT NULL AND {table}.created_by = {user})
-          OR ({table}.status = 'ready' AND ({table}.visibility = 'public'
-              OR ({user} IS NOT NULL AND ({table}.visibility = 'internal'
-                  OR ({table}.visibility = 'restricted' AND EXISTS (
-                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = {user})))))))"
-    )
-}
-
-/// The dataset when the caller may see it, or when a capability the
-/// request was served under covers it; 404 otherwise.
-pub(crate) async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let visible = visible_to_caller("datasets");
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND id = $3");
-    sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(caller.user_id())
-        .bind(caller.is_admin() || caller.capability_reads_dataset(id))
-        .bind(id)
-        .fetch_optional(&state.pool)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
-}
-
-/// Any dataset by id, from the minute-long cache when it is there; for
-/// checks that do not depend on the caller (signed tile templates).
-pub(crate) async fn dataset_by_id(state: &AppState, id: Uuid) -> Result<std::sync::Arc<Dataset>, AppError> {
-    if let Some(dataset) = state.datasets.get(id) {
-        return Ok(dataset);
-    }
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
-    let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(&state.pool)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
-    Ok(state.datasets.put(dataset))
-}
-
-/// The dataset, when the caller may change it: an admin, or an editor who
-/// owns it or holds a write grant; 404 when it may not even see it.
-pub(crate) async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let dataset = visible_dataset(state, caller, id).await?;
-    let user = caller.editor()?;
-    if user.is_admin() || dataset.created_by == Some(user.id) {
-        return Ok(dataset);
-    }
-    let granted: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2 AND permission = 'write')",
-    )
-    .bind(id)
-    .bind(user.id)
-    .fetch_one(&state.pool)
-    .await?;
-    if granted {
-        Ok(dataset)
-    } else {
-        Err(AppError::forbidden(
-            "only the dataset's owner, a user granted write access, or an admin may change it",
-        ))
-    }
-}
-
-/// The dataset, when the caller may manage who else sees it: its owner or an admin.
-async fn owned_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
-    let dataset = visible_dataset(state, caller, id).await?;
-    let user = caller.signed_in()?;
-    if user.is_admin() || dataset.created_by == Some(user.id) {
-        Ok(dataset)
-    } else {
-        Err(AppError::forbidden(
-            "only the dataset's owner or an admin may manage its grants",
-        ))
-    }
-}
-
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 struct DatasetListQuery {
@@ -670,7 +536,7 @@ async fn list_grants(
     caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<Json<Vec<Grant>>, AppError> {
-    owned_dataset(&state, &caller, id).await?;
+    dataset_for(&state, &caller, id, DatasetAction::ManageGrants).await?;
     let grants = sqlx::query_as(
         "SELECT g.user_id, u.username, g.permission, g.created_at FROM dataset_grants g JOIN users u ON u.id = g.user_id
          WHERE g.dataset_id = $1 ORDER BY g.created_at",
@@ -698,7 +564,7 @@ async fn put_grant(
     Path((id, user_id)): Path<(Uuid, Uuid)>,
     JsonBody(body): JsonBody<GrantRequest>,
 ) -> Result<Json<Grant>, AppError> {
-    owned_dataset(&state, &caller, id).await?;
+    dataset_for(&state, &caller, id, DatasetAction::ManageGrants).await?;
     if !matches!(body.permission.as_str(), "read" | "write") {
         return Err(AppError::unprocessable("permission must be read or write"));
     }
@@ -730,7 +596,7 @@ async fn delete_grant(
     caller: Caller,
     Path((id, user_id)): Path<(Uuid, Uuid)>,
 ) -> Result<StatusCode, AppError> {
-    owned_dataset(&state, &caller, id).await?;
+    dataset_for(&state, &caller, id, DatasetAction::ManageGrants).await?;
     let deleted = sqlx::query("DELETE FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
         .bind(id)
         .bind(user_id)

@@ -1,0 +1,170 @@
+//! Every credential kind resolved in one place, in the order of the
+//! specification: a capability on reads (an `X-Embed-Token` covering the
+//! path, a signed tile template), then the `X-Api-Key` header, the
+//! `api_key` query parameter on reads, a bearer access token, or nobody.
+//! Refresh tokens, download tokens and sign-in answers are read by the
+//! routes that take them (`auth`), never here.
+use axum::{
+    extract::{Request, State},
+    http::HeaderMap,
+    middleware::Next,
+    response::Response,
+};
+use catalog_shared::AppError;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{
+    Caller, Capability, KeyScope, User, bearer_token, embed,
+    routes::{is_read_method, query_param, read_only_key_allows, reads_no_credential, writes},
+    signed_tiles,
+};
+use crate::state::AppState;
+
+/// Resolves the request's credential into a `Caller` for the handlers;
+/// refuses what a read-only key may not do.
+pub async fn resolve_caller(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let path = request.uri().path().to_string();
+    if reads_no_credential(&path) {
+        request.extensions_mut().insert(Caller::default());
+        return Ok(next.run(request).await);
+    }
+    let method = request.method().clone();
+    let query = request.uri().query().map(str::to_string);
+    if is_read_method(&method)
+        && let Some(capability) = capability_of(&state, request.headers(), &path, query.as_deref()).await?
+    {
+        // Served under the capability; any credential sent is not read (rule 5).
+        request.extensions_mut().insert(Caller {
+            capability: Some(capability),
+            ..Caller::default()
+        });
+        return Ok(next.run(request).await);
+    }
+    let header_key = request
+        .headers()
+        .get("x-api-key")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    // The query-string key counts on requests that write nothing (rule 2);
+    // elsewhere it is absent, so it never authorises a write.
+    let query_key = if !writes(&method, &path, query.as_deref()) {
+        query_param(query.as_deref(), "api_key")
+    } else {
+        None
+    };
+    let caller = if let Some(key) = header_key.or(query_key) {
+        api_key_caller(&state.pool, &key).await?
+    } else if let Some(token) = bearer_token(request.headers()) {
+        access_token_caller(&state, token).await?
+    } else {
+        Caller::default()
+    };
+    if caller.key_scope == Some(KeyScope::ReadOnly) && !read_only_key_allows(&method, &path, query.as_deref()) {
+        return Err(AppError::forbidden(
+            "the API key is read-only; it cannot be used for this request",
+        ));
+    }
+    request.extensions_mut().insert(caller);
+    Ok(next.run(request).await)
+}
+
+/// A valid capability of a read request: an `X-Embed-Token` covering the
+/// path, or a signed tile template on a tile route. An invalid or absent
+/// one leaves the request to its credential (rule 5).
+async fn capability_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    query: Option<&str>,
+) -> Result<Option<Capability>, AppError> {
+    if let Some(token) = headers.get("x-embed-token").and_then(|v| v.to_str().ok()) {
+        let capability = embed::capability(&state.pool, token).await?;
+        if let Some(capability) = capability.filter(|c| embed::covers(c, path)) {
+            return Ok(Some(capability));
+        }
+    }
+    let Some(query) = query.filter(|q| q.contains("sig=")) else {
+        return Ok(None);
+    };
+    Ok(signed_tiles::verify(state, path, query).await)
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyOwner {
+    id: Uuid,
+    role: String,
+    token_version: i32,
+    scope: String,
+}
+
+/// The owner of a presented API key, narrowed by the key's scope.
+async fn api_key_caller(pool: &PgPool, key: &str) -> Result<Caller, AppError> {
+    let owner: Option<KeyOwner> = sqlx::query_as(
+        "SELECT u.id, u.role, u.token_version, k.scope
+         FROM api_keys k JOIN users u ON u.id = k.user_id
+         WHERE k.key_hash = sha256($1) AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+           AND u.status = 'active' AND u.is_active",
+    )
+    .bind(key.as_bytes())
+    .fetch_optional(pool)
+    .await?;
+    let owner = owner.ok_or_else(|| AppError::unauthorized("the API key is invalid, expired or revoked"))?;
+    Ok(Caller {
+        capability: None,
+        session: None,
+        key_scope: Some(if owner.scope == "read_only" {
+            KeyScope::ReadOnly
+        } else {
+            KeyScope::Full
+        }),
+        user: Some(User {
+            id: owner.id,
+            role: owner.role,
+            token_version: owner.token_version,
+        }),
+    })
+}
+
+#[derive(sqlx::FromRow)]
+struct TokenOwner {
+    #[sqlx(flatten)]
+    user: User,
+    /// Whether the token's sign-in session still has a refresh token that
+    /// is not revoked (a password change revokes the other sessions').
+    session_live: bool,
+}
+
+/// The (still active) user of a bearer access token.
+async fn access_token_caller(state: &AppState, token: &str) -> Result<Caller, AppError> {
+    let claims = state
+        .keys
+        .verify_access(token, false)
+        .ok_or_else(|| AppError::unauthorized("the access token is invalid or expired"))?;
+    let owner: Option<TokenOwner> = sqlx::query_as(
+        "SELECT u.id, u.role, u.token_version,
+                ($2::uuid IS NULL OR EXISTS (
+                    SELECT 1 FROM refresh_tokens r WHERE r.session_id = $2 AND r.revoked_at IS NULL)) AS session_live
+         FROM users u WHERE u.id = $1 AND u.status = 'active' AND u.is_active",
+    )
+    .bind(claims.sub)
+    .bind(claims.sid)
+    .fetch_optional(&state.pool)
+    .await?;
+    match owner {
+        Some(owner) if owner.user.token_version == claims.ver && owner.session_live => Ok(Caller {
+            user: Some(owner.user),
+            key_scope: None,
+            capability: None,
+            session: claims.sid,
+        }),
+        Some(owner) if owner.user.token_version == claims.ver => {
+            Err(AppError::unauthorized("the access token's session has ended"))
+        }
+        Some(_) => Err(AppError::unauthorized("the access token was revoked by signing out")),
+        None => Err(AppError::unauthorized("the account of this token is not active")),
+    }
+}

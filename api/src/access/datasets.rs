@@ -1,0 +1,98 @@
+//! A dataset as the caller may use it: each function loads what the
+//! decision depends on (the record and the caller's grant) and asks the one
+//! rule, `policy::dataset_decision`.
+use std::sync::Arc;
+
+use catalog_shared::AppError;
+use uuid::Uuid;
+
+use super::{
+    Caller,
+    policy::{DatasetAction, DatasetFacts, Grant, Visibility, dataset_decision, grant_matters},
+};
+use crate::{
+    datasets::record::{DATASET_COLUMNS, Dataset},
+    state::AppState,
+};
+
+fn facts(dataset: &Dataset, grant: Option<Grant>) -> DatasetFacts {
+    DatasetFacts {
+        id: dataset.id,
+        owner: dataset.created_by,
+        visibility: Visibility::parse(&dataset.visibility),
+        published: dataset.status == "ready",
+        grant,
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct DatasetWithGrant {
+    #[sqlx(flatten)]
+    dataset: Dataset,
+    caller_grant: Option<String>,
+}
+
+/// The dataset, read fresh from the database, when the caller may take
+/// the action on it; 404 when it may not even see it.
+pub async fn dataset_for(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    action: DatasetAction,
+) -> Result<Dataset, AppError> {
+    let sql = format!(
+        "SELECT {DATASET_COLUMNS},
+            (SELECT g.permission FROM dataset_grants g WHERE g.dataset_id = datasets.id AND g.user_id = $2) AS caller_grant
+         FROM datasets WHERE id = $1"
+    );
+    let found: DatasetWithGrant = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .bind(caller.user_id())
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
+    let grant = found.caller_grant.as_deref().and_then(Grant::parse);
+    dataset_decision(caller, &facts(&found.dataset, grant), action)?;
+    Ok(found.dataset)
+}
+
+/// The dataset when the caller may see it, or when a capability the
+/// request was served under covers it; 404 otherwise.
+pub async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    dataset_for(state, caller, id, DatasetAction::Read).await
+}
+
+/// The dataset, when the caller may change it: an admin, or an editor who
+/// owns it or holds a write grant; 404 when it may not even see it.
+pub async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    dataset_for(state, caller, id, DatasetAction::Write).await
+}
+
+/// The dataset behind an OGC collection id; 404 naming the collection for
+/// anything the caller may not see. Served from the minute-long cache.
+pub async fn visible_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Arc<Dataset>, AppError> {
+    let missing = || AppError::not_found(format!("no collection {id}"));
+    let uuid: Uuid = id.parse().map_err(|_| missing())?;
+    cached_visible_dataset(state, caller, uuid)
+        .await
+        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })
+}
+
+/// The dataset for the hot read routes (items, tiles), from the minute
+/// cache; the caller's grant is looked up only when the decision needs it.
+pub async fn cached_visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Arc<Dataset>, AppError> {
+    let dataset = state.datasets.dataset(&state.pool, id).await?;
+    let grant = if grant_matters(caller, dataset.created_by) && dataset.visibility == "restricted" {
+        let permission: Option<String> =
+            sqlx::query_scalar("SELECT permission FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
+                .bind(id)
+                .bind(caller.user_id())
+                .fetch_optional(&state.pool)
+                .await?;
+        permission.as_deref().and_then(Grant::parse)
+    } else {
+        None
+    };
+    dataset_decision(caller, &facts(&dataset, grant), DatasetAction::Read)?;
+    Ok(dataset)
+}

@@ -1,0 +1,49 @@
+//! The dataset record as the API reads it, for every module that serves
+//! datasets (routes, OGC, tiles, records, the access rules, the cache).
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::types::Json as SqlJson;
+use uuid::Uuid;
+
+/// A dataset record.
+#[derive(Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Dataset {
+    pub(crate) id: Uuid,
+    pub(crate) title: String,
+    pub(crate) summary: Option<String>,
+    pub(crate) schema_name: String,
+    pub(crate) table_name: String,
+    pub(crate) key_column: String,
+    pub(crate) geometry_column: String,
+    pub(crate) geometry_type: Option<String>,
+    pub(crate) srid: i32,
+    pub(crate) source_srid: Option<i32>,
+    /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
+    pub(crate) extent_bbox: Option<Vec<f64>>,
+    pub(crate) feature_count: i64,
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) column_info: SqlJson<Value>,
+    #[schema(value_type = Object)]
+    pub(crate) sample_values: SqlJson<Value>,
+    /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.
+    #[schema(value_type = Object)]
+    pub(crate) geometry_info: SqlJson<Value>,
+    pub(crate) visibility: String,
+    pub(crate) status: String,
+    pub(crate) publication_version: i32,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) source_format: Option<String>,
+    pub(crate) source_filename: Option<String>,
+    pub(crate) source_layer: Option<String>,
+    pub(crate) is_registered: bool,
+    pub(crate) job_id: Option<Uuid>,
+    pub(crate) created_by: Option<Uuid>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+}
+
+pub(crate) const DATASET_COLUMNS: &str =
+    "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
+    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
+    source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
