@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use axum::response::Response;
 use axum::{
     Extension, Router,
     body::Body,
@@ -13,16 +14,15 @@ use axum::{
     middleware,
     routing::get,
 };
-use catalog_shared::AppError;
+use catalog_shared::{AppError, ServerErrorCause};
 use tower::Layer;
 use tower_http::{
     catch_panic::CatchPanicLayer,
     normalize_path::{NormalizePath, NormalizePathLayer},
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     timeout::TimeoutLayer,
-    trace::{DefaultOnResponse, TraceLayer},
+    trace::TraceLayer,
 };
-use tracing::Level;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -82,9 +82,21 @@ pub fn router(state: AppState) -> Router {
             StatusCode::GATEWAY_TIMEOUT,
             Duration::from_secs(300),
         ))
+        .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            axum::response::IntoResponse::into_response(AppError::internal(format!(
+                "a request handler panicked: {message}"
+            )))
+        }))
         .layer(
             TraceLayer::new_for_http()
-                .on_response(DefaultOnResponse::new().level(Level::INFO))
+                .on_response(log_response)
+                // A 5xx is logged once, by `log_response`, with its cause.
+                .on_failure(())
                 .make_span_with(|request: &Request<Body>| {
                     let request_id = request
                         .headers()
@@ -94,12 +106,28 @@ pub fn router(state: AppState) -> Router {
                     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
                 }),
         )
-        .layer(CatchPanicLayer::custom(|_| {
-            axum::response::IntoResponse::into_response(AppError::internal("a request handler panicked"))
-        }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+/// The one log line of each response, in the request's span (so with its
+/// request id): server errors at error level with their cause, the rest at
+/// info.
+fn log_response(response: &Response, latency: Duration, _: &tracing::Span) {
+    let status = response.status().as_u16();
+    let latency_ms = latency.as_millis() as u64;
+    if response.status().is_server_error() {
+        let cause = response.extensions().get::<ServerErrorCause>().map(|c| c.0.as_str());
+        tracing::error!(
+            status,
+            latency_ms,
+            cause = cause.unwrap_or("none recorded"),
+            "request failed"
+        );
+    } else {
+        tracing::info!(status, latency_ms, "finished processing request");
+    }
 }
 
 async fn not_found(method: Method, request: Request) -> AppError {

@@ -27,11 +27,20 @@ impl Problem {
 }
 
 /// The one error type of the service; it renders as `application/problem+json`.
+/// A server error keeps its cause out of the body; the response carries it
+/// (as `ServerErrorCause`) to the one place that logs it, the API's trace
+/// middleware, with the request id.
 #[derive(Debug)]
 pub struct AppError {
     pub problem: Problem,
     headers: Vec<(header::HeaderName, HeaderValue)>,
+    /// Boxed: every `Result` carries this type, so it stays small.
+    cause: Option<Box<str>>,
 }
+
+/// Why a request answered 5xx, for the log line and never for the caller.
+#[derive(Clone, Debug)]
+pub struct ServerErrorCause(pub String);
 
 pub type AppResult<T> = Result<T, AppError>;
 
@@ -40,6 +49,7 @@ impl AppError {
         Self {
             problem: Problem::new(status, detail),
             headers: Vec::new(),
+            cause: None,
         }
     }
     pub fn bad_request(detail: impl Into<String>) -> Self {
@@ -82,12 +92,21 @@ impl AppError {
         )
         .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
     }
-    pub fn internal(detail: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %detail, "internal error");
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the server could not complete the request; it has been logged",
         )
+        .with_cause(cause)
+    }
+    /// Records why (logged with the response, never shown to the caller).
+    pub fn with_cause(mut self, cause: impl std::fmt::Display) -> Self {
+        self.cause = Some(cause.to_string().into_boxed_str());
+        self
+    }
+    /// The cause recorded for the log, if any.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
     }
     pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
@@ -122,6 +141,9 @@ impl IntoResponse for AppError {
         for (name, value) in self.headers {
             headers.insert(name, value);
         }
+        if let Some(cause) = self.cause {
+            response.extensions_mut().insert(ServerErrorCause(cause.into_string()));
+        }
         response
     }
 }
@@ -146,8 +168,7 @@ fn is_unavailable_code(code: &str) -> bool {
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         if is_unavailable(&e) {
-            tracing::warn!(error = %e, "database unavailable");
-            return Self::unavailable("the database could not serve the request; try again shortly");
+            return Self::unavailable("the database could not serve the request; try again shortly").with_cause(e);
         }
         match e {
             sqlx::Error::RowNotFound => Self::not_found("not found"),
@@ -161,8 +182,7 @@ impl From<object_store::Error> for AppError {
         match e {
             object_store::Error::NotFound { .. } => Self::not_found("stored object not found"),
             other => {
-                tracing::warn!(error = %other, "object store error");
-                Self::unavailable("the object store could not serve the request; try again shortly")
+                Self::unavailable("the object store could not serve the request; try again shortly").with_cause(other)
             }
         }
     }

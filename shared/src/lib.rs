@@ -12,4 +12,4 @@ pub mod secrets;
 pub mod storage;
 pub mod telemetry;
 
-pub use error::{AppError, Problem};
+pub use error::{AppError, Problem, ServerErrorCause};

@@ -200,3 +200,50 @@ async fn every_bbox_is_checked_alike() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A server error is logged once, at error level, in the request's span
+/// (so with its request id) and with its cause; the caller sees neither
+/// the cause nor the credentials in it.
+#[tokio::test]
+async fn a_server_error_is_logged_once_with_its_request_id_and_cause() {
+    // A sandbox login that the database refuses: the query route answers 503.
+    let stack = Stack::start_with(StackOptions::workers(0).env(
+        "SANDBOX_DATABASE_URL",
+        "postgres://catalog_sandbox:not-the-password@127.0.0.1:1/nowhere",
+    ))
+    .await;
+    let token = stack.admin_token().await;
+    let response = stack
+        .http
+        .post(format!("{}/api/query", stack.base))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"sql": "SELECT 1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let request_id = response.headers()["x-request-id"].to_str().unwrap().to_string();
+    let body = response.text().await.unwrap();
+    assert!(
+        !body.contains("not-the-password") && !body.contains("nowhere"),
+        "{body}"
+    );
+    // The log line is written as the response leaves; give it a moment.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let logs = stack.logs();
+    let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&request_id)).collect();
+    let errors: Vec<&&str> = lines.iter().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one error line for {request_id}:\n{}",
+        lines.join("\n")
+    );
+    assert!(errors[0].contains("status=503"), "{}", errors[0]);
+    assert!(errors[0].contains("cannot connect as catalog_sandbox"), "{}", errors[0]);
+    assert!(
+        !lines.iter().any(|l| l.contains("WARN")),
+        "nothing else logged about it:\n{}",
+        lines.join("\n")
+    );
+}

@@ -60,10 +60,9 @@ impl SandboxPool {
     /// A read-only transaction as the sandbox role; 503 when it cannot log in.
     pub async fn begin(&self) -> Result<Transaction<'static, Postgres>, AppError> {
         let pool = self.pool.as_ref().ok_or_else(not_set_up)?;
-        pool.begin_with("BEGIN READ ONLY").await.map_err(|e| {
-            tracing::warn!(error = %e, role = %self.role, "the SQL sandbox cannot connect");
-            not_set_up()
-        })
+        pool.begin_with("BEGIN READ ONLY")
+            .await
+            .map_err(|e| not_set_up().with_cause(format!("the SQL sandbox cannot connect as {}: {e}", self.role)))
     }
 
     /// At start-up: when the role cannot log in with the derived password
