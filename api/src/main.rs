@@ -16,6 +16,7 @@ mod datasets;
 mod extract;
 mod features;
 mod health;
+mod interval;
 mod jobs;
 mod maps;
 mod notifications;

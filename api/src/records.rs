@@ -19,6 +19,7 @@ use crate::{
     access::{Caller, datasets::writable_dataset, policy::visible_to_caller},
     bbox::Bbox,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
+    interval::Interval,
     state::AppState,
 };
 
@@ -188,23 +189,12 @@ async fn catalog_items(
                 .map_err(|_| AppError::bad_request("ids must be record ids"))?,
         ),
     };
-    let (start, end) = match q.datetime.as_deref() {
-        None => (None, None),
-        Some(dt) => {
-            let parse = |s: &str| -> Result<Option<DateTime<Utc>>, AppError> {
-                if s.is_empty() || s == ".." {
-                    return Ok(None);
-                }
-                DateTime::parse_from_rfc3339(s)
-                    .map(|t| Some(t.with_timezone(&Utc)))
-                    .map_err(|_| AppError::bad_request("datetime must be RFC 3339"))
-            };
-            match dt.split_once('/') {
-                Some((a, b)) => (parse(a)?, parse(b)?),
-                None => (parse(dt)?, parse(dt)?),
-            }
-        }
-    };
+    let Interval { start, end } = q
+        .datetime
+        .as_deref()
+        .map(Interval::parse)
+        .transpose()?
+        .unwrap_or_default();
     let order = sort_sql(q.sortby.as_deref())?;
     let sql = format!(
         "SELECT r.id, r.record_type, r.title, r.description, r.keywords, r.extent_bbox, r.properties, r.created_at, r.updated_at,

@@ -13,6 +13,7 @@ use crate::{
     bbox::Bbox,
     datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Query},
+    interval::Interval,
     state::AppState,
 };
 
@@ -146,15 +147,6 @@ impl std::fmt::Display for Cursor {
     }
 }
 
-fn instant(s: &str) -> Result<Option<DateTime<Utc>>, AppError> {
-    if s.is_empty() || s == ".." {
-        return Ok(None);
-    }
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| Some(t.with_timezone(&Utc)))
-        .map_err(|_| AppError::bad_request("datetime must be an RFC 3339 instant or interval"))
-}
-
 fn item_of(d: &Dataset, base: &str) -> Value {
     let geometry = d.extent_bbox.as_deref().and_then(crate::bbox::geojson);
     json!({
@@ -212,16 +204,12 @@ async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &O
         );
     }
     let ids: Option<Vec<uuid::Uuid>> = list_of("ids", &r.ids).unwrap_or(Some(Vec::new()));
-    let (start, end) = match r.datetime.as_deref() {
-        None => (None, None),
-        Some(dt) => match dt.split_once('/') {
-            Some((a, b)) => (instant(a)?, instant(b)?),
-            None => {
-                let t = instant(dt)?;
-                (t, t)
-            }
-        },
-    };
+    let Interval { start, end } = r
+        .datetime
+        .as_deref()
+        .map(Interval::parse)
+        .transpose()?
+        .unwrap_or_default();
     let intersects = r.intersects.as_ref().map(|g| g.to_string());
     let bbox_vec: Option<Vec<f64>> = bbox.map(|b| b.to_vec());
     // Keyset paging over (created_at, id): a page continues exactly after

@@ -19,6 +19,7 @@ use crate::{
     bbox::Bbox,
     datasets::record::Dataset,
     extract::{Path, Query},
+    interval::Interval,
     state::AppState,
 };
 
@@ -178,28 +179,6 @@ fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
     }
 }
 
-/// datetime is accepted but not applied (datasets carry no time axis), so
-/// only its form is checked.
-fn check_datetime(v: &str) -> Result<(), AppError> {
-    let instant_ok = |s: &str| {
-        s.is_empty()
-            || s == ".."
-            || chrono::DateTime::parse_from_rfc3339(s).is_ok()
-            || chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
-    };
-    let ok = match v.split_once('/') {
-        Some((a, b)) => instant_ok(a) && instant_ok(b) && !(a == ".." && b == ".."),
-        None => v != ".." && !v.is_empty() && instant_ok(v),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(bad(
-            "datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..",
-        ))
-    }
-}
-
 fn parse_request(
     pairs: &[(String, String)],
     dataset: &Dataset,
@@ -258,7 +237,10 @@ fn parse_request(
                 request.conditions.push(condition);
             }
             "bbox-crs" | "crs" | "filter-crs" => check_crs(name, value)?,
-            "datetime" => check_datetime(value)?,
+            // Accepted but not applied: datasets carry no time axis.
+            "datetime" => {
+                Interval::parse(value)?;
+            }
             "f" => {
                 if !matches!(
                     value.as_str(),

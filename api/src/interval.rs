@@ -1,0 +1,132 @@
+//! The one `datetime` of every route that takes one (OGC API items and
+//! records, STAC search in the query string and the body): an RFC 3339
+//! instant, or an interval `start/end` whose open ends are `..` or empty.
+//! A bare date stands for its whole day (UTC). Wrong forms are a 400.
+use std::str::FromStr;
+
+use catalog_shared::AppError;
+use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
+use serde::{Deserialize, Deserializer, de};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Interval {
+    /// None: open at the start.
+    pub start: Option<DateTime<Utc>>,
+    /// None: open at the end.
+    pub end: Option<DateTime<Utc>>,
+}
+
+const FORMS: &str = "datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..";
+
+/// Which end of the day a bare date stands for.
+#[derive(Clone, Copy)]
+enum DayEnd {
+    First,
+    Last,
+}
+
+fn instant(text: &str, day_end: DayEnd) -> Result<Option<DateTime<Utc>>, String> {
+    if text.is_empty() || text == ".." {
+        return Ok(None);
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(Some(t.with_timezone(&Utc)));
+    }
+    let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| FORMS.to_string())?;
+    let time = match day_end {
+        DayEnd::First => NaiveTime::MIN,
+        DayEnd::Last => NaiveTime::from_hms_micro_opt(23, 59, 59, 999_999).expect("a valid time"),
+    };
+    Ok(Some(day.and_time(time).and_utc()))
+}
+
+impl FromStr for Interval {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let (start, end) = match text.split_once('/') {
+            Some((a, b)) => (instant(a, DayEnd::First)?, instant(b, DayEnd::Last)?),
+            None if text.is_empty() || text == ".." => return Err(FORMS.into()),
+            None => (instant(text, DayEnd::First)?, instant(text, DayEnd::Last)?),
+        };
+        if let (Some(start), Some(end)) = (start, end)
+            && start > end
+        {
+            return Err("datetime: the start of the interval must not be after its end".into());
+        }
+        Ok(Self { start, end })
+    }
+}
+
+impl Interval {
+    /// The interval of a query or body value; a 400 problem when malformed.
+    pub fn parse(text: &str) -> Result<Self, AppError> {
+        text.parse().map_err(AppError::bad_request)
+    }
+}
+
+/// As a field of a query string or JSON body: a string in one of the forms.
+impl<'de> Deserialize<'de> for Interval {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Option<DateTime<Utc>> {
+        Some(DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc))
+    }
+
+    #[test]
+    fn instants_intervals_and_open_ends() {
+        let t = "2020-01-02T03:04:05Z";
+        assert_eq!(
+            t.parse(),
+            Ok(Interval {
+                start: at(t),
+                end: at(t)
+            })
+        );
+        assert_eq!(
+            "2020-01-01T00:00:00+01:00/..".parse(),
+            Ok(Interval {
+                start: at("2019-12-31T23:00:00Z"),
+                end: None
+            })
+        );
+        assert_eq!(
+            format!("/{t}").parse(),
+            Ok(Interval {
+                start: None,
+                end: at(t)
+            })
+        );
+        assert_eq!("../..".parse(), Ok(Interval::default()));
+        assert_eq!(
+            "2020-01-02".parse(),
+            Ok(Interval {
+                start: at("2020-01-02T00:00:00Z"),
+                end: at("2020-01-02T23:59:59.999999Z")
+            })
+        );
+    }
+
+    #[test]
+    fn wrong_forms_are_refused() {
+        for text in [
+            "",
+            "..",
+            "yesterday",
+            "2020-13-01",
+            "2020-01-01T00:00:00",
+            "2021-01-01/2020-01-01",
+            "a/b",
+        ] {
+            assert!(text.parse::<Interval>().is_err(), "{text:?}");
+        }
+    }
+}
