@@ -78,6 +78,7 @@ const TENANT_PLACEHOLDER: &str = "{tenantid}";
 
 /// A sign-in refused or failed after the provider answered: the browser
 /// goes back to the web UI with an error code it can explain.
+#[derive(Debug)]
 struct Refusal {
     code: &'static str,
     detail: String,
@@ -307,6 +308,7 @@ async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) ->
     }
     Ok(redirect(authorize.as_str(), headers))
 }
+
 const LOGIN_COOKIE: &str = "oauth_login";
 
 /// What the browser keeps of a sign-in it started: a digest of the state.
@@ -476,15 +478,7 @@ async fn oidc_identity(
         let info = fetch_json(http.get(userinfo).bearer_auth(tokens.access_token().secret()))
             .await
             .map_err(|why| refuse("provider_error", format!("userinfo: {why}")))?;
-        let claims: StandardClaims<CoreGenderClaim> = serde_json::from_value(info)
-            .map_err(|_| refuse("provider_error", "userinfo: the provider's answer names no subject"))?;
-        let from_userinfo = Identity::from_claims(
-            claims.subject(),
-            claims.email(),
-            claims.email_verified(),
-            claims.preferred_username(),
-            claims.name(),
-        );
+        let from_userinfo = userinfo_identity(info)?;
         if identity.subject.is_empty() {
             identity = from_userinfo;
         } else if from_userinfo.subject == identity.subject {
@@ -493,6 +487,18 @@ async fn oidc_identity(
         }
     }
     Ok(identity)
+}
+
+fn userinfo_identity(info: Value) -> Result<Identity, Refusal> {
+    let claims: StandardClaims<CoreGenderClaim> = serde_json::from_value(info)
+        .map_err(|_| refuse("provider_error", "userinfo: the provider's answer names no subject"))?;
+    Ok(Identity::from_claims(
+        claims.subject(),
+        claims.email(),
+        claims.email_verified(),
+        claims.preferred_username(),
+        claims.name(),
+    ))
 }
 
 /// The tenant claim that fills a multi-tenant directory's issuer template.
@@ -506,8 +512,7 @@ impl AdditionalClaims for Tenant {}
 type IdToken =
     openidconnect::IdToken<Tenant, CoreGenderClaim, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm>;
 
-/// Who an ID token says signed in, once its signature (by the provider's
-/// published keys), issuer, audience, expiry and nonce check out.
+/// Who an ID token says signed in, checked against the provider's keys.
 async fn id_token_identity(
     http: &reqwest::Client,
     provider: &Provider,
@@ -515,31 +520,42 @@ async fn id_token_identity(
     id_token: &str,
     nonce: &str,
 ) -> Result<Identity, Refusal> {
-    let invalid = |why: String| refuse("invalid_id_token", why);
-    let id_token: IdToken = id_token
-        .parse()
-        .map_err(|_| invalid("the ID token is malformed".into()))?;
     let keys: CoreJsonWebKeySet = serde_json::from_value(
         fetch_json(http.get(signer.keys.as_str()))
             .await
             .map_err(|why| refuse("provider_error", format!("the provider's keys: {why}")))?,
     )
-    .map_err(|_| invalid("the provider's key set is malformed".into()))?;
-    let issuer_template = signer.issuer.contains(TENANT_PLACEHOLDER);
-    let verifier =
-        CoreIdTokenVerifier::new_public_client(ClientId::new(provider.client_id.clone()), signer.issuer.clone(), keys)
-            .set_allowed_algs(PUBLISHED_KEY_ALGORITHMS)
-            .require_issuer_match(!issuer_template)
-            // Our client id must be among the audiences; others beside it are
-            // accepted, as they always were here.
-            .set_other_audience_verifier_fn(|_| true)
-            .set_time_fn(|| Utc::now() - CLOCK_SKEW);
+    .map_err(|_| refuse("invalid_id_token", "the provider's key set is malformed"))?;
+    verify_id_token(id_token, keys, &signer.issuer, &provider.client_id, nonce)
+}
+
+/// The identity in an ID token whose signature (by one of `keys`), issuer,
+/// audience, expiry and nonce check out.
+fn verify_id_token(
+    id_token: &str,
+    keys: CoreJsonWebKeySet,
+    issuer: &IssuerUrl,
+    client_id: &str,
+    nonce: &str,
+) -> Result<Identity, Refusal> {
+    let invalid = |why: String| refuse("invalid_id_token", why);
+    let id_token: IdToken = id_token
+        .parse()
+        .map_err(|_| invalid("the ID token is malformed".into()))?;
+    let issuer_template = issuer.contains(TENANT_PLACEHOLDER);
+    let verifier = CoreIdTokenVerifier::new_public_client(ClientId::new(client_id.to_string()), issuer.clone(), keys)
+        .set_allowed_algs(PUBLISHED_KEY_ALGORITHMS)
+        .require_issuer_match(!issuer_template)
+        // Our client id must be among the audiences; others beside it are
+        // accepted, as they always were here.
+        .set_other_audience_verifier_fn(|_| true)
+        .set_time_fn(|| Utc::now() - CLOCK_SKEW);
     let claims = id_token
         .claims(&verifier, &Nonce::new(nonce.to_string()))
         .map_err(|e| invalid(format!("the ID token does not verify: {e}")))?;
     if issuer_template {
         let tenant = claims.additional_claims().tid.as_deref().unwrap_or_default();
-        if tenant.is_empty() || claims.issuer().as_str() != signer.issuer.replace(TENANT_PLACEHOLDER, tenant) {
+        if tenant.is_empty() || claims.issuer().as_str() != issuer.replace(TENANT_PLACEHOLDER, tenant) {
             return Err(invalid("the ID token's issuer does not match the provider".into()));
         }
     }
@@ -779,6 +795,138 @@ async fn create_account(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use openidconnect::{
+        Audience, EndUserEmail, IdTokenClaims, JsonWebKeyId, PrivateSigningKey,
+        core::{CoreEdDsaPrivateSigningKey, CoreHmacKey},
+    };
+    use serde_json::json;
+
+    /// A key made for these tests only.
+    const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIHtagT5qZ6pPiDAC2+t4HKy6oaAKLg3ikv+EuST/P7Rh
+-----END PRIVATE KEY-----";
+    const CLIENT: &str = "catalog";
+    const NONCE: &str = "nonce-of-this-sign-in";
+
+    fn key() -> CoreEdDsaPrivateSigningKey {
+        CoreEdDsaPrivateSigningKey::from_ed25519_pem(TEST_KEY, Some(JsonWebKeyId::new("k1".into()))).unwrap()
+    }
+
+    fn published_keys() -> CoreJsonWebKeySet {
+        CoreJsonWebKeySet::new(vec![key().as_verification_key()])
+    }
+
+    fn issuer(url: &str) -> IssuerUrl {
+        IssuerUrl::new(url.into()).unwrap()
+    }
+
+    /// Claims that verify for `CLIENT` and `NONCE`, from `iss`, expiring `expires_in` from now.
+    fn claims(iss: &str, tenant: Option<&str>, expires_in: TimeDelta) -> IdTokenClaims<Tenant, CoreGenderClaim> {
+        IdTokenClaims::new(
+            issuer(iss),
+            vec![Audience::new(CLIENT.into()), Audience::new("another-app".into())],
+            Utc::now() + expires_in,
+            Utc::now(),
+            StandardClaims::new(SubjectIdentifier::new("sub-1".into()))
+                .set_email(Some(EndUserEmail::new("a@example.org".into())))
+                .set_email_verified(Some(true)),
+            Tenant {
+                tid: tenant.map(String::from),
+            },
+        )
+        .set_nonce(Some(Nonce::new(NONCE.into())))
+    }
+
+    fn signed(claims: IdTokenClaims<Tenant, CoreGenderClaim>) -> String {
+        IdToken::new(claims, &key(), CoreJwsSigningAlgorithm::EdDsa, None, None)
+            .unwrap()
+            .to_string()
+    }
+
+    fn verify(token: &str, iss: &str, nonce: &str) -> Result<Identity, &'static str> {
+        verify_id_token(token, published_keys(), &issuer(iss), CLIENT, nonce).map_err(|r| r.code)
+    }
+
+    const ISSUER: &str = "https://idp.example.org";
+
+    #[test]
+    fn id_tokens_verify_with_the_published_keys_issuer_audience_and_nonce() {
+        let token = signed(claims(ISSUER, None, TimeDelta::minutes(5)));
+        let identity = verify(&token, ISSUER, NONCE).unwrap();
+        assert_eq!(identity.subject, "sub-1");
+        assert_eq!(identity.email.as_deref(), Some("a@example.org"));
+        assert!(identity.email_verified);
+        assert_eq!(
+            verify(&token, "https://other.example.org", NONCE).err(),
+            Some("invalid_id_token")
+        );
+        assert_eq!(verify(&token, ISSUER, "another-nonce").err(), Some("invalid_id_token"));
+        assert_eq!(verify("not.a.token", ISSUER, NONCE).err(), Some("invalid_id_token"));
+        let elsewhere = CoreJsonWebKeySet::new(Vec::new());
+        assert!(verify_id_token(&token, elsewhere, &issuer(ISSUER), CLIENT, NONCE).is_err());
+    }
+
+    #[test]
+    fn expired_id_tokens_are_refused_past_the_clock_skew() {
+        let lately = signed(claims(ISSUER, None, TimeDelta::seconds(-30)));
+        assert!(verify(&lately, ISSUER, NONCE).is_ok(), "within the skew");
+        let long_ago = signed(claims(ISSUER, None, TimeDelta::seconds(-120)));
+        assert_eq!(verify(&long_ago, ISSUER, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn shared_secret_signatures_are_refused() {
+        // Anyone can make an HMAC signature from material the client holds.
+        let hmac = CoreHmacKey::new(b"the client secret".to_vec());
+        let token = IdToken::new(
+            claims(ISSUER, None, TimeDelta::minutes(5)),
+            &hmac,
+            CoreJwsSigningAlgorithm::HmacSha256,
+            None,
+            None,
+        )
+        .unwrap()
+        .to_string();
+        assert_eq!(verify(&token, ISSUER, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn issuer_templates_are_filled_with_the_token_tenant() {
+        let template = "https://login.example.org/{tenantid}/v2.0";
+        let own = signed(claims(
+            "https://login.example.org/t1/v2.0",
+            Some("t1"),
+            TimeDelta::minutes(5),
+        ));
+        assert!(verify(&own, template, NONCE).is_ok());
+        let borrowed = signed(claims(
+            "https://login.example.org/t1/v2.0",
+            Some("t2"),
+            TimeDelta::minutes(5),
+        ));
+        assert_eq!(verify(&borrowed, template, NONCE).err(), Some("invalid_id_token"));
+        let untenanted = signed(claims("https://login.example.org/t1/v2.0", None, TimeDelta::minutes(5)));
+        assert_eq!(verify(&untenanted, template, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn userinfo_claims_take_string_booleans_and_need_a_subject() {
+        let identity = userinfo_identity(json!({"sub": "7", "email": "b@example.org", "email_verified": "true",
+            "name": "Bea"}))
+        .unwrap();
+        assert!(identity.email_verified);
+        assert_eq!(identity.name.as_deref(), Some("Bea"));
+        let named = userinfo_identity(json!({"sub": "7", "preferred_username": "bea", "name": "Bea"})).unwrap();
+        assert_eq!(named.name.as_deref(), Some("bea"));
+        assert!(!named.email_verified);
+        assert_eq!(
+            userinfo_identity(json!({"email": "b@example.org"}))
+                .err()
+                .map(|r| r.code),
+            Some("provider_error")
+        );
+    }
 
     #[test]
     fn usernames_come_from_the_verified_email_or_the_name() {
