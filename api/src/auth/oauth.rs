@@ -3,9 +3,11 @@
 //! the callback exchanges the code, learns who signed in (a verified OIDC
 //! ID token, or the userinfo endpoint of plain OAuth 2.0), applies the
 //! allowed-domain and linking rules, and sends the browser to the web UI's
-//! `/oauth/callback` with a session. Every request to a provider goes
-//! through the outbound guard.
-use std::time::Duration;
+//! `/oauth/callback` with a session. The `oauth2` crate runs the protocol
+//! (state, PKCE, code exchange); `openidconnect` reads discovery documents,
+//! key sets and claims, and verifies ID tokens. Every request to a provider
+//! goes through the outbound guard.
+use std::{pin::Pin, time::Duration};
 
 use axum::{
     extract::State,
@@ -13,9 +15,23 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use catalog_shared::{AppError, auth::random_secret, secrets::unseal};
-use jsonwebtoken::{Algorithm, Validation, jwk::JwkSet};
-use serde::Deserialize;
+use catalog_shared::{AppError, secrets::unseal};
+use chrono::{TimeDelta, Utc};
+use oauth2::{
+    AsyncHttpClient, AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
+    EndpointSet, ExtraTokenFields, HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
+    RequestTokenError, Scope, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+    basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType},
+};
+use openidconnect::{
+    AdditionalClaims, EndUserEmail, EndUserName, EndUserUsername, IssuerUrl, JsonWebKeySetUrl, LocalizedClaim, Nonce,
+    StandardClaims, SubjectIdentifier,
+    core::{
+        CoreGenderClaim, CoreIdTokenVerifier, CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm,
+        CoreJwsSigningAlgorithm, CoreProviderMetadata,
+    },
+};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use url::Url;
@@ -41,9 +57,28 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// How long a sign-in may take between leaving for the provider and coming back.
 const LOGIN_WINDOW_MINUTES: i32 = 10;
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(20);
+/// How far the provider's clock may run ahead of ours when an ID token expires.
+const CLOCK_SKEW: TimeDelta = TimeDelta::seconds(60);
+/// Providers sign ID tokens with their published keys; a shared-secret
+/// algorithm would let a token be made from public material.
+const PUBLISHED_KEY_ALGORITHMS: [CoreJwsSigningAlgorithm; 9] = [
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha256,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha384,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha512,
+    CoreJwsSigningAlgorithm::EcdsaP256Sha256,
+    CoreJwsSigningAlgorithm::EcdsaP384Sha384,
+    CoreJwsSigningAlgorithm::EdDsa,
+];
+/// Multi-tenant directories publish an issuer template that each ID token
+/// fills with its own tenant (`tid`).
+const TENANT_PLACEHOLDER: &str = "{tenantid}";
 
 /// A sign-in refused or failed after the provider answered: the browser
 /// goes back to the web UI with an error code it can explain.
+#[derive(Debug)]
 struct Refusal {
     code: &'static str,
     detail: String,
@@ -90,13 +125,21 @@ fn callback_url(state: &AppState, slug: &str) -> String {
 }
 
 /// Where a provider's endpoints are: its discovery document, or the URLs
-/// configured (plain OAuth 2.0, or OIDC without discovery).
+/// configured (plain OAuth 2.0, or OIDC without discovery); a configured
+/// URL wins over a discovered one.
 struct Endpoints {
-    authorize: String,
-    token: String,
+    authorize: AuthUrl,
+    token: TokenUrl,
     userinfo: Option<String>,
-    jwks: Option<String>,
-    issuer: Option<String>,
+    /// Known from a discovery document only: without it, userinfo alone
+    /// says who signed in.
+    signer: Option<Signer>,
+}
+
+/// Who issues a provider's ID tokens and where its signing keys are.
+struct Signer {
+    issuer: IssuerUrl,
+    keys: JsonWebKeySetUrl,
 }
 
 async fn fetch_json(request: reqwest::RequestBuilder) -> Result<Value, String> {
@@ -116,34 +159,101 @@ async fn fetch_json(request: reqwest::RequestBuilder) -> Result<Value, String> {
     serde_json::from_slice(&body).map_err(|_| "the provider's answer is not JSON".to_string())
 }
 
-async fn endpoints(client: &reqwest::Client, p: &Provider) -> Result<Endpoints, String> {
+async fn endpoints(http: &reqwest::Client, p: &Provider) -> Result<Endpoints, String> {
     let configured = |url: &Option<String>| url.clone().filter(|u| !u.is_empty());
-    let Some(discovery) = configured(&p.discovery_url) else {
-        return Ok(Endpoints {
-            authorize: configured(&p.authorize_url).ok_or("no authorize_url configured")?,
-            token: configured(&p.token_url).ok_or("no token_url configured")?,
-            userinfo: configured(&p.userinfo_url),
-            jwks: None,
-            issuer: None,
-        });
+    let discovered = match configured(&p.discovery_url) {
+        Some(url) => Some(
+            serde_json::from_value::<CoreProviderMetadata>(fetch_json(http.get(&url)).await?)
+                .map_err(|e| format!("the discovery document is not usable: {e}"))?,
+        ),
+        None => None,
     };
-    let doc = fetch_json(client.get(&discovery)).await?;
-    let field = |name: &str| doc[name].as_str().map(String::from);
+    let document = discovered.as_ref();
+    let authorize = configured(&p.authorize_url)
+        .or(document.map(|d| d.authorization_endpoint().to_string()))
+        .ok_or("no authorize_url configured")?;
+    let token = match (configured(&p.token_url), document) {
+        (Some(url), _) => url,
+        (None, Some(d)) => d
+            .token_endpoint()
+            .ok_or("the discovery document names no token_endpoint")?
+            .to_string(),
+        (None, None) => return Err("no token_url configured".into()),
+    };
     Ok(Endpoints {
-        authorize: configured(&p.authorize_url)
-            .or(field("authorization_endpoint"))
-            .ok_or("the discovery document names no authorization_endpoint")?,
-        token: configured(&p.token_url)
-            .or(field("token_endpoint"))
-            .ok_or("the discovery document names no token_endpoint")?,
-        userinfo: configured(&p.userinfo_url).or(field("userinfo_endpoint")),
-        jwks: field("jwks_uri"),
-        issuer: field("issuer"),
+        authorize: AuthUrl::new(authorize).map_err(|_| "the provider's authorize URL is not a URL")?,
+        token: TokenUrl::new(token).map_err(|_| "the provider's token URL is not a URL")?,
+        userinfo: configured(&p.userinfo_url).or(document.and_then(|d| d.userinfo_endpoint()).map(|u| u.to_string())),
+        signer: discovered.map(|d| Signer {
+            issuer: d.issuer().clone(),
+            keys: d.jwks_uri().clone(),
+        }),
     })
 }
 
-fn pkce_challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+/// The ID token as the token endpoint sent it: read and verified on its own,
+/// so that a malformed one is refused as such rather than as a broken answer.
+#[derive(Debug, Deserialize, Serialize)]
+struct IdTokenField {
+    id_token: Option<String>,
+}
+
+impl ExtraTokenFields for IdTokenField {}
+
+type ProviderTokens = StandardTokenResponse<IdTokenField, BasicTokenType>;
+
+type ProviderClient = oauth2::Client<
+    BasicErrorResponse,
+    ProviderTokens,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointSet,
+>;
+
+fn oauth_client(state: &AppState, provider: &Provider, endpoints: &Endpoints) -> Result<ProviderClient, AppError> {
+    let callback = RedirectUrl::new(callback_url(state, &provider.slug)).map_err(AppError::internal)?;
+    Ok(oauth2::Client::new(ClientId::new(provider.client_id.clone()))
+        .set_auth_uri(endpoints.authorize.clone())
+        .set_token_uri(endpoints.token.clone())
+        .set_redirect_uri(callback)
+        // The secret travels in the form body, which every provider type takes.
+        .set_auth_type(AuthType::RequestBody))
+}
+
+/// The HTTP client the `oauth2` crate calls: ours, policy-checked and with
+/// our timeouts, rather than one of the crate's own.
+struct Outbound<'a>(&'a reqwest::Client);
+
+impl<'c> AsyncHttpClient<'c> for Outbound<'_> {
+    type Error = reqwest::Error;
+    type Future = Pin<Box<dyn Future<Output = reqwest::Result<HttpResponse>> + Send + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(async move {
+            let response = self.0.execute(request.try_into()?).await?;
+            let mut answer = HttpResponse::new(Vec::new());
+            *answer.status_mut() = response.status();
+            *answer.headers_mut() = response.headers().clone();
+            *answer.body_mut() = response.bytes().await?.into();
+            Ok(answer)
+        })
+    }
+}
+
+/// Why a code exchange failed, never with the provider's answer itself (it
+/// may hold tokens).
+fn exchange_failure(e: RequestTokenError<reqwest::Error, BasicErrorResponse>) -> String {
+    match e {
+        RequestTokenError::ServerResponse(answer) => format!("the provider answered {}", answer.error()),
+        RequestTokenError::Request(e) => format!("the provider could not be reached: {e}"),
+        RequestTokenError::Parse(..) => "the provider's answer is not a token response".into(),
+        RequestTokenError::Other(why) => why,
+    }
 }
 
 /// Sends the browser to the provider (authorization code, PKCE S256, state).
@@ -153,40 +263,32 @@ fn pkce_challenge(verifier: &str) -> String {
               (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response, AppError> {
     let provider = enabled_provider(&state, &slug).await?;
-    let client = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
-    let endpoints = endpoints(&client, &provider)
+    let http = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
+    let endpoints = endpoints(&http, &provider)
         .await
         .map_err(|why| AppError::new(StatusCode::BAD_GATEWAY, format!("sign-in provider {slug}: {why}")))?;
-    let login_state = random_secret("");
-    let verifier = random_secret("");
-    let nonce = random_secret("");
+    let client = oauth_client(&state, &provider, &endpoints)?;
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let nonce = Nonce::new_random();
+    let mut request = client
+        .authorize_url(|| CsrfToken::new_random_len(32))
+        .add_scopes(provider.scopes.split_whitespace().map(|s| Scope::new(s.into())))
+        .set_pkce_challenge(challenge);
+    if provider.is_oidc() {
+        request = request.add_extra_param("nonce", nonce.secret());
+    }
+    let (authorize, login_state) = request.url();
     sqlx::query("DELETE FROM oauth_logins WHERE created_at < now() - make_interval(mins => $1)")
         .bind(LOGIN_WINDOW_MINUTES)
         .execute(&state.pool)
         .await?;
     sqlx::query("INSERT INTO oauth_logins (state, provider_id, code_verifier, nonce) VALUES ($1, $2, $3, $4)")
-        .bind(&login_state)
+        .bind(login_state.secret())
         .bind(provider.id)
-        .bind(&verifier)
-        .bind(&nonce)
+        .bind(verifier.secret())
+        .bind(nonce.secret())
         .execute(&state.pool)
         .await?;
-    let mut authorize = Url::parse(&endpoints.authorize)
-        .map_err(|_| AppError::new(StatusCode::BAD_GATEWAY, "the provider's authorize URL is not a URL"))?;
-    {
-        let mut query = authorize.query_pairs_mut();
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &provider.client_id)
-            .append_pair("redirect_uri", &callback_url(&state, &slug))
-            .append_pair("scope", &provider.scopes)
-            .append_pair("state", &login_state)
-            .append_pair("code_challenge", &pkce_challenge(&verifier))
-            .append_pair("code_challenge_method", "S256");
-        if provider.is_oidc() {
-            query.append_pair("nonce", &nonce);
-        }
-    }
     // The state is bound to this browser: the callback must come back with
     // this cookie, so a sign-in started by someone else cannot be finished
     // in a victim's browser (login CSRF).
@@ -198,7 +300,7 @@ async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) ->
     };
     let cookie = format!(
         "{LOGIN_COOKIE}={}; HttpOnly; SameSite=Lax; Path=/api/auth/oauth/; Max-Age={}{secure}",
-        browser_binding(&login_state),
+        browser_binding(login_state.secret()),
         LOGIN_WINDOW_MINUTES * 60
     );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -301,21 +403,29 @@ struct Identity {
     name: Option<String>,
 }
 
-/// `email_verified` is a boolean, but some providers send it as a string.
-fn truthy(v: &Value) -> bool {
-    v.as_bool().unwrap_or_else(|| v.as_str() == Some("true"))
+impl Identity {
+    /// From the standard claims of an ID token or of userinfo.
+    fn from_claims(
+        subject: &SubjectIdentifier,
+        email: Option<&EndUserEmail>,
+        email_verified: Option<bool>,
+        preferred_username: Option<&EndUserUsername>,
+        name: Option<&LocalizedClaim<EndUserName>>,
+    ) -> Self {
+        Identity {
+            subject: subject.to_string(),
+            email: email.map(|e| e.to_string()),
+            email_verified: email_verified.unwrap_or(false),
+            name: preferred_username
+                .map(|u| u.to_string())
+                .or_else(|| name.and_then(|n| n.get(None)).map(|n| n.to_string())),
+        }
+    }
 }
 
-fn identity_from_claims(claims: &Value) -> Identity {
-    Identity {
-        subject: claims["sub"].as_str().unwrap_or_default().to_string(),
-        email: claims["email"].as_str().map(String::from),
-        email_verified: truthy(&claims["email_verified"]),
-        name: claims["preferred_username"]
-            .as_str()
-            .or(claims["name"].as_str())
-            .map(String::from),
-    }
+/// `verified` and `primary` are booleans, but some providers send strings.
+fn truthy(v: &Value) -> bool {
+    v.as_bool().unwrap_or_else(|| v.as_str() == Some("true"))
 }
 
 async fn sign_in(
@@ -327,27 +437,20 @@ async fn sign_in(
 ) -> Result<(Uuid, i32), Refusal> {
     let provider = enabled_provider(state, slug).await?;
     let secret = unseal(&state.config.jwt_secret, &provider.client_secret)?;
-    let client = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
+    let http = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
     let upstream = |why: String| refuse("provider_error", why);
-    let endpoints = endpoints(&client, &provider).await.map_err(upstream)?;
-    let form = [
-        ("grant_type", "authorization_code"),
-        ("code", code),
-        ("redirect_uri", &callback_url(state, slug)),
-        ("code_verifier", verifier),
-        ("client_id", &provider.client_id),
-        ("client_secret", &secret),
-    ];
-    let tokens = fetch_json(client.post(&endpoints.token).form(&form))
+    let endpoints = endpoints(&http, &provider).await.map_err(upstream)?;
+    let tokens = oauth_client(state, &provider, &endpoints)?
+        .set_client_secret(ClientSecret::new(secret))
+        .exchange_code(AuthorizationCode::new(code.to_string()))
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_string()))
+        .request_async(&Outbound(&http))
         .await
-        .map_err(|why| upstream(format!("the code exchange failed: {why}")))?;
-    let access_token = tokens["access_token"]
-        .as_str()
-        .ok_or_else(|| upstream("the provider issued no access token".into()))?;
+        .map_err(|e| upstream(format!("the code exchange failed: {}", exchange_failure(e))))?;
     let identity = if provider.is_oidc() {
-        oidc_identity(&client, &provider, &endpoints, &tokens, access_token, nonce).await?
+        oidc_identity(&http, &provider, &endpoints, &tokens, nonce).await?
     } else {
-        oauth2_identity(&client, &endpoints, access_token).await?
+        oauth2_identity(&http, &endpoints, tokens.access_token().secret()).await?
     };
     if identity.subject.is_empty() {
         return Err(refuse("provider_error", "the provider did not say who signed in"));
@@ -355,69 +458,27 @@ async fn sign_in(
     link_account(state, &provider, identity).await
 }
 
-/// The identity in a verified ID token (signature by the provider's JWKS,
-/// issuer, audience, expiry, nonce), completed from userinfo when the token
-/// carries no email; userinfo alone when no ID token came.
+/// The identity in a verified ID token, completed from userinfo when the
+/// token carries no email; userinfo alone when no ID token came.
 async fn oidc_identity(
-    client: &reqwest::Client,
+    http: &reqwest::Client,
     provider: &Provider,
     endpoints: &Endpoints,
-    tokens: &Value,
-    access_token: &str,
+    tokens: &ProviderTokens,
     nonce: &str,
 ) -> Result<Identity, Refusal> {
-    let invalid = |why: &str| refuse("invalid_id_token", why.to_string());
-    let mut identity = if let (Some(id_token), Some(jwks_uri)) = (tokens["id_token"].as_str(), &endpoints.jwks) {
-        let header = jsonwebtoken::decode_header(id_token).map_err(|_| invalid("the ID token is malformed"))?;
-        let keys: JwkSet = serde_json::from_value(
-            fetch_json(client.get(jwks_uri))
-                .await
-                .map_err(|why| refuse("provider_error", format!("the provider's keys: {why}")))?,
-        )
-        .map_err(|_| invalid("the provider's key set is malformed"))?;
-        let jwk = match &header.kid {
-            Some(kid) => keys.find(kid),
-            None => keys.keys.first(),
-        }
-        .ok_or_else(|| invalid("the ID token is signed with a key the provider does not publish"))?;
-        let key = jsonwebtoken::DecodingKey::from_jwk(jwk).map_err(|_| invalid("the provider's key is unusable"))?;
-        // Providers sign ID tokens with their published keys; a shared-secret
-        // algorithm would let a token be made from public material.
-        if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
-            return Err(invalid("the ID token is not signed with a published key"));
-        }
-        let mut validation = Validation::new(header.alg);
-        validation.set_audience(&[&provider.client_id]);
-        if let Some(issuer) = endpoints.issuer.as_ref().filter(|i| !i.contains('{')) {
-            validation.set_issuer(&[issuer]);
-        }
-        validation.leeway = 60;
-        let claims = jsonwebtoken::decode::<Value>(id_token, &key, &validation)
-            .map_err(|e| invalid(&format!("the ID token does not verify: {e}")))?
-            .claims;
-        // Multi-tenant directories publish an issuer template: the token's
-        // issuer must be it, filled with the token's own tenant.
-        if let Some(template) = endpoints.issuer.as_ref().filter(|i| i.contains("{tenantid}")) {
-            let tenant = claims["tid"].as_str().unwrap_or_default();
-            if tenant.is_empty() || claims["iss"].as_str() != Some(template.replace("{tenantid}", tenant).as_str()) {
-                return Err(invalid("the ID token's issuer does not match the provider"));
-            }
-        }
-        if claims["nonce"].as_str() != Some(nonce) {
-            return Err(invalid("the ID token's nonce does not match this sign-in"));
-        }
-        identity_from_claims(&claims)
-    } else {
-        Identity::default()
+    let mut identity = match (&tokens.extra_fields().id_token, &endpoints.signer) {
+        (Some(id_token), Some(signer)) => id_token_identity(http, provider, signer, id_token, nonce).await?,
+        _ => Identity::default(),
     };
     if identity.email.is_none() || identity.subject.is_empty() {
         let Some(userinfo) = &endpoints.userinfo else {
             return Ok(identity);
         };
-        let info = fetch_json(client.get(userinfo).bearer_auth(access_token))
+        let info = fetch_json(http.get(userinfo).bearer_auth(tokens.access_token().secret()))
             .await
             .map_err(|why| refuse("provider_error", format!("userinfo: {why}")))?;
-        let from_userinfo = identity_from_claims(&info);
+        let from_userinfo = userinfo_identity(info)?;
         if identity.subject.is_empty() {
             identity = from_userinfo;
         } else if from_userinfo.subject == identity.subject {
@@ -426,6 +487,85 @@ async fn oidc_identity(
         }
     }
     Ok(identity)
+}
+
+fn userinfo_identity(info: Value) -> Result<Identity, Refusal> {
+    let claims: StandardClaims<CoreGenderClaim> = serde_json::from_value(info)
+        .map_err(|_| refuse("provider_error", "userinfo: the provider's answer names no subject"))?;
+    Ok(Identity::from_claims(
+        claims.subject(),
+        claims.email(),
+        claims.email_verified(),
+        claims.preferred_username(),
+        claims.name(),
+    ))
+}
+
+/// The tenant claim that fills a multi-tenant directory's issuer template.
+#[derive(Debug, Deserialize, Serialize)]
+struct Tenant {
+    tid: Option<String>,
+}
+
+impl AdditionalClaims for Tenant {}
+
+type IdToken =
+    openidconnect::IdToken<Tenant, CoreGenderClaim, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm>;
+
+/// Who an ID token says signed in, checked against the provider's keys.
+async fn id_token_identity(
+    http: &reqwest::Client,
+    provider: &Provider,
+    signer: &Signer,
+    id_token: &str,
+    nonce: &str,
+) -> Result<Identity, Refusal> {
+    let keys: CoreJsonWebKeySet = serde_json::from_value(
+        fetch_json(http.get(signer.keys.as_str()))
+            .await
+            .map_err(|why| refuse("provider_error", format!("the provider's keys: {why}")))?,
+    )
+    .map_err(|_| refuse("invalid_id_token", "the provider's key set is malformed"))?;
+    verify_id_token(id_token, keys, &signer.issuer, &provider.client_id, nonce)
+}
+
+/// The identity in an ID token whose signature (by one of `keys`), issuer,
+/// audience, expiry and nonce check out.
+fn verify_id_token(
+    id_token: &str,
+    keys: CoreJsonWebKeySet,
+    issuer: &IssuerUrl,
+    client_id: &str,
+    nonce: &str,
+) -> Result<Identity, Refusal> {
+    let invalid = |why: String| refuse("invalid_id_token", why);
+    let id_token: IdToken = id_token
+        .parse()
+        .map_err(|_| invalid("the ID token is malformed".into()))?;
+    let issuer_template = issuer.contains(TENANT_PLACEHOLDER);
+    let verifier = CoreIdTokenVerifier::new_public_client(ClientId::new(client_id.to_string()), issuer.clone(), keys)
+        .set_allowed_algs(PUBLISHED_KEY_ALGORITHMS)
+        .require_issuer_match(!issuer_template)
+        // Our client id must be among the audiences; others beside it are
+        // accepted, as they always were here.
+        .set_other_audience_verifier_fn(|_| true)
+        .set_time_fn(|| Utc::now() - CLOCK_SKEW);
+    let claims = id_token
+        .claims(&verifier, &Nonce::new(nonce.to_string()))
+        .map_err(|e| invalid(format!("the ID token does not verify: {e}")))?;
+    if issuer_template {
+        let tenant = claims.additional_claims().tid.as_deref().unwrap_or_default();
+        if tenant.is_empty() || claims.issuer().as_str() != issuer.replace(TENANT_PLACEHOLDER, tenant) {
+            return Err(invalid("the ID token's issuer does not match the provider".into()));
+        }
+    }
+    Ok(Identity::from_claims(
+        claims.subject(),
+        claims.email(),
+        claims.email_verified(),
+        claims.preferred_username(),
+        claims.name(),
+    ))
 }
 
 /// The identity of a plain OAuth 2.0 provider (idp_b): its user record,
@@ -656,12 +796,135 @@ async fn create_account(
 mod tests {
     use super::*;
 
+    use openidconnect::{
+        Audience, EndUserEmail, IdTokenClaims, JsonWebKeyId, PrivateSigningKey,
+        core::{CoreEdDsaPrivateSigningKey, CoreHmacKey},
+    };
+    use serde_json::json;
+
+    /// A key made for these tests only.
+    const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIHtagT5qZ6pPiDAC2+t4HKy6oaAKLg3ikv+EuST/P7Rh
+-----END PRIVATE KEY-----";
+    const CLIENT: &str = "catalog";
+    const NONCE: &str = "nonce-of-this-sign-in";
+
+    fn key() -> CoreEdDsaPrivateSigningKey {
+        CoreEdDsaPrivateSigningKey::from_ed25519_pem(TEST_KEY, Some(JsonWebKeyId::new("k1".into()))).unwrap()
+    }
+
+    fn published_keys() -> CoreJsonWebKeySet {
+        CoreJsonWebKeySet::new(vec![key().as_verification_key()])
+    }
+
+    fn issuer(url: &str) -> IssuerUrl {
+        IssuerUrl::new(url.into()).unwrap()
+    }
+
+    /// Claims that verify for `CLIENT` and `NONCE`, from `iss`, expiring `expires_in` from now.
+    fn claims(iss: &str, tenant: Option<&str>, expires_in: TimeDelta) -> IdTokenClaims<Tenant, CoreGenderClaim> {
+        IdTokenClaims::new(
+            issuer(iss),
+            vec![Audience::new(CLIENT.into()), Audience::new("another-app".into())],
+            Utc::now() + expires_in,
+            Utc::now(),
+            StandardClaims::new(SubjectIdentifier::new("sub-1".into()))
+                .set_email(Some(EndUserEmail::new("a@example.org".into())))
+                .set_email_verified(Some(true)),
+            Tenant {
+                tid: tenant.map(String::from),
+            },
+        )
+        .set_nonce(Some(Nonce::new(NONCE.into())))
+    }
+
+    fn signed(claims: IdTokenClaims<Tenant, CoreGenderClaim>) -> String {
+        IdToken::new(claims, &key(), CoreJwsSigningAlgorithm::EdDsa, None, None)
+            .unwrap()
+            .to_string()
+    }
+
+    fn verify(token: &str, iss: &str, nonce: &str) -> Result<Identity, &'static str> {
+        verify_id_token(token, published_keys(), &issuer(iss), CLIENT, nonce).map_err(|r| r.code)
+    }
+
+    const ISSUER: &str = "https://idp.example.org";
+
     #[test]
-    fn pkce_challenge_is_rfc7636() {
-        // RFC 7636, appendix B.
+    fn id_tokens_verify_with_the_published_keys_issuer_audience_and_nonce() {
+        let token = signed(claims(ISSUER, None, TimeDelta::minutes(5)));
+        let identity = verify(&token, ISSUER, NONCE).unwrap();
+        assert_eq!(identity.subject, "sub-1");
+        assert_eq!(identity.email.as_deref(), Some("a@example.org"));
+        assert!(identity.email_verified);
         assert_eq!(
-            pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+            verify(&token, "https://other.example.org", NONCE).err(),
+            Some("invalid_id_token")
+        );
+        assert_eq!(verify(&token, ISSUER, "another-nonce").err(), Some("invalid_id_token"));
+        assert_eq!(verify("not.a.token", ISSUER, NONCE).err(), Some("invalid_id_token"));
+        let elsewhere = CoreJsonWebKeySet::new(Vec::new());
+        assert!(verify_id_token(&token, elsewhere, &issuer(ISSUER), CLIENT, NONCE).is_err());
+    }
+
+    #[test]
+    fn expired_id_tokens_are_refused_past_the_clock_skew() {
+        let lately = signed(claims(ISSUER, None, TimeDelta::seconds(-30)));
+        assert!(verify(&lately, ISSUER, NONCE).is_ok(), "within the skew");
+        let long_ago = signed(claims(ISSUER, None, TimeDelta::seconds(-120)));
+        assert_eq!(verify(&long_ago, ISSUER, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn shared_secret_signatures_are_refused() {
+        // Anyone can make an HMAC signature from material the client holds.
+        let hmac = CoreHmacKey::new(b"the client secret".to_vec());
+        let token = IdToken::new(
+            claims(ISSUER, None, TimeDelta::minutes(5)),
+            &hmac,
+            CoreJwsSigningAlgorithm::HmacSha256,
+            None,
+            None,
+        )
+        .unwrap()
+        .to_string();
+        assert_eq!(verify(&token, ISSUER, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn issuer_templates_are_filled_with_the_token_tenant() {
+        let template = "https://login.example.org/{tenantid}/v2.0";
+        let own = signed(claims(
+            "https://login.example.org/t1/v2.0",
+            Some("t1"),
+            TimeDelta::minutes(5),
+        ));
+        assert!(verify(&own, template, NONCE).is_ok());
+        let borrowed = signed(claims(
+            "https://login.example.org/t1/v2.0",
+            Some("t2"),
+            TimeDelta::minutes(5),
+        ));
+        assert_eq!(verify(&borrowed, template, NONCE).err(), Some("invalid_id_token"));
+        let untenanted = signed(claims("https://login.example.org/t1/v2.0", None, TimeDelta::minutes(5)));
+        assert_eq!(verify(&untenanted, template, NONCE).err(), Some("invalid_id_token"));
+    }
+
+    #[test]
+    fn userinfo_claims_take_string_booleans_and_need_a_subject() {
+        let identity = userinfo_identity(json!({"sub": "7", "email": "b@example.org", "email_verified": "true",
+            "name": "Bea"}))
+        .unwrap();
+        assert!(identity.email_verified);
+        assert_eq!(identity.name.as_deref(), Some("Bea"));
+        let named = userinfo_identity(json!({"sub": "7", "preferred_username": "bea", "name": "Bea"})).unwrap();
+        assert_eq!(named.name.as_deref(), Some("bea"));
+        assert!(!named.email_verified);
+        assert_eq!(
+            userinfo_identity(json!({"email": "b@example.org"}))
+                .err()
+                .map(|r| r.code),
+            Some("provider_error")
         );
     }
 
