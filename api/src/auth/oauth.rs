@@ -437,7 +437,12 @@ async fn sign_in(
 ) -> Result<(Uuid, i32), Refusal> {
     let provider = enabled_provider(state, slug).await?;
     let secret = unseal(&state.config.jwt_secret, &provider.client_secret)?;
-    let http = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
+    // The exchange sends the client secret in its body, which a 307 or 308
+    // would carry on: no redirect may leave the provider's origin.
+    let http = state
+        .outbound
+        .client_for_credentials(PROVIDER_TIMEOUT)
+        .map_err(AppError::internal)?;
     let upstream = |why: String| refuse("provider_error", why);
     let endpoints = endpoints(&http, &provider).await.map_err(upstream)?;
     let tokens = oauth_client(state, &provider, &endpoints)?

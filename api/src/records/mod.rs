@@ -11,7 +11,7 @@ use catalog_shared::AppError;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::types::Json as SqlJson;
+use sqlx::{FromRow, Row, types::Json as SqlJson};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
@@ -173,80 +173,106 @@ async fn catalog_items(
     credential: LinkCredential,
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
-    let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
-    let bbox: Option<Vec<f64>> = q
-        .bbox
-        .as_deref()
-        .map(|b| b.parse::<Bbox>().map(|b| b.to_array().to_vec()))
-        .transpose()
-        .map_err(AppError::bad_request)?;
-    let ids: Option<Vec<Uuid>> = match &q.ids {
-        None => None,
-        Some(s) => Some(
-            s.split(',')
-                .map(|i| i.trim().parse())
-                .collect::<Result<_, _>>()
-                .map_err(|_| AppError::bad_request("ids must be record ids"))?,
-        ),
-    };
-    let Interval { start, end } = q
-        .datetime
-        .as_deref()
-        .map(Interval::parse)
-        .transpose()?
-        .unwrap_or_default();
-    let order = sort_sql(q.sortby.as_deref())?;
-    let sql = format!(
-        "SELECT r.id, r.record_type, r.title, r.description, r.keywords, r.extent_bbox, r.properties, r.created_at, r.updated_at,
-                count(*) OVER () AS total
-         FROM {} WHERE
-           ($3::text IS NULL OR to_tsvector('simple', r.title || ' ' || coalesce(r.description, '') || ' ' || array_to_string(r.keywords, ' '))
-                @@ websearch_to_tsquery('simple', $3))
-           AND ($4::float8[] IS NULL OR (cardinality(r.extent_bbox) = 4 AND ST_Intersects({}, {})))
-           AND ($5::text IS NULL OR r.record_type = $5)
-           AND ($6::uuid[] IS NULL OR r.id = ANY($6))
-           AND ($7::timestamptz IS NULL OR r.updated_at >= $7)
-           AND ($8::timestamptz IS NULL OR r.created_at <= $8)
-         ORDER BY {order} LIMIT {limit} OFFSET {offset}",
-        all_records(),
-        crate::bbox::sql_geometry("r.extent_bbox"),
-        crate::bbox::sql_geometry("$4"),
-    );
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(caller.user_id())
-        .bind(caller.is_admin())
-        .bind(q.q.as_deref().filter(|s| !s.trim().is_empty()))
-        .bind(bbox)
-        .bind(&q.record_type)
-        .bind(ids)
-        .bind(start)
-        .bind(end)
-        .fetch_all(&state.pool)
-        .await?;
-    use sqlx::{FromRow, Row};
-    let total: i64 = rows.first().map_or(0, |r| r.get("total"));
-    let records: Vec<RecordRow> = rows.iter().map(RecordRow::from_row).collect::<Result<_, _>>()?;
+    let search = RecordSearch::of(&q)?;
+    let (records, total) = search.run(&state, &caller).await?;
     let ids: Vec<Uuid> = records.iter().map(|r| r.id).collect();
     let contacts = contacts_of(&state, &ids).await?;
     let base = &state.config.public_url;
     let features: Vec<Value> = records
         .iter()
         .map(|r| {
-            record_json(
-                r,
-                contacts
-                    .iter()
-                    .filter(|(id, _)| *id == r.id)
-                    .map(|(_, c)| c.clone())
-                    .collect(),
-                base,
-            )
+            let own = contacts.iter().filter(|(id, _)| *id == r.id).map(|(_, c)| c.clone());
+            record_json(r, own.collect(), base)
         })
         .collect();
     let mut links = vec![
         json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items"), "rel": "self", "type": "application/geo+json"}),
     ];
-    if offset + limit < total {
+    if search.offset + search.limit < total {
+        let next = format!("{base}/api/collections/{CATALOG_ID}/items?{}", search.next_query(&q));
+        links.push(json!({"href": credential.on(next), "rel": "next", "type": "application/geo+json"}));
+    }
+    let body = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
+    let mut response = Json(body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    Ok(response)
+}
+
+/// A records query, checked: every value typed, the order and page fixed.
+struct RecordSearch<'q> {
+    text: Option<&'q str>,
+    bbox: Option<Vec<f64>>,
+    record_type: Option<&'q str>,
+    ids: Option<Vec<Uuid>>,
+    interval: Interval,
+    order: String,
+    limit: i64,
+    offset: i64,
+}
+
+impl<'q> RecordSearch<'q> {
+    fn of(q: &'q RecordQuery) -> Result<Self, AppError> {
+        let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
+        let bbox = q
+            .bbox
+            .as_deref()
+            .map(|b| b.parse::<Bbox>().map(|b| b.to_array().to_vec()))
+            .transpose()
+            .map_err(AppError::bad_request)?;
+        let ids = q
+            .ids
+            .as_deref()
+            .map(|s| s.split(',').map(|i| i.trim().parse()).collect::<Result<_, _>>())
+            .transpose()
+            .map_err(|_| AppError::bad_request("ids must be record ids"))?;
+        Ok(Self {
+            text: q.q.as_deref().filter(|s| !s.trim().is_empty()),
+            bbox,
+            record_type: q.record_type.as_deref(),
+            ids,
+            interval: q
+                .datetime
+                .as_deref()
+                .map(Interval::parse)
+                .transpose()?
+                .unwrap_or_default(),
+            order: sort_sql(q.sortby.as_deref())?,
+            limit,
+            offset,
+        })
+    }
+
+    /// One page of the records the caller may see, and how many match in all.
+    async fn run(&self, state: &AppState, caller: &Caller) -> Result<(Vec<RecordRow>, i64), AppError> {
+        let sql = format!(
+            include_str!("catalog_items.sql"),
+            records = all_records(),
+            extent = crate::bbox::sql_geometry("r.extent_bbox"),
+            bbox = crate::bbox::sql_geometry("$4"),
+            order = self.order,
+            limit = self.limit,
+            offset = self.offset,
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(caller.user_id())
+            .bind(caller.is_admin())
+            .bind(self.text)
+            .bind(&self.bbox)
+            .bind(self.record_type)
+            .bind(&self.ids)
+            .bind(self.interval.start)
+            .bind(self.interval.end)
+            .fetch_all(&state.pool)
+            .await?;
+        let total: i64 = rows.first().map_or(0, |r| r.get("total"));
+        let records = rows.iter().map(RecordRow::from_row).collect::<Result<_, _>>()?;
+        Ok((records, total))
+    }
+
+    /// The query string of the next page: the same filters, one page on.
+    fn next_query(&self, q: &RecordQuery) -> String {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in [
             ("q", &q.q),
@@ -261,16 +287,10 @@ async fn catalog_items(
             }
         }
         query
-            .append_pair("limit", &limit.to_string())
-            .append_pair("offset", &(offset + limit).to_string());
-        links.push(json!({"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}/items?{}", query.finish())), "rel": "next", "type": "application/geo+json"}));
+            .append_pair("limit", &self.limit.to_string())
+            .append_pair("offset", &(self.offset + self.limit).to_string())
+            .finish()
     }
-    let body = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
-    let mut response = Json(body).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
-    Ok(response)
 }
 
 async fn one_record(state: &AppState, caller: &Caller, id: Uuid) -> Result<Value, AppError> {
