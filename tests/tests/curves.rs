@@ -117,6 +117,8 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
         assert_eq!(status, 200, "{layer}: {items}");
         let features = items["features"].as_array().unwrap();
         assert_eq!(features.len(), 2, "{layer}: {items}");
+        let arcs = features.iter().filter(|f| f["properties"]["name"] == "arc").count();
+        assert_eq!(arcs, 1, "{layer}: {items}");
         for feature in features {
             let kind = feature["geometry"]["type"].as_str().unwrap_or_default();
             assert!(LINEAR.contains(&kind), "{layer}: {feature}");

@@ -34,11 +34,12 @@ fn fill(route: &str, value: &str) -> String {
         .join("/")
 }
 
-/// Asserts an error answer is a problem document that agrees with the status.
-async fn check(what: &str, response: reqwest::Response, failures: &mut Vec<String>) {
+/// Asserts an error answer is a problem document that agrees with the
+/// status; answers whether the answer was an error (and so was checked).
+async fn check(what: &str, response: reqwest::Response, failures: &mut Vec<String>) -> bool {
     let status = response.status().as_u16();
     if status < 400 {
-        return;
+        return false;
     }
     let media = response
         .headers()
@@ -55,6 +56,7 @@ async fn check(what: &str, response: reqwest::Response, failures: &mut Vec<Strin
     {
         failures.push(format!("{what}: {status} {media}: {body}"));
     }
+    true
 }
 
 #[tokio::test]
@@ -70,6 +72,8 @@ async fn every_rejection_is_a_problem_document() {
     // oversized body it refused without reading.
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let mut failures = Vec::new();
+    // Requests answered with an error, each checked; a success is not.
+    let mut checked = 0;
     for (method, route) in &routes {
         let unknown = fill(route, &Uuid::now_v7().to_string());
         let send = |path: &str, content_type: Option<&str>, body: Option<Vec<u8>>| {
@@ -84,16 +88,18 @@ async fn every_rejection_is_a_problem_document() {
         };
         if route.contains('{') {
             let what = format!("{method} {route} with malformed path segments");
-            check(
-                &what,
-                send(&fill(route, "not%20an%20id"), None, None).await.unwrap(),
-                &mut failures,
-            )
-            .await;
+            checked += usize::from(
+                check(
+                    &what,
+                    send(&fill(route, "not%20an%20id"), None, None).await.unwrap(),
+                    &mut failures,
+                )
+                .await,
+            );
         }
         let what = format!("{method} {route} with malformed query values");
         let query = format!("{unknown}?limit=many&offset=-x&bbox=NaN,0,1,1&refresh=perhaps");
-        check(&what, send(&query, None, None).await.unwrap(), &mut failures).await;
+        checked += usize::from(check(&what, send(&query, None, None).await.unwrap(), &mut failures).await);
         if *method == Method::GET {
             continue;
         }
@@ -104,17 +110,19 @@ async fn every_rejection_is_a_problem_document() {
         ];
         for (name, content_type, body) in cases {
             let what = format!("{method} {route} with {name}");
-            check(
-                &what,
-                send(&unknown, Some(content_type), Some(body)).await.unwrap(),
-                &mut failures,
-            )
-            .await;
+            checked += usize::from(
+                check(
+                    &what,
+                    send(&unknown, Some(content_type), Some(body)).await.unwrap(),
+                    &mut failures,
+                )
+                .await,
+            );
         }
         // Over the size limit the server may answer before reading it all.
         let what = format!("{method} {route} with a body over the size limit");
         if let Ok(response) = send(&unknown, Some("application/json"), Some(oversized.clone())).await {
-            check(&what, response, &mut failures).await;
+            checked += usize::from(check(&what, response, &mut failures).await);
         }
     }
     // The upload routes' own rejections, with the route's real path.
@@ -129,6 +137,8 @@ async fn every_rejection_is_a_problem_document() {
         .unwrap();
     assert_eq!(response.status(), 400, "a non-multipart upload");
     check("a JSON upload", response, &mut failures).await;
+    println!("{checked} error answers checked on {} routes", routes.len());
+    assert!(checked >= 3 * routes.len(), "only {checked} error answers checked");
     assert!(
         failures.is_empty(),
         "{} answers that are not problem documents:\n{}",

@@ -263,6 +263,7 @@ async fn items_parameters_paging_and_errors() {
     );
 
     let (_, no_geometry) = items(&stack, &id, &[("include_geometry", "false")]).await;
+    assert_eq!(no_geometry["features"].as_array().unwrap().len(), 10);
     assert!(
         no_geometry["features"]
             .as_array()
@@ -517,28 +518,321 @@ fn uses_undeclared_operator(query: &str) -> bool {
     calls_other || arithmetic
 }
 
-/// Every example of the CQL2 standard, in both encodings, gets a problem
-/// or a result — never a server error — and both encodings agree.
+/// What a filter uses that decides the answer: the functions and operators
+/// outside the declared conformance classes, and the properties it names.
+#[derive(Debug, Default, PartialEq)]
+struct Uses {
+    undeclared: BTreeSet<String>,
+    properties: BTreeSet<String>,
+}
+
+/// Geometry literals of CQL2 text; their coordinates are not arithmetic.
+const GEOMETRY_TYPES: [&str; 7] = [
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+];
+
+/// What a CQL2 text filter uses: every call of a function other than
+/// S_INTERSECTS, DATE, TIMESTAMP and BBOX, every arithmetic operator, and
+/// every property name (a bare word that is not a keyword, or a double
+/// quoted name).
+fn text_uses(text: &str) -> Uses {
+    #[derive(Debug, PartialEq)]
+    enum Token {
+        Word(String),
+        Quoted(String),
+        Number,
+        Str,
+        Punct(char),
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let start = i;
+        i += 1;
+        if c.is_whitespace() {
+            continue;
+        }
+        if c == '\'' {
+            // A string; '' is an escaped quote.
+            while i < chars.len() {
+                if chars[i] == '\'' && chars.get(i + 1) == Some(&'\'') {
+                    i += 2;
+                } else if chars[i] == '\'' {
+                    i += 1;
+                    break;
+                } else {
+                    i += 1;
+                }
+            }
+            tokens.push(Token::Str);
+        } else if c == '"' {
+            while i < chars.len() && chars[i] != '"' {
+                i += 1;
+            }
+            tokens.push(Token::Quoted(chars[start + 1..i].iter().collect()));
+            i += 1;
+        } else if c.is_alphabetic() || c == '_' {
+            while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | ':' | '.')) {
+                i += 1;
+            }
+            tokens.push(Token::Word(chars[start..i].iter().collect()));
+        } else if c.is_ascii_digit() || c == '.' {
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+            tokens.push(Token::Number);
+        } else {
+            tokens.push(Token::Punct(c));
+        }
+    }
+    const CALLS: [&str; 8] = ["s_intersects", "date", "timestamp", "bbox", "and", "or", "not", "in"];
+    const KEYWORDS: [&str; 13] = [
+        "and", "or", "not", "like", "between", "in", "is", "null", "true", "false", "z", "m", "zm",
+    ];
+    let ends_operand = |token: &Token| match token {
+        Token::Quoted(_) | Token::Number | Token::Punct(')') => true,
+        Token::Word(word) => !KEYWORDS.contains(&word.to_ascii_lowercase().as_str()),
+        _ => false,
+    };
+    let mut uses = Uses::default();
+    let mut i = 0;
+    while i < tokens.len() {
+        let next = tokens.get(i + 1);
+        match &tokens[i] {
+            Token::Word(word) => {
+                let lower = word.to_ascii_lowercase();
+                if GEOMETRY_TYPES.contains(&lower.as_str()) {
+                    // Skip the literal up to its closing parenthesis.
+                    let mut depth = 0;
+                    i += 1;
+                    while i < tokens.len() {
+                        match tokens[i] {
+                            Token::Punct('(') => depth += 1,
+                            Token::Punct(')') => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        i += 1;
+                    }
+                } else if next == Some(&Token::Punct('(')) && !KEYWORDS.contains(&lower.as_str()) {
+                    if !CALLS.contains(&lower.as_str()) {
+                        uses.undeclared.insert(lower);
+                    }
+                } else if lower == "div" {
+                    uses.undeclared.insert(lower);
+                } else if !KEYWORDS.contains(&lower.as_str()) {
+                    uses.properties.insert(word.clone());
+                }
+            }
+            Token::Quoted(name) => {
+                uses.properties.insert(name.clone());
+            }
+            Token::Punct(op @ ('+' | '*' | '/' | '%' | '^')) => {
+                uses.undeclared.insert(op.to_string());
+            }
+            // A minus after an operand subtracts; elsewhere it is a sign.
+            Token::Punct('-') if i > 0 && ends_operand(&tokens[i - 1]) => {
+                uses.undeclared.insert("-".into());
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    uses
+}
+
+/// What a CQL2 JSON filter uses: every operation other than those of Basic
+/// CQL2, the advanced comparison operators and S_INTERSECTS, every
+/// interval (temporal functions), and every `{"property": ...}`.
+fn json_uses(filter: &Value, uses: &mut Uses) {
+    const DECLARED: [&str; 14] = [
+        "and",
+        "or",
+        "not",
+        "=",
+        "<>",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "isNull",
+        "like",
+        "between",
+        "in",
+        "s_intersects",
+    ];
+    match filter {
+        Value::Object(object) => {
+            if let Some(op) = object.get("op").and_then(Value::as_str)
+                && !DECLARED.contains(&op)
+            {
+                uses.undeclared.insert(op.to_ascii_lowercase());
+            }
+            if let Some(property) = object.get("property").and_then(Value::as_str) {
+                uses.properties.insert(property.to_string());
+            }
+            if object.contains_key("interval") {
+                uses.undeclared.insert("interval".into());
+            }
+            object.values().for_each(|v| json_uses(v, uses));
+        }
+        Value::Array(values) => values.iter().for_each(|v| json_uses(v, uses)),
+        _ => {}
+    }
+}
+
+/// Examples whose only name outside the queryables is `geometry`, used as
+/// the first operand of S_INTERSECTS. The service takes `geometry` there
+/// as an alias of the collection's geometry queryable although
+/// /queryables does not list it (and `geometry IS NOT NULL`, clause6_03,
+/// is refused as naming no queryable). Whether Part 3 allows a name the
+/// queryables do not publish is not settled here: the current answer is
+/// asserted, and checked to be the answer to the same filter with the
+/// published name.
+const GEOMETRY_ALIAS: [&str; 3] = ["clause7_07", "example24", "example45"];
+
+/// Every example of the CQL2 standard, in both encodings, against the
+/// collection of the CQL2 test data, gets one answer with one reason: a 400
+/// naming an operator or function of a conformance class the service does
+/// not declare, or else a 400 naming a property that is not one of the
+/// collection's queryables; 200 only for the `geometry` alias above. Text
+/// and JSON encodings of one example use the same operators and names.
 #[tokio::test]
-async fn cql2_standard_examples_never_break_the_server() {
+async fn cql2_standard_examples_get_the_answer_their_content_calls_for() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let token = stack.admin_token().await;
     let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
+    let (status, queryables) = stack.get_json(None, &format!("/api/collections/{id}/queryables")).await;
+    assert_eq!(status, 200);
+    let queryables = queryables["properties"].as_object().unwrap();
+    let geometry = queryables
+        .iter()
+        .find(|(_, schema)| schema["x-ogc-role"] == "primary-geometry")
+        .map(|(name, _)| name.clone())
+        .unwrap();
+    assert_ne!(geometry, "geometry");
+    let queryables: BTreeSet<&str> = queryables.keys().map(String::as_str).collect();
+    assert!(queryables.contains("intfield"), "{queryables:?}");
+
+    let mut examples: Vec<(String, &str, String, Uses)> = Vec::new();
+    for encoding in ["text", "json"] {
+        for entry in std::fs::read_dir(data_dir().join("cql2").join(encoding)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            let filter = std::fs::read_to_string(&path).unwrap().trim().to_string();
+            let uses = if encoding == "text" {
+                text_uses(&filter)
+            } else {
+                let mut uses = Uses::default();
+                json_uses(&serde_json::from_str(&filter).unwrap(), &mut uses);
+                uses
+            };
+            examples.push((name, encoding, filter, uses));
+        }
+    }
+    examples.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    assert_eq!(examples.len(), 120 + 109, "every example of both encodings");
+    // The text reading agrees with the JSON of the same example.
     let mut pairs = 0;
-    for entry in std::fs::read_dir(data_dir().join("cql2/text")).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().replace(".txt", "");
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        let (text_status, body) = items(&stack, &id, &[("filter", text.trim())]).await;
-        assert!(text_status == 200 || text_status == 400, "{name}: {text_status} {body}");
-        let json_path = data_dir().join(format!("cql2/json/{name}.json"));
-        if let Ok(json) = std::fs::read_to_string(json_path) {
-            let (json_status, body) =
-                items(&stack, &id, &[("filter", json.trim()), ("filter-lang", "cql2-json")]).await;
-            assert_eq!(json_status, text_status, "{name}: text and JSON disagree: {body}");
+    for pair in examples.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            assert_eq!(pair[0].3, pair[1].3, "{}: text and JSON read differently", pair[0].0);
             pairs += 1;
         }
     }
-    assert!(pairs >= 100, "{pairs}");
+    assert_eq!(pairs, 109);
+
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    let mut failures = Vec::new();
+    for (name, encoding, filter, uses) in &examples {
+        let unknown: Vec<&String> = uses
+            .properties
+            .iter()
+            .filter(|p| !queryables.contains(p.as_str()))
+            .collect();
+        let lang = if *encoding == "text" { "cql2-text" } else { "cql2-json" };
+        let (status, body) = items(
+            &stack,
+            &id,
+            &[("filter", filter), ("filter-lang", lang), ("limit", "1000")],
+        )
+        .await;
+        let detail = body["detail"].as_str().unwrap_or_default();
+        println!("{name} {encoding}: {status} {detail}");
+        // The details that state each reason; the service may state any
+        // reason that applies.
+        let undeclared = uses.undeclared.iter().any(|op| {
+            detail
+                .to_ascii_lowercase()
+                .contains(&format!("{op:?} is not supported"))
+        });
+        let unknown_named = unknown
+            .iter()
+            .any(|p| detail.contains(&format!("{p:?} is not a queryable")));
+        let (reason, right) = if GEOMETRY_ALIAS.contains(&name.as_str()) {
+            assert!(
+                uses.undeclared.is_empty() && unknown == ["geometry"],
+                "{name}: {uses:?}"
+            );
+            let published = filter.replace("geometry", &geometry);
+            let (_, by_name) = items(
+                &stack,
+                &id,
+                &[("filter", &published), ("filter-lang", lang), ("limit", "1000")],
+            )
+            .await;
+            let right = status == 200
+                && body["type"] == "FeatureCollection"
+                && body["numberMatched"] == body["numberReturned"]
+                && by_name["type"] == "FeatureCollection"
+                && ids(&body) == ids(&by_name);
+            ("geometry alias: 200, as with the published name", right)
+        } else if !uses.undeclared.is_empty() {
+            (
+                "400: an undeclared operator or function",
+                status == 400 && (undeclared || unknown_named),
+            )
+        } else if !unknown.is_empty() {
+            (
+                "400: a property that is not a queryable",
+                status == 400 && unknown_named,
+            )
+        } else {
+            (
+                "200: a FeatureCollection",
+                status == 200 && body["type"] == "FeatureCollection",
+            )
+        };
+        *counts.entry(reason).or_default() += 1;
+        if !right {
+            failures.push(format!(
+                "{name} {encoding}: expected {reason}; uses {uses:?}; got {status}: {body}"
+            ));
+        }
+    }
+    println!("{counts:#?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        counts,
+        [
+            ("400: an undeclared operator or function", 129),
+            ("400: a property that is not a queryable", 94),
+            ("geometry alias: 200, as with the published name", 6),
+        ]
+        .into(),
+    );
 }
 
 #[tokio::test]

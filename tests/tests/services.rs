@@ -138,6 +138,7 @@ async fn remote_layers_become_datasets_and_are_pulled_again() {
         .fetch_all(&stack.pool)
         .await
         .unwrap();
+    assert!(!payloads.is_empty(), "the import's job is kept");
     assert!(
         payloads.iter().all(|p| !p.contains(TOKEN)),
         "tokens are sealed in job payloads"
