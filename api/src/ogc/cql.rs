@@ -191,7 +191,12 @@ impl Translator<'_> {
                 let [a] = args else {
                     return Err("IS NULL takes one operand".into());
                 };
-                Ok(format!("({} IS NULL)", self.operand(a)?.sql))
+                // The geometry queryable may be tested for NULL like any other.
+                let sql = match a.as_ref() {
+                    Expr::Property { property } if self.is_geometry(property) => self.spatial(a)?,
+                    _ => self.operand(a)?.sql,
+                };
+                Ok(format!("({sql} IS NULL)"))
             }
             "s_intersects" => {
                 let [a, b] = args else {
@@ -309,12 +314,18 @@ impl Translator<'_> {
         }
     }
 
+    /// Whether a property names the geometry queryable (its column, or
+    /// `geometry` as the CQL2 examples call it).
+    fn is_geometry(&self, property: &str) -> bool {
+        property == self.queryables.geometry_column || property == "geometry"
+    }
+
     /// A geometry operand: the geometry queryable, a WKT/GeoJSON literal
     /// (SRID 4326) or a BBOX.
     fn spatial(&mut self, expr: &Expr) -> Result<String, String> {
         match expr {
             Expr::Property { property } => {
-                if property == &self.queryables.geometry_column || property == "geometry" {
+                if self.is_geometry(property) {
                     Ok(quote_ident(&self.queryables.geometry_column))
                 } else {
                     Err(format!("{property:?} is not the geometry queryable of this collection"))
@@ -395,6 +406,12 @@ mod tests {
         assert_eq!(n, 2);
         let (s, _) = sql("born >= DATE('2020-01-01')").unwrap();
         assert!(s.contains("::date"), "{s}");
+    }
+
+    #[test]
+    fn the_geometry_may_be_tested_for_null() {
+        assert_eq!(sql("geom IS NULL").unwrap().0, "(\"geom\" IS NULL)");
+        assert_eq!(sql("geometry IS NOT NULL").unwrap().0, "(NOT (\"geom\" IS NULL))");
     }
 
     #[test]

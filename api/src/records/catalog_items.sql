@@ -1,8 +1,8 @@
 -- The records of the `catalog` collection a caller may see, filtered.
 -- $1 caller id, $2 admin, $3 full-text query, $4 bbox (float8[4]),
 -- $5 record type, $6 ids, $7 updated at or after, $8 created at or before.
--- Filled in by format!: {records} (the visible records as `r`), {extent}
--- and {bbox} (the two geometries), {order}, {limit}, {offset}.
+-- The visible records (as r), the two geometries, the order and the page
+-- are filled in by format! (never a caller's text).
 SELECT r.id, r.record_type, r.title, r.description, r.keywords, r.extent_bbox, r.properties,
        r.created_at, r.updated_at, count(*) OVER () AS total
 FROM {records}
