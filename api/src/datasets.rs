@@ -9,7 +9,7 @@ use axum::{
 use catalog_shared::{
     AppError,
     db::quote_ident,
-    jobs::{self, IngestOptions, IngestPayload, JobKind, ReuploadPayload, UrlDownloadPayload},
+    jobs::{self, IngestOptions, IngestPayload, JobKind, JobStatus, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
 };
 use chrono::{DateTime, Utc};
@@ -72,7 +72,7 @@ fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), Ap
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct JobAccepted {
     job_id: Uuid,
-    status: &'static str,
+    status: JobStatus,
 }
 
 pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
@@ -85,7 +85,7 @@ pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + us
         headers,
         Json(JobAccepted {
             job_id,
-            status: "queued",
+            status: JobStatus::Queued,
         }),
     )
 }

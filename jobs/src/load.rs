@@ -9,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use catalog_shared::jobs::JobStatus;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -266,11 +267,11 @@ async fn begin_publishing(
     )
     .await?;
     let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+    let status: Option<JobStatus> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(ctx.job_id)
         .fetch_optional(&mut *tx)
         .await?;
-    if status.as_deref() != Some("running") {
+    if status != Some(JobStatus::Running) {
         return Err(JobError::Cancelled);
     }
     Ok(tx)

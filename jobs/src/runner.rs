@@ -3,7 +3,13 @@
 use std::{sync::Arc, time::Duration};
 
 use catalog_shared::{
-    Problem, config::Config, error::is_unavailable, notify, outbound::OutboundPolicy, storage::Storage,
+    Problem,
+    config::Config,
+    error::is_unavailable,
+    jobs::{JobKind, JobStatus},
+    notify,
+    outbound::OutboundPolicy,
+    storage::Storage,
 };
 use http::StatusCode;
 use sqlx::PgPool;
@@ -79,12 +85,13 @@ impl JobContext {
     pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
         let still_running = sqlx::query(
             "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
-             WHERE id = $1 AND status = 'running'",
+             WHERE id = $1 AND status = $5",
         )
         .bind(self.job_id)
         .bind(step)
         .bind(done)
         .bind(total)
+        .bind(JobStatus::Running)
         .execute(&self.deps.pool)
         .await?
         .rows_affected()
@@ -104,7 +111,7 @@ impl JobContext {
 
 #[derive(sqlx::FromRow)]
 struct ClaimedJob {
-    kind: String,
+    kind: JobKind,
     payload: serde_json::Value,
     created_by: Option<Uuid>,
 }
@@ -113,12 +120,14 @@ struct ClaimedJob {
 /// are only those of reaching the database at all; the queue retries them.
 pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
     let claimed: Option<ClaimedJob> = sqlx::query_as(
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, step = NULL,
+        "UPDATE jobs SET status = $2, attempts = attempts + 1, step = NULL,
                 started_at = coalesce(started_at, clock_timestamp()), updated_at = clock_timestamp()
-         WHERE id = $1 AND status IN ('queued', 'running')
+         WHERE id = $1 AND status = ANY($3)
          RETURNING kind, payload, created_by",
     )
     .bind(job_id)
+    .bind(JobStatus::Running)
+    .bind(JobStatus::UNFINISHED)
     .fetch_optional(&deps.pool)
     .await?;
     let Some(job) = claimed else {
@@ -135,12 +144,12 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
     let mut tries = 0;
     let outcome = loop {
         tries += 1;
-        let result = match job.kind.as_str() {
-            "ingest" => ingest::run(&ctx, job.payload.clone()).await,
-            "url_download" | "connector" => download::run(&ctx, job.payload.clone()).await,
-            "reupload" => reupload::run(&ctx, job.payload.clone()).await,
-            "service_import" => harvest::run(&ctx, job.payload.clone()).await,
-            other => Err(JobError::Internal(format!("no handler for job kind {other}"))),
+        let result = match job.kind {
+            JobKind::Ingest => ingest::run(&ctx, job.payload.clone()).await,
+            JobKind::UrlDownload | JobKind::Connector => download::run(&ctx, job.payload.clone()).await,
+            JobKind::Reupload => reupload::run(&ctx, job.payload.clone()).await,
+            JobKind::ServiceImport => harvest::run(&ctx, job.payload.clone()).await,
+            JobKind::Rehydrate => Err(JobError::Internal(format!("no handler for job kind {}", job.kind))),
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {
@@ -155,14 +164,16 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
     match outcome {
         Ok(()) => {
             sqlx::query(
-                "UPDATE jobs SET status = 'succeeded', step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
-                 WHERE id = $1 AND status = 'running'",
+                "UPDATE jobs SET status = $2, step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                 WHERE id = $1 AND status = $3",
             )
             .bind(job_id)
+            .bind(JobStatus::Succeeded)
+            .bind(JobStatus::Running)
             .execute(&deps.pool)
             .await?;
             tracing::info!(%job_id, "job succeeded");
-            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind.clone(), None));
+            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind, None));
         }
         Err(JobError::Cancelled) => {
             drop_staging(&ctx).await;
@@ -192,14 +203,16 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             };
             tracing::info!(%job_id, detail = %problem.detail, "job failed");
             sqlx::query(
-                "UPDATE jobs SET status = 'failed', step = NULL, error = $2, finished_at = clock_timestamp(), updated_at = clock_timestamp()
-                 WHERE id = $1 AND status = 'running'",
+                "UPDATE jobs SET status = $3, step = NULL, error = $2, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                 WHERE id = $1 AND status = $4",
             )
             .bind(job_id)
             .bind(sqlx::types::Json(&problem))
+            .bind(JobStatus::Failed)
+            .bind(JobStatus::Running)
             .execute(&deps.pool)
             .await?;
-            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind.clone(), Some(problem)));
+            tokio::spawn(notify_finished(deps.clone(), job_id, job.kind, Some(problem)));
         }
     }
     Ok(())
@@ -207,7 +220,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
 
 /// Tells the notification channels that a job finished, when its event is
 /// switched on. Best effort: a channel's failure is logged, never the job's.
-async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: String, failure: Option<Problem>) {
+async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Option<Problem>) {
     let event = if failure.is_some() {
         "job_failed"
     } else {
@@ -272,9 +285,10 @@ pub async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error
          WHERE t.schemaname = 'data' AND starts_with(t.tablename, '_staging_')
            AND NOT EXISTS (
              SELECT 1 FROM jobs j
-             WHERE j.status IN ('queued', 'running')
+             WHERE j.status = ANY($1)
                AND starts_with(t.tablename, '_staging_' || replace(j.id::text, '-', '')))",
     )
+    .bind(JobStatus::UNFINISHED)
     .fetch_all(pool)
     .await?;
     for table in &tables {

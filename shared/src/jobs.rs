@@ -13,8 +13,10 @@ use crate::{AppError, Problem};
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// What a job does: `jobs.kind`, and what the worker dispatches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum JobKind {
     Ingest,
     Reupload,
@@ -34,6 +36,58 @@ impl JobKind {
             JobKind::Connector => "connector",
             JobKind::ServiceImport => "service_import",
         }
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a job is in its life: `jobs.status` (its CHECK constraint lists
+/// the same names). The API writes `queued` and `cancelled`, the worker the
+/// others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 5] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Succeeded,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+    /// A job in one of these may still be (re)started or cancelled.
+    pub const UNFINISHED: [JobStatus; 2] = [JobStatus::Queued, JobStatus::Running];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Running => "running",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -171,7 +225,7 @@ pub async fn enqueue(
     let task_id = ulid::Ulid::generate();
     sqlx::query("INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)")
         .bind(job_id)
-        .bind(kind.as_str())
+        .bind(kind)
         .bind(sqlx::types::Json(payload))
         .bind(task_id.to_string())
         .bind(created_by)
@@ -197,8 +251,8 @@ pub async fn enqueue(
 #[derive(Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct JobView {
     pub id: Uuid,
-    pub kind: String,
-    pub status: String,
+    pub kind: JobKind,
+    pub status: JobStatus,
     pub step: Option<String>,
     #[sqlx(skip)]
     pub progress: Option<Progress>,
