@@ -9,7 +9,7 @@ use axum::{
 use catalog_shared::{
     AppError,
     db::quote_ident,
-    jobs::{self, IngestOptions, IngestPayload, JobKind, JobStatus, ReuploadPayload, UrlDownloadPayload},
+    jobs::{self, IngestOptions, IngestPayload, JobInput, JobStatus, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
 };
 use chrono::{DateTime, Utc};
@@ -149,7 +149,7 @@ async fn upload(
         options,
     };
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Ingest(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -296,7 +296,7 @@ async fn reupload(
         service: None,
     };
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, user_id).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), user_id).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -351,7 +351,7 @@ async fn import_url(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::UrlDownload, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::UrlDownload(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }

@@ -8,16 +8,14 @@ use object_store::{ObjectStoreExt, WriteMultipart};
 use url::Url;
 
 use crate::{
+    context::{JobContext, JobError},
     ingest::{ingest_object, object_for},
-    runner::{JobContext, JobError},
     sources,
 };
 
 const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
 
-pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: UrlDownloadPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), JobError> {
     let url = Url::parse(&payload.url).map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
     ctx.progress("downloading", Some(0), None).await?;
     let policy = &ctx.deps.outbound;

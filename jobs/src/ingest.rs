@@ -9,16 +9,14 @@ use tokio::io::AsyncWriteExt;
 
 use crate::{
     columns::sql_identifier,
+    context::{JobContext, JobError},
     load::{self, DatasetMeta},
     reader::{self, LayerPlan},
-    runner::{JobContext, JobError},
     source_text,
     sources::{self, Source},
 };
 
-pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: IngestPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("ingest payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &IngestPayload) -> Result<(), JobError> {
     let object = Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?;
     ingest_object(ctx, &object, &payload.filename, &payload.options).await
 }
@@ -98,7 +96,7 @@ pub async fn ingest_object(
         );
         let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
         if loaded.stats.rows == 0 {
-            crate::runner::drop_staging(ctx).await;
+            crate::context::drop_staging(ctx).await;
             tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
             continue;
         }

@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use crate::{
     columns::quote,
+    context::{JobContext, JobError},
     reader::{self, GeomTarget, LayerPlan, ReadError, ReadRequest, ReadStats, postgis_type_name},
-    runner::{JobContext, JobError},
     sources::Source,
 };
 

@@ -10,11 +10,11 @@ use uuid::Uuid;
 
 use crate::{
     columns::sql_identifier,
+    context::{JobContext, JobError},
     harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
     load::{self, DatasetMeta},
     reader,
-    runner::{JobContext, JobError},
 };
 
 const PREVIEW_ROWS: usize = 5;
@@ -27,9 +27,7 @@ struct Current {
     is_registered: bool,
 }
 
-pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
-    let payload: ReuploadPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("reupload payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobError> {
     let current: Current =
         sqlx::query_as("SELECT source_layer, column_info, feature_count, is_registered FROM datasets WHERE id = $1")
             .bind(payload.dataset_id)
@@ -54,7 +52,7 @@ pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
     let payload = ReuploadPayload {
         filename,
         object_path: object.to_string(),
-        ..payload
+        ..payload.clone()
     };
     ctx.progress("reading", None, None).await?;
     let workdir = tempfile::tempdir()?;

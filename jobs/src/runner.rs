@@ -1,113 +1,23 @@
 //! Runs one job: claims its row, dispatches on its kind, retries
 //! transient failures with backoff and records the outcome users poll.
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use catalog_shared::{
     Problem,
-    config::Config,
-    error::is_unavailable,
-    jobs::{JobKind, JobStatus},
+    jobs::{JobInput, JobKind, JobStatus},
     notify,
-    outbound::OutboundPolicy,
-    storage::Storage,
 };
 use http::StatusCode;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{download, harvest, ingest, reupload};
-
-/// What every job handler needs; built once per worker process.
-#[derive(Clone)]
-pub struct JobDeps {
-    pub pool: PgPool,
-    pub storage: Storage,
-    pub config: Arc<Config>,
-    pub outbound: OutboundPolicy,
-}
-
-pub struct JobContext {
-    pub deps: JobDeps,
-    pub job_id: Uuid,
-    pub created_by: Option<Uuid>,
-}
-
-#[derive(Debug)]
-pub enum JobError {
-    /// The input is wrong; retrying cannot help.
-    Invalid(String),
-    /// The database or the store is unavailable; retried with backoff.
-    Transient(String),
-    /// The job was cancelled while it ran.
-    Cancelled,
-    /// A defect of ours; logged and reported without details.
-    Internal(String),
-}
-
-impl From<sqlx::Error> for JobError {
-    fn from(e: sqlx::Error) -> Self {
-        if is_unavailable(&e) {
-            return JobError::Transient(e.to_string());
-        }
-        match &e {
-            // Data exceptions and constraint violations come from the input.
-            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
-                JobError::Invalid(format!("the data could not be stored: {}", db.message()))
-            }
-            _ => JobError::Internal(e.to_string()),
-        }
-    }
-}
-
-impl From<object_store::Error> for JobError {
-    fn from(e: object_store::Error) -> Self {
-        match e {
-            object_store::Error::NotFound { .. } => {
-                JobError::Invalid("the uploaded file is no longer in the object store".into())
-            }
-            other => JobError::Transient(format!("object store: {other}")),
-        }
-    }
-}
-
-impl From<std::io::Error> for JobError {
-    fn from(e: std::io::Error) -> Self {
-        JobError::Transient(format!("local disk: {e}"))
-    }
-}
+use crate::{
+    context::{JobContext, JobDeps, JobError, drop_staging},
+    download, harvest, ingest, reupload,
+};
 
 const MAX_TRIES: u32 = 5;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-
-impl JobContext {
-    /// Records what the job is doing; answers `Cancelled` once the job was
-    /// cancelled, so every progress report doubles as a cancellation check.
-    pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
-        let still_running = sqlx::query(
-            "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
-             WHERE id = $1 AND status = $5",
-        )
-        .bind(self.job_id)
-        .bind(step)
-        .bind(done)
-        .bind(total)
-        .bind(JobStatus::Running)
-        .execute(&self.deps.pool)
-        .await?
-        .rows_affected()
-            == 1;
-        if still_running {
-            Ok(())
-        } else {
-            Err(JobError::Cancelled)
-        }
-    }
-
-    /// Name prefix of this job's staging tables.
-    pub fn staging_prefix(&self) -> String {
-        format!("_staging_{}", self.job_id.simple())
-    }
-}
 
 #[derive(sqlx::FromRow)]
 struct ClaimedJob {
@@ -140,26 +50,9 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         created_by: job.created_by,
     };
     tracing::info!(%job_id, kind = %job.kind, "job started");
-    let mut backoff = FIRST_BACKOFF;
-    let mut tries = 0;
-    let outcome = loop {
-        tries += 1;
-        let result = match job.kind {
-            JobKind::Ingest => ingest::run(&ctx, job.payload.clone()).await,
-            JobKind::UrlDownload | JobKind::Connector => download::run(&ctx, job.payload.clone()).await,
-            JobKind::Reupload => reupload::run(&ctx, job.payload.clone()).await,
-            JobKind::ServiceImport => harvest::run(&ctx, job.payload.clone()).await,
-            JobKind::Rehydrate => Err(JobError::Internal(format!("no handler for job kind {}", job.kind))),
-        };
-        match result {
-            Err(JobError::Transient(why)) if tries < MAX_TRIES => {
-                tracing::warn!(%job_id, %why, retry_in = ?backoff, "transient failure; retrying");
-                drop_staging(&ctx).await;
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-            other => break other,
-        }
+    let outcome = match JobInput::from_payload(job.kind, job.payload) {
+        Ok(input) => run_with_retries(&ctx, &input).await,
+        Err(why) => Err(JobError::Internal(why)),
     };
     match outcome {
         Ok(()) => {
@@ -218,6 +111,30 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs the handler of the input's kind, again after transient failures.
+async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobError> {
+    let mut backoff = FIRST_BACKOFF;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let result = match input {
+            JobInput::Ingest(payload) => ingest::run(ctx, payload).await,
+            JobInput::UrlDownload(payload) | JobInput::Connector(payload) => download::run(ctx, payload).await,
+            JobInput::Reupload(payload) => reupload::run(ctx, payload).await,
+            JobInput::ServiceImport(payload) => harvest::run(ctx, payload).await,
+        };
+        match result {
+            Err(JobError::Transient(why)) if tries < MAX_TRIES => {
+                tracing::warn!(job_id = %ctx.job_id, %why, retry_in = ?backoff, "transient failure; retrying");
+                drop_staging(ctx).await;
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Tells the notification channels that a job finished, when its event is
 /// switched on. Best effort: a channel's failure is logged, never the job's.
 async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Option<Problem>) {
@@ -255,26 +172,6 @@ async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Op
             tracing::warn!(%job_id, channel = outcome.channel, %error, "notification not delivered");
         }
     }
-}
-
-/// Drops the staging tables of one job.
-pub async fn drop_staging(ctx: &JobContext) {
-    if let Err(e) = drop_staging_like(&ctx.deps.pool, &ctx.staging_prefix()).await {
-        tracing::warn!(job_id = %ctx.job_id, error = %e, "staging tables not dropped yet; the sweeper will");
-    }
-}
-
-async fn drop_staging_like(pool: &PgPool, prefix: &str) -> Result<(), sqlx::Error> {
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT tablename FROM pg_tables WHERE schemaname = 'data' AND starts_with(tablename, $1)")
-            .bind(prefix)
-            .fetch_all(pool)
-            .await?;
-    for table in tables {
-        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(&table));
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
-    }
-    Ok(())
 }
 
 /// Drops staging tables left by jobs that are no longer running (a worker
