@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use catalog_shared::datasets::DatasetChanged;
 use sqlx::{PgPool, postgres::PgListener};
 use uuid::Uuid;
 
@@ -66,7 +67,7 @@ impl DatasetCache {
                     continue;
                 }
             };
-            if let Err(e) = listener.listen(CHANNEL).await {
+            if let Err(e) = listener.listen(DatasetChanged::CHANNEL).await {
                 tracing::warn!(error = %e, "cannot listen for dataset changes; retrying");
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 continue;
@@ -75,8 +76,8 @@ impl DatasetCache {
             loop {
                 match listener.try_recv().await {
                     Ok(Some(notification)) => {
-                        if let Ok(id) = notification.payload().parse() {
-                            self.forget(id);
+                        if let Some(changed) = DatasetChanged::from_payload(notification.payload()) {
+                            self.forget(changed.dataset_id);
                         }
                     }
                     Ok(None) => self.forget_all(),
@@ -89,7 +90,3 @@ impl DatasetCache {
         }
     }
 }
-
-/// The channel on which the database announces every change of a dataset
-/// record (payload: the id; a trigger on `datasets` sends it).
-pub const CHANNEL: &str = "dataset_changed";

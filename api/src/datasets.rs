@@ -8,6 +8,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
+    datasets::ColumnInfo,
     db::quote_ident,
     jobs::{self, IngestOptions, IngestPayload, JobInput, JobStatus, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
@@ -373,7 +374,7 @@ pub struct Dataset {
     pub(crate) extent_bbox: Option<Vec<f64>>,
     pub(crate) feature_count: i64,
     #[schema(value_type = Vec<Object>)]
-    pub(crate) column_info: SqlJson<Value>,
+    pub(crate) column_info: SqlJson<Vec<ColumnInfo>>,
     #[schema(value_type = Object)]
     pub(crate) sample_values: SqlJson<Value>,
     /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.

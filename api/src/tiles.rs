@@ -14,7 +14,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
@@ -33,7 +33,7 @@ use crate::{
     extract::Path,
     ogc::{
         find_collection,
-        items::{Column, published_columns, table_sql},
+        items::{published_columns, table_sql},
     },
     state::AppState,
 };
@@ -109,7 +109,7 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
 
 /// An attribute as a value a vector tile can carry: numbers, booleans and
 /// text as they are, anything else as its text form.
-fn tile_value(column: &Column) -> String {
+fn tile_value(column: &ColumnInfo) -> String {
     let name = quote_ident(&column.name);
     match column.pg_type.as_str() {
         "integer" | "bigint" | "smallint" | "double precision" | "real" | "boolean" | "text" => format!("t.{name}"),
@@ -118,7 +118,7 @@ fn tile_value(column: &Column) -> String {
     }
 }
 
-fn vector_tile_sql(dataset: &Dataset, columns: &[Column]) -> String {
+fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     format!(
         "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom', '__mvt_id') FROM (

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use catalog_shared::{
-    config::Config, error::is_unavailable, jobs::JobStatus, outbound::OutboundPolicy, storage::Storage,
+    config::Config, datasets, error::is_unavailable, jobs::JobStatus, outbound::OutboundPolicy, storage::Storage,
 };
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -94,7 +94,7 @@ impl JobContext {
 
     /// Name prefix of this job's staging tables.
     pub fn staging_prefix(&self) -> String {
-        format!("_staging_{}", self.job_id.simple())
+        datasets::staging_prefix(self.job_id)
     }
 }
 

@@ -9,6 +9,7 @@ use std::{
     },
 };
 
+use catalog_shared::datasets::ColumnInfo;
 use gdal::{
     Dataset, DatasetOptions, GdalOpenFlags,
     spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
@@ -755,18 +756,14 @@ unsafe fn write_temporal(
 }
 
 /// Column descriptions recorded on the dataset.
-pub fn column_info(plan: &LayerPlan) -> Value {
-    Value::Array(
-        plan.fields
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "name": f.name,
-                    "original_name": f.original,
-                    "type": f.pg.sql(),
-                    "source_type": ogr_type_name(f.ogr_type),
-                })
-            })
-            .collect(),
-    )
+pub fn column_info(plan: &LayerPlan) -> Vec<ColumnInfo> {
+    plan.fields
+        .iter()
+        .map(|f| ColumnInfo {
+            name: f.name.clone(),
+            original_name: f.original.clone(),
+            pg_type: f.pg.sql().to_string(),
+            source_type: ogr_type_name(f.ogr_type).to_string(),
+        })
+        .collect()
 }

@@ -3,7 +3,7 @@
 //! compared with it). The layer is the one asked
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
-use catalog_shared::jobs::ReuploadPayload;
+use catalog_shared::{datasets::ColumnInfo, jobs::ReuploadPayload};
 use object_store::{ObjectStoreExt, path::Path};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -22,7 +22,7 @@ const PREVIEW_ROWS: usize = 5;
 #[derive(sqlx::FromRow)]
 struct Current {
     source_layer: Option<String>,
-    column_info: sqlx::types::Json<Value>,
+    column_info: sqlx::types::Json<Vec<ColumnInfo>>,
     feature_count: i64,
     is_registered: bool,
 }
@@ -160,15 +160,8 @@ async fn preview(
     let old_columns: Vec<(String, String)> = current
         .column_info
         .0
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            Some((
-                c["name"].as_str()?.to_string(),
-                c["type"].as_str().unwrap_or("text").to_string(),
-            ))
-        })
+        .iter()
+        .map(|c| (c.name.clone(), c.pg_type.clone()))
         .collect();
     let column = |(name, kind): &(String, String)| json!({"name": name, "type": kind});
     let added: Vec<Value> = new_columns

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use catalog_shared::{
     Problem,
+    datasets::STAGING_PREFIX,
     jobs::{JobInput, JobKind, JobStatus},
     notify,
 };
@@ -179,13 +180,14 @@ async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Op
 pub async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT t.tablename FROM pg_tables t
-         WHERE t.schemaname = 'data' AND starts_with(t.tablename, '_staging_')
+         WHERE t.schemaname = 'data' AND starts_with(t.tablename, $2)
            AND NOT EXISTS (
              SELECT 1 FROM jobs j
              WHERE j.status = ANY($1)
-               AND starts_with(t.tablename, '_staging_' || replace(j.id::text, '-', '')))",
+               AND starts_with(t.tablename, $2 || replace(j.id::text, '-', '')))",
     )
     .bind(JobStatus::UNFINISHED)
+    .bind(STAGING_PREFIX)
     .fetch_all(pool)
     .await?;
     for table in &tables {

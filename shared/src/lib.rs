@@ -1,8 +1,11 @@
 //! What the API and the workers share: configuration, the database, the
 //! error type, credentials and sealed secrets, the object store, outbound
-//! HTTP, notifications and job records.
+//! HTTP, notifications, and the contracts between the API and the workers:
+//! job records and inputs ([`jobs`]), what workers record about datasets
+//! ([`datasets`]).
 pub mod auth;
 pub mod config;
+pub mod datasets;
 pub mod db;
 pub mod error;
 pub mod jobs;
