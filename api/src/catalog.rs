@@ -5,6 +5,7 @@ use catalog_shared::{
     AppError,
     datasets::{ColumnInfo, STAGING_PREFIX},
     db::quote_ident,
+    extent::ExtentTracker,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -316,7 +317,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         .fetch_all(&state.pool)
         .await
         .map_err(fail)?;
-    let mut extent = catalog_jobs::ExtentTracker::default();
+    let mut extent = ExtentTracker::default();
     for (min_x, max_x, min_y, max_y) in parts {
         extent.add(min_x, max_x, min_y, max_y);
     }

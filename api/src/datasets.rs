@@ -12,6 +12,7 @@ use catalog_shared::{
     db::quote_ident,
     jobs::{self, IngestOptions, IngestPayload, JobInput, JobStatus, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
+    uploads,
 };
 use chrono::{DateTime, Utc};
 use object_store::{ObjectStoreExt, WriteMultipart};
@@ -188,10 +189,10 @@ async fn receive_upload(
                 return Err(AppError::unprocessable("send exactly one file part"));
             }
             let filename = safe_filename(field.file_name().unwrap_or_default());
-            if !catalog_jobs::is_accepted_upload(&filename) {
+            if !uploads::is_accepted_upload(&filename) {
                 return Err(AppError::unprocessable(format!(
                     "{filename} is not a supported file; upload {}",
-                    catalog_jobs::ACCEPTED_UPLOADS
+                    uploads::ACCEPTED
                 )));
             }
             let path = state.storage.upload_path(job_id, &filename);

@@ -2,7 +2,10 @@
 //! object store (presenting a connector's stored credential if it has
 //! one), bounded in time and guarded against internal addresses, then
 //! ingest it.
-use catalog_shared::jobs::{ConnectorCredential, UrlDownloadPayload};
+use catalog_shared::{
+    jobs::{ConnectorCredential, UrlDownloadPayload},
+    uploads,
+};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use url::Url;
@@ -10,7 +13,6 @@ use url::Url;
 use crate::{
     context::{JobContext, JobError},
     ingest::{ingest_object, object_for},
-    sources,
 };
 
 const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
@@ -47,10 +49,10 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
         )));
     }
     let filename = filename_for(&url, response.headers());
-    if !sources::is_accepted_upload(&filename) {
+    if !uploads::is_accepted_upload(&filename) {
         return Err(JobError::Invalid(format!(
             "{filename} is not a supported file; the URL must point at {}",
-            sources::ACCEPTED
+            uploads::ACCEPTED
         )));
     }
     let total = response.content_length().map(|n| n as i64);

@@ -2,7 +2,10 @@
 //! spatial layer.
 use std::collections::HashSet;
 
-use catalog_shared::jobs::{IngestOptions, IngestPayload};
+use catalog_shared::{
+    jobs::{IngestOptions, IngestPayload},
+    uploads::SourceFormat,
+};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, path::Path};
 use tokio::io::AsyncWriteExt;
@@ -151,7 +154,7 @@ pub(crate) fn plan_layers(
     for source in sources {
         let ds = reader::open(&source.gdal_path, source.format).map_err(read_message)?;
         let spatial = reader::spatial_layers(&ds);
-        if spatial.is_empty() && source.format == reader::SourceFormat::Csv {
+        if spatial.is_empty() && source.format == SourceFormat::Csv {
             return Err(format!(
                 "{}: no coordinates found; a CSV needs lon/lat (or x/y, longitude/latitude) columns or a WKT column named wkt, geom, geometry or the_geom",
                 source.label

@@ -9,7 +9,7 @@ use std::{
     },
 };
 
-use catalog_shared::datasets::ColumnInfo;
+use catalog_shared::{datasets::ColumnInfo, extent::ExtentTracker, uploads::SourceFormat};
 use gdal::{
     Dataset, DatasetOptions, GdalOpenFlags,
     spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
@@ -21,41 +21,23 @@ use tokio::sync::mpsc;
 
 use crate::{
     columns::{PgType, binary, column_names, ogr_type_name},
-    extent::ExtentTracker,
     source_text,
 };
 
-/// What kind of file GDAL is asked to read; it picks the driver and its options.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SourceFormat {
-    GeoPackage,
-    Shapefile,
-    GeoJson,
-    Csv,
+/// The GDAL drivers that read a format.
+fn drivers(format: SourceFormat) -> &'static [&'static str] {
+    match format {
+        SourceFormat::GeoPackage => &["GPKG"],
+        SourceFormat::Shapefile => &["ESRI Shapefile"],
+        SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
+        SourceFormat::Csv => &["CSV"],
+    }
 }
 
-impl SourceFormat {
-    pub fn name(self) -> &'static str {
-        match self {
-            SourceFormat::GeoPackage => "gpkg",
-            SourceFormat::Shapefile => "shapefile",
-            SourceFormat::GeoJson => "geojson",
-            SourceFormat::Csv => "csv",
-        }
-    }
-    fn drivers(self) -> &'static [&'static str] {
-        match self {
-            SourceFormat::GeoPackage => &["GPKG"],
-            SourceFormat::Shapefile => &["ESRI Shapefile"],
-            SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
-            SourceFormat::Csv => &["CSV"],
-        }
-    }
-    fn open_options(self) -> Vec<&'static str> {
-        match self {
-            SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
-            _ => Vec::new(),
-        }
+fn open_options(format: SourceFormat) -> Vec<&'static str> {
+    match format {
+        SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
+        _ => Vec::new(),
     }
 }
 
@@ -85,8 +67,8 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
         path,
         DatasetOptions {
             open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
-            allowed_drivers: Some(format.drivers()),
-            open_options: Some(&format.open_options()),
+            allowed_drivers: Some(drivers(format)),
+            open_options: Some(&open_options(format)),
             sibling_files: None,
         },
     )

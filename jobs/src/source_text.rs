@@ -10,13 +10,14 @@ use std::{
     io::{self, Read},
 };
 
+use catalog_shared::uploads::SourceFormat;
 use gdal::{Dataset, DatasetOptions, GdalOpenFlags, vector::LayerAccess};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::{
     columns::{Fidelity, NumericFit, PgType},
-    reader::{CSV_AS_TEXT, LayerPlan, ReadError, SourceFormat},
+    reader::{CSV_AS_TEXT, LayerPlan, ReadError},
 };
 
 /// The texts of some fields of one feature, in the order asked for.
