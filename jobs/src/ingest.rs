@@ -14,8 +14,8 @@ use crate::{
     columns::sql_identifier,
     context::{JobContext, JobError},
     load::{self, DatasetMeta},
-    reader::{self, LayerPlan},
-    source_text,
+    plan::{LayerPlan, ReadError},
+    reader, source_text,
     sources::{self, Source},
 };
 
@@ -192,9 +192,9 @@ pub(crate) fn plan_layers(
     Ok(all)
 }
 
-pub(crate) fn read_message(e: reader::ReadError) -> String {
+pub(crate) fn read_message(e: ReadError) -> String {
     match e {
-        reader::ReadError::Invalid(msg) => msg,
+        ReadError::Invalid(msg) => msg,
         other => format!("{other:?}"),
     }
 }

@@ -5,6 +5,7 @@ mod download;
 mod harvest;
 mod ingest;
 mod load;
+mod plan;
 mod reader;
 mod reupload;
 mod runner;

@@ -17,7 +17,8 @@ use uuid::Uuid;
 use crate::{
     columns::quote,
     context::{JobContext, JobError},
-    reader::{self, GeomTarget, LayerPlan, ReadError, ReadRequest, ReadStats, postgis_type_name},
+    plan::{GeomTarget, LayerPlan, ReadError},
+    reader::{self, ReadRequest, ReadStats, postgis_type_name},
     sources::Source,
 };
 

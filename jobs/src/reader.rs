@@ -21,7 +21,8 @@ use tokio::sync::mpsc;
 
 use crate::{
     columns::{PgType, binary, column_names, ogr_type_name},
-    source_text,
+    plan::{FieldPlan, GeomTarget, LayerPlan, ReadError},
+    source_text::{self, CSV_AS_TEXT},
 };
 
 /// The GDAL drivers that read a format.
@@ -41,27 +42,6 @@ fn open_options(format: SourceFormat) -> Vec<&'static str> {
     }
 }
 
-/// The CSV options without type detection: the fields and geometry GDAL
-/// finds with detection, every value as the text written in the file.
-pub const CSV_AS_TEXT: &[&str] = &[
-    "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
-    "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
-    "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
-    "KEEP_GEOM_COLUMNS=NO",
-    "EMPTY_STRING_AS_NULL=YES",
-];
-
-/// A failure of reading, phrased for the person who uploaded the file.
-#[derive(Debug)]
-pub enum ReadError {
-    Invalid(String),
-    /// A geometry did not fit the column type chosen from the layer's
-    /// declared type; the load is redone with a generic geometry column.
-    GeometryMismatch,
-    /// The consumer stopped (the COPY failed or the job was cancelled).
-    Stopped,
-}
-
 pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
     Dataset::open_ex(
         path,
@@ -73,37 +53,6 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
         },
     )
     .map_err(|e| ReadError::Invalid(format!("the file could not be read as {}: {e}", format.name())))
-}
-
-#[derive(Clone, Debug)]
-pub struct FieldPlan {
-    pub original: String,
-    pub name: String,
-    pub ogr_type: OGRFieldType::Type,
-    pub pg: PgType,
-    /// Written from the source's own text: GDAL's parsed value would
-    /// change it (see `source_text`).
-    pub from_source_text: bool,
-}
-
-/// The geometry column a layer is loaded into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GeomTarget {
-    /// One type; single parts are promoted to multi where the type is multi.
-    Fixed(Gt::Type),
-    /// Any type (mixed or undeclared); settled after the load.
-    Generic,
-}
-
-#[derive(Clone, Debug)]
-pub struct LayerPlan {
-    pub index: usize,
-    pub name: String,
-    pub fields: Vec<FieldPlan>,
-    pub target: GeomTarget,
-    pub has_z: bool,
-    pub source_srid: Option<i32>,
-    pub feature_count: Option<u64>,
 }
 
 /// Layers that have a geometry; tables without one are not datasets.

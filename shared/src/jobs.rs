@@ -1,6 +1,13 @@
 //! Job records: our `jobs` row carries what users poll (status, step,
 //! progress, error, result); the apalis queue carries only the job id and
 //! decides which worker runs it.
+//!
+//! This is the contract between the API, which enqueues jobs, and the
+//! workers, which run them: the row's `kind` and `status` are [`JobKind`]
+//! and [`JobStatus`], its `payload` a [`JobInput`] of the kind. They are
+//! typed on both sides because the two processes only meet in the
+//! database: a renamed status or a payload field one side no longer writes
+//! would otherwise fail silently at run time instead of at compile time.
 use apalis::prelude::TaskBuilder;
 use apalis_core::task::task_id::TaskId;
 use chrono::{DateTime, Utc};
