@@ -140,9 +140,9 @@ async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobE
 /// switched on. Best effort: a channel's failure is logged, never the job's.
 async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Option<Problem>) {
     let event = if failure.is_some() {
-        "job_failed"
+        notify::JOB_FAILED
     } else {
-        "job_succeeded"
+        notify::JOB_SUCCEEDED
     };
     let channels = match notify::channels(&deps.pool).await {
         Ok(channels) if channels.events.iter().any(|e| e == event) => channels,
