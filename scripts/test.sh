@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
 # cluster under .data/test-pg, checks format and lints (rustfmt, clippy with
-# warnings as errors, no import circles between modules), builds the binaries the integration tests spawn, and
-# runs the workspace's tests.
+# warnings as errors, no import circles between modules), builds the
+# binaries the integration tests spawn, and runs the workspace's tests.
 set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
@@ -21,7 +21,7 @@ trap 'stop_cluster "$DIR"' EXIT
 log "checking format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
-python3 scripts/module_cycles.py api/src shared/src worker/src
+python3 scripts/module_cycles.py api/src shared/src jobs/src worker/src
 
 log "building"
 cargo build --workspace --bins --tests

@@ -95,7 +95,10 @@ fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
         "{origin}{reprojected} and last updated on {}.",
         dataset.updated_at.format("%Y-%m-%d")
     ));
-    let columns: Vec<String> = published_columns(dataset).into_iter().map(|c| c.original).collect();
+    let columns: Vec<String> = published_columns(dataset)
+        .into_iter()
+        .map(|c| c.original_name)
+        .collect();
     if !columns.is_empty() {
         let shown: Vec<String> = columns.iter().take(5).cloned().collect();
         let more = columns.len() - shown.len();

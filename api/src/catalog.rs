@@ -1,7 +1,12 @@
 //! Bringing existing PostGIS tables into the catalog, checking that a
 //! dataset's table still matches its record, and deleting in bulk.
 use axum::{Json, extract::State};
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, STAGING_PREFIX},
+    db::quote_ident,
+    extent::ExtentTracker,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, types::Json as SqlJson};
@@ -39,8 +44,15 @@ const UNREGISTERED: &str = "SELECT g.f_table_schema::text AS schema_name, g.f_ta
      JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = g.f_table_name
      WHERE g.f_table_schema NOT IN {SYSTEM_SCHEMAS}
        AND c.relkind IN ('r', 'p', 'v', 'm')
-       AND g.f_table_name NOT LIKE '\\_staging\\_%' AND g.f_table_name NOT LIKE '\\_old\\_%' AND g.f_table_name NOT LIKE '%\\_old'
+       AND g.f_table_name NOT LIKE '{STAGING_LIKE}%' AND g.f_table_name NOT LIKE '\\_old\\_%' AND g.f_table_name NOT LIKE '%\\_old'
        AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.schema_name = g.f_table_schema AND d.table_name = g.f_table_name)";
+
+fn unregistered_sql() -> String {
+    // Underscores are wildcards in LIKE.
+    UNREGISTERED
+        .replace("{SYSTEM_SCHEMAS}", SYSTEM_SCHEMAS)
+        .replace("{STAGING_LIKE}", &STAGING_PREFIX.replace('_', "\\_"))
+}
 
 /// `ST_GeometryType` names of the geometries every output serves.
 const LINEAR_TYPES: &str = "'ST_Point', 'ST_LineString', 'ST_Polygon', 'ST_MultiPoint', 'ST_MultiLineString',
@@ -113,10 +125,7 @@ async fn discover(
     if !(1..=5000).contains(&limit) {
         return Err(AppError::unprocessable("limit must be from 1 to 5000"));
     }
-    let sql = format!(
-        "{} ORDER BY 1, 2 LIMIT $1",
-        UNREGISTERED.replace("{SYSTEM_SCHEMAS}", SYSTEM_SCHEMAS)
-    );
+    let sql = format!("{} ORDER BY 1, 2 LIMIT $1", unregistered_sql());
     let found: Vec<Candidate> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(limit)
         .fetch_all(&state.pool)
@@ -237,7 +246,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     }
     let sql = format!(
         "{} AND g.f_table_schema = $1 AND g.f_table_name = $2",
-        UNREGISTERED.replace("{SYSTEM_SCHEMAS}", SYSTEM_SCHEMAS)
+        unregistered_sql()
     );
     let candidate: Candidate = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(&schema)
@@ -310,7 +319,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         .fetch_all(&state.pool)
         .await
         .map_err(fail)?;
-    let mut extent = catalog_jobs::ExtentTracker::default();
+    let mut extent = ExtentTracker::default();
     for (min_x, max_x, min_y, max_y) in parts {
         extent.add(min_x, max_x, min_y, max_y);
     }
@@ -348,7 +357,7 @@ async fn table_columns(
     table: &str,
     key: &str,
     geom: &str,
-) -> Result<Value, sqlx::Error> {
+) -> Result<Vec<ColumnInfo>, sqlx::Error> {
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod)
          FROM pg_attribute a WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass
@@ -361,19 +370,23 @@ async fn table_columns(
     .bind(geom)
     .fetch_all(db)
     .await?;
-    Ok(Value::Array(
-        rows.into_iter()
-            .map(|(name, pg_type)| {
-                let kind = match pg_type.as_str() {
-                    t if t.starts_with("character") || t == "text" => "text".to_string(),
-                    t if t.starts_with("timestamp") => "timestamptz".to_string(),
-                    t if t.starts_with("numeric") || t == "real" => "double precision".to_string(),
-                    t => t.to_string(),
-                };
-                json!({"name": name, "original_name": name, "type": kind, "source_type": pg_type})
-            })
-            .collect(),
-    ))
+    Ok(rows
+        .into_iter()
+        .map(|(name, source_type)| {
+            let pg_type = match source_type.as_str() {
+                t if t.starts_with("character") || t == "text" => "text".to_string(),
+                t if t.starts_with("timestamp") => "timestamptz".to_string(),
+                t if t.starts_with("numeric") || t == "real" => "double precision".to_string(),
+                t => t.to_string(),
+            };
+            ColumnInfo {
+                original_name: name.clone(),
+                name,
+                pg_type,
+                source_type,
+            }
+        })
+        .collect())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -487,28 +500,20 @@ async fn check_table(state: &AppState, d: &crate::datasets::record::Dataset) -> 
             &d.geometry_column,
         )
         .await?;
-        let names = |v: &Value| -> Vec<(String, String)> {
-            v.as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| {
-                    (
-                        c["name"].as_str().unwrap_or_default().to_string(),
-                        c["type"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
-                .collect()
-        };
-        let (recorded, found) = (names(&d.column_info.0), names(&actual));
-        for (name, kind) in &recorded {
-            match found.iter().find(|(n, _)| n == name) {
+        let recorded = &d.column_info.0;
+        for column in recorded {
+            let name = &column.name;
+            match actual.iter().find(|c| c.name == *name) {
                 None => problems.push(format!("column {name} is missing")),
-                Some((_, k)) if k != kind => problems.push(format!("column {name} is {k}, recorded as {kind}")),
+                Some(found) if found.pg_type != column.pg_type => problems.push(format!(
+                    "column {name} is {}, recorded as {}",
+                    found.pg_type, column.pg_type
+                )),
                 _ => {}
             }
         }
-        for (name, _) in found.iter().filter(|(n, _)| !recorded.iter().any(|(r, _)| r == n)) {
-            problems.push(format!("column {name} is not in the record"));
+        for found in actual.iter().filter(|f| !recorded.iter().any(|r| r.name == f.name)) {
+            problems.push(format!("column {} is not in the record", found.name));
         }
     }
     Ok(

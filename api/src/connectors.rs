@@ -9,7 +9,7 @@
 use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
 use catalog_shared::{
     AppError,
-    jobs::{self, ConnectorCredential, IngestOptions, JobKind, UrlDownloadPayload},
+    jobs::{self, ConnectorCredential, IngestOptions, JobInput, UrlDownloadPayload},
     secrets::seal,
 };
 use chrono::{DateTime, Utc};
@@ -159,7 +159,7 @@ async fn connector_ingest(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Connector, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Connector(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }

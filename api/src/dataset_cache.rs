@@ -11,6 +11,7 @@ use std::{
 };
 
 use catalog_shared::AppError;
+use catalog_shared::datasets::DatasetChanged;
 use sqlx::{PgPool, postgres::PgListener};
 use uuid::Uuid;
 
@@ -82,7 +83,7 @@ impl DatasetCache {
                     continue;
                 }
             };
-            if let Err(e) = listener.listen(CHANNEL).await {
+            if let Err(e) = listener.listen(DatasetChanged::CHANNEL).await {
                 tracing::warn!(error = %e, "cannot listen for dataset changes; retrying");
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 continue;
@@ -91,8 +92,8 @@ impl DatasetCache {
             loop {
                 match listener.try_recv().await {
                     Ok(Some(notification)) => {
-                        if let Ok(id) = notification.payload().parse() {
-                            self.forget(id);
+                        if let Some(changed) = DatasetChanged::from_payload(notification.payload()) {
+                            self.forget(changed.dataset_id);
                         }
                     }
                     Ok(None) => self.forget_all(),
@@ -105,7 +106,3 @@ impl DatasetCache {
         }
     }
 }
-
-/// The channel on which the database announces every change of a dataset
-/// record (payload: the id; a trigger on `datasets` sends it).
-pub const CHANNEL: &str = "dataset_changed";

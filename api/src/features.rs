@@ -6,10 +6,10 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::Row;
+use sqlx::{Row, types::Json as SqlJson};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
@@ -21,7 +21,7 @@ use crate::{
     bbox::Bbox,
     datasets::record::Dataset,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
-    ogc::items::{Column, feature_sql, in_storage_crs, published_columns, table_sql},
+    ogc::items::{feature_sql, in_storage_crs, published_columns, table_sql},
     state::AppState,
 };
 
@@ -239,10 +239,10 @@ async fn create_feature(
     }];
     let mut params: Vec<Option<String>> = vec![Some(body.geometry.to_string())];
     for (key, value) in &body.properties {
-        let column: &Column = columns
+        let column: &ColumnInfo = columns
             .iter()
             .find(|c| &c.name == key)
-            .or_else(|| columns.iter().find(|c| &c.original == key))
+            .or_else(|| columns.iter().find(|c| &c.original_name == key))
             .ok_or_else(|| AppError::unprocessable(format!("{key:?} is not a column of this dataset")))?;
         names.push(quote_ident(&column.name));
         params.push(match value {
@@ -351,19 +351,20 @@ async fn add_column(
         quote_ident(&name)
     );
     sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut *tx).await?;
-    let entry = json!({"name": name, "original_name": name, "type": pg_type, "source_type": "added"});
+    let added = ColumnInfo {
+        name: name.clone(),
+        original_name: name,
+        pg_type: pg_type.to_string(),
+        source_type: "added".into(),
+    };
     sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb), updated_at = now() WHERE id = $1")
         .bind(id)
-        .bind(entry)
+        .bind(SqlJson(&added))
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
     state.datasets.forget(id);
-    columns.push(Column {
-        name: name.clone(),
-        original: name,
-        pg_type: pg_type.to_string(),
-    });
+    columns.push(added);
     Ok(Json(ColumnList {
         columns: columns
             .into_iter()

@@ -2,7 +2,7 @@
 use axum::{Json, extract::State};
 use catalog_shared::{
     AppError,
-    jobs::{self, JOB_COLUMNS, JobView},
+    jobs::{self, JOB_COLUMNS, JobStatus, JobView},
 };
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -52,10 +52,12 @@ async fn cancel_job(
 ) -> Result<Json<JobView>, AppError> {
     let job = visible_job(&state, &caller, job_id).await?;
     let cancelled = sqlx::query(
-        "UPDATE jobs SET status = 'cancelled', step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
-         WHERE id = $1 AND status IN ('queued', 'running')",
+        "UPDATE jobs SET status = $2, step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+         WHERE id = $1 AND status = ANY($3)",
     )
     .bind(job_id)
+    .bind(JobStatus::Cancelled)
+    .bind(JobStatus::UNFINISHED)
     .execute(&state.pool)
     .await?
     .rows_affected();
@@ -84,8 +86,6 @@ struct JobList {
     offset: i64,
 }
 
-const JOB_STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
-
 /// Jobs newest first: every job for an admin (`user_id` narrows to one
 /// user's), the caller's own for others.
 #[utoipa::path(get, path = "/api/jobs", tag = "jobs", params(JobListQuery),
@@ -103,14 +103,16 @@ async fn list_jobs(
     } else {
         return Err(AppError::forbidden("only admins may list other users' jobs"));
     };
-    if let Some(status) = &q.status
-        && !JOB_STATUSES.contains(&status.as_str())
-    {
-        return Err(AppError::bad_request(format!(
-            "status must be one of {}",
-            JOB_STATUSES.join(", ")
-        )));
-    }
+    let status = q
+        .status
+        .as_deref()
+        .map(|name| {
+            JobStatus::parse(name).ok_or_else(|| {
+                let names: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+                AppError::bad_request(format!("status must be one of {}", names.join(", ")))
+            })
+        })
+        .transpose()?;
     let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs
@@ -119,7 +121,7 @@ async fn list_jobs(
     );
     let rows: Vec<JobView> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(owner)
-        .bind(&q.status)
+        .bind(status)
         .bind(&q.kind)
         .bind(limit)
         .bind(offset)

@@ -9,7 +9,7 @@ use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
 use catalog_shared::{
     AppError,
     jobs::{
-        self, IngestOptions, JobKind, RemoteService, ReuploadPayload, ServiceAuth, ServiceCredentials,
+        self, IngestOptions, JobInput, JobStatus, RemoteService, ReuploadPayload, ServiceAuth, ServiceCredentials,
         ServiceImportPayload,
     },
     secrets::seal_hex,
@@ -191,7 +191,7 @@ async fn import_service(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::ServiceImport, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::ServiceImport(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -228,7 +228,7 @@ async fn queue_service_reupload(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, caller.user_id()).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), caller.user_id()).await?;
     tx.commit().await?;
     Ok(job_id)
 }
@@ -273,14 +273,14 @@ async fn preview_service_reupload(
         let job = jobs::find(&state.pool, job_id)
             .await?
             .ok_or_else(|| AppError::internal("the preview job vanished"))?;
-        match job.status.as_str() {
-            "succeeded" => {
+        match job.status {
+            JobStatus::Succeeded => {
                 return job
                     .result
                     .map(|r| Json(r.0))
                     .ok_or_else(|| AppError::internal("the preview job reported nothing"));
             }
-            "failed" | "cancelled" => {
+            JobStatus::Failed | JobStatus::Cancelled => {
                 let detail = job
                     .error
                     .map_or_else(|| "the preview was cancelled".into(), |p| p.detail);

@@ -11,7 +11,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ use crate::{
     },
     datasets::record::Dataset,
     extract::Path,
-    ogc::items::{Column, published_columns, table_sql},
+    ogc::items::{published_columns, table_sql},
     state::AppState,
 };
 
@@ -103,7 +103,7 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
 
 /// An attribute as a value a vector tile can carry: numbers, booleans and
 /// text as they are, anything else as its text form.
-fn tile_value(column: &Column) -> String {
+fn tile_value(column: &ColumnInfo) -> String {
     let name = quote_ident(&column.name);
     match column.pg_type.as_str() {
         "integer" | "bigint" | "smallint" | "double precision" | "real" | "boolean" | "text" => format!("t.{name}"),
@@ -112,7 +112,7 @@ fn tile_value(column: &Column) -> String {
     }
 }
 
-fn vector_tile_sql(dataset: &Dataset, columns: &[Column]) -> String {
+fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     format!(
         "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom', '__mvt_id') FROM (

@@ -2,22 +2,22 @@
 //! object store (presenting a connector's stored credential if it has
 //! one), bounded in time and guarded against internal addresses, then
 //! ingest it.
-use catalog_shared::jobs::{ConnectorCredential, UrlDownloadPayload};
+use catalog_shared::{
+    jobs::{ConnectorCredential, UrlDownloadPayload},
+    uploads,
+};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use url::Url;
 
 use crate::{
+    context::{JobContext, JobError},
     ingest::{ingest_object, object_for},
-    runner::{JobContext, JobError},
-    sources,
 };
 
 const PROGRESS_EVERY_BYTES: u64 = 4 << 20;
 
-pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: UrlDownloadPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("url_download payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), JobError> {
     let url = Url::parse(&payload.url).map_err(|e| JobError::Invalid(format!("the URL is not valid: {e}")))?;
     ctx.progress("downloading", Some(0), None).await?;
     let policy = &ctx.deps.outbound;
@@ -49,10 +49,10 @@ pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), Job
         )));
     }
     let filename = filename_for(&url, response.headers());
-    if !sources::is_accepted_upload(&filename) {
+    if !uploads::is_accepted_upload(&filename) {
         return Err(JobError::Invalid(format!(
             "{filename} is not a supported file; the URL must point at {}",
-            sources::ACCEPTED
+            uploads::ACCEPTED
         )));
     }
     let total = response.content_length().map(|n| n as i64);

@@ -14,19 +14,17 @@ use serde_json::Value;
 use url::Url;
 
 use crate::{
+    context::{JobContext, JobError},
     ingest::{ingest_object, object_for},
-    runner::{JobContext, JobError},
 };
 
 const PAGE_SIZE: usize = 1000;
 const MAX_PAGES: usize = 100_000;
 pub const HARVEST_FILENAME: &str = "service.geojson";
 
-pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
-    let payload: ServiceImportPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("service_import payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &ServiceImportPayload) -> Result<(), JobError> {
     let object = harvest(ctx, &payload.service).await?;
-    let mut options = payload.options;
+    let mut options = payload.options.clone();
     options.title.get_or_insert_with(|| payload.service.layer_name.clone());
     ingest_object(ctx, &object, HARVEST_FILENAME, &options).await
 }

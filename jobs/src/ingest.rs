@@ -2,23 +2,24 @@
 //! spatial layer.
 use std::collections::HashSet;
 
-use catalog_shared::jobs::{IngestOptions, IngestPayload};
+use catalog_shared::{
+    jobs::{IngestOptions, IngestPayload},
+    uploads::SourceFormat,
+};
 use futures::StreamExt;
 use object_store::{ObjectStoreExt, path::Path};
 use tokio::io::AsyncWriteExt;
 
 use crate::{
     columns::sql_identifier,
+    context::{JobContext, JobError},
     load::{self, DatasetMeta},
-    reader::{self, LayerPlan},
-    runner::{JobContext, JobError},
-    source_text,
+    plan::{LayerPlan, ReadError},
+    reader, source_text,
     sources::{self, Source},
 };
 
-pub async fn run(ctx: &JobContext, payload: serde_json::Value) -> Result<(), JobError> {
-    let payload: IngestPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("ingest payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &IngestPayload) -> Result<(), JobError> {
     let object = Path::parse(&payload.object_path).map_err(|e| JobError::Internal(format!("object path: {e}")))?;
     ingest_object(ctx, &object, &payload.filename, &payload.options).await
 }
@@ -98,7 +99,7 @@ pub async fn ingest_object(
         );
         let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
         if loaded.stats.rows == 0 {
-            crate::runner::drop_staging(ctx).await;
+            crate::context::drop_staging(ctx).await;
             tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
             continue;
         }
@@ -153,7 +154,7 @@ pub(crate) fn plan_layers(
     for source in sources {
         let ds = reader::open(&source.gdal_path, source.format).map_err(read_message)?;
         let spatial = reader::spatial_layers(&ds);
-        if spatial.is_empty() && source.format == reader::SourceFormat::Csv {
+        if spatial.is_empty() && source.format == SourceFormat::Csv {
             return Err(format!(
                 "{}: no coordinates found; a CSV needs lon/lat (or x/y, longitude/latitude) columns or a WKT column named wkt, geom, geometry or the_geom",
                 source.label
@@ -191,9 +192,9 @@ pub(crate) fn plan_layers(
     Ok(all)
 }
 
-pub(crate) fn read_message(e: reader::ReadError) -> String {
+pub(crate) fn read_message(e: ReadError) -> String {
     match e {
-        reader::ReadError::Invalid(msg) => msg,
+        ReadError::Invalid(msg) => msg,
         other => format!("{other:?}"),
     }
 }

@@ -1,16 +1,16 @@
 //! Job handlers, run only by worker processes.
 mod columns;
+mod context;
 mod download;
-mod extent;
 mod harvest;
 mod ingest;
 mod load;
+mod plan;
 mod reader;
 mod reupload;
-pub mod runner;
+mod runner;
 mod source_text;
 mod sources;
 
-pub use extent::ExtentTracker;
-pub use runner::{JobContext, JobError, cleanup_abandoned_staging, run_job};
-pub use sources::{ACCEPTED as ACCEPTED_UPLOADS, is_accepted_upload};
+pub use context::JobDeps;
+pub use runner::{cleanup_abandoned_staging, run_job};

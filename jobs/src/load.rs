@@ -9,14 +9,16 @@ use std::{
     time::{Duration, Instant},
 };
 
+use catalog_shared::jobs::JobStatus;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::{
     columns::quote,
-    reader::{self, GeomTarget, LayerPlan, ReadError, ReadRequest, ReadStats, postgis_type_name},
-    runner::{JobContext, JobError},
+    context::{JobContext, JobError},
+    plan::{GeomTarget, LayerPlan, ReadError},
+    reader::{self, ReadRequest, ReadStats, postgis_type_name},
     sources::Source,
 };
 
@@ -266,11 +268,11 @@ async fn begin_publishing(
     )
     .await?;
     let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+    let status: Option<JobStatus> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(ctx.job_id)
         .fetch_optional(&mut *tx)
         .await?;
-    if status.as_deref() != Some("running") {
+    if status != Some(JobStatus::Running) {
         return Err(JobError::Cancelled);
     }
     Ok(tx)
@@ -333,7 +335,7 @@ pub async fn publish(
     .bind(plan.source_srid)
     .bind(extent)
     .bind(loaded.stats.rows as i64)
-    .bind(reader::column_info(plan))
+    .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
     .bind(&meta.visibility)
     .bind(&meta.source_format)
@@ -394,7 +396,7 @@ pub async fn replace(
     .bind(plan.source_srid)
     .bind(loaded.stats.extent.bbox().map(|b| b.to_vec()))
     .bind(loaded.stats.rows as i64)
-    .bind(reader::column_info(plan))
+    .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
     .bind(&meta.source_format)
     .bind(&meta.source_filename)

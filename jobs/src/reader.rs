@@ -9,6 +9,7 @@ use std::{
     },
 };
 
+use catalog_shared::{datasets::ColumnInfo, extent::ExtentTracker, uploads::SourceFormat};
 use gdal::{
     Dataset, DatasetOptions, GdalOpenFlags,
     spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
@@ -20,63 +21,25 @@ use tokio::sync::mpsc;
 
 use crate::{
     columns::{PgType, binary, column_names, ogr_type_name},
-    extent::ExtentTracker,
-    source_text,
+    plan::{FieldPlan, GeomTarget, LayerPlan, ReadError},
+    source_text::{self, CSV_AS_TEXT},
 };
 
-/// What kind of file GDAL is asked to read; it picks the driver and its options.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SourceFormat {
-    GeoPackage,
-    Shapefile,
-    GeoJson,
-    Csv,
-}
-
-impl SourceFormat {
-    pub fn name(self) -> &'static str {
-        match self {
-            SourceFormat::GeoPackage => "gpkg",
-            SourceFormat::Shapefile => "shapefile",
-            SourceFormat::GeoJson => "geojson",
-            SourceFormat::Csv => "csv",
-        }
-    }
-    fn drivers(self) -> &'static [&'static str] {
-        match self {
-            SourceFormat::GeoPackage => &["GPKG"],
-            SourceFormat::Shapefile => &["ESRI Shapefile"],
-            SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
-            SourceFormat::Csv => &["CSV"],
-        }
-    }
-    fn open_options(self) -> Vec<&'static str> {
-        match self {
-            SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
-            _ => Vec::new(),
-        }
+/// The GDAL drivers that read a format.
+fn drivers(format: SourceFormat) -> &'static [&'static str] {
+    match format {
+        SourceFormat::GeoPackage => &["GPKG"],
+        SourceFormat::Shapefile => &["ESRI Shapefile"],
+        SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
+        SourceFormat::Csv => &["CSV"],
     }
 }
 
-/// The CSV options without type detection: the fields and geometry GDAL
-/// finds with detection, every value as the text written in the file.
-pub const CSV_AS_TEXT: &[&str] = &[
-    "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
-    "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
-    "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
-    "KEEP_GEOM_COLUMNS=NO",
-    "EMPTY_STRING_AS_NULL=YES",
-];
-
-/// A failure of reading, phrased for the person who uploaded the file.
-#[derive(Debug)]
-pub enum ReadError {
-    Invalid(String),
-    /// A geometry did not fit the column type chosen from the layer's
-    /// declared type; the load is redone with a generic geometry column.
-    GeometryMismatch,
-    /// The consumer stopped (the COPY failed or the job was cancelled).
-    Stopped,
+fn open_options(format: SourceFormat) -> Vec<&'static str> {
+    match format {
+        SourceFormat::Csv => [CSV_AS_TEXT, &["AUTODETECT_TYPE=YES", "AUTODETECT_SIZE_LIMIT=0"]].concat(),
+        _ => Vec::new(),
+    }
 }
 
 pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
@@ -84,43 +47,12 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
         path,
         DatasetOptions {
             open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
-            allowed_drivers: Some(format.drivers()),
-            open_options: Some(&format.open_options()),
+            allowed_drivers: Some(drivers(format)),
+            open_options: Some(&open_options(format)),
             sibling_files: None,
         },
     )
     .map_err(|e| ReadError::Invalid(format!("the file could not be read as {}: {e}", format.name())))
-}
-
-#[derive(Clone, Debug)]
-pub struct FieldPlan {
-    pub original: String,
-    pub name: String,
-    pub ogr_type: OGRFieldType::Type,
-    pub pg: PgType,
-    /// Written from the source's own text: GDAL's parsed value would
-    /// change it (see `source_text`).
-    pub from_source_text: bool,
-}
-
-/// The geometry column a layer is loaded into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GeomTarget {
-    /// One type; single parts are promoted to multi where the type is multi.
-    Fixed(Gt::Type),
-    /// Any type (mixed or undeclared); settled after the load.
-    Generic,
-}
-
-#[derive(Clone, Debug)]
-pub struct LayerPlan {
-    pub index: usize,
-    pub name: String,
-    pub fields: Vec<FieldPlan>,
-    pub target: GeomTarget,
-    pub has_z: bool,
-    pub source_srid: Option<i32>,
-    pub feature_count: Option<u64>,
 }
 
 /// Layers that have a geometry; tables without one are not datasets.
@@ -755,18 +687,14 @@ unsafe fn write_temporal(
 }
 
 /// Column descriptions recorded on the dataset.
-pub fn column_info(plan: &LayerPlan) -> Value {
-    Value::Array(
-        plan.fields
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "name": f.name,
-                    "original_name": f.original,
-                    "type": f.pg.sql(),
-                    "source_type": ogr_type_name(f.ogr_type),
-                })
-            })
-            .collect(),
-    )
+pub fn column_info(plan: &LayerPlan) -> Vec<ColumnInfo> {
+    plan.fields
+        .iter()
+        .map(|f| ColumnInfo {
+            name: f.name.clone(),
+            original_name: f.original.clone(),
+            pg_type: f.pg.sql().to_string(),
+            source_type: ogr_type_name(f.ogr_type).to_string(),
+        })
+        .collect()
 }

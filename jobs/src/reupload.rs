@@ -3,18 +3,18 @@
 //! compared with it). The layer is the one asked
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
-use catalog_shared::jobs::ReuploadPayload;
+use catalog_shared::{datasets::ColumnInfo, jobs::ReuploadPayload};
 use object_store::{ObjectStoreExt, path::Path};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
     columns::sql_identifier,
+    context::{JobContext, JobError},
     harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
     load::{self, DatasetMeta},
     reader,
-    runner::{JobContext, JobError},
 };
 
 const PREVIEW_ROWS: usize = 5;
@@ -22,14 +22,12 @@ const PREVIEW_ROWS: usize = 5;
 #[derive(sqlx::FromRow)]
 struct Current {
     source_layer: Option<String>,
-    column_info: sqlx::types::Json<Value>,
+    column_info: sqlx::types::Json<Vec<ColumnInfo>>,
     feature_count: i64,
     is_registered: bool,
 }
 
-pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
-    let payload: ReuploadPayload =
-        serde_json::from_value(payload).map_err(|e| JobError::Internal(format!("reupload payload: {e}")))?;
+pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobError> {
     let current: Current =
         sqlx::query_as("SELECT source_layer, column_info, feature_count, is_registered FROM datasets WHERE id = $1")
             .bind(payload.dataset_id)
@@ -54,7 +52,7 @@ pub async fn run(ctx: &JobContext, payload: Value) -> Result<(), JobError> {
     let payload = ReuploadPayload {
         filename,
         object_path: object.to_string(),
-        ..payload
+        ..payload.clone()
     };
     ctx.progress("reading", None, None).await?;
     let workdir = tempfile::tempdir()?;
@@ -162,15 +160,8 @@ async fn preview(
     let old_columns: Vec<(String, String)> = current
         .column_info
         .0
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            Some((
-                c["name"].as_str()?.to_string(),
-                c["type"].as_str().unwrap_or("text").to_string(),
-            ))
-        })
+        .iter()
+        .map(|c| (c.name.clone(), c.pg_type.clone()))
         .collect();
     let column = |(name, kind): &(String, String)| json!({"name": name, "type": kind});
     let added: Vec<Value> = new_columns

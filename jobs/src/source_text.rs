@@ -10,14 +10,25 @@ use std::{
     io::{self, Read},
 };
 
+use catalog_shared::uploads::SourceFormat;
 use gdal::{Dataset, DatasetOptions, GdalOpenFlags, vector::LayerAccess};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::{
     columns::{Fidelity, NumericFit, PgType},
-    reader::{CSV_AS_TEXT, LayerPlan, ReadError, SourceFormat},
+    plan::{LayerPlan, ReadError},
 };
+
+/// The CSV options without type detection: the fields and geometry GDAL
+/// finds with detection, every value as the text written in the file.
+pub const CSV_AS_TEXT: &[&str] = &[
+    "X_POSSIBLE_NAMES=lon,lng,long,longitude,x,xcoord,x_coord,easting",
+    "Y_POSSIBLE_NAMES=lat,latitude,y,ycoord,y_coord,northing",
+    "GEOM_POSSIBLE_NAMES=wkt,geom,geometry,the_geom,wkt_geom",
+    "KEEP_GEOM_COLUMNS=NO",
+    "EMPTY_STRING_AS_NULL=YES",
+];
 
 /// The texts of some fields of one feature, in the order asked for.
 pub type Texts = Vec<Option<String>>;

@@ -3,7 +3,7 @@
 //! refused with a message that says what is wrong.
 use std::{collections::HashSet, fs::File, path::Path};
 
-use crate::reader::SourceFormat;
+use catalog_shared::uploads::{ACCEPTED, SourceFormat, format_of};
 
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -12,26 +12,6 @@ pub struct Source {
     pub format: SourceFormat,
     /// The member name inside a zip, for messages and layer names.
     pub label: String,
-}
-
-pub const ACCEPTED: &str = ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
-
-/// The format an uploaded file name announces, if any.
-pub fn format_of(name: &str) -> Option<SourceFormat> {
-    let lower = name.to_ascii_lowercase();
-    let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
-    match ext {
-        "gpkg" => Some(SourceFormat::GeoPackage),
-        "geojson" | "json" | "geojsonl" | "geojsons" => Some(SourceFormat::GeoJson),
-        "csv" => Some(SourceFormat::Csv),
-        "shp" => Some(SourceFormat::Shapefile),
-        _ => None,
-    }
-}
-
-pub fn is_accepted_upload(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(".zip") || matches!(format_of(&lower), Some(f) if f != SourceFormat::Shapefile)
 }
 
 pub fn sources_of(path: &Path, filename: &str) -> Result<Vec<Source>, String> {
@@ -124,14 +104,5 @@ mod tests {
         assert!(!is_safe_member("a/../../b.shp"));
         assert!(!is_safe_member("/abs.shp"));
         assert!(!is_safe_member("C:\\x.shp"));
-    }
-
-    #[test]
-    fn uploads_are_recognised_by_extension() {
-        assert!(is_accepted_upload("World.GPKG"));
-        assert!(is_accepted_upload("a.zip"));
-        assert!(!is_accepted_upload("a.shp"));
-        assert!(!is_accepted_upload("notes.txt"));
-        assert!(!is_accepted_upload("noext"));
     }
 }

@@ -1,6 +1,13 @@
 //! Job records: our `jobs` row carries what users poll (status, step,
 //! progress, error, result); the apalis queue carries only the job id and
 //! decides which worker runs it.
+//!
+//! This is the contract between the API, which enqueues jobs, and the
+//! workers, which run them: the row's `kind` and `status` are [`JobKind`]
+//! and [`JobStatus`], its `payload` a [`JobInput`] of the kind. They are
+//! typed on both sides because the two processes only meet in the
+//! database: a renamed status or a payload field one side no longer writes
+//! would otherwise fail silently at run time instead of at compile time.
 use apalis::prelude::TaskBuilder;
 use apalis_core::task::task_id::TaskId;
 use chrono::{DateTime, Utc};
@@ -13,8 +20,10 @@ use crate::{AppError, Problem};
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// What a job does: `jobs.kind`, and what the worker dispatches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum JobKind {
     Ingest,
     Reupload,
@@ -34,6 +43,58 @@ impl JobKind {
             JobKind::Connector => "connector",
             JobKind::ServiceImport => "service_import",
         }
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a job is in its life: `jobs.status` (its CHECK constraint lists
+/// the same names). The API writes `queued` and `cancelled`, the worker the
+/// others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 5] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Succeeded,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+    /// A job in one of these may still be (re)started or cancelled.
+    pub const UNFINISHED: [JobStatus; 2] = [JobStatus::Queued, JobStatus::Running];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Running => "running",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -159,20 +220,70 @@ impl ConnectorCredential {
     }
 }
 
+/// What a job is given, by kind: the API stores it in `jobs.payload` and
+/// the worker reads it back with the row's kind. Each kind has its own
+/// input type, so a kind cannot be enqueued with another kind's input.
+#[derive(Clone, Debug)]
+pub enum JobInput {
+    Ingest(IngestPayload),
+    Reupload(ReuploadPayload),
+    UrlDownload(UrlDownloadPayload),
+    Connector(UrlDownloadPayload),
+    ServiceImport(ServiceImportPayload),
+}
+
+impl JobInput {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            JobInput::Ingest(_) => JobKind::Ingest,
+            JobInput::Reupload(_) => JobKind::Reupload,
+            JobInput::UrlDownload(_) => JobKind::UrlDownload,
+            JobInput::Connector(_) => JobKind::Connector,
+            JobInput::ServiceImport(_) => JobKind::ServiceImport,
+        }
+    }
+
+    /// The input as stored: the kind's payload alone (the kind has its column).
+    fn to_payload(&self) -> serde_json::Value {
+        let payload = match self {
+            JobInput::Ingest(p) => serde_json::to_value(p),
+            JobInput::Reupload(p) => serde_json::to_value(p),
+            JobInput::UrlDownload(p) | JobInput::Connector(p) => serde_json::to_value(p),
+            JobInput::ServiceImport(p) => serde_json::to_value(p),
+        };
+        payload.expect("job payloads serialize")
+    }
+
+    /// The input of a stored job; why not, when the payload does not fit
+    /// its kind or no worker handles the kind.
+    pub fn from_payload(kind: JobKind, payload: serde_json::Value) -> Result<Self, String> {
+        fn parse<T: serde::de::DeserializeOwned>(kind: JobKind, payload: serde_json::Value) -> Result<T, String> {
+            serde_json::from_value(payload).map_err(|e| format!("{kind} payload: {e}"))
+        }
+        Ok(match kind {
+            JobKind::Ingest => JobInput::Ingest(parse(kind, payload)?),
+            JobKind::Reupload => JobInput::Reupload(parse(kind, payload)?),
+            JobKind::UrlDownload => JobInput::UrlDownload(parse(kind, payload)?),
+            JobKind::Connector => JobInput::Connector(parse(kind, payload)?),
+            JobKind::ServiceImport => JobInput::ServiceImport(parse(kind, payload)?),
+            JobKind::Rehydrate => return Err(format!("no handler for job kind {kind}")),
+        })
+    }
+}
+
 /// Inserts the job row and pushes its queue task in the caller's
 /// transaction, so a job exists in both places or in neither.
 pub async fn enqueue(
     tx: &mut PgConnection,
     job_id: Uuid,
-    kind: JobKind,
-    payload: &impl Serialize,
+    input: &JobInput,
     created_by: Option<Uuid>,
 ) -> Result<Uuid, sqlx::Error> {
     let task_id = ulid::Ulid::generate();
     sqlx::query("INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)")
         .bind(job_id)
-        .bind(kind.as_str())
-        .bind(sqlx::types::Json(payload))
+        .bind(input.kind())
+        .bind(input.to_payload())
         .bind(task_id.to_string())
         .bind(created_by)
         .execute(&mut *tx)
@@ -197,8 +308,8 @@ pub async fn enqueue(
 #[derive(Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct JobView {
     pub id: Uuid,
-    pub kind: String,
-    pub status: String,
+    pub kind: JobKind,
+    pub status: JobStatus,
     pub step: Option<String>,
     #[sqlx(skip)]
     pub progress: Option<Progress>,

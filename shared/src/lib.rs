@@ -1,15 +1,21 @@
 //! What the API and the workers share: configuration, the database, the
 //! error type, credentials and sealed secrets, the object store, outbound
-//! HTTP, notifications and job records.
+//! HTTP, notifications, and the contracts between the API and the workers:
+//! job records and inputs ([`jobs`]), what workers record about datasets
+//! ([`datasets`]), which files are accepted ([`uploads`]) and how extents
+//! are counted ([`extent`]).
 pub mod auth;
 pub mod config;
+pub mod datasets;
 pub mod db;
 pub mod error;
+pub mod extent;
 pub mod jobs;
 pub mod notify;
 pub mod outbound;
 pub mod secrets;
 pub mod storage;
 pub mod telemetry;
+pub mod uploads;
 
 pub use error::{AppError, Problem, ServerErrorCause};

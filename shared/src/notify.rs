@@ -20,8 +20,13 @@ use crate::{outbound::OutboundPolicy, secrets::unseal};
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Sent by workers when a job fails or succeeds; admins choose which in
+/// the API, so both use these names.
+pub const JOB_FAILED: &str = "job_failed";
+pub const JOB_SUCCEEDED: &str = "job_succeeded";
+
 /// The events that may be sent to the channels.
-pub const EVENTS: [&str; 2] = ["job_failed", "job_succeeded"];
+pub const EVENTS: [&str; 2] = [JOB_FAILED, JOB_SUCCEEDED];
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
-use catalog_jobs::runner::JobDeps;
+use catalog_jobs::JobDeps;
 use catalog_shared::{
     config::Config,
     db,

@@ -9,8 +9,9 @@ use axum::{
 use catalog_shared::{
     AppError,
     db::quote_ident,
-    jobs::{self, IngestOptions, IngestPayload, JobKind, ReuploadPayload, UrlDownloadPayload},
+    jobs::{self, IngestOptions, IngestPayload, JobInput, JobStatus, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
+    uploads,
 };
 use chrono::{DateTime, Utc};
 use object_store::{ObjectStoreExt, WriteMultipart};
@@ -66,7 +67,7 @@ fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), Ap
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct JobAccepted {
     job_id: Uuid,
-    status: &'static str,
+    status: JobStatus,
 }
 
 pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
@@ -79,7 +80,7 @@ pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + us
         headers,
         Json(JobAccepted {
             job_id,
-            status: "queued",
+            status: JobStatus::Queued,
         }),
     )
 }
@@ -143,7 +144,7 @@ async fn upload(
         options,
     };
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Ingest, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Ingest(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -181,10 +182,10 @@ async fn receive_upload(
                 return Err(AppError::unprocessable("send exactly one file part"));
             }
             let filename = safe_filename(field.file_name().unwrap_or_default());
-            if !catalog_jobs::is_accepted_upload(&filename) {
+            if !uploads::is_accepted_upload(&filename) {
                 return Err(AppError::unprocessable(format!(
                     "{filename} is not a supported file; upload {}",
-                    catalog_jobs::ACCEPTED_UPLOADS
+                    uploads::ACCEPTED
                 )));
             }
             let path = state.storage.upload_path(job_id, &filename);
@@ -290,7 +291,7 @@ async fn reupload(
         service: None,
     };
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::Reupload, &payload, user_id).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), user_id).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }
@@ -345,7 +346,7 @@ async fn import_url(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, JobKind::UrlDownload, &payload, Some(user.id)).await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::UrlDownload(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))
 }

@@ -1,5 +1,6 @@
 //! The dataset record as the API reads it, for every module that serves
 //! datasets (routes, OGC, tiles, records, the access rules, the cache).
+use catalog_shared::datasets::ColumnInfo;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -23,7 +24,7 @@ pub struct Dataset {
     pub(crate) extent_bbox: Option<Vec<f64>>,
     pub(crate) feature_count: i64,
     #[schema(value_type = Vec<Object>)]
-    pub(crate) column_info: SqlJson<Value>,
+    pub(crate) column_info: SqlJson<Vec<ColumnInfo>>,
     #[schema(value_type = Object)]
     pub(crate) sample_values: SqlJson<Value>,
     /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.

@@ -1,7 +1,7 @@
 //! Map request and response types, with the bounds of the specification.
 use std::collections::BTreeMap;
 
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::ColumnInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -311,7 +311,7 @@ pub struct MapLayerResponse {
     pub dataset_table_name: String,
     pub dataset_extent_bbox: Option<Vec<f64>>,
     #[schema(value_type = Vec<Object>)]
-    pub dataset_column_info: Value,
+    pub dataset_column_info: Vec<ColumnInfo>,
     pub dataset_feature_count: i64,
     #[schema(value_type = Object)]
     pub dataset_sample_values: Value,
@@ -365,7 +365,7 @@ impl MapLayerResponse {
             dataset_geometry_type: None,
             dataset_table_name: String::new(),
             dataset_extent_bbox: None,
-            dataset_column_info: Value::Array(Vec::new()),
+            dataset_column_info: Vec::new(),
             dataset_feature_count: 0,
             dataset_sample_values: Value::Object(Map::new()),
             dataset_record_type: "dataset",

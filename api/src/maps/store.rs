@@ -6,7 +6,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::ColumnInfo};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, types::Json as SqlJson};
@@ -65,7 +65,7 @@ struct LayerRow {
     dataset_geometry_type: Option<String>,
     dataset_table_name: String,
     dataset_extent_bbox: Option<Vec<f64>>,
-    dataset_column_info: SqlJson<Value>,
+    dataset_column_info: SqlJson<Vec<ColumnInfo>>,
     dataset_feature_count: i64,
     dataset_sample_values: SqlJson<Value>,
     dataset_visibility: String,

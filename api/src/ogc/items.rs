@@ -6,7 +6,7 @@ use axum::{
     http::{HeaderValue, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use serde_json::{Value, json};
 use sqlx::Row;
 
@@ -26,31 +26,9 @@ use crate::{
 /// OGC's name of WGS 84 longitude, latitude: the only CRS the items speak.
 pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
 
-/// A published attribute column of a dataset.
-pub struct Column {
-    pub name: String,
-    pub original: String,
-    pub pg_type: String,
-}
-
-pub fn published_columns(dataset: &Dataset) -> Vec<Column> {
-    dataset
-        .column_info
-        .0
-        .as_array()
-        .map(|columns| {
-            columns
-                .iter()
-                .filter_map(|c| {
-                    Some(Column {
-                        name: c["name"].as_str()?.to_string(),
-                        original: c["original_name"].as_str().or(c["name"].as_str())?.to_string(),
-                        pg_type: c["type"].as_str().unwrap_or("text").to_string(),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// The published attribute columns of a dataset.
+pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
+    dataset.column_info.0.clone()
 }
 
 /// A WGS 84 geometry expression in the dataset's storage CRS (registered
@@ -73,7 +51,7 @@ fn geometry_in_wgs84(dataset: &Dataset) -> String {
     }
 }
 
-fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
+fn queryables_of(dataset: &Dataset, columns: &[ColumnInfo]) -> Queryables {
     let mut q = Queryables {
         geometry_column: dataset.geometry_column.clone(),
         srid: dataset.srid,
@@ -91,7 +69,9 @@ fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
             column: c.name.clone(),
             pg_type: c.pg_type.clone(),
         };
-        q.by_name.entry(c.original.clone()).or_insert_with(|| queryable.clone());
+        q.by_name
+            .entry(c.original_name.clone())
+            .or_insert_with(|| queryable.clone());
         q.by_name.insert(c.name.clone(), queryable);
     }
     q
@@ -99,7 +79,7 @@ fn queryables_of(dataset: &Dataset, columns: &[Column]) -> Queryables {
 
 /// `json_build_object` takes at most 100 arguments, so wide tables are
 /// built 50 columns at a time and merged.
-fn properties_sql(columns: &[Column]) -> String {
+fn properties_sql(columns: &[ColumnInfo]) -> String {
     if columns.is_empty() {
         return "'{}'::json".into();
     }
@@ -121,7 +101,7 @@ fn properties_sql(columns: &[Column]) -> String {
 }
 
 /// The SQL of one feature as GeoJSON text.
-pub(crate) fn feature_sql(dataset: &Dataset, columns: &[Column], include_geometry: bool) -> String {
+pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], include_geometry: bool) -> String {
     let geometry = if include_geometry {
         format!("ST_AsGeoJSON({})::json", geometry_in_wgs84(dataset))
     } else {
@@ -182,7 +162,7 @@ fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
 fn parse_request(
     pairs: &[(String, String)],
     dataset: &Dataset,
-    columns: &[Column],
+    columns: &[ColumnInfo],
     max_page: i64,
 ) -> Result<ItemsRequest, AppError> {
     let queryables = queryables_of(dataset, columns);

@@ -161,7 +161,7 @@ async fn queryables(
     );
     for column in items::published_columns(&dataset) {
         let mut schema = json_schema_of(&column.pg_type);
-        schema["title"] = Value::String(column.original.clone());
+        schema["title"] = Value::String(column.original_name.clone());
         properties.insert(column.name.clone(), schema);
     }
     let document = json!({

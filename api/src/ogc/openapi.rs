@@ -64,7 +64,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             parameters.push(parameter(
                 &column.name,
                 json_schema_of(&column.pg_type),
-                &format!("features whose {} equals the value", column.original),
+                &format!("features whose {} equals the value", column.original_name),
             ));
         }
         paths.insert(

@@ -1,5 +1,6 @@
 //! The extent of a layer, in RFC 7946 form when the data runs across the
-//! antimeridian (west greater than east).
+//! antimeridian (west greater than east). Workers count it while ingesting
+//! and the API when it registers a table, so both record extents alike.
 
 const BINS: usize = 360;
 /// The widest empty band at ±180° that still counts as data running across it.

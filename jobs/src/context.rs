@@ -1,0 +1,119 @@
+//! What a job handler works with: the worker's connections, the job it
+//! runs, how it reports progress and how it fails. Handlers and the runner
+//! both depend on this; the runner alone knows the handlers.
+use std::sync::Arc;
+
+use catalog_shared::{
+    config::Config, datasets, error::is_unavailable, jobs::JobStatus, outbound::OutboundPolicy, storage::Storage,
+};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// What every job handler needs; built once per worker process.
+#[derive(Clone)]
+pub struct JobDeps {
+    pub pool: PgPool,
+    pub storage: Storage,
+    pub config: Arc<Config>,
+    pub outbound: OutboundPolicy,
+}
+
+pub struct JobContext {
+    pub deps: JobDeps,
+    pub job_id: Uuid,
+    pub created_by: Option<Uuid>,
+}
+
+#[derive(Debug)]
+pub enum JobError {
+    /// The input is wrong; retrying cannot help.
+    Invalid(String),
+    /// The database or the store is unavailable; retried with backoff.
+    Transient(String),
+    /// The job was cancelled while it ran.
+    Cancelled,
+    /// A defect of ours; logged and reported without details.
+    Internal(String),
+}
+
+impl From<sqlx::Error> for JobError {
+    fn from(e: sqlx::Error) -> Self {
+        if is_unavailable(&e) {
+            return JobError::Transient(e.to_string());
+        }
+        match &e {
+            // Data exceptions and constraint violations come from the input.
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c.starts_with("23")) => {
+                JobError::Invalid(format!("the data could not be stored: {}", db.message()))
+            }
+            _ => JobError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<object_store::Error> for JobError {
+    fn from(e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { .. } => {
+                JobError::Invalid("the uploaded file is no longer in the object store".into())
+            }
+            other => JobError::Transient(format!("object store: {other}")),
+        }
+    }
+}
+
+impl From<std::io::Error> for JobError {
+    fn from(e: std::io::Error) -> Self {
+        JobError::Transient(format!("local disk: {e}"))
+    }
+}
+
+impl JobContext {
+    /// Records what the job is doing; answers `Cancelled` once the job was
+    /// cancelled, so every progress report doubles as a cancellation check.
+    pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
+        let still_running = sqlx::query(
+            "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
+             WHERE id = $1 AND status = $5",
+        )
+        .bind(self.job_id)
+        .bind(step)
+        .bind(done)
+        .bind(total)
+        .bind(JobStatus::Running)
+        .execute(&self.deps.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if still_running {
+            Ok(())
+        } else {
+            Err(JobError::Cancelled)
+        }
+    }
+
+    /// Name prefix of this job's staging tables.
+    pub fn staging_prefix(&self) -> String {
+        datasets::staging_prefix(self.job_id)
+    }
+}
+
+/// Drops the staging tables of one job.
+pub async fn drop_staging(ctx: &JobContext) {
+    if let Err(e) = drop_staging_like(&ctx.deps.pool, &ctx.staging_prefix()).await {
+        tracing::warn!(job_id = %ctx.job_id, error = %e, "staging tables not dropped yet; the sweeper will");
+    }
+}
+
+async fn drop_staging_like(pool: &PgPool, prefix: &str) -> Result<(), sqlx::Error> {
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT tablename FROM pg_tables WHERE schemaname = 'data' AND starts_with(tablename, $1)")
+            .bind(prefix)
+            .fetch_all(pool)
+            .await?;
+    for table in tables {
+        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(&table));
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
+    }
+    Ok(())
+}

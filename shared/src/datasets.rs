@@ -1,0 +1,73 @@
+//! What the workers leave in the database about datasets and the API reads
+//! back: the description of each attribute column, the names of tables
+//! still being loaded, and the announcement that a dataset record changed.
+//! Both sides use these types so a name or a key cannot drift on one side.
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// One attribute column of a dataset (an element of `datasets.column_info`):
+/// written by ingest and reupload, by table registration and by adding a
+/// column; read by every route that renders or filters features.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnInfo {
+    /// The column's name in the table.
+    pub name: String,
+    /// The attribute's name in the source, which users see and filter by.
+    pub original_name: String,
+    /// The column's PostgreSQL type (`text`, `integer`, `double precision`…).
+    #[serde(rename = "type")]
+    pub pg_type: String,
+    /// The type in the source: an OGR field type, a registered table's
+    /// PostgreSQL type, or `added` for a column added through the API.
+    pub source_type: String,
+}
+
+/// Tables a job is still loading, in the `data` schema, start with this and
+/// the job's id; the API never offers them for registration, and the
+/// worker's sweeper drops those whose job is no longer running.
+pub const STAGING_PREFIX: &str = "_staging_";
+
+/// The name prefix of one job's staging tables: `_staging_` and the job id
+/// in simple form (hex without hyphens, as SQL's `replace(id::text, '-', '')`).
+pub fn staging_prefix(job_id: Uuid) -> String {
+    format!("{STAGING_PREFIX}{}", job_id.simple())
+}
+
+/// That a dataset record was inserted, updated or deleted. The database
+/// sends it itself (the `announce_dataset_change` trigger), at commit, with
+/// the id as the whole payload; every API process forgets its cached copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatasetChanged {
+    pub dataset_id: Uuid,
+}
+
+impl DatasetChanged {
+    /// The PostgreSQL NOTIFY channel the trigger sends on.
+    pub const CHANNEL: &'static str = "dataset_changed";
+
+    /// The announcement in a NOTIFY payload, when it is one.
+    pub fn from_payload(payload: &str) -> Option<Self> {
+        payload.parse().ok().map(|dataset_id| Self { dataset_id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_prefix_is_the_job_id_without_hyphens() {
+        let id = Uuid::parse_str("0192f6e4-8a7b-7c3d-9e1f-a2b3c4d5e6f7").unwrap();
+        assert_eq!(staging_prefix(id), "_staging_0192f6e48a7b7c3d9e1fa2b3c4d5e6f7");
+    }
+
+    #[test]
+    fn announcements_carry_the_dataset_id() {
+        let id = Uuid::now_v7();
+        assert_eq!(
+            DatasetChanged::from_payload(&id.to_string()),
+            Some(DatasetChanged { dataset_id: id })
+        );
+        assert_eq!(DatasetChanged::from_payload("not an id"), None);
+    }
+}
