@@ -21,8 +21,8 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, policy::check_visibility},
-    datasets::accepted,
     extract::{Json as JsonBody, Path},
+    jobs::accepted,
     state::AppState,
 };
 
@@ -74,7 +74,7 @@ fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>
 /// Fetches a resource from a provider and ingests it (202 with the job).
 #[utoipa::path(post, path = "/api/services/connectors/{connector_name}/ingest", tag = "connectors",
     params(("connector_name" = String, Path, description = "http")), request_body = ConnectorIngest,
-    responses((status = 202, body = crate::datasets::JobAccepted),
+    responses((status = 202, body = crate::jobs::JobAccepted),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 502, description = "the provider failed", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 504, description = "the provider did not answer in time", body = catalog_shared::Problem, content_type = "application/problem+json")))]

@@ -1,5 +1,10 @@
 //! Job status for the people who started the work.
-use axum::{Json, extract::State};
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::IntoResponse,
+};
 use catalog_shared::{
     AppError,
     jobs::{self, JOB_COLUMNS, JobStatus, JobView},
@@ -132,4 +137,26 @@ async fn list_jobs(
         limit,
         offset,
     }))
+}
+
+/// The answer to work that was queued.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobAccepted {
+    job_id: Uuid,
+    status: JobStatus,
+}
+
+pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
+    let mut headers = HeaderMap::new();
+    if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
+        headers.insert(header::LOCATION, location);
+    }
+    (
+        StatusCode::ACCEPTED,
+        headers,
+        Json(JobAccepted {
+            job_id,
+            status: JobStatus::Queued,
+        }),
+    )
 }

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
-    datasets::{JobAccepted, accepted},
     extract::{Json as JsonBody, Path},
+    jobs::{JobAccepted, accepted},
     state::AppState,
 };
 

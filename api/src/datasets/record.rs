@@ -1,5 +1,6 @@
 //! The dataset record as the API reads it, for every module that serves
 //! datasets (routes, OGC, tiles, records, the access rules, the cache).
+use catalog_shared::AppError;
 use catalog_shared::datasets::ColumnInfo;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -48,3 +49,17 @@ pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
     source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
+
+pub const TITLE_MAX: usize = 500;
+pub const SUMMARY_MAX: usize = 5000;
+
+/// A text field within its length bounds (in characters), or a 422 naming it.
+pub fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), AppError> {
+    let n = value.chars().count();
+    if n < min || n > max {
+        return Err(AppError::unprocessable(format!(
+            "{field} must be {min} to {max} characters long"
+        )));
+    }
+    Ok(())
+}

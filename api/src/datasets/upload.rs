@@ -1,0 +1,287 @@
+//! New data as queued jobs: a file upload, a reupload replacing a
+//! dataset's data, and an import from a URL. Each answers 202 with the job.
+use axum::{extract::State, response::IntoResponse};
+use catalog_shared::{
+    AppError,
+    jobs::{self, IngestOptions, IngestPayload, JobInput, ReuploadPayload, UrlDownloadPayload},
+    storage::safe_filename,
+    uploads,
+};
+use object_store::{ObjectStoreExt, WriteMultipart};
+use serde::Deserialize;
+use url::Url;
+use uuid::Uuid;
+
+use super::record::{SUMMARY_MAX, TITLE_MAX, check_text};
+use crate::{
+    access::{Caller, datasets::writable_dataset, policy::check_visibility},
+    extract::{Json as JsonBody, Multipart, Path},
+    jobs::{JobAccepted, accepted},
+    state::AppState,
+};
+
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+pub(super) struct UploadForm {
+    /// .gpkg, .geojson/.json, .csv or .zip (a shapefile set or any of those)
+    #[schema(format = Binary, value_type = String)]
+    file: Vec<u8>,
+    title: Option<String>,
+    summary: Option<String>,
+    visibility: Option<String>,
+    /// Only this layer of a multi-layer source; default: every layer.
+    layer: Option<String>,
+    /// Source CRS (EPSG code) for files that declare none.
+    srid: Option<i32>,
+}
+
+/// Uploads a file; it is streamed into the object store and ingested by a worker.
+#[utoipa::path(post, path = "/api/datasets/upload", tag = "datasets",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = JobAccepted),
+              (status = 413, description = "larger than MAX_UPLOAD_BYTES", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    mut multipart: Multipart,
+) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    let job_id = Uuid::now_v7();
+    let mut options = IngestOptions {
+        visibility: "private".into(),
+        ..Default::default()
+    };
+    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+        match name {
+            "title" => {
+                check_text("title", &value, 1, TITLE_MAX)?;
+                options.title = Some(value);
+            }
+            "summary" => {
+                check_text("summary", &value, 0, SUMMARY_MAX)?;
+                options.summary = Some(value);
+            }
+            "visibility" => {
+                check_visibility(&value)?;
+                options.visibility = value;
+            }
+            "layer" => options.layer = Some(value),
+            "srid" => options.srid = Some(parse_srid(&value)?),
+            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+        }
+        Ok(())
+    })
+    .await?;
+    let payload = IngestPayload {
+        object_path: path.to_string(),
+        filename,
+        options,
+    };
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Ingest(payload), Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+fn parse_srid(value: &str) -> Result<i32, AppError> {
+    value
+        .parse()
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))
+}
+
+/// Streams the form's one `file` part into the object store (under the
+/// job's upload path, at most MAX_UPLOAD_BYTES) and hands every non-empty
+/// text part, trimmed, to `on_text`. Nothing is left stored on failure.
+async fn receive_upload(
+    state: &AppState,
+    job_id: Uuid,
+    multipart: &mut Multipart,
+    mut on_text: impl FnMut(&str, String) -> Result<(), AppError>,
+) -> Result<(object_store::path::Path, String), AppError> {
+    let limit = state.config.max_upload_bytes;
+    let mut stored: Option<(object_store::path::Path, String)> = None;
+    let outcome: Result<(), AppError> = async {
+        while let Some(mut field) = multipart.next_field().await? {
+            let name = field.name().unwrap_or_default().to_string();
+            if name != "file" {
+                let value = field.text().await?.trim().to_string();
+                if !value.is_empty() {
+                    on_text(&name, value)?;
+                }
+                continue;
+            }
+            if stored.is_some() {
+                return Err(AppError::unprocessable("send exactly one file part"));
+            }
+            let filename = safe_filename(field.file_name().unwrap_or_default());
+            if !uploads::is_accepted_upload(&filename) {
+                return Err(AppError::unprocessable(format!(
+                    "{filename} is not a supported file; upload {}",
+                    uploads::ACCEPTED
+                )));
+            }
+            let path = state.storage.upload_path(job_id, &filename);
+            let mut writer = WriteMultipart::new(state.storage.store.put_multipart(&path).await?);
+            stored = Some((path, filename));
+            let mut size: u64 = 0;
+            loop {
+                let chunk = match field.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = writer.abort().await;
+                        return Err(e.into());
+                    }
+                };
+                size += chunk.len() as u64;
+                if size > limit {
+                    let _ = writer.abort().await;
+                    return Err(AppError::payload_too_large(limit));
+                }
+                writer.wait_for_capacity(4).await?;
+                writer.write(&chunk);
+            }
+            if size == 0 {
+                let _ = writer.abort().await;
+                return Err(AppError::unprocessable("the file is empty"));
+            }
+            writer.finish().await?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        if let Some((path, _)) = &stored {
+            let _ = state.storage.store.delete(path).await;
+        }
+        return Err(e);
+    }
+    stored.ok_or_else(|| AppError::unprocessable("the form has no file part named \"file\""))
+}
+
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+pub(super) struct ReuploadForm {
+    /// The new data: .gpkg, .geojson/.json, .csv or .zip
+    #[schema(format = Binary, value_type = String)]
+    file: Vec<u8>,
+    /// Which layer of a multi-layer file; default: the dataset's previous
+    /// source layer if the file has it, else the file's only layer.
+    layer: Option<String>,
+    srid: Option<i32>,
+    /// `true`: only compare the file with the dataset (job `result`).
+    preview: Option<bool>,
+}
+
+/// Replaces a dataset's data with a new file, keeping its id, table name,
+/// metadata, grants, maps and signed tile links. With `preview=true` the
+/// job only compares (columns, types, row counts) and changes nothing.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    request_body(content = ReuploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = JobAccepted),
+              (status = 409, description = "a registered table is not the service's to replace", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 413, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn reupload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    mut multipart: Multipart,
+) -> Result<impl IntoResponse, AppError> {
+    let dataset = writable_dataset(&state, &caller, id).await?;
+    if dataset.is_registered {
+        return Err(AppError::conflict(
+            "this dataset is a registered table, read in place; change the table itself",
+        ));
+    }
+    let user_id = caller.user_id();
+    let job_id = Uuid::now_v7();
+    let (mut layer, mut srid, mut preview) = (None, None, false);
+    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+        match name {
+            "layer" => layer = Some(value),
+            "srid" => srid = Some(parse_srid(&value)?),
+            "preview" => {
+                preview = match value.as_str() {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => return Err(AppError::unprocessable("preview must be true or false")),
+                }
+            }
+            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+        }
+        Ok(())
+    })
+    .await?;
+    let payload = ReuploadPayload {
+        dataset_id: id,
+        object_path: path.to_string(),
+        filename,
+        layer,
+        srid,
+        preview,
+        service: None,
+    };
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), user_id).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ImportUrl {
+    url: String,
+    title: Option<String>,
+    summary: Option<String>,
+    visibility: Option<String>,
+    layer: Option<String>,
+    srid: Option<i32>,
+}
+
+const URL_MAX: usize = 2048;
+
+/// Imports a file from a URL; the download runs in the background (job step `downloading`).
+#[utoipa::path(post, path = "/api/datasets/import-url", tag = "datasets", request_body = ImportUrl,
+    responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn import_url(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ImportUrl>,
+) -> Result<impl IntoResponse, AppError> {
+    let user = caller.editor()?.clone();
+    check_text("url", &body.url, 1, URL_MAX)?;
+    let url = Url::parse(&body.url).map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
+    state
+        .outbound
+        .check_resolved(&url)
+        .await
+        .map_err(|why| AppError::unprocessable(format!("url is refused: {why}")))?;
+    if let Some(title) = &body.title {
+        check_text("title", title, 1, TITLE_MAX)?;
+    }
+    if let Some(summary) = &body.summary {
+        check_text("summary", summary, 0, SUMMARY_MAX)?;
+    }
+    let visibility = body.visibility.unwrap_or_else(|| "private".into());
+    check_visibility(&visibility)?;
+    let payload = UrlDownloadPayload {
+        url: url.to_string(),
+        options: IngestOptions {
+            title: body.title,
+            summary: body.summary,
+            visibility,
+            layer: body.layer,
+            srid: body.srid,
+        },
+        credential_id: None,
+    };
+    let job_id = Uuid::now_v7();
+    let mut tx = state.pool.begin().await?;
+    jobs::enqueue(&mut tx, job_id, &JobInput::UrlDownload(payload), Some(user.id)).await?;
+    tx.commit().await?;
+    Ok(accepted(&state, job_id))
+}
