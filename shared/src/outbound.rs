@@ -10,6 +10,25 @@ use std::{
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::Url;
 
+/// Why a URL may not be fetched; callers name the field or job it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("only http and https URLs can be fetched, not {0}")]
+    Scheme(String),
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("{0} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists")]
+    PortNotListed(String),
+    #[error("{0} is not a public address")]
+    NotPublic(IpAddr),
+    #[error("{host} could not be resolved: {why}")]
+    Unresolvable { host: String, why: String },
+    #[error("{0} resolves to no address")]
+    NoAddress(String),
+    #[error("{host} resolves to {ip}, which is not a public address")]
+    ResolvesToPrivate { host: String, ip: IpAddr },
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct OutboundPolicy {
     /// Entries of `OUTBOUND_ALLOWED_HOSTS`: `host` or `host:port`.
@@ -43,30 +62,28 @@ impl OutboundPolicy {
 
     /// Checks what can be checked without resolving: scheme, host presence,
     /// port allowance and literal addresses.
-    pub fn check_url(&self, url: &Url) -> Result<(), String> {
+    pub fn check_url(&self, url: &Url) -> Result<(), Refused> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
+            return Err(Refused::Scheme(url.scheme().to_string()));
         }
-        let host = url.host_str().ok_or("the URL has no host")?;
+        let host = url.host_str().ok_or(Refused::NoHost)?;
         let port = url.port_or_known_default().unwrap_or(80);
         if self.host_port_allowed(host, port) {
             return Ok(());
         }
         if self.host_allowed(host) {
-            return Err(format!(
-                "{host} is allowed only on the ports OUTBOUND_ALLOWED_HOSTS lists"
-            ));
+            return Err(Refused::PortNotListed(host.to_string()));
         }
         if let Some(ip) = literal_ip(url)
             && !is_public(ip)
         {
-            return Err(format!("{ip} is not a public address"));
+            return Err(Refused::NotPublic(ip));
         }
         Ok(())
     }
 
     /// Resolves the URL's host and refuses it when any address is not public.
-    pub async fn check_resolved(&self, url: &Url) -> Result<(), String> {
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), Refused> {
         self.check_url(url)?;
         let host = url.host_str().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(80);
@@ -75,16 +92,19 @@ impl OutboundPolicy {
         }
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
             .await
-            .map_err(|e| format!("{host} could not be resolved: {e}"))?
+            .map_err(|e| Refused::Unresolvable {
+                host: host.to_string(),
+                why: e.to_string(),
+            })?
             .collect();
         if addrs.is_empty() {
-            return Err(format!("{host} resolves to no address"));
+            return Err(Refused::NoAddress(host.to_string()));
         }
         if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-            return Err(format!(
-                "{host} resolves to {}, which is not a public address",
-                bad.ip()
-            ));
+            return Err(Refused::ResolvesToPrivate {
+                host: host.to_string(),
+                ip: bad.ip(),
+            });
         }
         Ok(())
     }
