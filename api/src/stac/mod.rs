@@ -6,7 +6,9 @@ use catalog_shared::AppError;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sqlx::{FromRow, Row};
 use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
 
 use crate::{
     access::{Caller, policy::visible_to_caller},
@@ -127,7 +129,7 @@ impl Origin {
 /// The paging cursor: the last item's creation time (microseconds) and id.
 struct Cursor {
     created_at: DateTime<Utc>,
-    id: uuid::Uuid,
+    id: Uuid,
 }
 
 impl Cursor {
@@ -184,80 +186,16 @@ const EXTENT: &str = "CASE WHEN d.extent_bbox[1] <= d.extent_bbox[3]
                       ST_SetSRID(ST_MakeBox2D(ST_Point(-180, d.extent_bbox[2]), ST_Point(d.extent_bbox[3], d.extent_bbox[4]))::geometry, 4326)) END";
 
 async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &Origin) -> Result<Value, AppError> {
-    let limit = r.limit.unwrap_or(10);
-    if !(1..=1000).contains(&limit) {
-        return Err(AppError::bad_request("limit must be from 1 to 1000"));
-    }
-    let after = r.token.as_deref().map(Cursor::parse).transpose()?;
-    let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
-    let bbox = bbox
-        .map(|numbers| Bbox::from_numbers(&numbers).map(Bbox::to_array))
-        .transpose()
-        .map_err(AppError::bad_request)?;
-    if bbox.is_some() && r.intersects.is_some() {
-        return Err(AppError::bad_request("bbox and intersects cannot be used together"));
-    }
-    let collections: Option<Vec<String>> = list_of("collections", &r.collections)?;
-    if collections.as_ref().is_some_and(|c| !c.iter().any(|c| c == COLLECTION)) {
+    let Some(search) = StacSearch::of(r)? else {
         return Ok(
             json!({"type": "FeatureCollection", "features": [], "links": [], "numberMatched": 0, "numberReturned": 0}),
         );
-    }
-    let ids: Option<Vec<uuid::Uuid>> = list_of("ids", &r.ids).unwrap_or(Some(Vec::new()));
-    let Interval { start, end } = r
-        .datetime
-        .as_deref()
-        .map(Interval::parse)
-        .transpose()?
-        .unwrap_or_default();
-    let intersects = r.intersects.as_ref().map(|g| g.to_string());
-    let bbox_vec: Option<Vec<f64>> = bbox.map(|b| b.to_vec());
-    // Keyset paging over (created_at, id): a page continues exactly after
-    // the last item of the one before, whatever was added or removed since.
-    // The count is taken over every match, before the cursor.
-    let sql = format!(
-        "SELECT * FROM (
-           SELECT {}, count(*) OVER () AS total_count FROM datasets d
-            WHERE {} AND d.status = 'ready'
-              AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT},
-                   CASE WHEN $3[1] <= $3[3] THEN ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)
-                   ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point(180, $3[4]))::geometry, 4326), ST_SetSRID(ST_MakeBox2D(ST_Point(-180, $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)) END)))
-              AND ($4::text IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({EXTENT}, ST_SetSRID(ST_GeomFromGeoJSON($4), 4326))))
-              AND ($5::uuid[] IS NULL OR cardinality($5) = 0 OR d.id = ANY($5))
-              AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
-              AND ($7::timestamptz IS NULL OR d.created_at <= $7)
-         ) d
-         WHERE $8::timestamptz IS NULL OR (d.created_at, d.id) > ($8, $9::uuid)
-         ORDER BY d.created_at, d.id LIMIT {}",
-        DATASET_COLUMNS.split(',').map(|c| format!("d.{}", c.trim())).collect::<Vec<_>>().join(", "),
-        visible_to_caller("d"),
-        limit + 1,
-    );
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(caller.user_id())
-        .bind(caller.is_admin())
-        .bind(bbox_vec)
-        .bind(intersects)
-        .bind(ids)
-        .bind(start)
-        .bind(end)
-        .bind(after.as_ref().map(|c| c.created_at))
-        .bind(after.as_ref().map(|c| c.id))
-        .fetch_all(&state.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c == "XX000") => {
-                AppError::bad_request(format!("intersects is not a valid GeoJSON geometry: {}", db.message()))
-            }
-            _ => e.into(),
-        })?;
-    use sqlx::{FromRow, Row};
-    let total: i64 = rows.first().map_or(0, |r| r.get("total_count"));
-    let mut datasets: Vec<Dataset> = rows.iter().map(Dataset::from_row).collect::<Result<_, _>>()?;
+    };
+    let (mut datasets, total) = search.run(state, caller).await?;
     let base = &state.config.public_url;
     let mut links = Vec::new();
-    if datasets.len() as i64 > limit {
-        datasets.truncate(limit as usize);
+    if datasets.len() as i64 > search.limit {
+        datasets.truncate(search.limit as usize);
         let last = datasets.last().expect("a full page");
         let token = Cursor {
             created_at: last.created_at,
@@ -273,6 +211,89 @@ async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &O
         "numberMatched": total,
         "numberReturned": datasets.len(),
     }))
+}
+
+/// A search request, checked: every value typed.
+struct StacSearch {
+    limit: i64,
+    after: Option<Cursor>,
+    bbox: Option<Vec<f64>>,
+    intersects: Option<String>,
+    ids: Option<Vec<Uuid>>,
+    interval: Interval,
+}
+
+impl StacSearch {
+    /// The checked search, or None when it names only other collections.
+    fn of(r: &SearchRequest) -> Result<Option<Self>, AppError> {
+        let limit = r.limit.unwrap_or(10);
+        if !(1..=1000).contains(&limit) {
+            return Err(AppError::bad_request("limit must be from 1 to 1000"));
+        }
+        let after = r.token.as_deref().map(Cursor::parse).transpose()?;
+        let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
+        let bbox = bbox
+            .map(|numbers| Bbox::from_numbers(&numbers).map(|b| b.to_array().to_vec()))
+            .transpose()
+            .map_err(AppError::bad_request)?;
+        if bbox.is_some() && r.intersects.is_some() {
+            return Err(AppError::bad_request("bbox and intersects cannot be used together"));
+        }
+        let collections: Option<Vec<String>> = list_of("collections", &r.collections)?;
+        if collections.as_ref().is_some_and(|c| !c.iter().any(|c| c == COLLECTION)) {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            limit,
+            after,
+            bbox,
+            intersects: r.intersects.as_ref().map(|g| g.to_string()),
+            ids: list_of("ids", &r.ids).unwrap_or(Some(Vec::new())),
+            interval: r
+                .datetime
+                .as_deref()
+                .map(Interval::parse)
+                .transpose()?
+                .unwrap_or_default(),
+        }))
+    }
+
+    /// One page (and one row more, to tell whether another follows) of the
+    /// datasets the caller may see, and how many match in all.
+    async fn run(&self, state: &AppState, caller: &Caller) -> Result<(Vec<Dataset>, i64), AppError> {
+        let sql = format!(
+            include_str!("search.sql"),
+            columns = DATASET_COLUMNS
+                .split(',')
+                .map(|c| format!("d.{}", c.trim()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            visible = visible_to_caller("d"),
+            extent = EXTENT,
+            limit = self.limit + 1,
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(caller.user_id())
+            .bind(caller.is_admin())
+            .bind(&self.bbox)
+            .bind(&self.intersects)
+            .bind(&self.ids)
+            .bind(self.interval.start)
+            .bind(self.interval.end)
+            .bind(self.after.as_ref().map(|c| c.created_at))
+            .bind(self.after.as_ref().map(|c| c.id))
+            .fetch_all(&state.pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c == "XX000") => {
+                    AppError::bad_request(format!("intersects is not a valid GeoJSON geometry: {}", db.message()))
+                }
+                _ => e.into(),
+            })?;
+        let total: i64 = rows.first().map_or(0, |r| r.get("total_count"));
+        let datasets = rows.iter().map(Dataset::from_row).collect::<Result<_, _>>()?;
+        Ok((datasets, total))
+    }
 }
 
 #[utoipa::path(get, path = "/api/stac/search", tag = "stac", responses((status = 200, description = "STAC ItemCollection")))]
