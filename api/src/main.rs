@@ -1,5 +1,7 @@
 //! The API process: validates requests, stores uploads, enqueues jobs and
 //! serves the catalog. `catalog-api migrate` applies migrations and exits.
+// Only the jobs crate, which calls GDAL, needs unsafe code.
+#![forbid(unsafe_code)]
 use std::time::Duration;
 
 use catalog_shared::{config::Config, db, telemetry};

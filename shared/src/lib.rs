@@ -4,6 +4,8 @@
 //! job records and inputs ([`jobs`]), what workers record about datasets
 //! ([`datasets`]), which files are accepted ([`uploads`]) and how extents
 //! are counted ([`extent`]).
+// Only the jobs crate, which calls GDAL, needs unsafe code.
+#![forbid(unsafe_code)]
 pub mod auth;
 pub mod config;
 pub mod datasets;

@@ -156,7 +156,7 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
     let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), doc.to_string()).unwrap();
-    let output = std::process::Command::new(python)
+    let output = Command::new(python)
         .args([
             "-c",
             "import json, sys\nfrom openapi_spec_validator import validate\nvalidate(json.load(open(sys.argv[1])))",

@@ -1,5 +1,7 @@
 //! The worker process: takes jobs from the Postgres-backed apalis queue
 //! and runs them. Run as many as you like, on as many hosts as you like.
+// Only the jobs crate, which calls GDAL, needs unsafe code.
+#![forbid(unsafe_code)]
 use std::{sync::Arc, time::Duration};
 
 use apalis::prelude::*;
