@@ -8,7 +8,29 @@
 //! of them reads it as the box between east and west.
 use std::str::FromStr;
 
+use catalog_shared::AppError;
 use serde_json::{Value, json};
+
+/// Why a box is refused; every route answers it as a 400.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum BboxError {
+    #[error("bbox must be four (or six, with heights) numbers: west, south, east, north")]
+    Count,
+    #[error("bbox must be comma-separated numbers, not {0:?}")]
+    NotNumbers(String),
+    #[error("bbox values must be finite numbers")]
+    NotFinite,
+    #[error("bbox longitudes must be from -180 to 180 and latitudes from -90 to 90")]
+    OutOfRange,
+    #[error("bbox south must not be greater than north")]
+    SouthAboveNorth,
+}
+
+impl From<BboxError> for AppError {
+    fn from(e: BboxError) -> Self {
+        AppError::bad_request(e.to_string())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bbox {
@@ -20,21 +42,21 @@ pub struct Bbox {
 
 impl Bbox {
     /// The box of four or six numbers; why not, otherwise.
-    pub fn from_numbers(numbers: &[f64]) -> Result<Self, String> {
+    pub fn from_numbers(numbers: &[f64]) -> Result<Self, BboxError> {
         let (west, south, east, north) = match *numbers {
             [w, s, e, n] | [w, s, _, e, n, _] => (w, s, e, n),
-            _ => return Err("bbox must be four (or six, with heights) numbers: west, south, east, north".into()),
+            _ => return Err(BboxError::Count),
         };
         if !numbers.iter().all(|v| v.is_finite()) {
-            return Err("bbox values must be finite numbers".into());
+            return Err(BboxError::NotFinite);
         }
         if [west, east].iter().any(|v| !(-180.0..=180.0).contains(v))
             || [south, north].iter().any(|v| !(-90.0..=90.0).contains(v))
         {
-            return Err("bbox longitudes must be from -180 to 180 and latitudes from -90 to 90".into());
+            return Err(BboxError::OutOfRange);
         }
         if south > north {
-            return Err("bbox south must not be greater than north".into());
+            return Err(BboxError::SouthAboveNorth);
         }
         Ok(Self {
             west,
@@ -51,13 +73,13 @@ impl Bbox {
 
 /// Comma-separated numbers, as query parameters carry them.
 impl FromStr for Bbox {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = BboxError;
+    fn from_str(text: &str) -> Result<Self, BboxError> {
         let numbers: Vec<f64> = text
             .split(',')
             .map(|n| n.trim().parse::<f64>())
             .collect::<Result<_, _>>()
-            .map_err(|_| format!("bbox must be comma-separated numbers, not {text:?}"))?;
+            .map_err(|_| BboxError::NotNumbers(text.to_string()))?;
         Self::from_numbers(&numbers)
     }
 }

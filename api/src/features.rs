@@ -74,8 +74,7 @@ async fn list_features(
         .bbox
         .as_deref()
         .map(|b| b.parse::<Bbox>().map(Bbox::to_array))
-        .transpose()
-        .map_err(AppError::bad_request)?;
+        .transpose()?;
     let columns = published_columns(&dataset);
     let geom = quote_ident(&dataset.geometry_column);
     let condition = if bounds.is_some() {

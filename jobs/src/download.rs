@@ -55,6 +55,16 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
             uploads::ACCEPTED
         )));
     }
+    // A download may be no larger than an upload.
+    let limit = ctx.deps.config.max_upload_bytes;
+    let too_large = || {
+        JobError::Invalid(format!(
+            "the file is larger than the limit of {limit} bytes (MAX_UPLOAD_BYTES)"
+        ))
+    };
+    if response.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
     let total = response.content_length().map(|n| n as i64);
     let object = object_for(ctx, &filename);
     let upload = ctx.deps.storage.store.put_multipart(&object).await?;
@@ -71,6 +81,10 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
             }
         };
         done += chunk.len() as u64;
+        if done > limit {
+            let _ = writer.abort().await;
+            return Err(too_large());
+        }
         writer.write(&chunk);
         if done - reported >= PROGRESS_EVERY_BYTES {
             reported = done;

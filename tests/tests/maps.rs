@@ -980,3 +980,34 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
         "{fork}"
     );
 }
+
+/// A basemap style at an address the outbound policy refuses (here a
+/// loopback address not in OUTBOUND_ALLOWED_HOSTS) is never requested:
+/// the map exports without it.
+#[tokio::test]
+async fn a_basemap_at_a_refused_address_is_never_fetched() {
+    let (basemap_url, hits) = serve_basemap().await;
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let points = point_dataset(&stack, &token, "private").await;
+    let body = json!({"name": "Inward", "basemap_style": basemap_url, "layers": [{"dataset_id": points}]});
+    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let id = map["id"].as_str().unwrap();
+    let (status, style) = stack
+        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the basemap was requested"
+    );
+    assert!(
+        !style["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["id"].as_str().unwrap().starts_with("basemap-")),
+        "{style:#}"
+    );
+}

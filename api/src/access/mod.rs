@@ -8,8 +8,8 @@
 //! reverse.
 //!
 //! Credentials read elsewhere, by the one route that takes each: refresh
-//! tokens and sign-in answers (`auth`), download tokens (the download
-//! route), the workers' service token (`catalog_shared::auth`).
+//! tokens and sign-in answers (`auth`); download tokens are minted by
+//! `auth` and will be read by the download route.
 mod caller;
 pub mod credentials;
 pub mod datasets;

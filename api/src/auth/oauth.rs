@@ -15,7 +15,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use catalog_shared::{AppError, secrets::unseal};
+use catalog_shared::{AppError, outbound::OutboundPolicy, secrets::unseal};
 use chrono::{TimeDelta, Utc};
 use oauth2::{
     AsyncHttpClient, AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
@@ -159,13 +159,22 @@ async fn fetch_json(request: reqwest::RequestBuilder) -> Result<Value, String> {
     serde_json::from_slice(&body).map_err(|_| "the provider's answer is not JSON".to_string())
 }
 
-async fn endpoints(http: &reqwest::Client, p: &Provider) -> Result<Endpoints, String> {
+async fn endpoints(http: &reqwest::Client, policy: &OutboundPolicy, p: &Provider) -> Result<Endpoints, String> {
+    // The guarded resolver sees host names only: every URL the service
+    // itself calls (not the browser's authorize URL) is checked here too.
+    let allowed = |url: &str| {
+        let parsed = Url::parse(url).map_err(|_| format!("{url} is not a URL"))?;
+        policy
+            .check_url(&parsed)
+            .map_err(|why| format!("the provider's URL {url} is refused: {why}"))
+    };
     let configured = |url: &Option<String>| url.clone().filter(|u| !u.is_empty());
     let discovered = match configured(&p.discovery_url) {
-        Some(url) => Some(
+        Some(url) => Some({
+            allowed(&url)?;
             serde_json::from_value::<CoreProviderMetadata>(fetch_json(http.get(&url)).await?)
-                .map_err(|e| format!("the discovery document is not usable: {e}"))?,
-        ),
+                .map_err(|e| format!("the discovery document is not usable: {e}"))?
+        }),
         None => None,
     };
     let document = discovered.as_ref();
@@ -180,10 +189,18 @@ async fn endpoints(http: &reqwest::Client, p: &Provider) -> Result<Endpoints, St
             .to_string(),
         (None, None) => return Err("no token_url configured".into()),
     };
+    allowed(&token)?;
+    let userinfo = configured(&p.userinfo_url).or(document.and_then(|d| d.userinfo_endpoint()).map(|u| u.to_string()));
+    if let Some(url) = &userinfo {
+        allowed(url)?;
+    }
+    if let Some(d) = document {
+        allowed(d.jwks_uri().as_str())?;
+    }
     Ok(Endpoints {
         authorize: AuthUrl::new(authorize).map_err(|_| "the provider's authorize URL is not a URL")?,
         token: TokenUrl::new(token).map_err(|_| "the provider's token URL is not a URL")?,
-        userinfo: configured(&p.userinfo_url).or(document.and_then(|d| d.userinfo_endpoint()).map(|u| u.to_string())),
+        userinfo,
         signer: discovered.map(|d| Signer {
             issuer: d.issuer().clone(),
             keys: d.jwks_uri().clone(),
@@ -264,7 +281,7 @@ fn exchange_failure(e: RequestTokenError<reqwest::Error, BasicErrorResponse>) ->
 async fn oauth_login(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response, AppError> {
     let provider = enabled_provider(&state, &slug).await?;
     let http = state.outbound.client(PROVIDER_TIMEOUT).map_err(AppError::internal)?;
-    let endpoints = endpoints(&http, &provider)
+    let endpoints = endpoints(&http, &state.outbound, &provider)
         .await
         .map_err(|why| AppError::new(StatusCode::BAD_GATEWAY, format!("sign-in provider {slug}: {why}")))?;
     let client = oauth_client(&state, &provider, &endpoints)?;
@@ -444,7 +461,7 @@ async fn sign_in(
         .client_for_credentials(PROVIDER_TIMEOUT)
         .map_err(AppError::internal)?;
     let upstream = |why: String| refuse("provider_error", why);
-    let endpoints = endpoints(&http, &provider).await.map_err(upstream)?;
+    let endpoints = endpoints(&http, &state.outbound, &provider).await.map_err(upstream)?;
     let tokens = oauth_client(state, &provider, &endpoints)?
         .set_client_secret(ClientSecret::new(secret))
         .exchange_code(AuthorizationCode::new(code.to_string()))

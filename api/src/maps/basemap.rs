@@ -63,6 +63,8 @@ impl BasemapCache {
 }
 
 async fn download(outbound: &OutboundPolicy, url: &str) -> Option<Value> {
+    // The guarded resolver sees host names only: a literal address is checked here.
+    outbound.check_url(&url::Url::parse(url).ok()?).ok()?;
     let client = outbound.client(FETCH_TIMEOUT).ok()?;
     let response = client.get(url).send().await.ok()?.error_for_status().ok()?;
     if response.content_length().is_some_and(|n| n as usize > MAX_STYLE_BYTES) {

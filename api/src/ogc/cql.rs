@@ -347,7 +347,10 @@ impl Translator<'_> {
                     })
                     .collect::<Result<_, _>>()?;
                 let mut corners = Vec::new();
-                for v in crate::bbox::Bbox::from_numbers(&numbers)?.to_array() {
+                for v in crate::bbox::Bbox::from_numbers(&numbers)
+                    .map_err(|e| e.to_string())?
+                    .to_array()
+                {
                     corners.push(self.bind(Param::Float(v))?);
                 }
                 Ok(self.to_storage(format!("ST_MakeEnvelope({}, 4326)", corners.join(", "))))

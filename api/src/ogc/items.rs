@@ -193,7 +193,7 @@ fn parse_request(
             }
             "after_gid" => request.after = Some(parse_int("after_gid", value)?),
             "bbox" => {
-                let [w, s, e, n] = value.parse::<Bbox>().map_err(bad)?.to_array();
+                let [w, s, e, n] = value.parse::<Bbox>()?.to_array();
                 let geom = quote_ident(&dataset.geometry_column);
                 let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
                     let first = params.len() + 1;

@@ -219,8 +219,7 @@ impl<'q> RecordSearch<'q> {
             .bbox
             .as_deref()
             .map(|b| b.parse::<Bbox>().map(|b| b.to_array().to_vec()))
-            .transpose()
-            .map_err(AppError::bad_request)?;
+            .transpose()?;
         let ids = q
             .ids
             .as_deref()

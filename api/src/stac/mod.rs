@@ -234,8 +234,7 @@ impl StacSearch {
         let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
         let bbox = bbox
             .map(|numbers| Bbox::from_numbers(&numbers).map(|b| b.to_array().to_vec()))
-            .transpose()
-            .map_err(AppError::bad_request)?;
+            .transpose()?;
         if bbox.is_some() && r.intersects.is_some() {
             return Err(AppError::bad_request("bbox and intersects cannot be used together"));
         }
