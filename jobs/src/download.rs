@@ -43,10 +43,8 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
     }
     let response = request.send().await.map_err(|e| describe(&e))?;
     if !response.status().is_success() {
-        return Err(JobError::Invalid(format!(
-            "the server answered {} for {url}",
-            response.status()
-        )));
+        // The URL is not repeated: it may carry a credential.
+        return Err(JobError::Invalid(format!("the server answered {}", response.status())));
     }
     let filename = filename_for(&url, response.headers());
     if !uploads::is_accepted_upload(&filename) {

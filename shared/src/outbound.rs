@@ -126,6 +126,8 @@ impl OutboundPolicy {
         let policy = Arc::new(self.clone());
         let redirect_policy = policy.clone();
         reqwest::Client::builder()
+            // A proxy would resolve and connect for us, out of the guard's sight.
+            .no_proxy()
             .dns_resolver(Arc::new(GuardedResolver { policy }))
             .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                 if attempt.previous().len() >= 10 {
@@ -212,14 +214,26 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let s = ip.segments();
+    // 6to4 carries an IPv4 address, which decides.
+    if s[0] == 0x2002 {
+        let [a, b] = s[1].to_be_bytes();
+        let [c, d] = s[2].to_be_bytes();
+        return is_public_v4(Ipv4Addr::new(a, b, c, d));
+    }
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00
-        || (first & 0xffc0) == 0xfe80
-        || first == 0x2001 && ip.segments()[1] == 0x0db8
-        || first == 0x64 && ip.segments()[1] == 0xff9b)
+        // IPv4-compatible (::a.b.c.d, deprecated): never a public route.
+        || s[..6] == [0; 6]
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        // Site-local (deprecated, still routed inside some networks).
+        || (s[0] & 0xffc0) == 0xfec0
+        // Discard-only.
+        || s[..4] == [0x0100, 0, 0, 0]
+        || s[0] == 0x2001 && s[1] == 0x0db8
+        || s[0] == 0x64 && s[1] == 0xff9b)
 }
 
 #[cfg(test)]
@@ -237,13 +251,18 @@ mod tests {
             "100.64.0.1",
             "0.0.0.0",
             "::1",
+            "::7f00:1",
+            "fec0::1",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "100::1",
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"] {
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2002:808:808::1"] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
     }
