@@ -226,10 +226,8 @@ struct StacSearch {
 impl StacSearch {
     /// The checked search, or None when it names only other collections.
     fn of(r: &SearchRequest) -> Result<Option<Self>, AppError> {
-        let limit = r.limit.unwrap_or(10);
-        if !(1..=1000).contains(&limit) {
-            return Err(AppError::bad_request("limit must be from 1 to 1000"));
-        }
+        // Keyset paging: the page size is all the pager takes from `page`.
+        let (limit, _) = crate::extract::page(r.limit, None, 10, 1000)?;
         let after = r.token.as_deref().map(Cursor::parse).transpose()?;
         let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
         let bbox = bbox
