@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{
     Caller,
-    policy::{DatasetAction, DatasetFacts, Grant, Visibility, dataset_decision, grant_matters},
+    policy::{DatasetAction, DatasetFacts, Grant, Visibility, dataset_decision, read_needs_grant},
 };
 use crate::{
     datasets::record::{DATASET_COLUMNS, Dataset},
@@ -82,7 +82,7 @@ pub async fn visible_collection(state: &AppState, caller: &Caller, id: &str) -> 
 /// cache; the caller's grant is looked up only when the decision needs it.
 pub async fn cached_visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Arc<Dataset>, AppError> {
     let dataset = state.datasets.dataset(&state.pool, id).await?;
-    let grant = if grant_matters(caller, dataset.created_by) && dataset.visibility == "restricted" {
+    let grant = if read_needs_grant(caller, dataset.created_by, Visibility::parse(&dataset.visibility)) {
         let permission: Option<String> =
             sqlx::query_scalar("SELECT permission FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
                 .bind(id)

@@ -131,10 +131,11 @@ pub fn dataset_decision(caller: &Caller, facts: &DatasetFacts, action: DatasetAc
     }
 }
 
-/// Whether deciding needs the caller's grant: only a signed-in caller who is
-/// neither admin nor owner has one that matters.
-pub fn grant_matters(caller: &Caller, owner: Option<Uuid>) -> bool {
-    caller.user().is_some() && !caller.is_admin() && !owns(caller, owner)
+/// Whether deciding whether the caller may read needs its grant: only on a
+/// restricted dataset, and only for a signed-in caller who is neither admin
+/// nor owner.
+pub fn read_needs_grant(caller: &Caller, owner: Option<Uuid>, visibility: Visibility) -> bool {
+    visibility == Visibility::Restricted && caller.user().is_some() && !caller.is_admin() && !owns(caller, owner)
 }
 
 /// SQL condition for the rows of `datasets` (under the name or alias
