@@ -36,9 +36,15 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn build(
     state: AppState,
 ) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<NormalizePath<Router>, std::net::SocketAddr> {
-    let router = router(state);
-    let app = NormalizePathLayer::trim_trailing_slash().layer(router);
-    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(app)
+    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(service(router(
+        state,
+    )))
+}
+
+/// The router as one service, answering paths with or without a trailing
+/// slash.
+pub fn service(router: Router) -> NormalizePath<Router> {
+    NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 
 pub fn router(state: AppState) -> Router {

@@ -44,99 +44,117 @@ pub struct RateLimits {
 pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catalog";
 pub const MIN_JWT_SECRET_CHARS: usize = 32;
 
-fn var(name: &str) -> Option<String> {
-    env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
+/// Where settings are read from: the process environment, or the pairs a
+/// test passes in.
+struct Settings<'a>(&'a dyn Fn(&str) -> Option<String>);
 
-fn parsed<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    match var(name) {
-        None => Ok(default),
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{name}={raw:?} is not valid: {e}")),
+impl Settings<'_> {
+    fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
     }
-}
 
-/// A limit: rate limiting cannot be switched off, only raised.
-fn positive(name: &str, default: u64) -> anyhow::Result<u64> {
-    let value = parsed(name, default)?;
-    if value == 0 {
-        bail!("{name} must be at least 1 (rate limits cannot be switched off; raise them instead)");
+    fn parsed<T: std::str::FromStr>(&self, name: &str, default: T) -> anyhow::Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.var(name) {
+            None => Ok(default),
+            Some(raw) => raw
+                .trim()
+                .parse()
+                .map_err(|e| anyhow::anyhow!("{name}={raw:?} is not valid: {e}")),
+        }
     }
-    Ok(value)
-}
 
-fn list(name: &str) -> Vec<String> {
-    var(name)
-        .map(|v| {
-            v.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default()
+    /// A limit: rate limiting cannot be switched off, only raised.
+    fn positive(&self, name: &str, default: u64) -> anyhow::Result<u64> {
+        let value = self.parsed(name, default)?;
+        if value == 0 {
+            bail!("{name} must be at least 1 (rate limits cannot be switched off; raise them instead)");
+        }
+        Ok(value)
+    }
+
+    fn list(&self, name: &str) -> Vec<String> {
+        self.var(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
 
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
-        let jwt_secret =
-            var("JWT_SECRET").context("JWT_SECRET is not set: set it to a random string of at least 32 characters")?;
+        Self::from_settings(&|name| env::var(name).ok())
+    }
+
+    /// The configuration the given settings describe, unset names taking
+    /// their defaults as in `from_env`.
+    pub fn from_settings(lookup: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let settings = Settings(lookup);
+        let jwt_secret = settings
+            .var("JWT_SECRET")
+            .context("JWT_SECRET is not set: set it to a random string of at least 32 characters")?;
         if jwt_secret.chars().count() < MIN_JWT_SECRET_CHARS {
             bail!(
                 "JWT_SECRET has {} characters; at least {MIN_JWT_SECRET_CHARS} are required",
                 jwt_secret.chars().count()
             );
         }
-        let cors_allowed_origins = list("CORS_ALLOWED_ORIGINS");
+        let cors_allowed_origins = settings.list("CORS_ALLOWED_ORIGINS");
         if cors_allowed_origins.iter().any(|o| o == "*") {
             bail!(
                 "CORS_ALLOWED_ORIGINS must list exact origins; a literal * is not allowed (anonymous standards routes already answer with a wildcard)"
             );
         }
-        let storage_url = match var("STORAGE_URL") {
+        let storage_url = match settings.var("STORAGE_URL") {
             Some(url) => url,
             None => {
                 let dir = env::current_dir()?.join(".data/storage");
                 format!("file://{}", dir.display())
             }
         };
-        let max_page: i64 = parsed("OGC_ITEMS_MAX_PAGE_SIZE", 1000)?;
+        let max_page: i64 = settings.parsed("OGC_ITEMS_MAX_PAGE_SIZE", 1000)?;
         if max_page < 1 {
             bail!("OGC_ITEMS_MAX_PAGE_SIZE must be at least 1");
         }
-        let bind_addr = parsed("BIND_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
+        let bind_addr = settings.parsed("BIND_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
         Ok(Self {
-            database_url: var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
-            sandbox_database_url: var("SANDBOX_DATABASE_URL"),
-            redis_url: var("REDIS_URL"),
+            database_url: settings
+                .var("DATABASE_URL")
+                .unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            sandbox_database_url: settings.var("SANDBOX_DATABASE_URL"),
+            redis_url: settings.var("REDIS_URL"),
             jwt_secret,
             storage_url,
             cors_allowed_origins,
-            url_import_fetch_max: Duration::from_secs(parsed("URL_IMPORT_FETCH_MAX_SECONDS", 1800)?),
+            url_import_fetch_max: Duration::from_secs(settings.parsed("URL_IMPORT_FETCH_MAX_SECONDS", 1800)?),
             ogc_items_max_page_size: max_page,
-            banner_enabled: parsed("BANNER_ENABLED", false)?,
-            banner_text: var("BANNER_TEXT"),
-            banner_color: var("BANNER_COLOR"),
+            banner_enabled: settings.parsed("BANNER_ENABLED", false)?,
+            banner_text: settings.var("BANNER_TEXT"),
+            banner_color: settings.var("BANNER_COLOR"),
             bind_addr,
-            public_url: var("PUBLIC_URL")
+            public_url: settings
+                .var("PUBLIC_URL")
                 .unwrap_or_else(|| format!("http://{bind_addr}"))
                 .trim_end_matches('/')
                 .to_string(),
-            bootstrap_admin_username: var("BOOTSTRAP_ADMIN_USERNAME"),
-            bootstrap_admin_password: var("BOOTSTRAP_ADMIN_PASSWORD"),
-            outbound_allowed_hosts: list("OUTBOUND_ALLOWED_HOSTS"),
-            max_upload_bytes: parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
-            access_token_ttl: Duration::from_secs(parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
-            connector_timeout: Duration::from_secs(parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
+            bootstrap_admin_username: settings.var("BOOTSTRAP_ADMIN_USERNAME"),
+            bootstrap_admin_password: settings.var("BOOTSTRAP_ADMIN_PASSWORD"),
+            outbound_allowed_hosts: settings.list("OUTBOUND_ALLOWED_HOSTS"),
+            max_upload_bytes: settings.parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
+            access_token_ttl: Duration::from_secs(settings.parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
+            connector_timeout: Duration::from_secs(settings.parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
             rate_limits: RateLimits {
-                per_minute: positive("RATE_LIMIT_PER_MINUTE", 3000)?,
-                tiles_per_minute: positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
-                sign_in_per_minute: positive("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
-                trusted_proxies: list("TRUSTED_PROXIES")
+                per_minute: settings.positive("RATE_LIMIT_PER_MINUTE", 3000)?,
+                tiles_per_minute: settings.positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
+                sign_in_per_minute: settings.positive("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
+                trusted_proxies: settings
+                    .list("TRUSTED_PROXIES")
                     .iter()
                     .map(|a| {
                         a.parse()

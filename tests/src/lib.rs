@@ -1,15 +1,20 @@
-//! A real stack per test: its own database cloned from the migrated
-//! template, its own object-store directory, the real `catalog-api` and
-//! `catalog-worker` binaries as child processes.
+//! A real service per test, on its own database cloned from the migrated
+//! template and its own object-store directory: either the API in process,
+//! its router called directly (`App`), or the real `catalog-api` and
+//! `catalog-worker` binaries as child processes (`Stack`), for what needs
+//! processes: queues, workers, kills, restarts and outages.
 use std::{
     io::Write,
     net::TcpListener,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
 pub mod idp;
+mod in_process;
+
+pub use in_process::App;
 
 use serde_json::Value;
 use sqlx::PgPool;
@@ -46,6 +51,143 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A database of its own, cloned from the migrated template; dropped with
+/// the value.
+pub struct TestDatabase {
+    pub url: String,
+    pub name: String,
+}
+
+impl TestDatabase {
+    pub async fn create() -> Self {
+        let admin_url = admin_database_url();
+        let admin = PgPool::connect(&admin_url)
+            .await
+            .expect("test cluster reachable (run scripts/test.sh)");
+        let name = format!("t_{}", Uuid::new_v4().simple());
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {name} TEMPLATE catalog_template"
+        )))
+        .execute(&admin)
+        .await
+        .expect("create test database");
+        admin.close().await;
+        let url = admin_url.rsplit_once('/').unwrap().0.to_string() + "/" + &name;
+        Self { url, name }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .arg(admin_database_url())
+            .args(["-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The settings every test service starts with.
+fn service_env(database_url: &str, storage: &Path, public_url: &str) -> Vec<(String, String)> {
+    [
+        ("DATABASE_URL", database_url.to_string()),
+        ("JWT_SECRET", JWT_SECRET.into()),
+        ("STORAGE_URL", format!("file://{}", storage.display())),
+        ("PUBLIC_URL", public_url.into()),
+        ("BOOTSTRAP_ADMIN_USERNAME", ADMIN_USER.into()),
+        ("BOOTSTRAP_ADMIN_PASSWORD", ADMIN_PASSWORD.into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// What a test calls the API with, in process or over the network alike.
+// Tests run on one thread each, so the futures need no `Send` bound.
+#[allow(async_fn_in_trait)]
+pub trait Api {
+    /// Builds requests; `send` sends them.
+    fn http(&self) -> &reqwest::Client;
+    fn base(&self) -> &str;
+    fn pool(&self) -> &PgPool;
+    async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response;
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base())
+    }
+
+    async fn token(&self, username: &str, password: &str) -> String {
+        let request = self
+            .http()
+            .post(self.url("/api/auth/login"))
+            .form(&[("username", username), ("password", password)]);
+        let response = self.send(request).await;
+        assert_eq!(response.status(), 200, "login of {username}");
+        let body: Value = response.json().await.unwrap();
+        body["access_token"].as_str().unwrap().to_string()
+    }
+
+    async fn admin_token(&self) -> String {
+        self.token(ADMIN_USER, ADMIN_PASSWORD).await
+    }
+
+    /// A user with the given role, made directly in the database (the
+    /// account routes have their own tests); answers its access token.
+    async fn user_token(&self, username: &str, role: &str) -> (Uuid, String) {
+        let password = "User-Password-123";
+        let id = Uuid::now_v7();
+        sqlx::query("INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)")
+            .bind(id)
+            .bind(username)
+            .bind(catalog_shared::auth::hash_password(password).unwrap())
+            .bind(role)
+            .execute(self.pool())
+            .await
+            .unwrap();
+        (id, self.token(username, password).await)
+    }
+
+    async fn api_key(&self, token: &str, scope: &str) -> String {
+        let request = self
+            .http()
+            .post(self.url("/api/auth/api-keys"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"scope": scope}));
+        let response = self.send(request).await;
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    async fn get_json(&self, token: Option<&str>, path: &str) -> (u16, Value) {
+        let mut request = self.http().get(self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = self.send(request).await;
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+}
+
+impl Api for Stack {
+    fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+    fn base(&self) -> &str {
+        &self.base
+    }
+    fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+    async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
+        request.send().await.unwrap()
+    }
+}
+
 #[derive(Default, Clone)]
 pub struct StackOptions {
     pub workers: usize,
@@ -78,6 +220,8 @@ pub struct Stack {
     workers: Vec<Child>,
     _storage: tempfile::TempDir,
     logs: tempfile::TempDir,
+    // Dropped after the processes using it are killed.
+    _database: TestDatabase,
 }
 
 impl Stack {
@@ -86,42 +230,23 @@ impl Stack {
     }
 
     pub async fn start_with(options: StackOptions) -> Self {
-        let admin_url = admin_database_url();
-        let admin = PgPool::connect(&admin_url)
-            .await
-            .expect("test cluster reachable (run scripts/test.sh)");
-        let db_name = format!("t_{}", Uuid::new_v4().simple());
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "CREATE DATABASE {db_name} TEMPLATE catalog_template"
-        )))
-        .execute(&admin)
-        .await
-        .expect("create test database");
-        admin.close().await;
-        let database_url = admin_url.rsplit_once('/').unwrap().0.to_string() + "/" + &db_name;
+        let database = TestDatabase::create().await;
         let storage = tempfile::tempdir().unwrap();
         let logs = tempfile::tempdir().unwrap();
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
-        let mut env = vec![
-            ("DATABASE_URL".to_string(), database_url.clone()),
-            ("JWT_SECRET".into(), JWT_SECRET.into()),
-            ("STORAGE_URL".into(), format!("file://{}", storage.path().display())),
-            ("BIND_ADDR".into(), format!("127.0.0.1:{port}")),
-            ("PUBLIC_URL".into(), base.clone()),
-            ("BOOTSTRAP_ADMIN_USERNAME".into(), ADMIN_USER.into()),
-            ("BOOTSTRAP_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into()),
-            ("RUST_LOG".into(), "info".into()),
-        ];
+        let mut env = service_env(&database.url, storage.path(), &base);
+        env.push(("BIND_ADDR".into(), format!("127.0.0.1:{port}")));
+        env.push(("RUST_LOG".into(), "info".into()));
         for (k, v) in &options.env {
             env.retain(|(key, _)| key != k);
             env.push((k.clone(), v.clone()));
         }
-        let pool = PgPool::connect(&database_url).await.unwrap();
+        let pool = PgPool::connect(&database.url).await.unwrap();
         let mut stack = Stack {
             base,
-            database_url,
-            db_name,
+            database_url: database.url.clone(),
+            db_name: database.name.clone(),
             pool,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(120))
@@ -133,6 +258,7 @@ impl Stack {
             workers: Vec::new(),
             _storage: storage,
             logs,
+            _database: database,
         };
         stack.api = Some(stack.spawn("catalog-api", "api"));
         stack.wait_healthy().await;
@@ -249,43 +375,6 @@ impl Stack {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    pub async fn token(&self, username: &str, password: &str) -> String {
-        let response = self
-            .http
-            .post(self.url("/api/auth/login"))
-            .form(&[("username", username), ("password", password)])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "login of {username}");
-        let body: Value = response.json().await.unwrap();
-        body["access_token"].as_str().unwrap().to_string()
-    }
-
-    pub async fn admin_token(&self) -> String {
-        self.token(ADMIN_USER, ADMIN_PASSWORD).await
-    }
-
-    /// A user with the given role, made directly in the database (the
-    /// account routes have their own tests); answers its access token.
-    pub async fn user_token(&self, username: &str, role: &str) -> (Uuid, String) {
-        let password = "User-Password-123";
-        let id = Uuid::now_v7();
-        sqlx::query("INSERT INTO users (id, username, password_hash, role) VALUES ($1, $2, $3, $4)")
-            .bind(id)
-            .bind(username)
-            .bind(catalog_shared::auth::hash_password(password).unwrap())
-            .bind(role)
-            .execute(&self.pool)
-            .await
-            .unwrap();
-        (id, self.token(username, password).await)
-    }
-
     pub async fn upload(
         &self,
         token: &str,
@@ -345,22 +434,6 @@ impl Stack {
     }
 
     /// A new API key of the token's user.
-    pub async fn api_key(&self, token: &str, scope: &str) -> String {
-        let response = self
-            .http
-            .post(self.url("/api/auth/api-keys"))
-            .bearer_auth(token)
-            .json(&serde_json::json!({"scope": scope}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        response.json::<Value>().await.unwrap()["key"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
     pub async fn job(&self, token: &str, job_id: &str) -> Value {
         let response = self
             .http
@@ -388,16 +461,6 @@ impl Stack {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    }
-
-    pub async fn get_json(&self, token: Option<&str>, path: &str) -> (u16, Value) {
-        let mut request = self.http.get(self.url(path));
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
     }
 
     pub async fn dataset(&self, token: &str, id: &str) -> Value {
@@ -469,12 +532,6 @@ impl Drop for Stack {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
         }
-        let _ = Command::new("psql")
-            .arg(admin_database_url())
-            .args(["-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
     }
 }
 

@@ -1,7 +1,7 @@
 //! Extents across the antimeridian: every place that reports a dataset's
 //! extent gives the RFC 7946 form (west greater than east), and boxes
 //! across it select what lies on either side.
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 const ACROSS: [f64; 4] = [170.0, -20.0, -170.0, -10.0];

@@ -1,6 +1,6 @@
 //! Metadata assist: a draft quality statement of 2 to 4 sentences from
 //! what the catalog knows of a dataset.
-use catalog_tests::{Stack, StackOptions, data_file};
+use catalog_tests::{Api, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 async fn draft(stack: &Stack, token: &str, dataset_id: &str) -> (u16, Value) {

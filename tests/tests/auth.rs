@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use catalog_shared::auth::TokenKeys;
-use catalog_tests::{ADMIN_PASSWORD, JWT_SECRET, Stack, StackOptions};
+use catalog_tests::{ADMIN_PASSWORD, Api, JWT_SECRET, Stack, StackOptions};
 use reqwest::{Method, header};
 use serde_json::{Value, json};
 use uuid::Uuid;

@@ -1,5 +1,5 @@
 //! Existing tables into the catalog, table checks, and bulk deletion.
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn sql(stack: &Stack, statement: &str) {

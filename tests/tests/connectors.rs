@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::{extract::Path, http::HeaderMap, http::StatusCode, response::IntoResponse};
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "Provider-Bearer-Token-55";

@@ -3,7 +3,7 @@
 //! says so, and items, features, tiles and the sandbox serve them.
 use std::process::Command;
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 /// Layer name, GDAL layer type, and two geometries: one with arcs, one of

@@ -1,5 +1,5 @@
 //! Feature-level routes: the offset-paged list, creating features, adding columns.
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn points(n: usize) -> Vec<u8> {

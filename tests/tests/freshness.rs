@@ -2,7 +2,7 @@
 //! process; paging links continue exactly and keep the caller's credential.
 use std::collections::HashSet;
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn points(n: usize) -> Value {

@@ -1,6 +1,6 @@
 //! Every vector file of the shared data ingests with the right counts,
 //! types, extents and decoded text; bad inputs fail clearly and leave nothing.
-use catalog_tests::{Stack, StackOptions, data_file, shapefile_members, zip_of, zip_owned};
+use catalog_tests::{Api, Stack, StackOptions, data_file, shapefile_members, zip_of, zip_owned};
 use serde_json::Value;
 
 async fn ingest_one(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Vec<Value> {

@@ -2,7 +2,7 @@
 //! forks, share links, and MapLibre style export and import.
 use std::process::Command;
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {

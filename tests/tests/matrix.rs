@@ -4,8 +4,8 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use catalog_shared::auth::TokenKeys;
-use catalog_tests::{JWT_SECRET, Stack, StackOptions};
-use serde_json::{Value, json};
+use catalog_tests::{Api, App, JWT_SECRET};
+
 use uuid::Uuid;
 
 const CALLERS: [&str; 8] = [
@@ -193,7 +193,7 @@ struct Fixtures {
 
 /// A private dataset of the owner's, made directly so each destructive
 /// call gets its own.
-async fn fixture_dataset(stack: &Stack, owner: Uuid) -> Uuid {
+async fn fixture_dataset(stack: &App, owner: Uuid) -> Uuid {
     let id = Uuid::now_v7();
     let table = format!("fx_{}", id.simple());
     sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -219,7 +219,7 @@ async fn fixture_dataset(stack: &Stack, owner: Uuid) -> Uuid {
 }
 
 /// A private map of the owner's with a live share link.
-async fn fixture_map(stack: &Stack, owner: Uuid) -> (Uuid, String) {
+async fn fixture_map(stack: &App, owner: Uuid) -> (Uuid, String) {
     let id = Uuid::now_v7();
     let token = Uuid::new_v4().simple().to_string();
     sqlx::query("INSERT INTO maps (id, name, created_by) VALUES ($1, 'Fixture', $2)")
@@ -238,7 +238,7 @@ async fn fixture_map(stack: &Stack, owner: Uuid) -> (Uuid, String) {
 }
 
 /// A metadata record of the owner's with one contact.
-async fn fixture_record(stack: &Stack, owner: Uuid) -> (Uuid, Uuid) {
+async fn fixture_record(stack: &App, owner: Uuid) -> (Uuid, Uuid) {
     let (id, contact) = (Uuid::now_v7(), Uuid::now_v7());
     sqlx::query("INSERT INTO records (id, title, created_by) VALUES ($1, 'Fixture', $2)")
         .bind(id)
@@ -255,20 +255,12 @@ async fn fixture_record(stack: &Stack, owner: Uuid) -> (Uuid, Uuid) {
     (id, contact)
 }
 
-async fn fixtures(stack: &Stack) -> Fixtures {
+async fn fixtures(stack: &App) -> Fixtures {
     let admin = stack.admin_token().await;
     let (owner_id, owner) = stack.user_token("owner", "editor").await;
     let (viewer_id, viewer) = stack.user_token("viewer", "viewer").await;
     let (_, editor) = stack.user_token("editor", "editor").await;
-    let response = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(&owner)
-        .json(&json!({"scope": "read_only"}))
-        .send()
-        .await
-        .unwrap();
-    let read_only: Value = response.json().await.unwrap();
+    let read_only = stack.api_key(&owner, "read_only").await;
     let expired = TokenKeys::new(JWT_SECRET)
         .issue_access(owner_id, 0, Duration::from_secs(0))
         .unwrap();
@@ -289,7 +281,7 @@ async fn fixtures(stack: &Stack) -> Fixtures {
             None,
             Some(("x-api-key", "sdc_garbage".to_string())),
             bearer(&expired),
-            Some(("x-api-key", read_only["key"].as_str().unwrap().to_string())),
+            Some(("x-api-key", read_only)),
             bearer(&viewer),
             bearer(&editor),
             bearer(&owner),
@@ -300,7 +292,7 @@ async fn fixtures(stack: &Stack) -> Fixtures {
 
 #[tokio::test]
 async fn authorization_matrix() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let fx = fixtures(&stack).await;
     let rows = table();
 
@@ -392,7 +384,7 @@ async fn authorization_matrix() {
                     ))
                 }
             };
-            let status = request.send().await.unwrap().status().as_u16();
+            let status = stack.send(request).await.status().as_u16();
             if status != row.expected[i] {
                 failures.push(format!(
                     "{} {} as {caller}: expected {}, got {status}",

@@ -2,7 +2,7 @@
 //! CQL2 test data, and real clients (GDAL's ogrinfo, OWSLib).
 use std::{collections::BTreeSet, process::Command};
 
-use catalog_tests::{Stack, StackOptions, data_dir, data_file};
+use catalog_tests::{Api, Stack, StackOptions, data_dir, data_file};
 use serde_json::{Value, json};
 
 /// Ingests a public GeoJSON and answers its collection id.

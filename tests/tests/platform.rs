@@ -2,7 +2,7 @@
 //! OpenAPI document, health and readiness, sign-in and start-up checks.
 use std::process::Command;
 
-use catalog_tests::{JWT_SECRET, Stack, StackOptions, bin_dir};
+use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, bin_dir};
 use serde_json::{Value, json};
 
 async fn problem(response: reqwest::Response, status: u16) -> Value {

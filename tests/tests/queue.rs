@@ -2,7 +2,7 @@
 //! worker's job completes elsewhere, cancelled jobs never publish.
 use std::time::{Duration, Instant};
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn small_geojson(n: usize) -> Vec<u8> {

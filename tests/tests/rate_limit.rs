@@ -8,7 +8,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 
 /// Waits out the end of the current minute when little of it is left, so
 /// a burst of requests falls into one counting window.

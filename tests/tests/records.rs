@@ -1,6 +1,6 @@
 //! OGC API Records: dataset records in step with their datasets, metadata
 //! records and contacts, query parameters and sorting.
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn ingest(stack: &Stack, token: &str, title: &str, x: f64) -> String {

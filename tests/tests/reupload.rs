@@ -2,7 +2,7 @@
 //! diff, row counts, sample rows, nothing changed), then applied in place
 //! (same id and table, maps and signed tile links still valid, served at
 //! once), refused cleanly when the file does not fit.
-use catalog_tests::{Stack, StackOptions, data_file};
+use catalog_tests::{Api, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 fn points(n: usize, with_height: bool) -> Vec<u8> {

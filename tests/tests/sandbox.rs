@@ -4,7 +4,7 @@
 //! in its body.
 use std::time::{Duration, Instant};
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn query(stack: &Stack, credential: (&str, &str), sql: &str) -> (u16, Value) {

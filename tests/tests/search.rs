@@ -1,5 +1,5 @@
 //! Catalog search: ranking, filters, facets, saved searches, open CORS.
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use reqwest::header;
 use serde_json::{Value, json};
 

@@ -11,7 +11,7 @@ use std::{
 };
 
 use axum::extract::Query;
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "Arcgis-Token-Secret-99";

@@ -3,7 +3,7 @@
 //! real OIDC provider process on loopback, the linking and allowed-domain
 //! rules, and conversions between auth providers retiring API keys.
 use catalog_tests::{
-    ADMIN_PASSWORD, ADMIN_USER, Stack, StackOptions,
+    ADMIN_PASSWORD, ADMIN_USER, Api, Stack, StackOptions,
     idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person, browser_sign_in, unfinished_sign_in},
 };
 use serde_json::{Value, json};

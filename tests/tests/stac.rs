@@ -1,7 +1,7 @@
 //! STAC item search over the catalog, driven by pystac-client.
 use std::{collections::BTreeSet, process::Command};
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn dataset_at(stack: &Stack, token: &str, x: f64, visibility: &str) -> String {

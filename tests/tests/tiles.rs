@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use catalog_shared::auth::TokenKeys;
-use catalog_tests::{JWT_SECRET, Stack, StackOptions, data_file};
+use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 /// What GDAL's MVT driver reads from a tile: `ogrinfo -al` of it.

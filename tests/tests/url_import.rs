@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use axum::{Router, body::Body, response::Redirect, routing::get};
-use catalog_tests::{Stack, StackOptions, data_file};
+use catalog_tests::{Api, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 /// A file server on loopback standing in for a remote host.

@@ -4,7 +4,7 @@
 //! holding exactly what the file says.
 use std::process::Command;
 
-use catalog_tests::{Stack, StackOptions, zip_owned};
+use catalog_tests::{Api, Stack, StackOptions, zip_owned};
 use serde_json::{Value, json};
 
 /// Uploads, waits, and answers the dataset and its features' properties.

@@ -3,7 +3,7 @@
 //! an embed token (CORS, signed tile URLs, vector tiles, all for real).
 use std::process::Command;
 
-use catalog_tests::{Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn render(style_url: &str, layer: &str, embed_token: Option<&str>) -> Value {

@@ -1,0 +1,48 @@
+//! The API as a library: the router and the state it serves from, so the
+//! binary and the in-process route tests build the same application.
+// Only the jobs crate, which calls GDAL, needs unsafe code.
+#![forbid(unsafe_code)]
+use std::time::Duration;
+
+use catalog_shared::{config::Config, db};
+
+mod access;
+pub mod app;
+mod assist;
+mod auth;
+mod bbox;
+mod catalog;
+mod connectors;
+mod dataset_cache;
+mod datasets;
+mod extract;
+mod features;
+mod health;
+mod interval;
+mod jobs;
+mod maps;
+mod notifications;
+mod ogc;
+mod openapi;
+mod rate_limit;
+mod records;
+mod sandbox;
+mod search;
+mod services;
+mod stac;
+pub mod state;
+mod tiles;
+
+/// Connects, migrates, makes the bootstrap admin and starts the background
+/// work of one API process; answers the state its router serves from.
+pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
+    let pool = db::connect_for_requests(&config.database_url, 20).await?;
+    db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
+    db::migrate(&pool).await?;
+    auth::bootstrap_admin(&pool, &config).await?;
+    let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
+    let state = state::AppState::new(pool, config, rate_limiter)?;
+    state.sandbox.prepare_login(&state.pool).await;
+    tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
+    Ok(state)
+}
