@@ -4,66 +4,61 @@
 use std::time::Duration;
 
 use catalog_shared::auth::TokenKeys;
-use catalog_tests::{ADMIN_PASSWORD, Api, JWT_SECRET, Stack, StackOptions};
+use catalog_tests::{ADMIN_PASSWORD, Api, App, JWT_SECRET, Stack, StackOptions};
 use reqwest::{Method, header};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-async fn login(stack: &Stack, username: &str, password: &str) -> Value {
+async fn login(stack: &impl Api, username: &str, password: &str) -> Value {
     let response = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", username), ("password", password)])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http()
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", username), ("password", password)]),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }
 
-async fn refresh(stack: &Stack, refresh_token: &str) -> reqwest::Response {
+async fn refresh(stack: &impl Api, refresh_token: &str) -> reqwest::Response {
     stack
-        .http
-        .post(stack.url("/api/auth/refresh"))
-        .json(&json!({"refresh_token": refresh_token}))
-        .send()
+        .send(
+            stack
+                .http()
+                .post(stack.url("/api/auth/refresh"))
+                .json(&json!({"refresh_token": refresh_token})),
+        )
         .await
-        .unwrap()
 }
 
-async fn me_status(stack: &Stack, token: &str) -> u16 {
+async fn me_status(stack: &impl Api, token: &str) -> u16 {
     stack
-        .http
-        .get(stack.url("/api/auth/me"))
-        .bearer_auth(token)
-        .send()
+        .send(stack.http().get(stack.url("/api/auth/me")).bearer_auth(token))
         .await
-        .unwrap()
         .status()
         .as_u16()
 }
 
-async fn key_status(stack: &Stack, key: &str) -> u16 {
+async fn key_status(stack: &impl Api, key: &str) -> u16 {
     stack
-        .http
-        .get(stack.url("/api/auth/me"))
-        .header("X-Api-Key", key)
-        .send()
+        .send(stack.http().get(stack.url("/api/auth/me")).header("X-Api-Key", key))
         .await
-        .unwrap()
         .status()
         .as_u16()
 }
 
-async fn create_key(stack: &Stack, token: &str, body: Value) -> Value {
+async fn create_key(stack: &impl Api, token: &str, body: Value) -> Value {
     let response = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http()
+                .post(stack.url("/api/auth/api-keys"))
+                .bearer_auth(token)
+                .json(&body),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     response.json().await.unwrap()
 }
@@ -78,7 +73,7 @@ fn expired_token(user_id: Uuid) -> String {
 
 #[tokio::test]
 async fn refresh_tokens_rotate_with_a_grace_for_concurrent_tabs() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let first = login(&stack, "admin", ADMIN_PASSWORD).await;
     let rt1 = first["refresh_token"].as_str().unwrap();
     let response = refresh(&stack, rt1).await;
@@ -101,15 +96,16 @@ async fn refresh_tokens_rotate_with_a_grace_for_concurrent_tabs() {
 
 #[tokio::test]
 async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let response = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .header("X-Service-Auth-Mode", "cookie")
-        .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .header("X-Service-Auth-Mode", "cookie")
+                .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)]),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let cookies: Vec<String> = response
         .headers()
@@ -142,11 +138,11 @@ async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
         if let Some(h) = csrf_header {
             request = request.header("X-CSRF-Token", h.to_string());
         }
-        request.send()
+        stack.send(request)
     };
-    assert_eq!(send(Some("wrong")).await.unwrap().status(), 403);
-    assert_eq!(send(None).await.unwrap().status(), 403);
-    let ok = send(Some(&csrf)).await.unwrap();
+    assert_eq!(send(Some("wrong")).await.status(), 403);
+    assert_eq!(send(None).await.status(), 403);
+    let ok = send(Some(&csrf)).await;
     assert_eq!(ok.status(), 200);
     assert!(
         ok.headers()
@@ -161,7 +157,7 @@ async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
 
 #[tokio::test]
 async fn sign_out_ends_every_session_but_keeps_api_keys() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let laptop = login(&stack, "admin", ADMIN_PASSWORD).await;
     let phone = login(&stack, "admin", ADMIN_PASSWORD).await;
     let laptop_token = laptop["access_token"].as_str().unwrap();
@@ -170,12 +166,13 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
         .unwrap()
         .to_string();
     let response = stack
-        .http
-        .post(stack.url("/api/auth/logout/"))
-        .bearer_auth(laptop_token)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/logout/"))
+                .bearer_auth(laptop_token),
+        )
+        .await;
     assert_eq!(response.status(), 204);
     assert_eq!(me_status(&stack, laptop_token).await, 401);
     assert_eq!(
@@ -197,43 +194,33 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
     let dead = expired_token(admin_id);
     assert_eq!(
         stack
-            .http
-            .post(stack.url("/api/auth/logout"))
-            .bearer_auth(&dead)
-            .send()
+            .send(stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&dead))
             .await
-            .unwrap()
             .status(),
         204
     );
     let session = login(&stack, "admin", ADMIN_PASSWORD).await;
     let by_refresh = stack
-        .http
-        .post(stack.url("/api/auth/logout"))
-        .json(&json!({"refresh_token": session["refresh_token"]}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/logout"))
+                .json(&json!({"refresh_token": session["refresh_token"]})),
+        )
+        .await;
     assert_eq!(by_refresh.status(), 204);
     assert_eq!(me_status(&stack, session["access_token"].as_str().unwrap()).await, 401);
     assert_eq!(
         stack
-            .http
-            .post(stack.url("/api/auth/logout"))
-            .send()
+            .send(stack.http.post(stack.url("/api/auth/logout")))
             .await
-            .unwrap()
             .status(),
         401
     );
     assert_eq!(
         stack
-            .http
-            .post(stack.url("/api/auth/logout"))
-            .bearer_auth("garbage")
-            .send()
+            .send(stack.http.post(stack.url("/api/auth/logout")).bearer_auth("garbage"))
             .await
-            .unwrap()
             .status(),
         401
     );
@@ -241,7 +228,7 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
 
 #[tokio::test]
 async fn keys_die_on_password_change_role_change_and_approval() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let admin = stack.admin_token().await;
     let (editor_id, editor) = stack.user_token("erin", "editor").await;
     let key = create_key(&stack, &editor, json!({"scope": "full"})).await["key"]
@@ -250,21 +237,16 @@ async fn keys_die_on_password_change_role_change_and_approval() {
         .to_string();
     assert_eq!(key_status(&stack, &key).await, 200);
     let change = |current: &str, new: &str| {
-        stack
-            .http
-            .post(stack.url("/api/auth/change-password/"))
-            .bearer_auth(&editor)
-            .json(&json!({"current_password": current, "new_password": new}))
-            .send()
+        stack.send(
+            stack
+                .http
+                .post(stack.url("/api/auth/change-password/"))
+                .bearer_auth(&editor)
+                .json(&json!({"current_password": current, "new_password": new})),
+        )
     };
-    assert_eq!(
-        change("wrong-password", "Another-Passw0rd").await.unwrap().status(),
-        400
-    );
-    assert_eq!(
-        change("User-Password-123", "Another-Passw0rd").await.unwrap().status(),
-        204
-    );
+    assert_eq!(change("wrong-password", "Another-Passw0rd").await.status(), 400);
+    assert_eq!(change("User-Password-123", "Another-Passw0rd").await.status(), 204);
     assert_eq!(key_status(&stack, &key).await, 401, "password change");
     assert_eq!(me_status(&stack, &editor).await, 200, "the session itself stays");
 
@@ -273,51 +255,52 @@ async fn keys_die_on_password_change_role_change_and_approval() {
         .unwrap()
         .to_string();
     let patch = |id: Uuid, body: Value| {
-        stack
-            .http
-            .patch(stack.url(&format!("/api/admin/users/{id}")))
-            .bearer_auth(&admin)
-            .json(&body)
-            .send()
+        stack.send(
+            stack
+                .http
+                .patch(stack.url(&format!("/api/admin/users/{id}")))
+                .bearer_auth(&admin)
+                .json(&body),
+        )
     };
     assert_eq!(
-        patch(editor_id, json!({"email": "erin@example.org"}))
-            .await
-            .unwrap()
-            .status(),
+        patch(editor_id, json!({"email": "erin@example.org"})).await.status(),
         200
     );
     assert_eq!(key_status(&stack, &key).await, 200, "an email change keeps keys");
-    assert_eq!(patch(editor_id, json!({"role": "viewer"})).await.unwrap().status(), 200);
+    assert_eq!(patch(editor_id, json!({"role": "viewer"})).await.status(), 200);
     assert_eq!(key_status(&stack, &key).await, 401, "role change");
 
     let response = stack
-        .http
-        .post(stack.url("/api/auth/register"))
-        .json(&json!({"username": "newbie", "password": "Newbie-Passw0rd", "email": "newbie@example.org"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/register"))
+                .json(&json!({"username": "newbie", "password": "Newbie-Passw0rd", "email": "newbie@example.org"})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let newbie: Value = response.json().await.unwrap();
     assert_eq!(newbie["status"], "pending");
     let newbie_id: Uuid = newbie["id"].as_str().unwrap().parse().unwrap();
     let refused = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "newbie"), ("password", "Newbie-Passw0rd")])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "newbie"), ("password", "Newbie-Passw0rd")]),
+        )
+        .await;
     assert_eq!(refused.status(), 401, "pending accounts cannot sign in");
     let response = stack
-        .http
-        .post(stack.url("/api/admin/api-keys/"))
-        .bearer_auth(&admin)
-        .json(&json!({"user_id": newbie_id, "scope": "read_only"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/admin/api-keys/"))
+                .bearer_auth(&admin)
+                .json(&json!({"user_id": newbie_id, "scope": "read_only"})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let pending_key = response.json::<Value>().await.unwrap()["key"]
         .as_str()
@@ -328,10 +311,7 @@ async fn keys_die_on_password_change_role_change_and_approval() {
         401,
         "a pending account's key does not resolve"
     );
-    assert_eq!(
-        patch(newbie_id, json!({"status": "active"})).await.unwrap().status(),
-        200
-    );
+    assert_eq!(patch(newbie_id, json!({"status": "active"})).await.status(), 200);
     assert_eq!(key_status(&stack, &pending_key).await, 401, "approval revoked it");
     login(&stack, "newbie", "Newbie-Passw0rd").await;
 
@@ -341,17 +321,14 @@ async fn keys_die_on_password_change_role_change_and_approval() {
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(
-        patch(newbie_id, json!({"status": "suspended"})).await.unwrap().status(),
-        200
-    );
+    assert_eq!(patch(newbie_id, json!({"status": "suspended"})).await.status(), 200);
     assert_eq!(me_status(&stack, &newbie_token).await, 401);
     assert_eq!(key_status(&stack, &newbie_key).await, 401);
 }
 
 #[tokio::test]
 async fn api_key_rules() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let (_, editor) = stack.user_token("kim", "editor").await;
     let full = create_key(&stack, &editor, json!({"name": "ci"})).await;
     assert_eq!(full["scope"], "full");
@@ -365,12 +342,13 @@ async fn api_key_rules() {
     let (status, _) = stack.get_json(None, &format!("/api/auth/me?api_key={key}")).await;
     assert_eq!(status, 200);
     let post = stack
-        .http
-        .post(stack.url(&format!("/api/auth/api-keys?api_key={key}")))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/auth/api-keys?api_key={key}")))
+                .json(&json!({})),
+        )
+        .await;
     assert_eq!(
         post.status(),
         401,
@@ -378,34 +356,37 @@ async fn api_key_rules() {
     );
     // The header wins over the query parameter and the bearer token.
     let both = stack
-        .http
-        .get(stack.url("/api/auth/me?api_key=garbage"))
-        .header("X-Api-Key", &key)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .get(stack.url("/api/auth/me?api_key=garbage"))
+                .header("X-Api-Key", &key),
+        )
+        .await;
     assert_eq!(both.status(), 200);
 
     // Read-only keys read, and are refused before the handler otherwise.
     assert_eq!(key_status(&stack, &read_only).await, 200);
     let refused = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .header("X-Api-Key", &read_only)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/api-keys"))
+                .header("X-Api-Key", &read_only)
+                .json(&json!({})),
+        )
+        .await;
     assert_eq!(refused.status(), 403);
     let body: Value = refused.json().await.unwrap();
     assert!(body["detail"].as_str().unwrap().contains("read-only"), "{body}");
     let delete = stack
-        .http
-        .delete(stack.url(&format!("/api/jobs/{}", Uuid::now_v7())))
-        .header("X-Api-Key", &read_only)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .delete(stack.url(&format!("/api/jobs/{}", Uuid::now_v7())))
+                .header("X-Api-Key", &read_only),
+        )
+        .await;
     assert_eq!(delete.status(), 403);
 
     // Listing never shows secrets; revoking stops a key; expiry is honoured.
@@ -415,12 +396,13 @@ async fn api_key_rules() {
     assert!(!list.to_string().contains(&key) && !list.to_string().contains(&read_only));
     let id = full["id"].as_str().unwrap();
     let revoked = stack
-        .http
-        .delete(stack.url(&format!("/api/auth/api-keys/{id}")))
-        .bearer_auth(&editor)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .delete(stack.url(&format!("/api/auth/api-keys/{id}")))
+                .bearer_auth(&editor),
+        )
+        .await;
     assert_eq!(revoked.status(), 204);
     assert_eq!(key_status(&stack, &key).await, 401);
     let soon = create_key(&stack, &editor, json!({"expires_at": (chrono_now_plus(2))})).await["key"]
@@ -431,22 +413,24 @@ async fn api_key_rules() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(key_status(&stack, &soon).await, 401, "expired");
     let past = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(&editor)
-        .json(&json!({"expires_at": "2020-01-01T00:00:00Z"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/api-keys"))
+                .bearer_auth(&editor)
+                .json(&json!({"expires_at": "2020-01-01T00:00:00Z"})),
+        )
+        .await;
     assert_eq!(past.status(), 422);
     let bad_scope = stack
-        .http
-        .post(stack.url("/api/auth/api-keys"))
-        .bearer_auth(&editor)
-        .json(&json!({"scope": "root"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/api-keys"))
+                .bearer_auth(&editor)
+                .json(&json!({"scope": "root"})),
+        )
+        .await;
     assert_eq!(bad_scope.status(), 422);
 }
 
@@ -463,7 +447,7 @@ fn chrono_now_plus(seconds: u64) -> String {
 
 #[tokio::test]
 async fn password_policy_edges() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let (_, token) = stack.user_token("pat", "viewer").await;
     let mut current = "User-Password-123".to_string();
     for (new, expected) in [
@@ -476,13 +460,14 @@ async fn password_policy_edges() {
         ("Abcdefghij12".to_string(), 204),       // 12 characters, 3 classes
     ] {
         let response = stack
-            .http
-            .post(stack.url("/api/auth/change-password"))
-            .bearer_auth(&token)
-            .json(&json!({"current_password": current, "new_password": new}))
-            .send()
-            .await
-            .unwrap();
+            .send(
+                stack
+                    .http
+                    .post(stack.url("/api/auth/change-password"))
+                    .bearer_auth(&token)
+                    .json(&json!({"current_password": current, "new_password": new})),
+            )
+            .await;
         assert_eq!(response.status().as_u16(), expected, "{new:?} ({} bytes)", new.len());
         if expected == 204 {
             current = new;
@@ -493,21 +478,21 @@ async fn password_policy_edges() {
 
 #[tokio::test]
 async fn accounts_admin_and_me() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let admin = stack.admin_token().await;
     let create = |body: Value| {
-        stack
-            .http
-            .post(stack.url("/api/admin/users/"))
-            .bearer_auth(&admin)
-            .json(&body)
-            .send()
+        stack.send(
+            stack
+                .http
+                .post(stack.url("/api/admin/users/"))
+                .bearer_auth(&admin)
+                .json(&body),
+        )
     };
     let response = create(
         json!({"username": "dana", "password": "Dana-Passw0rd!", "email": "dana@example.org", "role": "editor"}),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 201);
     let dana: Value = response.json().await.unwrap();
     assert_eq!(dana["roles"], json!(["editor"]));
@@ -520,21 +505,18 @@ async fn accounts_admin_and_me() {
     assert_eq!(
         create(json!({"username": "DANA", "password": "Dana-Passw0rd!", "role": "viewer"}))
             .await
-            .unwrap()
             .status(),
         409
     );
     assert_eq!(
         create(json!({"username": "x", "password": "short", "role": "viewer"}))
             .await
-            .unwrap()
             .status(),
         422
     );
     assert_eq!(
         create(json!({"username": "y", "password": "Dana-Passw0rd!", "role": "root"}))
             .await
-            .unwrap()
             .status(),
         422
     );
@@ -548,31 +530,34 @@ async fn accounts_admin_and_me() {
     let (status, _) = stack.get_json(Some(&dana_token), "/api/admin/users").await;
     assert_eq!(status, 403);
     let unknown = stack
-        .http
-        .patch(stack.url(&format!("/api/admin/users/{}", Uuid::now_v7())))
-        .bearer_auth(&admin)
-        .json(&json!({"role": "viewer"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .patch(stack.url(&format!("/api/admin/users/{}", Uuid::now_v7())))
+                .bearer_auth(&admin)
+                .json(&json!({"role": "viewer"})),
+        )
+        .await;
     assert_eq!(unknown.status(), 404);
     let deactivate = stack
-        .http
-        .patch(stack.url(&format!("/api/admin/users/{}", dana["id"].as_str().unwrap())))
-        .bearer_auth(&admin)
-        .json(&json!({"is_active": false}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .patch(stack.url(&format!("/api/admin/users/{}", dana["id"].as_str().unwrap())))
+                .bearer_auth(&admin)
+                .json(&json!({"is_active": false})),
+        )
+        .await;
     assert_eq!(deactivate.status(), 200);
     assert_eq!(me_status(&stack, &dana_token).await, 401);
     let refused = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "dana"), ("password", "Dana-Passw0rd!")])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "dana"), ("password", "Dana-Passw0rd!")]),
+        )
+        .await;
     assert_eq!(refused.status(), 401);
 }
 
@@ -599,17 +584,18 @@ async fn restricted_datasets_follow_grants() {
     let path = format!("/api/datasets/{id}");
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
     let grant = |user: Uuid, permission: &str| {
-        stack
-            .http
-            .put(stack.url(&format!("{path}/grants/{user}")))
-            .bearer_auth(&owner)
-            .json(&json!({"permission": permission}))
-            .send()
+        stack.send(
+            stack
+                .http
+                .put(stack.url(&format!("{path}/grants/{user}")))
+                .bearer_auth(&owner)
+                .json(&json!({"permission": permission})),
+        )
     };
-    assert_eq!(grant(reader_id, "read").await.unwrap().status(), 200);
-    assert_eq!(grant(writer_id, "write").await.unwrap().status(), 200);
-    assert_eq!(grant(writer_id, "admin").await.unwrap().status(), 422);
-    assert_eq!(grant(Uuid::now_v7(), "read").await.unwrap().status(), 404);
+    assert_eq!(grant(reader_id, "read").await.status(), 200);
+    assert_eq!(grant(writer_id, "write").await.status(), 200);
+    assert_eq!(grant(writer_id, "admin").await.status(), 422);
+    assert_eq!(grant(Uuid::now_v7(), "read").await.status(), 404);
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 200);
     let (status, grants) = stack.get_json(Some(&owner), &format!("{path}/grants")).await;
     assert_eq!(status, 200);
@@ -620,26 +606,24 @@ async fn restricted_datasets_follow_grants() {
         "only the owner manages grants"
     );
     let edit = |token: &str| {
-        stack
-            .http
-            .patch(stack.url(&path))
-            .bearer_auth(token)
-            .json(&json!({"summary": "edited"}))
-            .send()
+        stack.send(
+            stack
+                .http
+                .patch(stack.url(&path))
+                .bearer_auth(token)
+                .json(&json!({"summary": "edited"})),
+        )
     };
-    assert_eq!(
-        edit(&reader).await.unwrap().status(),
-        403,
-        "a read grant does not allow writes"
-    );
-    assert_eq!(edit(&writer).await.unwrap().status(), 200, "a write grant does");
+    assert_eq!(edit(&reader).await.status(), 403, "a read grant does not allow writes");
+    assert_eq!(edit(&writer).await.status(), 200, "a write grant does");
     let revoke = stack
-        .http
-        .delete(stack.url(&format!("{path}/grants/{reader_id}")))
-        .bearer_auth(&owner)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .delete(stack.url(&format!("{path}/grants/{reader_id}")))
+                .bearer_auth(&owner),
+        )
+        .await;
     assert_eq!(revoke.status(), 204);
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
 }
@@ -676,9 +660,9 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
         if let Some(token) = token {
             request = request.bearer_auth(token.to_string());
         }
-        request.send()
+        stack.send(request)
     };
-    let response = mint(public_id, None).await.unwrap();
+    let response = mint(public_id, None).await;
     assert_eq!(response.status(), 200, "anonymous callers may for public datasets");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["expires_in"], 120);
@@ -689,56 +673,51 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
     assert_eq!(claims.typ, "download");
     assert_eq!(claims.scope, format!("dataset:{public_id}"));
     assert_eq!(claims.exp - claims.iat, 120);
-    assert_eq!(mint(private_id, None).await.unwrap().status(), 404);
-    assert_eq!(mint(private_id, Some(&owner)).await.unwrap().status(), 200);
+    assert_eq!(mint(private_id, None).await.status(), 404);
+    assert_eq!(mint(private_id, Some(&owner)).await.status(), 200);
 }
 
 #[tokio::test]
 async fn cors_follows_rule_17() {
-    let stack = Stack::start_with(StackOptions::workers(0).env("CORS_ALLOWED_ORIGINS", "https://app.example")).await;
+    let stack = App::start_with(&[("CORS_ALLOWED_ORIGINS", "https://app.example")]).await;
     let admin = stack.admin_token().await;
     let get = |path: &str, origin: &str, token: Option<&str>| {
         let mut request = stack.http.get(stack.url(path)).header(header::ORIGIN, origin);
         if let Some(token) = token {
             request = request.bearer_auth(token.to_string());
         }
-        request.send()
+        stack.send(request)
     };
     let acao = |r: &reqwest::Response| {
         r.headers()
             .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
             .map(|v| v.to_str().unwrap().to_string())
     };
-    let anonymous = get("/api/openapi.json", "https://other.example", None).await.unwrap();
+    let anonymous = get("/api/openapi.json", "https://other.example", None).await;
     assert_eq!(acao(&anonymous).as_deref(), Some("*"));
-    let search = get("/api/search/datasets", "https://other.example", None)
-        .await
-        .unwrap();
+    let search = get("/api/search/datasets", "https://other.example", None).await;
     assert_eq!(acao(&search).as_deref(), Some("*"));
-    let credentialed = get("/api/openapi.json", "https://other.example", Some(&admin))
-        .await
-        .unwrap();
+    let credentialed = get("/api/openapi.json", "https://other.example", Some(&admin)).await;
     assert_eq!(acao(&credentialed), None, "a credential drops the wildcard");
-    let listed = get("/api/auth/me", "https://app.example", Some(&admin)).await.unwrap();
+    let listed = get("/api/auth/me", "https://app.example", Some(&admin)).await;
     assert_eq!(acao(&listed).as_deref(), Some("https://app.example"));
     assert_eq!(listed.headers()[header::ACCESS_CONTROL_ALLOW_CREDENTIALS], "true");
-    let unlisted = get("/api/auth/me", "https://other.example", Some(&admin))
-        .await
-        .unwrap();
+    let unlisted = get("/api/auth/me", "https://other.example", Some(&admin)).await;
     assert_eq!(acao(&unlisted), None);
     let preflight = |origin: &str| {
-        stack
-            .http
-            .request(Method::OPTIONS, stack.url("/api/datasets"))
-            .header(header::ORIGIN, origin)
-            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "GET")
-            .header(header::ACCESS_CONTROL_REQUEST_HEADERS, "x-api-key")
-            .send()
+        stack.send(
+            stack
+                .http
+                .request(Method::OPTIONS, stack.url("/api/datasets"))
+                .header(header::ORIGIN, origin)
+                .header(header::ACCESS_CONTROL_REQUEST_METHOD, "GET")
+                .header(header::ACCESS_CONTROL_REQUEST_HEADERS, "x-api-key"),
+        )
     };
-    let ok = preflight("https://app.example").await.unwrap();
+    let ok = preflight("https://app.example").await;
     assert!(ok.status().is_success());
     assert_eq!(acao(&ok).as_deref(), Some("https://app.example"));
-    assert_eq!(acao(&preflight("https://other.example").await.unwrap()), None);
+    assert_eq!(acao(&preflight("https://other.example").await), None);
 }
 
 #[test]
@@ -773,30 +752,33 @@ async fn no_secret_reaches_the_logs() {
     secrets.push(key.clone());
     stack.get_json(None, &format!("/api/datasets?api_key={key}")).await;
     stack
-        .http
-        .get(stack.url("/api/datasets"))
-        .header("X-Api-Key", "sdc_wrong_key_value_0000")
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .get(stack.url("/api/datasets"))
+                .header("X-Api-Key", "sdc_wrong_key_value_0000"),
+        )
+        .await;
     secrets.push("sdc_wrong_key_value_0000".into());
     let response = stack
-        .http
-        .post(stack.url("/api/admin/users"))
-        .bearer_auth(&access)
-        .json(&json!({"username": "sam", "password": "Sam-Secret-Passw0rd", "role": "viewer"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/admin/users"))
+                .bearer_auth(&access)
+                .json(&json!({"username": "sam", "password": "Sam-Secret-Passw0rd", "role": "viewer"})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     secrets.push("Sam-Secret-Passw0rd".into());
     stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "sam"), ("password", "Wrong-Secret-Passw0rd")])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "sam"), ("password", "Wrong-Secret-Passw0rd")]),
+        )
+        .await;
     secrets.push("Wrong-Secret-Passw0rd".into());
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
@@ -813,11 +795,8 @@ async fn no_secret_reaches_the_logs() {
         .unwrap()
         .to_string();
     let download: Value = stack
-        .http
-        .post(stack.url(&format!("/api/auth/download-token/{id}")))
-        .send()
+        .send(stack.http.post(stack.url(&format!("/api/auth/download-token/{id}"))))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -825,69 +804,66 @@ async fn no_secret_reaches_the_logs() {
     // Capabilities: a signed tile template, used; an embed token, used.
     let (_, signed) = stack.get_json(Some(&access), &format!("/api/tiles/token/{id}")).await;
     let tile_url = signed["tile_url"].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
-    assert_eq!(stack.http.get(&tile_url).send().await.unwrap().status(), 200);
+    assert_eq!(stack.send(stack.http.get(&tile_url)).await.status(), 200);
     secrets.push(tile_url.split("sig=").nth(1).unwrap().to_string());
     let map: Value = stack
-        .http
-        .post(stack.url("/api/maps"))
-        .bearer_auth(&access)
-        .json(&json!({"name": "m", "layers": [{"dataset_id": id}]}))
-        .send()
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/maps"))
+                .bearer_auth(&access)
+                .json(&json!({"name": "m", "layers": [{"dataset_id": id}]})),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let map_id = map["id"].as_str().unwrap();
     let embed: Value = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
-        .bearer_auth(&access)
-        .json(&json!({}))
-        .send()
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
+                .bearer_auth(&access)
+                .json(&json!({})),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let embed = embed["token"].as_str().unwrap().to_string();
     let response = stack
-        .http
-        .get(stack.url(&format!("/api/maps/{map_id}/style.json")))
-        .header("x-embed-token", &embed)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .get(stack.url(&format!("/api/maps/{map_id}/style.json")))
+                .header("x-embed-token", &embed),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     secrets.push(embed);
     // A sign-in provider's client secret.
     let response = stack
-        .http
-        .post(stack.url("/api/settings/oauth-providers"))
-        .bearer_auth(&access)
-        .json(
-            &json!({"slug": "corp", "display_name": "Corp", "provider_type": "oidc", "client_id": "c",
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/settings/oauth-providers"))
+                .bearer_auth(&access)
+                .json(
+                    &json!({"slug": "corp", "display_name": "Corp", "provider_type": "oidc", "client_id": "c",
                       "client_secret": "Provider-Client-Secret-42", "discovery_url": "http://10.0.0.1/d"}),
+                ),
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.status(), 201);
     let login = stack
-        .http
-        .get(stack.url("/api/auth/oauth/corp/login"))
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.get(stack.url("/api/auth/oauth/corp/login")))
+        .await;
     assert_eq!(login.status(), 502, "the provider's discovery is out of reach");
     secrets.push("Provider-Client-Secret-42".into());
     stack
-        .http
-        .post(stack.url("/api/auth/logout"))
-        .bearer_auth(&access)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.post(stack.url("/api/auth/logout")).bearer_auth(&access))
+        .await;
     let logs = stack.logs();
     assert!(logs.contains("request"), "the logs were captured");
     for secret in &secrets {
@@ -913,7 +889,7 @@ async fn no_secret_reaches_the_logs() {
 /// after refreshing.
 #[tokio::test]
 async fn password_change_ends_the_other_sessions() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let (_, _) = stack.user_token("paula", "editor").await;
     let laptop = login(&stack, "paula", "User-Password-123").await;
     let phone = login(&stack, "paula", "User-Password-123").await;
@@ -924,13 +900,14 @@ async fn password_change_ends_the_other_sessions() {
         .await
         .unwrap();
     let response = stack
-        .http
-        .post(stack.url("/api/auth/change-password"))
-        .bearer_auth(laptop["access_token"].as_str().unwrap())
-        .json(&json!({"current_password": "User-Password-123", "new_password": "Changed-Passw0rd!"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/change-password"))
+                .bearer_auth(laptop["access_token"].as_str().unwrap())
+                .json(&json!({"current_password": "User-Password-123", "new_password": "Changed-Passw0rd!"})),
+        )
+        .await;
     assert_eq!(response.status(), 204);
     assert_eq!(
         refresh(&stack, phone["refresh_token"].as_str().unwrap()).await.status(),
@@ -960,19 +937,20 @@ async fn password_change_ends_the_other_sessions() {
 /// for one that does costs, so timing does not enumerate usernames.
 #[tokio::test]
 async fn sign_in_timing_does_not_reveal_usernames() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let (_, _) = stack.user_token("known", "viewer").await;
     let attempt = |username: &'static str| {
         let stack = &stack;
         async move {
             let started = std::time::Instant::now();
             let response = stack
-                .http
-                .post(stack.url("/api/auth/login"))
-                .form(&[("username", username), ("password", "Wrong-Password-1")])
-                .send()
-                .await
-                .unwrap();
+                .send(
+                    stack
+                        .http
+                        .post(stack.url("/api/auth/login"))
+                        .form(&[("username", username), ("password", "Wrong-Password-1")]),
+                )
+                .await;
             assert_eq!(response.status(), 401);
             let body: Value = response.json().await.unwrap();
             assert_eq!(body["detail"], "wrong username or password", "the same refusal");
