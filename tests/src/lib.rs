@@ -171,6 +171,32 @@ pub trait Api {
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
+
+    async fn upload(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> reqwest::Response {
+        self.post_file("/api/datasets/upload", token, filename, bytes, fields)
+            .await
+    }
+
+    /// A multipart form with one `file` part and text fields.
+    async fn post_file(
+        &self,
+        path: &str,
+        token: &str,
+        filename: &str,
+        bytes: Vec<u8>,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut form = reqwest::multipart::Form::new();
+        for (k, v) in fields {
+            form = form.text(k.to_string(), v.to_string());
+        }
+        form = form.part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()),
+        );
+        self.send(self.http().post(self.url(path)).bearer_auth(token).multipart(form))
+            .await
+    }
 }
 
 impl Api for Stack {
@@ -373,43 +399,6 @@ impl Stack {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    pub async fn upload(
-        &self,
-        token: &str,
-        filename: &str,
-        bytes: Vec<u8>,
-        fields: &[(&str, &str)],
-    ) -> reqwest::Response {
-        self.post_file("/api/datasets/upload", token, filename, bytes, fields)
-            .await
-    }
-
-    /// A multipart form with one `file` part and text fields.
-    pub async fn post_file(
-        &self,
-        path: &str,
-        token: &str,
-        filename: &str,
-        bytes: Vec<u8>,
-        fields: &[(&str, &str)],
-    ) -> reqwest::Response {
-        let mut form = reqwest::multipart::Form::new();
-        for (k, v) in fields {
-            form = form.text(k.to_string(), v.to_string());
-        }
-        form = form.part(
-            "file",
-            reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()),
-        );
-        self.http
-            .post(self.url(path))
-            .bearer_auth(token)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap()
     }
 
     /// Uploads and answers the queued job's id, asserting the 202.

@@ -2,7 +2,7 @@
 //! forks, share links, and MapLibre style export and import.
 use std::process::Command;
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
@@ -19,15 +19,10 @@ async fn line_dataset(stack: &Stack, token: &str) -> String {
     stack.ingest_geojson(token, &body, &[]).await
 }
 
-async fn post_map(stack: &Stack, token: &str, body: &Value) -> reqwest::Response {
+async fn post_map(stack: &impl Api, token: &str, body: &Value) -> reqwest::Response {
     stack
-        .http
-        .post(stack.url("/api/maps/"))
-        .bearer_auth(token)
-        .json(body)
-        .send()
+        .send(stack.http().post(stack.url("/api/maps/")).bearer_auth(token).json(body))
         .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -98,7 +93,7 @@ async fn maps_are_created_read_updated_and_deleted() {
         if let Some(tag) = if_match {
             request = request.header("If-Match", tag);
         }
-        request.send()
+        stack.send(request)
     };
     let layers = json!([{"dataset_id": dataset, "sort_order": 2, "paint": {"circle-color": "#ff0000"}, "display_name": "Points"}]);
     let response = put(
@@ -106,8 +101,7 @@ async fn maps_are_created_read_updated_and_deleted() {
         json!({"zoom": 5, "center_lng": 10, "center_lat": 50, "layers": layers}),
         None,
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 200);
     let tag = response.headers()["etag"].to_str().unwrap().to_string();
     let updated: Value = response.json().await.unwrap();
@@ -123,29 +117,14 @@ async fn maps_are_created_read_updated_and_deleted() {
 
     // Optimistic concurrency: a stale ETag is a conflict.
     assert_eq!(
-        put(&owner, json!({"name": "Town"}), Some(tag.clone()))
-            .await
-            .unwrap()
-            .status(),
+        put(&owner, json!({"name": "Town"}), Some(tag.clone())).await.status(),
         200
     );
-    assert_eq!(
-        put(&owner, json!({"name": "Village"}), Some(tag))
-            .await
-            .unwrap()
-            .status(),
-        409
-    );
+    assert_eq!(put(&owner, json!({"name": "Village"}), Some(tag)).await.status(), 409);
 
     assert_eq!(stack.get_json(Some(&other), &path).await.0, 404, "private");
-    assert_eq!(put(&other, json!({"name": "x"}), None).await.unwrap().status(), 404);
-    assert_eq!(
-        put(&owner, json!({"visibility": "internal"}), None)
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(put(&other, json!({"name": "x"}), None).await.status(), 404);
+    assert_eq!(put(&owner, json!({"visibility": "internal"}), None).await.status(), 200);
     assert_eq!(
         stack.get_json(Some(&other), &path).await.0,
         200,
@@ -153,7 +132,7 @@ async fn maps_are_created_read_updated_and_deleted() {
     );
     assert_eq!(stack.get_json(None, &path).await.0, 404);
     assert_eq!(
-        put(&other, json!({"name": "x"}), None).await.unwrap().status(),
+        put(&other, json!({"name": "x"}), None).await.status(),
         403,
         "visible but not theirs"
     );
@@ -162,9 +141,7 @@ async fn maps_are_created_read_updated_and_deleted() {
 
     // A layer may only use a dataset the caller can see.
     let theirs = point_dataset(&stack, &other, "private").await;
-    let response = put(&owner, json!({"layers": [{"dataset_id": theirs}]}), None)
-        .await
-        .unwrap();
+    let response = put(&owner, json!({"layers": [{"dataset_id": theirs}]}), None).await;
     assert_eq!(response.status(), 422);
     let problem: Value = response.json().await.unwrap();
     assert!(
@@ -173,20 +150,12 @@ async fn maps_are_created_read_updated_and_deleted() {
     );
 
     let fork = stack
-        .http
-        .post(stack.url(&format!("{path}/fork")))
-        .bearer_auth(&other)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.post(stack.url(&format!("{path}/fork"))).bearer_auth(&other))
+        .await;
     assert_eq!(fork.status(), 422, "the fork would use a dataset the forker cannot see");
     let deleted = stack
-        .http
-        .delete(stack.url(&path))
-        .bearer_auth(&owner)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.delete(stack.url(&path)).bearer_auth(&owner))
+        .await;
     assert_eq!(deleted.status(), 204);
     assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
 }
@@ -379,7 +348,7 @@ async fn every_bound_is_enforced() {
 
 #[tokio::test]
 async fn share_links_serve_read_only_until_revoked() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let token = stack.admin_token().await;
     let map: Value = post_map(&stack, &token, &json!({"name": "Shared"}))
         .await
@@ -388,12 +357,13 @@ async fn share_links_serve_read_only_until_revoked() {
         .unwrap();
     let id = map["id"].as_str().unwrap();
     let response = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{id}/shares")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/maps/{id}/shares")))
+                .bearer_auth(&token),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let share: Value = response.json().await.unwrap();
     let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
@@ -402,30 +372,23 @@ async fn share_links_serve_read_only_until_revoked() {
     assert_eq!(status, 200);
     assert_eq!(shared["name"], "Shared");
     let garbage = stack
-        .http
-        .get(stack.url(&link))
-        .header("X-Api-Key", "garbage")
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
+        .await;
     assert_eq!(garbage.status(), 200, "the link reads no credential");
     assert_eq!(stack.get_json(None, "/api/maps/shared/unknown-token").await.0, 404);
     let revoke = stack
-        .http
-        .delete(stack.url(&format!("/api/maps/{id}/shares/{}", share["token"].as_str().unwrap())))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .delete(stack.url(&format!("/api/maps/{id}/shares/{}", share["token"].as_str().unwrap())))
+                .bearer_auth(&token),
+        )
+        .await;
     assert_eq!(revoke.status(), 204);
     assert_eq!(stack.get_json(None, &link).await.0, 410);
     let with_key = stack
-        .http
-        .get(stack.url(&link))
-        .header("X-Api-Key", "garbage")
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
+        .await;
     assert_eq!(with_key.status(), 410, "whatever credential is sent");
 }
 
@@ -516,12 +479,7 @@ async fn styles_validate_and_round_trip() {
         .unwrap()
         .to_string();
     assert_eq!(circle["source-layer"], table);
-    let tile = stack
-        .http
-        .get(tiles.replace("{z}/{x}/{y}", "0/0/0"))
-        .send()
-        .await
-        .unwrap();
+    let tile = stack.send(stack.http.get(tiles.replace("{z}/{x}/{y}", "0/0/0"))).await;
     assert_eq!(tile.status(), 200, "the signed tile URL serves with no credential");
     let geojson = style["sources"][format!("dataset-{points}-geojson")]["data"]
         .as_str()
@@ -535,19 +493,20 @@ async fn styles_validate_and_round_trip() {
     validate_style(&style);
     let sprite = style["sprite"][0]["url"].as_str().unwrap();
     for suffix in [".json", "@2x.json", ".png", "@2x.png"] {
-        let response = stack.http.get(format!("{sprite}{suffix}")).send().await.unwrap();
+        let response = stack.send(stack.http.get(format!("{sprite}{suffix}"))).await;
         assert_eq!(response.status(), 200, "the sprite {suffix} loads");
     }
 
     // Export, import, export: the same document.
     let response = stack
-        .http
-        .post(stack.url("/api/maps/import"))
-        .bearer_auth(&token)
-        .json(&style)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/maps/import"))
+                .bearer_auth(&token)
+                .json(&style),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let imported: Value = response.json().await.unwrap();
     assert_eq!(imported["layer_count"], 3);
@@ -567,13 +526,14 @@ async fn styles_validate_and_round_trip() {
         "layers": [{"id": "p", "type": "circle", "source": "pts", "paint": {"circle-opacity": 0.25, "circle-color": "#123456"}}]
     });
     let response = stack
-        .http
-        .post(stack.url("/api/maps/import"))
-        .bearer_auth(&token)
-        .json(&foreign)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/maps/import"))
+                .bearer_auth(&token)
+                .json(&foreign),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let map: Value = response.json().await.unwrap();
     assert_eq!(map["layers"][0]["opacity"], 0.25);
@@ -586,13 +546,14 @@ async fn styles_validate_and_round_trip() {
         .await;
     validate_style(&exported);
     let old = stack
-        .http
-        .post(stack.url("/api/maps/import"))
-        .bearer_auth(&token)
-        .json(&json!({"version": 7, "layers": []}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/maps/import"))
+                .bearer_auth(&token)
+                .json(&json!({"version": 7, "layers": []})),
+        )
+        .await;
     assert_eq!(old.status(), 422);
 }
 
@@ -739,13 +700,14 @@ async fn vector_basemaps_follow_the_basemap_settings() {
 
     // Round trip, and the basemap fetched once for all of it.
     let imported: Value = stack
-        .http
-        .post(stack.url("/api/maps/import"))
-        .bearer_auth(&token)
-        .json(&style)
-        .send()
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/maps/import"))
+                .bearer_auth(&token)
+                .json(&style),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -880,13 +842,14 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
         .to_string();
     let public = point_dataset(&stack, &owner, "public").await;
     let grant = stack
-        .http
-        .put(stack.url(&format!("/api/datasets/{restricted}/grants/{grantee_id}")))
-        .bearer_auth(&owner)
-        .json(&json!({"permission": "read"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .put(stack.url(&format!("/api/datasets/{restricted}/grants/{grantee_id}")))
+                .bearer_auth(&owner)
+                .json(&json!({"permission": "read"})),
+        )
+        .await;
     assert_eq!(grant.status(), 200);
     let response = post_map(
         &stack,
@@ -905,12 +868,13 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
         "the grantee sees its layer"
     );
     let share: Value = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{id}/shares")))
-        .bearer_auth(&grantee)
-        .send()
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/maps/{id}/shares")))
+                .bearer_auth(&grantee),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -957,21 +921,23 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
     // A fork by someone who may not see a layer's dataset is refused, by
     // the dataset's id only.
     let fork = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{id}/fork")))
-        .bearer_auth(&owner)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/maps/{id}/fork")))
+                .bearer_auth(&owner),
+        )
+        .await;
     assert_eq!(fork.status(), 201, "the owner sees both datasets");
     let (_, editor) = stack.user_token("edna", "editor").await;
     let fork = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{id}/fork")))
-        .bearer_auth(&editor)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/maps/{id}/fork")))
+                .bearer_auth(&editor),
+        )
+        .await;
     assert_eq!(fork.status(), 422);
     let fork: Value = fork.json().await.unwrap();
     leaks("a fork by an editor without a grant", &fork);

@@ -2,7 +2,7 @@
 //! OpenAPI document, health and readiness, sign-in and start-up checks.
 use std::process::Command;
 
-use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, bin_dir};
+use catalog_tests::{Api, App, JWT_SECRET, Stack, StackOptions, bin_dir};
 use serde_json::{Value, json};
 
 async fn problem(response: reqwest::Response, status: u16) -> Value {
@@ -19,81 +19,78 @@ async fn problem(response: reqwest::Response, status: u16) -> Value {
 
 #[tokio::test]
 async fn every_error_is_a_problem_document() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let token = stack.admin_token().await;
-    problem(
-        stack.http.get(stack.url("/api/no-such-route")).send().await.unwrap(),
-        404,
-    )
-    .await;
-    problem(stack.http.put(stack.url("/api/health")).send().await.unwrap(), 405).await;
+    problem(stack.send(stack.http.get(stack.url("/api/no-such-route"))).await, 404).await;
+    problem(stack.send(stack.http.put(stack.url("/api/health"))).await, 405).await;
     let bad_json = stack
-        .http
-        .post(stack.url("/api/datasets/import-url"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/datasets/import-url"))
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body("{not json"),
+        )
+        .await;
     problem(bad_json, 400).await;
     let wrong_shape = stack
-        .http
-        .post(stack.url("/api/datasets/import-url"))
-        .bearer_auth(&token)
-        .json(&json!({"uri": 1}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/datasets/import-url"))
+                .bearer_auth(&token)
+                .json(&json!({"uri": 1})),
+        )
+        .await;
     problem(wrong_shape, 422).await;
     problem(
         stack
-            .http
-            .get(stack.url("/api/datasets/not-a-uuid"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap(),
+            .send(
+                stack
+                    .http
+                    .get(stack.url("/api/datasets/not-a-uuid"))
+                    .bearer_auth(&token),
+            )
+            .await,
         422,
     )
     .await;
     problem(
         stack
-            .http
-            .get(stack.url("/api/jobs/01a20103-74d3-75ec-9c9f-4a909601acb9"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap(),
+            .send(
+                stack
+                    .http
+                    .get(stack.url("/api/jobs/01a20103-74d3-75ec-9c9f-4a909601acb9"))
+                    .bearer_auth(&token),
+            )
+            .await,
         404,
     )
     .await;
     problem(
         stack
-            .http
-            .get(stack.url("/api/datasets"))
-            .bearer_auth("garbage")
-            .send()
-            .await
-            .unwrap(),
+            .send(stack.http.get(stack.url("/api/datasets")).bearer_auth("garbage"))
+            .await,
         401,
     )
     .await;
     let oversize = stack
-        .http
-        .patch(stack.url("/api/datasets/01a20103-74d3-75ec-9c9f-4a909601acb9"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(vec![b' '; 3 << 20])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .patch(stack.url("/api/datasets/01a20103-74d3-75ec-9c9f-4a909601acb9"))
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body(vec![b' '; 3 << 20]),
+        )
+        .await;
     problem(oversize, 413).await;
 }
 
 #[tokio::test]
 async fn routes_answer_with_and_without_a_trailing_slash() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let token = stack.admin_token().await;
     for path in [
         "/api/jobs",
@@ -106,18 +103,19 @@ async fn routes_answer_with_and_without_a_trailing_slash() {
         assert_eq!(status, 200, "{path}");
     }
     let response = stack
-        .http
-        .post(stack.url("/api/auth/login/"))
-        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login/"))
+                .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)]),
+        )
+        .await;
     assert_eq!(response.status(), 200, "POST with a trailing slash keeps its body");
 }
 
 #[tokio::test]
 async fn openapi_document_is_3_1_and_lists_the_routes() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let (status, doc) = stack.get_json(None, "/api/openapi.json").await;
     assert_eq!(status, 200);
     assert!(
@@ -180,12 +178,8 @@ async fn health_ready_and_recovery_after_the_database_returns() {
 
     stack.cut_database().await;
     let response = stack
-        .http
-        .get(stack.url("/api/datasets"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.get(stack.url("/api/datasets")).bearer_auth(&token))
+        .await;
     problem(response, 503).await;
     let (status, _) = stack.get_json(None, "/api/ready").await;
     assert_eq!(status, 503);
@@ -199,22 +193,24 @@ async fn health_ready_and_recovery_after_the_database_returns() {
 
 #[tokio::test]
 async fn sign_in_and_roles() {
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let stack = App::start().await;
     let response = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "admin"), ("password", "wrong")])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "admin"), ("password", "wrong")]),
+        )
+        .await;
     problem(response, 401).await;
     let response = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "admin"), ("password", catalog_tests::ADMIN_PASSWORD)]),
+        )
+        .await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_type"], "bearer");
     assert!(body["access_token"].is_string() && body["refresh_token"].is_string());
@@ -277,11 +273,10 @@ async fn dataset_visibility_edit_and_delete() {
         "admins see everything"
     );
 
-    let patch = |token: &str, body: Value| stack.http.patch(stack.url(&path)).bearer_auth(token).json(&body).send();
-    assert_eq!(patch(&viewer, json!({"title": "x"})).await.unwrap().status(), 404);
-    let response = patch(&owner, json!({"visibility": "internal", "title": "Renamed"}))
-        .await
-        .unwrap();
+    let patch =
+        |token: &str, body: Value| stack.send(stack.http.patch(stack.url(&path)).bearer_auth(token).json(&body));
+    assert_eq!(patch(&viewer, json!({"title": "x"})).await.status(), 404);
+    let response = patch(&owner, json!({"visibility": "internal", "title": "Renamed"})).await;
     assert_eq!(response.status(), 200);
     let updated: Value = response.json().await.unwrap();
     assert_eq!(updated["title"], "Renamed");
@@ -295,36 +290,22 @@ async fn dataset_visibility_edit_and_delete() {
         "internal: any signed-in user"
     );
     assert_eq!(stack.get_json(None, &path).await.0, 404);
-    assert_eq!(
-        patch(&owner, json!({"visibility": "everyone"})).await.unwrap().status(),
-        422
-    );
-    assert_eq!(patch(&owner, json!({"colour": "red"})).await.unwrap().status(), 422);
-    assert_eq!(
-        patch(&other_editor, json!({"title": "Theirs"})).await.unwrap().status(),
-        403
-    );
-    patch(&owner, json!({"visibility": "public"})).await.unwrap();
+    assert_eq!(patch(&owner, json!({"visibility": "everyone"})).await.status(), 422);
+    assert_eq!(patch(&owner, json!({"colour": "red"})).await.status(), 422);
+    assert_eq!(patch(&other_editor, json!({"title": "Theirs"})).await.status(), 403);
+    patch(&owner, json!({"visibility": "public"})).await;
     let (status, list) = stack.get_json(None, "/api/datasets").await;
     assert_eq!(status, 200);
     assert_eq!(list["total"], 1);
 
     let table = updated["table_name"].as_str().unwrap().to_string();
     let denied = stack
-        .http
-        .delete(stack.url(&path))
-        .bearer_auth(&other_editor)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.delete(stack.url(&path)).bearer_auth(&other_editor))
+        .await;
     assert_eq!(denied.status(), 403);
     let deleted = stack
-        .http
-        .delete(stack.url(&path))
-        .bearer_auth(&owner)
-        .send()
-        .await
-        .unwrap();
+        .send(stack.http.delete(stack.url(&path)).bearer_auth(&owner))
+        .await;
     assert_eq!(deleted.status(), 204);
     assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
     assert!(
@@ -335,12 +316,11 @@ async fn dataset_visibility_edit_and_delete() {
 
 #[tokio::test]
 async fn the_sign_in_screen_gets_its_options_and_banner() {
-    let stack = Stack::start_with(
-        StackOptions::workers(0)
-            .env("BANNER_ENABLED", "true")
-            .env("BANNER_TEXT", "Staging")
-            .env("BANNER_COLOR", "#ff8800"),
-    )
+    let stack = App::start_with(&[
+        ("BANNER_ENABLED", "true"),
+        ("BANNER_TEXT", "Staging"),
+        ("BANNER_COLOR", "#ff8800"),
+    ])
     .await;
     let (status, config) = stack.get_json(None, "/api/auth/config").await;
     assert_eq!(status, 200);
