@@ -13,6 +13,7 @@ use sqlx::{PgConnection, types::Json as SqlJson};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::Limit;
 use crate::{
     access::{
         Caller,
@@ -95,8 +96,9 @@ fn geometry_type_name(postgis: &str) -> String {
 
 #[derive(Deserialize, utoipa::IntoParams)]
 struct DiscoverQuery {
-    /// 1 to 5000, default 1000
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 5000, default = 1000)]
+    limit: Limit<1000, 5000>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -121,10 +123,7 @@ async fn discover(
     Query(q): Query<DiscoverQuery>,
 ) -> Result<Json<Discovered>, AppError> {
     caller.admin()?;
-    let limit = q.limit.unwrap_or(1000);
-    if !(1..=5000).contains(&limit) {
-        return Err(AppError::unprocessable("limit must be from 1 to 5000"));
-    }
+    let limit = q.limit.get();
     let sql = format!("{} ORDER BY 1, 2 LIMIT $1", unregistered_sql());
     let found: Vec<Candidate> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(limit)

@@ -51,20 +51,6 @@ impl<S: Send + Sync> FromRequest<S> for Body {
     }
 }
 
-/// `limit` (1..=max, `default` when absent) and `offset` (not negative) of
-/// a paged list; out of range is a 400.
-pub fn page(limit: Option<i64>, offset: Option<i64>, default: i64, max: i64) -> Result<(i64, i64), AppError> {
-    let limit = limit.unwrap_or(default);
-    if !(1..=max).contains(&limit) {
-        return Err(AppError::bad_request(format!("limit must be from 1 to {max}")));
-    }
-    let offset = offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(AppError::bad_request("offset must not be negative"));
-    }
-    Ok((limit, offset))
-}
-
 /// The caller's query-string credential (`api_key`, a credential on reads
 /// only). Every link written for that caller carries it on, so a client
 /// that follows links keeps its access; no other parameter rides along.

@@ -13,6 +13,7 @@ use sqlx::{Row, types::Json as SqlJson};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::{
         Caller,
@@ -41,9 +42,12 @@ fn geojson(status: StatusCode, body: String) -> Response {
 
 #[derive(Deserialize, utoipa::IntoParams)]
 struct FeatureListQuery {
-    /// 1 to 200, default 10
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 10)]
+    limit: Limit<10, 200>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
     /// minx,miny,maxx,maxy
     bbox: Option<String>,
     include_geometry: Option<bool>,
@@ -62,14 +66,7 @@ async fn list_features(
     Query(q): Query<FeatureListQuery>,
 ) -> Result<Response, AppError> {
     let dataset = visible_dataset(&state, &caller, id).await?;
-    let limit = q.limit.unwrap_or(10);
-    if !(1..=200).contains(&limit) {
-        return Err(AppError::unprocessable("limit must be from 1 to 200"));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(AppError::unprocessable("offset must not be negative"));
-    }
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let bounds = q
         .bbox
         .as_deref()

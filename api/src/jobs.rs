@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::Caller,
     extract::{Path, Query},
@@ -79,9 +80,12 @@ struct JobListQuery {
     user_id: Option<Uuid>,
     status: Option<String>,
     kind: Option<String>,
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 50)]
+    limit: Limit<50, 200>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -118,7 +122,7 @@ async fn list_jobs(
             })
         })
         .transpose()?;
-    let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs
          WHERE ($1::uuid IS NULL OR created_by = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)

@@ -24,6 +24,7 @@ mod maps;
 mod notifications;
 mod ogc;
 mod openapi;
+mod page;
 mod rate_limit;
 mod records;
 mod sandbox;

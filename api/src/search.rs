@@ -9,6 +9,7 @@ use sqlx::types::Json as SqlJson;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::{Caller, policy::visible_to_caller},
     datasets::record::{DATASET_COLUMNS, Dataset},
@@ -37,8 +38,14 @@ pub struct SearchQuery {
     owner: Option<String>,
     /// source format: gpkg, shapefile, geojson, csv, postgis
     format: Option<String>,
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 200, default = 20)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 20)]
+    limit: Limit<20, 200>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0, default = 0)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
 }
 
 /// The weighted document a dataset is found by.
@@ -102,7 +109,7 @@ struct HitRow {
 }
 
 async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Result<SearchResults, AppError> {
-    let (limit, offset) = crate::extract::page(s.limit, s.offset, 20, 200)?;
+    let (limit, offset) = (s.limit.get(), s.offset.get());
     if s.q.as_ref().is_some_and(|q| q.chars().count() > 500) {
         return Err(AppError::bad_request("q must be at most 500 characters"));
     }

@@ -67,7 +67,7 @@ async fn existing_tables_are_discovered_and_registered_in_place() {
                 .get_json(Some(&admin), &format!("/api/ingest/discover?limit={bad}"))
                 .await
                 .0,
-            422
+            400
         );
     }
     let (_, viewer) = stack.user_token("vic", "viewer").await;

@@ -59,11 +59,16 @@ async fn the_feature_list_pages_by_offset() {
         .await;
     assert_eq!(boxed["numberMatched"], 3);
     assert!(boxed["features"][0]["geometry"].is_null());
-    for bad in ["limit=0", "limit=201", "offset=-1"] {
-        assert_eq!(
-            stack.get_json(Some(&token), &format!("{path}?{bad}")).await.0,
-            422,
-            "{bad}"
+    for (bad, detail) in [
+        ("limit=0", "limit must be from 1 to 200"),
+        ("limit=201", "limit must be from 1 to 200"),
+        ("offset=-1", "offset must not be negative"),
+    ] {
+        let (status, problem) = stack.get_json(Some(&token), &format!("{path}?{bad}")).await;
+        assert_eq!(status, 400, "{bad}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().ends_with(detail),
+            "{bad}: {problem}"
         );
     }
     assert_eq!(stack.get_json(Some(&token), &format!("{path}?bbox=1,2")).await.0, 400);

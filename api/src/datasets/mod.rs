@@ -13,6 +13,7 @@ use utoipa_axum::{
 };
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::{
         Caller,
@@ -45,9 +46,12 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 struct DatasetListQuery {
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000, default = 100)]
+    limit: Limit<100, 1000>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -65,7 +69,7 @@ async fn list_datasets(
     caller: Caller,
     Query(q): Query<DatasetListQuery>,
 ) -> Result<Json<DatasetList>, AppError> {
-    let (limit, offset) = crate::extract::page(q.limit, q.offset, 100, 1000)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let visible = visible_to_caller("datasets");
     let sql = format!(
         "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible}

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::{Caller, policy::VISIBLE_MAPS_SQL},
     extract::{Json as JsonBody, Path, Query},
@@ -57,8 +58,12 @@ async fn create_map(
 
 #[derive(Deserialize, utoipa::IntoParams)]
 struct MapListQuery {
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 50)]
+    limit: Limit<50, 200>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -76,7 +81,7 @@ async fn list_maps(
     caller: Caller,
     Query(q): Query<MapListQuery>,
 ) -> Result<Json<MapList>, AppError> {
-    let (limit, offset) = crate::extract::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let visible = VISIBLE_MAPS_SQL;
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT id FROM maps WHERE {visible} ORDER BY updated_at DESC, id LIMIT $3 OFFSET $4"

@@ -15,6 +15,7 @@ use sqlx::{FromRow, Row, types::Json as SqlJson};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::{Limit, Offset};
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::visible_to_caller},
     bbox::Bbox,
@@ -130,8 +131,12 @@ struct RecordQuery {
     #[serde(rename = "type")]
     record_type: Option<String>,
     ids: Option<String>,
-    limit: Option<i64>,
-    offset: Option<i64>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000, default = 10)]
+    limit: Limit<10, 1000>,
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, default = 0)]
+    offset: Offset,
     /// comma-separated: title, created, updated, type, each with an optional + or - prefix
     sortby: Option<String>,
 }
@@ -214,7 +219,7 @@ struct RecordSearch<'q> {
 
 impl<'q> RecordSearch<'q> {
     fn of(q: &'q RecordQuery) -> Result<Self, AppError> {
-        let (limit, offset) = crate::extract::page(q.limit, q.offset, 10, 1000)?;
+        let (limit, offset) = (q.limit.get(), q.offset.get());
         let bbox = q
             .bbox
             .as_deref()

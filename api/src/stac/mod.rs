@@ -10,6 +10,7 @@ use sqlx::{FromRow, Row};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
+use crate::page::Limit;
 use crate::{
     access::{Caller, policy::visible_to_caller},
     bbox::Bbox,
@@ -227,7 +228,7 @@ impl StacSearch {
     /// The checked search, or None when it names only other collections.
     fn of(r: &SearchRequest) -> Result<Option<Self>, AppError> {
         // Keyset paging: the page size is all the pager takes from `page`.
-        let (limit, _) = crate::extract::page(r.limit, None, 10, 1000)?;
+        let limit = Limit::<10, 1000>::of(r.limit)?.get();
         let after = r.token.as_deref().map(Cursor::parse).transpose()?;
         let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
         let bbox = bbox
