@@ -16,7 +16,20 @@ pub struct Interval {
     pub end: Option<DateTime<Utc>>,
 }
 
-const FORMS: &str = "datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..";
+/// Why a `datetime` is refused: the detail of a 400.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum IntervalError {
+    #[error("datetime must be an RFC 3339 instant or an interval start/end, ../end or start/..")]
+    Form,
+    #[error("datetime: the start of the interval must not be after its end")]
+    Reversed,
+}
+
+impl From<IntervalError> for AppError {
+    fn from(e: IntervalError) -> Self {
+        AppError::bad_request(e.to_string())
+    }
+}
 
 /// Which end of the day a bare date stands for.
 #[derive(Clone, Copy)]
@@ -25,14 +38,14 @@ enum DayEnd {
     Last,
 }
 
-fn instant(text: &str, day_end: DayEnd) -> Result<Option<DateTime<Utc>>, String> {
+fn instant(text: &str, day_end: DayEnd) -> Result<Option<DateTime<Utc>>, IntervalError> {
     if text.is_empty() || text == ".." {
         return Ok(None);
     }
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(Some(t.with_timezone(&Utc)));
     }
-    let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| FORMS.to_string())?;
+    let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| IntervalError::Form)?;
     let time = match day_end {
         DayEnd::First => NaiveTime::MIN,
         DayEnd::Last => NaiveTime::from_hms_micro_opt(23, 59, 59, 999_999).expect("a valid time"),
@@ -41,18 +54,18 @@ fn instant(text: &str, day_end: DayEnd) -> Result<Option<DateTime<Utc>>, String>
 }
 
 impl FromStr for Interval {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = IntervalError;
+    fn from_str(text: &str) -> Result<Self, IntervalError> {
         let text = text.trim();
         let (start, end) = match text.split_once('/') {
             Some((a, b)) => (instant(a, DayEnd::First)?, instant(b, DayEnd::Last)?),
-            None if text.is_empty() || text == ".." => return Err(FORMS.into()),
+            None if text.is_empty() || text == ".." => return Err(IntervalError::Form),
             None => (instant(text, DayEnd::First)?, instant(text, DayEnd::Last)?),
         };
         if let (Some(start), Some(end)) = (start, end)
             && start > end
         {
-            return Err("datetime: the start of the interval must not be after its end".into());
+            return Err(IntervalError::Reversed);
         }
         Ok(Self { start, end })
     }
@@ -61,7 +74,7 @@ impl FromStr for Interval {
 impl Interval {
     /// The interval of a query or body value; a 400 problem when malformed.
     pub fn parse(text: &str) -> Result<Self, AppError> {
-        text.parse().map_err(AppError::bad_request)
+        Ok(text.parse()?)
     }
 }
 

@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use sqlx::PgExecutor;
 
-use crate::{outbound::OutboundPolicy, secrets::unseal};
+use crate::{
+    outbound::{OutboundPolicy, Refused},
+    secrets::unseal,
+};
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -109,7 +112,39 @@ pub async fn send(
     outcomes
 }
 
-fn outcome(channel: &'static str, result: Result<(), String>) -> ChannelOutcome {
+/// Why a notification did not reach a channel. The admin testing the
+/// channel reads it, so it names neither a secret nor the webhook URL
+/// (which may carry a token).
+#[derive(Debug, thiserror::Error)]
+enum DeliveryError {
+    #[error("the sender address is not valid")]
+    Sender,
+    #[error("the recipient {0} is not valid")]
+    Recipient(String),
+    #[error("the message could not be built: {0}")]
+    Message(#[from] lettre::error::Error),
+    #[error("TLS could not be set up")]
+    Tls,
+    #[error("the stored {0} cannot be read")]
+    Unsealing(&'static str),
+    // lettre's errors name the server and the SMTP reply, never the password.
+    #[error("the mail server refused or could not be reached: {0}")]
+    Smtp(#[from] lettre::transport::smtp::Error),
+    #[error("the webhook URL is not valid")]
+    WebhookUrl,
+    #[error("the webhook URL is refused: {0}")]
+    Refused(#[from] Refused),
+    #[error("no HTTP client could be made")]
+    Client,
+    #[error("the webhook did not answer in time")]
+    Timeout,
+    #[error("the webhook could not be reached")]
+    Unreachable,
+    #[error("the webhook answered {0}")]
+    Status(reqwest::StatusCode),
+}
+
+fn outcome(channel: &'static str, result: Result<(), DeliveryError>) -> ChannelOutcome {
     match result {
         Ok(()) => ChannelOutcome {
             channel,
@@ -119,7 +154,7 @@ fn outcome(channel: &'static str, result: Result<(), String>) -> ChannelOutcome 
         Err(error) => ChannelOutcome {
             channel,
             ok: false,
-            error: Some(error),
+            error: Some(error.to_string()),
         },
     }
 }
@@ -129,22 +164,17 @@ async fn send_mail(
     sealed_password: Option<&[u8]>,
     jwt_secret: &str,
     notification: &Notification,
-) -> Result<(), String> {
-    let from: Mailbox = smtp
-        .from
-        .parse()
-        .map_err(|_| "the sender address is not valid".to_string())?;
+) -> Result<(), DeliveryError> {
+    let from: Mailbox = smtp.from.parse().map_err(|_| DeliveryError::Sender)?;
     let mut message = Message::builder()
         .from(from)
         .subject(&notification.subject)
         .header(ContentType::TEXT_PLAIN);
     for to in &smtp.to {
-        message = message.to(to.parse().map_err(|_| format!("the recipient {to} is not valid"))?);
+        message = message.to(to.parse().map_err(|_| DeliveryError::Recipient(to.clone()))?);
     }
-    let message = message
-        .body(notification.text.clone())
-        .map_err(|e| format!("the message could not be built: {e}"))?;
-    let tls = || TlsParameters::new(smtp.host.clone()).map_err(|_| "TLS could not be set up".to_string());
+    let message = message.body(notification.text.clone())?;
+    let tls = || TlsParameters::new(smtp.host.clone()).map_err(|_| DeliveryError::Tls);
     let mut transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host)
         .port(smtp.port)
         .timeout(Some(SEND_TIMEOUT))
@@ -154,16 +184,11 @@ async fn send_mail(
             SmtpSecurity::None => Tls::None,
         });
     if let (Some(username), Some(sealed)) = (&smtp.username, sealed_password) {
-        let password = unseal(jwt_secret, sealed).map_err(|_| "the stored SMTP password cannot be read".to_string())?;
+        let password = unseal(jwt_secret, sealed).map_err(|_| DeliveryError::Unsealing("SMTP password"))?;
         transport = transport.credentials(Credentials::new(username.clone(), password));
     }
-    transport
-        .build()
-        .send(message)
-        .await
-        .map(|_| ())
-        // lettre's errors name the server and the SMTP reply, never the password.
-        .map_err(|e| format!("the mail server refused or could not be reached: {e}"))
+    transport.build().send(message).await?;
+    Ok(())
 }
 
 async fn post_webhook(
@@ -172,7 +197,7 @@ async fn post_webhook(
     jwt_secret: &str,
     outbound: &OutboundPolicy,
     notification: &Notification,
-) -> Result<(), String> {
+) -> Result<(), DeliveryError> {
     let body = json!({
         "event": notification.event,
         "subject": notification.subject,
@@ -181,20 +206,15 @@ async fn post_webhook(
         "sent_at": chrono::Utc::now().to_rfc3339(),
     })
     .to_string();
-    let parsed = url::Url::parse(url).map_err(|_| "the webhook URL is not valid".to_string())?;
-    outbound
-        .check_resolved(&parsed)
-        .await
-        .map_err(|why| format!("the webhook URL is refused: {why}"))?;
-    let client = outbound
-        .client(SEND_TIMEOUT)
-        .map_err(|_| "no HTTP client could be made".to_string())?;
+    let parsed = url::Url::parse(url).map_err(|_| DeliveryError::WebhookUrl)?;
+    outbound.check_resolved(&parsed).await?;
+    let client = outbound.client(SEND_TIMEOUT).map_err(|_| DeliveryError::Client)?;
     let mut request = client
         .post(parsed)
         .header("content-type", "application/json")
         .header("x-catalog-event", &notification.event);
     if let Some(sealed) = sealed_secret {
-        let secret = unseal(jwt_secret, sealed).map_err(|_| "the stored webhook secret cannot be read".to_string())?;
+        let secret = unseal(jwt_secret, sealed).map_err(|_| DeliveryError::Unsealing("webhook secret"))?;
         let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
         mac.update(body.as_bytes());
         let signature: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
@@ -203,14 +223,14 @@ async fn post_webhook(
     // Errors are described without the URL, which may carry a token.
     let response = request.body(body).send().await.map_err(|e| {
         if e.is_timeout() {
-            "the webhook did not answer in time".to_string()
+            DeliveryError::Timeout
         } else {
-            "the webhook could not be reached".to_string()
+            DeliveryError::Unreachable
         }
     })?;
     if response.status().is_success() {
         Ok(())
     } else {
-        Err(format!("the webhook answered {}", response.status()))
+        Err(DeliveryError::Status(response.status()))
     }
 }

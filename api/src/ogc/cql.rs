@@ -4,7 +4,7 @@
 //! conformance classes are accepted.
 use std::collections::HashMap;
 
-use catalog_shared::db::quote_ident;
+use catalog_shared::{AppError, db::quote_ident};
 use cql2::Expr;
 
 use super::params::Param;
@@ -14,6 +14,35 @@ pub const MAX_PARAMS: usize = 1_000;
 pub const MAX_DEPTH: usize = 64;
 
 const UNSUPPORTED: &str = "this service implements Basic CQL2, advanced comparison operators (LIKE, BETWEEN, IN) and basic spatial functions (S_INTERSECTS)";
+
+/// Why a filter is refused: each is the caller's error, the detail of a
+/// 400.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error("the filter is longer than {MAX_FILTER_CHARS} characters")]
+    TooLong,
+    #[error("the filter nests deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("the filter needs more than {MAX_PARAMS} values")]
+    TooManyValues,
+    #[error("the filter is not valid CQL2 {lang}: {message}")]
+    Syntax { lang: &'static str, message: String },
+    #[error("{0:?} is not a queryable of this collection; see its /queryables")]
+    UnknownQueryable(String),
+    #[error("the operator {0:?} is not supported: {UNSUPPORTED}")]
+    UnsupportedOperator(String),
+    #[error(transparent)]
+    Bbox(#[from] crate::bbox::BboxError),
+    /// Operands of the wrong number or kind for where they stand.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+impl From<FilterError> for AppError {
+    fn from(e: FilterError) -> Self {
+        AppError::bad_request(e.to_string())
+    }
+}
 
 /// A column a filter may name.
 #[derive(Clone, Debug)]
@@ -32,10 +61,10 @@ pub struct Queryables {
 }
 
 impl Queryables {
-    fn resolve(&self, name: &str) -> Result<&Queryable, String> {
+    fn resolve(&self, name: &str) -> Result<&Queryable, FilterError> {
         self.by_name
             .get(name)
-            .ok_or_else(|| format!("{name:?} is not a queryable of this collection; see its /queryables"))
+            .ok_or_else(|| FilterError::UnknownQueryable(name.to_string()))
     }
 }
 
@@ -45,17 +74,28 @@ pub enum Lang {
 }
 
 /// Parses and translates a filter; the error is the detail of a 400.
-pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut Vec<Param>) -> Result<String, String> {
+pub fn translate(
+    filter: &str,
+    lang: Lang,
+    queryables: &Queryables,
+    params: &mut Vec<Param>,
+) -> Result<String, FilterError> {
     if filter.chars().count() > MAX_FILTER_CHARS {
-        return Err(format!("the filter is longer than {MAX_FILTER_CHARS} characters"));
+        return Err(FilterError::TooLong);
     }
     // The parser recurses per nesting level; refuse deep nesting before it runs.
     if nesting_depth(filter) > MAX_DEPTH {
-        return Err(format!("the filter nests deeper than {MAX_DEPTH} levels"));
+        return Err(FilterError::TooDeep);
     }
     let expr = match lang {
-        Lang::Text => cql2::parse_text(filter).map_err(|e| format!("the filter is not valid CQL2 text: {e}"))?,
-        Lang::Json => cql2::parse_json(filter).map_err(|e| format!("the filter is not valid CQL2 JSON: {e}"))?,
+        Lang::Text => cql2::parse_text(filter).map_err(|e| FilterError::Syntax {
+            lang: "text",
+            message: e.to_string(),
+        })?,
+        Lang::Json => cql2::parse_json(filter).map_err(|e| FilterError::Syntax {
+            lang: "JSON",
+            message: e.to_string(),
+        })?,
     };
     let mut translator = Translator {
         queryables,
@@ -94,25 +134,25 @@ struct Operand {
 }
 
 impl Translator<'_> {
-    fn bind(&mut self, param: Param) -> Result<String, String> {
+    fn bind(&mut self, param: Param) -> Result<String, FilterError> {
         if self.params.len() >= MAX_PARAMS {
-            return Err(format!("the filter needs more than {MAX_PARAMS} values"));
+            return Err(FilterError::TooManyValues);
         }
         self.params.push(param);
         Ok(format!("${}", self.params.len()))
     }
 
-    fn condition(&mut self, expr: &Expr) -> Result<String, String> {
+    fn condition(&mut self, expr: &Expr) -> Result<String, FilterError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(format!("the filter nests deeper than {MAX_DEPTH} levels"));
+            return Err(FilterError::TooDeep);
         }
         let sql = self.condition_inner(expr);
         self.depth -= 1;
         sql
     }
 
-    fn condition_inner(&mut self, expr: &Expr) -> Result<String, String> {
+    fn condition_inner(&mut self, expr: &Expr) -> Result<String, FilterError> {
         match expr {
             Expr::Bool(b) => Ok(if *b { "TRUE".into() } else { "FALSE".into() }),
             Expr::Property { property } => {
@@ -120,41 +160,44 @@ impl Translator<'_> {
                 if q.pg_type == "boolean" {
                     Ok(quote_ident(&q.column))
                 } else {
-                    Err(format!(
+                    Err(FilterError::Malformed(format!(
                         "{property:?} is not a boolean and cannot stand alone as a condition"
-                    ))
+                    )))
                 }
             }
             Expr::Operation { op, args } => self.operation(op, args),
-            other => Err(format!("{} is not a condition", describe(other))),
+            other => Err(FilterError::Malformed(format!(
+                "{} is not a condition",
+                describe(other)
+            ))),
         }
     }
 
-    fn operation(&mut self, op: &str, args: &[Box<Expr>]) -> Result<String, String> {
+    fn operation(&mut self, op: &str, args: &[Box<Expr>]) -> Result<String, FilterError> {
         match op {
             "and" | "or" => {
                 let parts = args.iter().map(|a| self.condition(a)).collect::<Result<Vec<_>, _>>()?;
                 if parts.is_empty() {
-                    return Err(format!("{op} needs operands"));
+                    return Err(FilterError::Malformed(format!("{op} needs operands")));
                 }
                 Ok(format!("({})", parts.join(if op == "and" { " AND " } else { " OR " })))
             }
             "not" => {
                 let [arg] = args else {
-                    return Err("NOT takes one operand".into());
+                    return Err(FilterError::Malformed("NOT takes one operand".into()));
                 };
                 Ok(format!("(NOT {})", self.condition(arg)?))
             }
             "=" | "<>" | "<" | "<=" | ">" | ">=" => {
                 let [a, b] = args else {
-                    return Err(format!("{op} takes two operands"));
+                    return Err(FilterError::Malformed(format!("{op} takes two operands")));
                 };
                 let (a, b) = self.typed_pair(a, b)?;
                 Ok(format!("({} {op} {})", a.sql, b.sql))
             }
             "like" => {
                 let [a, b] = args else {
-                    return Err("LIKE takes two operands".into());
+                    return Err(FilterError::Malformed("LIKE takes two operands".into()));
                 };
                 let a = self.operand(a)?;
                 let b = self.operand(b)?;
@@ -162,7 +205,7 @@ impl Translator<'_> {
             }
             "between" => {
                 let [a, low, high] = args else {
-                    return Err("BETWEEN takes three operands".into());
+                    return Err(FilterError::Malformed("BETWEEN takes three operands".into()));
                 };
                 let (a, low) = self.typed_pair(a, low)?;
                 let high = self.operand(high)?;
@@ -171,10 +214,10 @@ impl Translator<'_> {
             }
             "in" => {
                 let [a, list] = args else {
-                    return Err("IN takes an operand and a list".into());
+                    return Err(FilterError::Malformed("IN takes an operand and a list".into()));
                 };
                 let Expr::Array(items) = list.as_ref() else {
-                    return Err("IN needs a list of values".into());
+                    return Err(FilterError::Malformed("IN needs a list of values".into()));
                 };
                 let a = self.operand(a)?;
                 if items.is_empty() {
@@ -189,7 +232,7 @@ impl Translator<'_> {
             }
             "isNull" => {
                 let [a] = args else {
-                    return Err("IS NULL takes one operand".into());
+                    return Err(FilterError::Malformed("IS NULL takes one operand".into()));
                 };
                 // The geometry queryable may be tested for NULL like any other.
                 let sql = match a.as_ref() {
@@ -200,17 +243,17 @@ impl Translator<'_> {
             }
             "s_intersects" => {
                 let [a, b] = args else {
-                    return Err("S_INTERSECTS takes two operands".into());
+                    return Err(FilterError::Malformed("S_INTERSECTS takes two operands".into()));
                 };
                 Ok(format!("ST_Intersects({}, {})", self.spatial(a)?, self.spatial(b)?))
             }
-            other => Err(format!("the operator {other:?} is not supported: {UNSUPPORTED}")),
+            other => Err(FilterError::UnsupportedOperator(other.to_string())),
         }
     }
 
     /// Two operands of a comparison; a literal takes the type of the
     /// property it is compared with.
-    fn typed_pair(&mut self, a: &Expr, b: &Expr) -> Result<(Operand, Operand), String> {
+    fn typed_pair(&mut self, a: &Expr, b: &Expr) -> Result<(Operand, Operand), FilterError> {
         let a = self.operand(a)?;
         let b = self.operand(b)?;
         let b = self.cast_literal(b, a.pg_type.as_deref());
@@ -244,7 +287,7 @@ impl Translator<'_> {
         }
     }
 
-    fn operand(&mut self, expr: &Expr) -> Result<Operand, String> {
+    fn operand(&mut self, expr: &Expr) -> Result<Operand, FilterError> {
         let literal = |sql: String, index: usize, pg_type: Option<&str>| Operand {
             sql,
             pg_type: pg_type.map(str::to_string),
@@ -283,14 +326,14 @@ impl Translator<'_> {
             }),
             Expr::Date { date } => {
                 let Expr::Literal(s) = date.as_ref() else {
-                    return Err("DATE() takes a string".into());
+                    return Err(FilterError::Malformed("DATE() takes a string".into()));
                 };
                 let sql = self.bind(Param::Text(s.clone()))?;
                 Ok(literal(format!("{sql}::date"), self.params.len() - 1, Some("date")))
             }
             Expr::Timestamp { timestamp } => {
                 let Expr::Literal(s) = timestamp.as_ref() else {
-                    return Err("TIMESTAMP() takes a string".into());
+                    return Err(FilterError::Malformed("TIMESTAMP() takes a string".into()));
                 };
                 let sql = self.bind(Param::Text(s.clone()))?;
                 Ok(literal(
@@ -299,10 +342,13 @@ impl Translator<'_> {
                     Some("timestamptz"),
                 ))
             }
-            Expr::Operation { op, .. } => Err(format!(
+            Expr::Operation { op, .. } => Err(FilterError::Malformed(format!(
                 "the operator or function {op:?} is not supported here: {UNSUPPORTED}"
-            )),
-            other => Err(format!("{} cannot be compared", describe(other))),
+            ))),
+            other => Err(FilterError::Malformed(format!(
+                "{} cannot be compared",
+                describe(other)
+            ))),
         }
     }
 
@@ -322,19 +368,21 @@ impl Translator<'_> {
 
     /// A geometry operand: the geometry queryable, a WKT/GeoJSON literal
     /// (SRID 4326) or a BBOX.
-    fn spatial(&mut self, expr: &Expr) -> Result<String, String> {
+    fn spatial(&mut self, expr: &Expr) -> Result<String, FilterError> {
         match expr {
             Expr::Property { property } => {
                 if self.is_geometry(property) {
                     Ok(quote_ident(&self.queryables.geometry_column))
                 } else {
-                    Err(format!("{property:?} is not the geometry queryable of this collection"))
+                    Err(FilterError::Malformed(format!(
+                        "{property:?} is not the geometry queryable of this collection"
+                    )))
                 }
             }
             Expr::Geometry(g) => {
                 let wkt = g
                     .to_wkt()
-                    .map_err(|e| format!("the geometry literal is not valid: {e}"))?;
+                    .map_err(|e| FilterError::Malformed(format!("the geometry literal is not valid: {e}")))?;
                 let sql = self.bind(Param::Text(wkt))?;
                 Ok(self.to_storage(format!("ST_GeomFromText({sql}, 4326)")))
             }
@@ -343,19 +391,16 @@ impl Translator<'_> {
                     .iter()
                     .map(|v| match v.as_ref() {
                         Expr::Float(f) => Ok(*f),
-                        _ => Err("BBOX takes numbers".to_string()),
+                        _ => Err(FilterError::Malformed("BBOX takes numbers".into())),
                     })
                     .collect::<Result<_, _>>()?;
                 let mut corners = Vec::new();
-                for v in crate::bbox::Bbox::from_numbers(&numbers)
-                    .map_err(|e| e.to_string())?
-                    .to_array()
-                {
+                for v in crate::bbox::Bbox::from_numbers(&numbers)?.to_array() {
                     corners.push(self.bind(Param::Float(v))?);
                 }
                 Ok(self.to_storage(format!("ST_MakeEnvelope({}, 4326)", corners.join(", "))))
             }
-            other => Err(format!("{} is not a geometry", describe(other))),
+            other => Err(FilterError::Malformed(format!("{} is not a geometry", describe(other)))),
         }
     }
 }
@@ -399,7 +444,9 @@ mod tests {
 
     fn sql(filter: &str) -> Result<(String, usize), String> {
         let mut params = Vec::new();
-        translate(filter, Lang::Text, &queryables(), &mut params).map(|s| (s, params.len()))
+        translate(filter, Lang::Text, &queryables(), &mut params)
+            .map(|s| (s, params.len()))
+            .map_err(|e| e.to_string())
     }
 
     #[test]

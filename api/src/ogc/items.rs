@@ -260,7 +260,7 @@ fn parse_request(
         }
     }
     if let Some(filter) = filter {
-        let condition = cql::translate(filter, lang, &queryables, &mut request.params).map_err(bad)?;
+        let condition = cql::translate(filter, lang, &queryables, &mut request.params)?;
         request.conditions.push(condition);
     }
     Ok(request)
