@@ -215,23 +215,7 @@ enum Registered {
 }
 
 async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Result<Registered, String> {
-    if item.table_name.is_empty() || item.table_name.chars().count() > 63 {
-        return Err("table_name must be 1 to 63 characters".into());
-    }
-    if item.title.trim().is_empty() || item.title.chars().count() > 500 {
-        return Err("title must be 1 to 500 characters".into());
-    }
-    if item.summary.as_ref().is_some_and(|s| s.chars().count() > 5000) {
-        return Err("summary must be at most 5000 characters".into());
-    }
-    let visibility = item.visibility.clone().unwrap_or_else(|| "private".into());
-    if !matches!(visibility.as_str(), "private" | "restricted" | "internal" | "public") {
-        return Err("visibility must be private, restricted, internal or public".into());
-    }
-    let (schema, table) = match item.table_name.split_once('.') {
-        Some((s, t)) => (s.to_string(), t.to_string()),
-        None => ("public".to_string(), item.table_name.clone()),
-    };
+    let (schema, table, visibility) = checked_item(item)?;
     let fail = |e: sqlx::Error| format!("the table could not be read: {e}");
     let existing: Option<Uuid> =
         sqlx::query_scalar("SELECT id FROM datasets WHERE schema_name = $1 AND table_name = $2")
@@ -263,17 +247,12 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         .srid
         .filter(|s| *s > 0)
         .ok_or("the geometry column declares no SRID; set one first")?;
-    let key: Option<String> = sqlx::query_scalar(
-        "SELECT a.attname::text FROM pg_index i
-         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
-         WHERE i.indrelid = format('%I.%I', $1::text, $2::text)::regclass AND i.indisprimary AND i.indnatts = 1
-           AND format_type(a.atttypid, a.atttypmod) IN ('integer', 'bigint', 'smallint')",
-    )
-    .bind(&schema)
-    .bind(&table)
-    .fetch_optional(&state.pool)
-    .await
-    .map_err(fail)?;
+    let key: Option<String> = sqlx::query_scalar(include_str!("catalog/integer_primary_key.sql"))
+        .bind(&schema)
+        .bind(&table)
+        .fetch_optional(&state.pool)
+        .await
+        .map_err(fail)?;
     let key = key.ok_or("the table needs a single-column integer primary key to page its features by")?;
     let columns = table_columns(
         &mut *state.pool.acquire().await.map_err(fail)?,
@@ -285,7 +264,56 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     .await
     .map_err(fail)?;
     let qualified = format!("{}.{}", quote_ident(&schema), quote_ident(&table));
-    let geom = quote_ident(&candidate.geometry_column);
+    let (count, extent) = contents(state, &qualified, &candidate.geometry_column).await?;
+    let id = Uuid::now_v7();
+    sqlx::query(include_str!("catalog/register.sql"))
+        .bind(id)
+        .bind(item.title.trim())
+        .bind(&item.summary)
+        .bind(&schema)
+        .bind(&table)
+        .bind(&key)
+        .bind(&candidate.geometry_column)
+        .bind(candidate.geometry_type.as_deref().map(geometry_type_name))
+        .bind(extent.bbox().map(|b| b.to_vec()))
+        .bind(count)
+        .bind(SqlJson(&columns))
+        .bind(&visibility)
+        .bind(admin)
+        .bind(srid)
+        .execute(&state.pool)
+        .await
+        .map_err(fail)?;
+    Ok(Registered::New(id))
+}
+
+/// The item's fields checked: its schema, table and visibility.
+fn checked_item(item: &RegisterItem) -> Result<(String, String, String), String> {
+    if item.table_name.is_empty() || item.table_name.chars().count() > 63 {
+        return Err("table_name must be 1 to 63 characters".into());
+    }
+    if item.title.trim().is_empty() || item.title.chars().count() > 500 {
+        return Err("title must be 1 to 500 characters".into());
+    }
+    if item.summary.as_ref().is_some_and(|s| s.chars().count() > 5000) {
+        return Err("summary must be at most 5000 characters".into());
+    }
+    let visibility = item.visibility.clone().unwrap_or_else(|| "private".into());
+    if !matches!(visibility.as_str(), "private" | "restricted" | "internal" | "public") {
+        return Err("visibility must be private, restricted, internal or public".into());
+    }
+    let (schema, table) = match item.table_name.split_once('.') {
+        Some((s, t)) => (s.to_string(), t.to_string()),
+        None => ("public".to_string(), item.table_name.clone()),
+    };
+    Ok((schema, table, visibility))
+}
+
+/// A table's row count and its extent in WGS 84; a table holding curves
+/// is refused.
+async fn contents(state: &AppState, qualified: &str, geometry_column: &str) -> Result<(i64, ExtentTracker), String> {
+    let fail = |e: sqlx::Error| format!("the table could not be read: {e}");
+    let geom = quote_ident(geometry_column);
     // A table read in place cannot be linearised as ingest does, and
     // GeoJSON, vector tiles and the export formats carry no curves, so a
     // table holding any is refused rather than published with rows no
@@ -322,31 +350,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
     for (min_x, max_x, min_y, max_y) in parts {
         extent.add(min_x, max_x, min_y, max_y);
     }
-    let id = Uuid::now_v7();
-    sqlx::query(
-        "INSERT INTO datasets (id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type,
-                               srid, source_srid, extent_bbox, feature_count, column_info, visibility, is_registered,
-                               source_format, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $14, $14, $9, $10, $11, $12, true, 'postgis', $13)",
-    )
-    .bind(id)
-    .bind(item.title.trim())
-    .bind(&item.summary)
-    .bind(&schema)
-    .bind(&table)
-    .bind(&key)
-    .bind(&candidate.geometry_column)
-    .bind(candidate.geometry_type.as_deref().map(geometry_type_name))
-    .bind(extent.bbox().map(|b| b.to_vec()))
-    .bind(count)
-    .bind(SqlJson(&columns))
-    .bind(&visibility)
-    .bind(admin)
-    .bind(srid)
-    .execute(&state.pool)
-    .await
-    .map_err(fail)?;
-    Ok(Registered::New(id))
+    Ok((count, extent))
 }
 
 /// Column info of a table in the form ingested datasets record.

@@ -11,7 +11,9 @@ use uuid::Uuid;
 
 use super::{
     basemap,
-    model::{LayerType, MapInput, MapLayerInput, MapLayerResponse, MapResponse, Projection, Relief, Tone},
+    model::{
+        BasemapConfig, LayerType, MapInput, MapLayerInput, MapLayerResponse, MapResponse, Projection, Relief, Tone,
+    },
     store::{insert_map, readable_map, with_etag},
 };
 use crate::{
@@ -72,6 +74,63 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
     }
 }
 
+/// A data layer as a style layer, the map's settings for it kept in its
+/// metadata so an exported style imports back unchanged.
+fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Value {
+    let kind = kind_of(layer.dataset_geometry_type.as_deref());
+    let mut paint = default_paint(kind);
+    if let Some(custom) = layer.paint.as_object() {
+        paint.extend(custom.clone());
+    }
+    paint.entry(format!("{kind}-opacity")).or_insert(json!(layer.opacity));
+    let mut layout = layer.layout.as_object().cloned().unwrap_or_default();
+    layout.insert(
+        "visibility".into(),
+        json!(if layer.visible { "visible" } else { "none" }),
+    );
+    let mut style_layer = json!({
+        "id": format!("layer-{index}"),
+        "type": kind,
+        "source": source_id,
+        "paint": paint,
+        "layout": layout,
+        "metadata": {LAYER_META: {
+            "dataset_id": layer.dataset_id,
+            "display_name": layer.display_name,
+            "sort_order": layer.sort_order,
+            "opacity": layer.opacity,
+            "visible": layer.visible,
+            "paint": layer.paint,
+            "layout": layer.layout,
+            "label_config": layer.label_config,
+            "popup_config": layer.popup_config,
+            "style_config": layer.style_config,
+            "layer_type": layer.layer_type,
+            "show_in_legend": layer.show_in_legend,
+        }},
+    });
+    if layer.layer_type == LayerType::VectorService {
+        style_layer["source-layer"] = json!(layer.dataset_table_name);
+    }
+    if let Some(filter) = &layer.filter {
+        style_layer["filter"] = filter.clone();
+    }
+    style_layer
+}
+
+/// The layer of a raster (tile URL template) basemap, which can only be
+/// toned as a whole.
+fn raster_basemap_layer(config: &BasemapConfig) -> Value {
+    let mut paint = json!({"raster-opacity": config.opacity});
+    match config.land_water_tone {
+        Tone::Muted => paint["raster-saturation"] = json!(-0.5),
+        Tone::Monochrome => paint["raster-saturation"] = json!(-1),
+        Tone::Contrast => paint["raster-contrast"] = json!(0.3),
+        Tone::Default => {}
+    }
+    json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": paint})
+}
+
 /// The style of a map. `signatures` holds, by dataset, the query string
 /// that signs its tile URLs (datasets the reader may see but not everyone);
 /// `basemap` the vector basemap style its `basemap_style` names, if loaded.
@@ -82,46 +141,8 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
     // dataset's table and the author's settings for its columns.
     for (index, layer) in map.layers.iter().filter(|l| l.dataset_available).enumerate() {
         let (source_id, source) = source_of(layer, base, signatures.get(&layer.dataset_id));
-        sources.entry(source_id.clone()).or_insert(source);
-        let kind = kind_of(layer.dataset_geometry_type.as_deref());
-        let mut paint = default_paint(kind);
-        if let Some(custom) = layer.paint.as_object() {
-            paint.extend(custom.clone());
-        }
-        paint.entry(format!("{kind}-opacity")).or_insert(json!(layer.opacity));
-        let mut layout = layer.layout.as_object().cloned().unwrap_or_default();
-        layout.insert(
-            "visibility".into(),
-            json!(if layer.visible { "visible" } else { "none" }),
-        );
-        let mut style_layer = json!({
-            "id": format!("layer-{index}"),
-            "type": kind,
-            "source": source_id,
-            "paint": paint,
-            "layout": layout,
-            "metadata": {LAYER_META: {
-                "dataset_id": layer.dataset_id,
-                "display_name": layer.display_name,
-                "sort_order": layer.sort_order,
-                "opacity": layer.opacity,
-                "visible": layer.visible,
-                "paint": layer.paint,
-                "layout": layer.layout,
-                "label_config": layer.label_config,
-                "popup_config": layer.popup_config,
-                "style_config": layer.style_config,
-                "layer_type": layer.layer_type,
-                "show_in_legend": layer.show_in_legend,
-            }},
-        });
-        if layer.layer_type == LayerType::VectorService {
-            style_layer["source-layer"] = json!(layer.dataset_table_name);
-        }
-        if let Some(filter) = &layer.filter {
-            style_layer["filter"] = filter.clone();
-        }
-        data_layers.push(style_layer);
+        data_layers.push(style_layer_of(index, layer, &source_id));
+        sources.entry(source_id).or_insert(source);
     }
     let config = &map.basemap_config;
     let background = config.background_color.clone().unwrap_or_else(|| "#f4f4f2".into());
@@ -132,15 +153,7 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
             "basemap".into(),
             json!({"type": "raster", "tiles": [map.basemap_style], "tileSize": 256}),
         );
-        let mut paint = json!({"raster-opacity": config.opacity});
-        // A raster basemap can only be toned as a whole.
-        match config.land_water_tone {
-            Tone::Muted => paint["raster-saturation"] = json!(-0.5),
-            Tone::Monochrome => paint["raster-saturation"] = json!(-1),
-            Tone::Contrast => paint["raster-contrast"] = json!(0.3),
-            Tone::Default => {}
-        }
-        basemap_layers.push(json!({"id": "basemap", "type": "raster", "source": "basemap", "paint": paint}));
+        basemap_layers.push(raster_basemap_layer(config));
     }
     let vector_basemap =
         basemap.map(|style| basemap::prepare(style, &map.basemap_style, config, map.show_basemap_labels));
