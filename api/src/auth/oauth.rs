@@ -712,54 +712,7 @@ async fn link_account(state: &AppState, provider: &Provider, identity: Identity)
                 "a verified email address in an allowed domain is needed to sign in",
             ));
         }
-        let holder: Option<Account> = match &identity.email {
-            Some(email) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {ACCOUNT_COLUMNS} FROM users WHERE lower(email) = lower($1)"
-                )))
-                .bind(email)
-                .fetch_optional(&mut *tx)
-                .await?
-            }
-            None => None,
-        };
-        let account = match (holder, identity.email_verified) {
-            (Some(holder), true) if holder.auth_provider != "local" && holder.auth_provider != provider.slug => {
-                return Err(refuse(
-                    "email_in_use",
-                    "an account with this email signs in with another provider; sign in there",
-                ));
-            }
-            (Some(holder), true) => {
-                if holder.auth_provider != provider.slug {
-                    sqlx::query("UPDATE users SET auth_provider = $2, updated_at = now() WHERE id = $1")
-                        .bind(holder.id)
-                        .bind(&provider.slug)
-                        .execute(&mut *tx)
-                        .await?;
-                    api_keys::revoke_all(&mut *tx, holder.id).await?;
-                }
-                holder
-            }
-            (Some(_), false) => {
-                return Err(refuse(
-                    "email_not_verified",
-                    "an account with this email exists, but the provider did not verify the address",
-                ));
-            }
-            (None, _) => create_account(&mut tx, provider, &identity, verified_email.as_deref()).await?,
-        };
-        sqlx::query(
-            "INSERT INTO oauth_accounts (id, provider_id, subject, user_id, email) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(Uuid::now_v7())
-        .bind(provider.id)
-        .bind(&identity.subject)
-        .bind(account.id)
-        .bind(&verified_email)
-        .execute(&mut *tx)
-        .await?;
-        account
+        link_new_identity(&mut tx, provider, &identity, verified_email.as_deref()).await?
     };
     if account.status != "active" || !account.is_active {
         return Err(refuse(
@@ -781,6 +734,63 @@ async fn link_account(state: &AppState, provider: &Provider, identity: Identity)
         .await?;
     tx.commit().await?;
     Ok((account.id, account.token_version))
+}
+
+/// The account an identity signing in for the first time is linked to:
+/// the account holding its email when the provider verified it (a local
+/// one moves to the provider, its API keys revoked), else a new one.
+async fn link_new_identity(
+    tx: &mut sqlx::PgConnection,
+    provider: &Provider,
+    identity: &Identity,
+    verified_email: Option<&str>,
+) -> Result<Account, Refusal> {
+    let holder: Option<Account> = match &identity.email {
+        Some(email) => {
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT {ACCOUNT_COLUMNS} FROM users WHERE lower(email) = lower($1)"
+            )))
+            .bind(email)
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+        None => None,
+    };
+    let account = match (holder, identity.email_verified) {
+        (Some(holder), true) if holder.auth_provider != "local" && holder.auth_provider != provider.slug => {
+            return Err(refuse(
+                "email_in_use",
+                "an account with this email signs in with another provider; sign in there",
+            ));
+        }
+        (Some(holder), true) => {
+            if holder.auth_provider != provider.slug {
+                sqlx::query("UPDATE users SET auth_provider = $2, updated_at = now() WHERE id = $1")
+                    .bind(holder.id)
+                    .bind(&provider.slug)
+                    .execute(&mut *tx)
+                    .await?;
+                api_keys::revoke_all(&mut *tx, holder.id).await?;
+            }
+            holder
+        }
+        (Some(_), false) => {
+            return Err(refuse(
+                "email_not_verified",
+                "an account with this email exists, but the provider did not verify the address",
+            ));
+        }
+        (None, _) => create_account(tx, provider, identity, verified_email).await?,
+    };
+    sqlx::query("INSERT INTO oauth_accounts (id, provider_id, subject, user_id, email) VALUES ($1, $2, $3, $4, $5)")
+        .bind(Uuid::now_v7())
+        .bind(provider.id)
+        .bind(&identity.subject)
+        .bind(account.id)
+        .bind(verified_email)
+        .execute(&mut *tx)
+        .await?;
+    Ok(account)
 }
 
 async fn create_account(

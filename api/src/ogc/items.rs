@@ -193,27 +193,7 @@ fn parse_request(
             }
             "after_gid" => request.after = Some(parse_int("after_gid", value)?),
             "bbox" => {
-                let [w, s, e, n] = value.parse::<Bbox>()?.to_array();
-                let geom = quote_ident(&dataset.geometry_column);
-                let envelope = |w: f64, e: f64, params: &mut Vec<Param>| {
-                    let first = params.len() + 1;
-                    params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
-                    let envelope = format!(
-                        "ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326)",
-                        first + 1,
-                        first + 2,
-                        first + 3
-                    );
-                    format!("ST_Intersects({geom}, {})", in_storage_crs(dataset, &envelope))
-                };
-                // West greater than east: the box crosses the antimeridian.
-                let condition = if w <= e {
-                    envelope(w, e, &mut request.params)
-                } else {
-                    let left = envelope(w, 180.0, &mut request.params);
-                    let right = envelope(-180.0, e, &mut request.params);
-                    format!("({left} OR {right})")
-                };
+                let condition = bbox_condition(dataset, value.parse()?, &mut request.params);
                 request.conditions.push(condition);
             }
             "bbox-crs" | "crs" | "filter-crs" => check_crs(name, value)?,
@@ -245,17 +225,8 @@ fn parse_request(
                         "unknown query parameter {other:?}; a property filter must name a queryable"
                     ))
                 })?;
-                request.params.push(Param::Text(value.clone()));
-                let cast = if queryable.pg_type == "text" {
-                    String::new()
-                } else {
-                    format!("::{}", queryable.pg_type)
-                };
-                request.conditions.push(format!(
-                    "{} = ${}{cast}",
-                    quote_ident(&queryable.column),
-                    request.params.len()
-                ));
+                let condition = property_condition(queryable, value, &mut request.params);
+                request.conditions.push(condition);
             }
         }
     }
@@ -264,6 +235,43 @@ fn parse_request(
         request.conditions.push(condition);
     }
     Ok(request)
+}
+
+/// The condition of a `bbox`, in the dataset's CRS; a box whose west is
+/// greater than its east crosses the antimeridian and is two boxes.
+fn bbox_condition(dataset: &Dataset, bbox: Bbox, params: &mut Vec<Param>) -> String {
+    let [w, s, e, n] = bbox.to_array();
+    let geom = quote_ident(&dataset.geometry_column);
+    let mut envelope = |w: f64, e: f64| {
+        let first = params.len() + 1;
+        params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
+        let envelope = format!(
+            "ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326)",
+            first + 1,
+            first + 2,
+            first + 3
+        );
+        format!("ST_Intersects({geom}, {})", in_storage_crs(dataset, &envelope))
+    };
+    if w <= e {
+        envelope(w, e)
+    } else {
+        let left = envelope(w, 180.0);
+        let right = envelope(-180.0, e);
+        format!("({left} OR {right})")
+    }
+}
+
+/// `name=value` for a queryable: equality, the value bound as text and
+/// cast to the column's type.
+fn property_condition(queryable: &Queryable, value: &str, params: &mut Vec<Param>) -> String {
+    params.push(Param::Text(value.to_string()));
+    let cast = if queryable.pg_type == "text" {
+        String::new()
+    } else {
+        format!("::{}", queryable.pg_type)
+    };
+    format!("{} = ${}{cast}", quote_ident(&queryable.column), params.len())
 }
 
 /// A query the filter made invalid for the column types (a date that is no
