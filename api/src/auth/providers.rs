@@ -165,18 +165,7 @@ fn check_url(field: &str, value: &str) -> Result<(), AppError> {
 /// The provider a create or update leaves behind, checked as a whole.
 fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Provider, AppError> {
     if let Some(slug) = input.slug {
-        let url_safe = !slug.is_empty()
-            && slug.len() <= 63
-            && slug.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-            && slug
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !url_safe {
-            return Err(AppError::invalid_field(
-                "slug",
-                "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit",
-            ));
-        }
+        check_slug(&slug)?;
         p.slug = slug;
     }
     if let Some(name) = input.display_name {
@@ -234,6 +223,35 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
     if let Some(enabled) = input.enabled {
         p.enabled = enabled;
     }
+    complete_endpoints(&mut p)?;
+    if p.client_secret.is_empty() {
+        return Err(AppError::invalid_field("client_secret", "is required"));
+    }
+    Ok(p)
+}
+
+/// A slug is part of URLs: lower-case letters, digits, '-' and '_'.
+fn check_slug(slug: &str) -> Result<(), AppError> {
+    let url_safe = !slug.is_empty()
+        && slug.len() <= 63
+        && slug.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if url_safe {
+        Ok(())
+    } else {
+        Err(AppError::invalid_field(
+            "slug",
+            "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit",
+        ))
+    }
+}
+
+/// The provider's endpoints filled from its type's defaults: idp_b's fixed
+/// OAuth 2.0 endpoints, or an OpenID Connect discovery URL (given, the
+/// type's own, or the three endpoints named one by one).
+fn complete_endpoints(p: &mut Provider) -> Result<(), AppError> {
     match p.provider_type.as_str() {
         "idp_b" => {
             if p.discovery_url.is_some() {
@@ -260,10 +278,7 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
             }
         }
     }
-    if p.client_secret.is_empty() {
-        return Err(AppError::invalid_field("client_secret", "is required"));
-    }
-    Ok(p)
+    Ok(())
 }
 
 fn provider_conflict(e: sqlx::Error) -> AppError {
