@@ -285,24 +285,13 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
                 other => other,
             });
         }
-        for (i, field) in req.plan.fields.iter().enumerate() {
-            let sample = stats.samples[i].len() < SAMPLES_PER_COLUMN;
-            let value = match kept_as_text.iter().position(|&k| k == i) {
-                Some(k) => {
-                    let text = source_texts
-                        .get(stats.rows as usize - 1)
-                        .and_then(|texts| texts[k].as_deref());
-                    write_text(&mut chunk, field.pg, text, sample)
-                }
-                None => unsafe { write_field(&mut chunk, feature.0, i as c_int, field, sample) },
-            };
-            if let Some(value) = value {
-                let key = value.to_string();
-                if sample_keys[i].insert(key) {
-                    stats.samples[i].push(value);
-                }
-            }
-        }
+        let texts = source_texts.get(stats.rows as usize - 1);
+        let row = Row {
+            feature: &feature,
+            kept_as_text: &kept_as_text,
+            texts,
+        };
+        write_attributes(&mut chunk, &row, &req.plan.fields, &mut stats.samples, &mut sample_keys);
         if chunk.len() >= CHUNK_BYTES {
             if req.stop.load(Ordering::Relaxed) {
                 return Err(ReadError::Stopped);
@@ -312,11 +301,7 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
             out.blocking_send(full).map_err(|_| ReadError::Stopped)?;
         }
     }
-    let last_error = unsafe { gdal_sys::CPLGetLastErrorType() };
-    if last_error == gdal_sys::CPLErr::CE_Failure || last_error == gdal_sys::CPLErr::CE_Fatal {
-        let msg = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
-            .to_string_lossy()
-            .into_owned();
+    if let Some(msg) = gdal_failure() {
         return Err(ReadError::Invalid(format!(
             "reading stopped after {} features: {msg}",
             stats.rows
@@ -332,6 +317,50 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
     chunk.extend_from_slice(binary::TRAILER);
     out.blocking_send(chunk).map_err(|_| ReadError::Stopped)?;
     Ok(stats)
+}
+
+/// One feature being written, and where its kept-as-text columns come
+/// from: the file's own text of that row.
+struct Row<'a> {
+    feature: &'a OwnedFeature,
+    kept_as_text: &'a [usize],
+    texts: Option<&'a source_text::Texts>,
+}
+
+/// Writes a row's attributes, and keeps each column's first distinct
+/// values as its samples.
+fn write_attributes(
+    chunk: &mut Vec<u8>,
+    row: &Row,
+    fields: &[FieldPlan],
+    samples: &mut [Vec<Value>],
+    sample_keys: &mut [HashSet<String>],
+) {
+    for (i, field) in fields.iter().enumerate() {
+        let sample = samples[i].len() < SAMPLES_PER_COLUMN;
+        let value = match row.kept_as_text.iter().position(|&k| k == i) {
+            Some(k) => {
+                let text = row.texts.and_then(|texts| texts[k].as_deref());
+                write_text(chunk, field.pg, text, sample)
+            }
+            None => unsafe { write_field(chunk, row.feature.0, i as c_int, field, sample) },
+        };
+        if let Some(value) = value
+            && sample_keys[i].insert(value.to_string())
+        {
+            samples[i].push(value);
+        }
+    }
+}
+
+/// GDAL's last error, when it was a failure: reading stopped early.
+fn gdal_failure() -> Option<String> {
+    let last_error = unsafe { gdal_sys::CPLGetLastErrorType() };
+    (last_error == gdal_sys::CPLErr::CE_Failure || last_error == gdal_sys::CPLErr::CE_Fatal).then(|| {
+        unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 struct OwnedFeature(gdal_sys::OGRFeatureH);
