@@ -115,49 +115,30 @@ fn tile_value(column: &ColumnInfo) -> String {
 fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     format!(
-        "SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom', '__mvt_id') FROM (
-           SELECT t.{key}::bigint AS __mvt_id,
-                  ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true) AS __mvt_geom
-                  {attributes}
-           FROM {table} t
-           WHERE t.{geom} && {area}
-           LIMIT {MAX_FEATURES_PER_TILE}
-         ) tile WHERE tile.__mvt_geom IS NOT NULL",
+        include_str!("tiles/vector_tile.sql"),
+        attributes = attributes,
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
         table = table_sql(dataset),
         area = tile_area_in_storage_crs(dataset),
+        extent = EXTENT,
+        buffer = BUFFER,
+        max_features = MAX_FEATURES_PER_TILE,
     )
 }
 
-/// Features grouped by a grid of cells per tile: one point per cell at the
-/// centre of its members, with `point_count`, `cluster`, and the feature id
-/// of a cell that holds one feature.
 fn cluster_tile_sql(dataset: &Dataset) -> String {
     format!(
-        "WITH bounds AS (SELECT ST_TileEnvelope($1, $2, $3) AS env),
-         points AS (
-           SELECT t.{key}::bigint AS id, ST_PointOnSurface({geometry}) AS p
-           FROM {table} t WHERE t.{geom} && {area} AND NOT ST_IsEmpty(t.{geom})
-         ),
-         cells AS (
-           SELECT count(*) AS point_count, min(points.id) AS id, ST_Centroid(ST_Collect(points.p)) AS centre
-           FROM points, bounds
-           GROUP BY floor((ST_X(points.p) - ST_XMin(bounds.env)) / (ST_XMax(bounds.env) - ST_XMin(bounds.env)) * {CLUSTER_GRID}),
-                    floor((ST_Y(points.p) - ST_YMin(bounds.env)) / (ST_YMax(bounds.env) - ST_YMin(bounds.env)) * {CLUSTER_GRID})
-         )
-         SELECT ST_AsMVT(tile.*, $4, {EXTENT}, '__mvt_geom') FROM (
-           SELECT cells.point_count, cells.point_count > 1 AS cluster,
-                  CASE WHEN cells.point_count = 1 THEN cells.id END AS gid,
-                  ST_AsMVTGeom(cells.centre, bounds.env, {EXTENT}, {BUFFER}, true) AS __mvt_geom
-           FROM cells, bounds
-         ) tile WHERE tile.__mvt_geom IS NOT NULL",
+        include_str!("tiles/cluster_tile.sql"),
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
         table = table_sql(dataset),
         area = tile_area_in_storage_crs(dataset),
+        extent = EXTENT,
+        buffer = BUFFER,
+        grid = CLUSTER_GRID,
     )
 }
 
