@@ -34,9 +34,10 @@ DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGE
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib and
 # pystac-client (PyPI); a real SMTP server, aiosmtpd; and the OpenAPI
-# validator client generators rely on, openapi-spec-validator.
+# validator client generators rely on, openapi-spec-validator; and the
+# Prometheus project's text-format parser, prometheus-client.
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,

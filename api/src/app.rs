@@ -27,7 +27,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    access, assist, auth, catalog, connectors, datasets, features, health, jobs, maps, notifications, ogc,
+    access, assist, auth, catalog, connectors, datasets, features, health, jobs, maps, metrics, notifications, ogc,
     openapi::ApiDoc, rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
@@ -66,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .merge(connectors::routes())
         .merge(services::routes())
         .merge(assist::routes())
+        .merge(metrics::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
@@ -82,6 +83,11 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(
             state.rate_limiter.clone(),
             rate_limit::limit,
+        ))
+        // Outside the rate limiter, so its refusals are counted.
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::http::record,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), auth::cors::cors))
         .layer(TimeoutLayer::with_status_code(

@@ -21,6 +21,7 @@ mod health;
 mod interval;
 mod jobs;
 mod maps;
+mod metrics;
 mod notifications;
 mod ogc;
 mod openapi;

@@ -39,7 +39,8 @@ enum Bucket {
 impl Bucket {
     fn of(path: &str) -> Option<Self> {
         match path {
-            "/api/health" | "/api/ready" => None,
+            // Probes and the metrics scraper are the operator's own.
+            "/api/health" | "/api/ready" | "/api/metrics" => None,
             "/api/auth/login" | "/api/auth/register" | "/api/auth/refresh" => Some(Bucket::SignIn),
             p if p.starts_with("/api/auth/oauth/") => Some(Bucket::SignIn),
             p if p.starts_with("/api/tiles/") => Some(Bucket::Tiles),

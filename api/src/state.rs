@@ -15,6 +15,7 @@ pub struct AppState {
     pub datasets: crate::dataset_cache::DatasetCache,
     pub basemaps: crate::maps::basemap::BasemapCache,
     pub rate_limiter: crate::rate_limit::RateLimiter,
+    pub metrics: crate::metrics::http::HttpMetrics,
 }
 
 impl AppState {
@@ -28,6 +29,7 @@ impl AppState {
             datasets: Default::default(),
             basemaps: Default::default(),
             rate_limiter,
+            metrics: Default::default(),
             config: Arc::new(config),
         })
     }

@@ -235,7 +235,7 @@ async fn tilejson(
     // expiry: a capability never buys a longer-lived one.
     let query = match caller.capability {
         _ if dataset.visibility == "public" && dataset.status == "ready" => String::new(),
-        Some(Capability::Embed { .. }) => String::new(),
+        Some(Capability::Embed { .. } | Capability::Metrics) => String::new(),
         Some(Capability::Tiles { expires, .. }) => format!(
             "?{}",
             signed_query(

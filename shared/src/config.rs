@@ -28,6 +28,8 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// How long a connector's provider may take to answer the resource check.
     pub connector_timeout: Duration,
+    /// The bearer token a Prometheus server scrapes `/api/metrics` with.
+    pub metrics_token: Option<String>,
 }
 
 /// Requests per client address and minute.
@@ -43,6 +45,7 @@ pub struct RateLimits {
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catalog";
 pub const MIN_JWT_SECRET_CHARS: usize = 32;
+pub const MIN_METRICS_TOKEN_CHARS: usize = 24;
 
 /// Where settings are read from: the process environment, or the pairs a
 /// test passes in.
@@ -123,6 +126,13 @@ impl Config {
             bail!("OGC_ITEMS_MAX_PAGE_SIZE must be at least 1");
         }
         let bind_addr = settings.parsed("BIND_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
+        let metrics_token = settings.var("METRICS_TOKEN");
+        if metrics_token
+            .as_ref()
+            .is_some_and(|t| t.chars().count() < MIN_METRICS_TOKEN_CHARS)
+        {
+            bail!("METRICS_TOKEN must have at least {MIN_METRICS_TOKEN_CHARS} characters");
+        }
         Ok(Self {
             database_url: settings
                 .var("DATABASE_URL")
@@ -149,6 +159,7 @@ impl Config {
             max_upload_bytes: settings.parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
             access_token_ttl: Duration::from_secs(settings.parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
             connector_timeout: Duration::from_secs(settings.parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
+            metrics_token,
             rate_limits: RateLimits {
                 per_minute: settings.positive("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: settings.positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,

@@ -17,6 +17,11 @@ use uuid::Uuid;
 
 use crate::{AppError, Problem};
 
+/// How often a worker beats, and how many beats it may miss before its
+/// jobs are handed to another worker (and it stops counting as live).
+pub const WORKER_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const MISSED_HEARTBEATS: u32 = 3;
+
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";
 
@@ -34,6 +39,15 @@ pub enum JobKind {
 }
 
 impl JobKind {
+    pub const ALL: [JobKind; 6] = [
+        JobKind::Ingest,
+        JobKind::Reupload,
+        JobKind::UrlDownload,
+        JobKind::Rehydrate,
+        JobKind::Connector,
+        JobKind::ServiceImport,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Ingest => "ingest",

@@ -55,6 +55,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/collections/{collectionId}/items", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/collections/{collectionId}/items/{featureId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/ready", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/metrics", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("GET", "/api/openapi.json", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("POST", "/api/auth/login", Form(&[("username", "admin"), ("password", "wrong")]), [401; 8]),
         row("POST", "/api/auth/refresh", Json(r#"{"refresh_token": "rt_unknown"}"#), [401; 8]),

@@ -10,15 +10,12 @@ use catalog_jobs::JobDeps;
 use catalog_shared::{
     config::Config,
     db,
-    jobs::{JobMessage, QUEUE},
+    jobs::{JobMessage, MISSED_HEARTBEATS, QUEUE, WORKER_HEARTBEAT},
     outbound::OutboundPolicy,
     storage::Storage,
     telemetry,
 };
 
-/// A dead worker's job is handed to another after this many missed beats.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-const MISSED_HEARTBEATS: usize = 3;
 /// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -62,8 +59,8 @@ async fn main() -> anyhow::Result<()> {
         let queue_config = QueueConfig::default()
             .queue(QUEUE)
             .batch_size(1)
-            .heartbeat_interval(HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS);
+            .heartbeat_interval(WORKER_HEARTBEAT)
+            .missed_heartbeats(MISSED_HEARTBEATS as usize);
         let strategy = Strategy::new()
             .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
             .interval(POLL_INTERVAL);

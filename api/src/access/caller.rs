@@ -32,11 +32,13 @@ pub enum KeyScope {
 
 /// What a capability lets a request read whatever credential it carries
 /// (rule 5): a signed tile template one dataset's tiles until its expiry
-/// (Unix seconds), an embed token a map and the datasets of its layers.
+/// (Unix seconds), an embed token a map and the datasets of its layers,
+/// the metrics token the metrics and nothing else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Capability {
     Tiles { dataset: Uuid, expires: i64 },
     Embed { map_id: Uuid, datasets: Vec<Uuid> },
+    Metrics,
 }
 
 /// The resolved identity of a request: anonymous or a user, whether it
@@ -65,12 +67,19 @@ impl Caller {
         match &self.capability {
             Some(Capability::Tiles { dataset, .. }) => *dataset == id,
             Some(Capability::Embed { datasets, .. }) => datasets.contains(&id),
-            None => false,
+            Some(Capability::Metrics) | None => false,
         }
     }
     /// Whether a capability lets this request read the map.
     pub fn capability_reads_map(&self, id: Uuid) -> bool {
         matches!(&self.capability, Some(Capability::Embed { map_id, .. }) if *map_id == id)
+    }
+    /// Metrics are for admins and the scraper holding the metrics token.
+    pub fn may_read_metrics(&self) -> Result<(), AppError> {
+        if self.capability == Some(Capability::Metrics) {
+            return Ok(());
+        }
+        self.admin().map(|_| ())
     }
     /// The user, or 401 for anonymous callers.
     pub fn signed_in(&self) -> Result<&User, AppError> {

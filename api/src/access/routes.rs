@@ -59,7 +59,8 @@ const ANONYMOUS_WRITES: [&str; 4] = [
 /// keys, jobs, saved searches and connector credentials, the admin and
 /// settings routes, and who may see a dataset or embed a map.
 fn personal_read(route: &str) -> bool {
-    const PREFIXES: [&str; 8] = [
+    const PREFIXES: [&str; 9] = [
+        "/api/metrics",
         "/api/auth/me",
         "/api/auth/api-keys",
         "/api/admin/",

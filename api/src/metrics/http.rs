@@ -1,0 +1,95 @@
+//! The HTTP figures each API process keeps between scrapes: requests,
+//! latency and rate-limit refusals, by route template.
+use std::time::Instant;
+
+use axum::{
+    extract::{MatchedPath, Request, State},
+    middleware::Next,
+    response::Response,
+};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+/// The figures this process keeps between scrapes.
+#[derive(Clone)]
+pub struct HttpMetrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    refusals: IntCounterVec,
+}
+
+impl Default for HttpMetrics {
+    fn default() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "catalog_http_requests_total",
+                "HTTP requests answered, by route template, method and status.",
+            ),
+            &["route", "method", "status"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "catalog_http_request_duration_seconds",
+                "Time to answer an HTTP request, by route template and method.",
+            ),
+            &["route", "method"],
+        )
+        .expect("valid metric");
+        let refusals = IntCounterVec::new(
+            Opts::new(
+                "catalog_rate_limit_refusals_total",
+                "Requests refused with 429 by the rate limiter, by route template.",
+            ),
+            &["route"],
+        )
+        .expect("valid metric");
+        for metric in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(latency.clone()),
+            Box::new(refusals.clone()),
+        ] {
+            registry.register(metric).expect("each metric is registered once");
+        }
+        Self {
+            registry,
+            requests,
+            latency,
+            refusals,
+        }
+    }
+}
+
+/// Labels carry the route template (`/api/datasets/{dataset_id}`), never
+/// the path, so ids never become label values; a path that matched no
+/// route is `unmatched`.
+pub async fn record(State(metrics): State<HttpMetrics>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_string();
+    let method = request.method().as_str().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status();
+    metrics
+        .requests
+        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
+        .inc();
+    metrics
+        .latency
+        .with_label_values(&[route.as_str(), method.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    if status.as_u16() == 429 {
+        metrics.refusals.with_label_values(&[route.as_str()]).inc();
+    }
+    response
+}
+
+impl HttpMetrics {
+    pub fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
+        self.registry.gather()
+    }
+}

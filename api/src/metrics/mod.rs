@@ -1,0 +1,70 @@
+//! `GET /api/metrics`, in the Prometheus text format, for an admin or a
+//! bearer of `METRICS_TOKEN`. HTTP figures (requests, latency, rate-limit
+//! refusals, pool use) are this process's own: scrape every API process.
+//! Job, queue and worker figures are read from the database at scrape
+//! time, so every process reports the same ones.
+use axum::{
+    extract::State,
+    http::{HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::AppError;
+use prometheus::{Encoder, TextEncoder, proto};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{access::Caller, state::AppState};
+
+mod database;
+mod families;
+pub mod http;
+
+use families::gauge_family;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(metrics))
+}
+
+/// Operational figures in the Prometheus text format (version 0.0.4).
+#[utoipa::path(get, path = "/api/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
+              (status = 401, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 403, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Response, AppError> {
+    caller.may_read_metrics()?;
+    let mut families = state.metrics.gather();
+    families.extend(pool_families(&state.pool));
+    families.extend(database::families(&state.pool).await?);
+    // A family with no series yet (no job finished) is left out, as the
+    // format has no way to write it.
+    families.retain(|f| !f.get_metric().is_empty());
+    let mut body = Vec::new();
+    TextEncoder::new()
+        .encode(&families, &mut body)
+        .map_err(AppError::internal)?;
+    let mut response = body.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(prometheus::TEXT_FORMAT));
+    Ok(response)
+}
+
+/// This process's database connections: open and idle.
+fn pool_families(pool: &sqlx::PgPool) -> Vec<proto::MetricFamily> {
+    let open = f64::from(pool.size());
+    let idle = pool.num_idle() as f64;
+    vec![
+        gauge_family(
+            "catalog_db_pool_connections",
+            "Database connections of this API process, by state.",
+            vec![
+                (vec![("state", "in_use".into())], open - idle),
+                (vec![("state", "idle".into())], idle),
+            ],
+        ),
+        gauge_family(
+            "catalog_db_pool_max_connections",
+            "The most database connections this API process opens.",
+            vec![(vec![], f64::from(pool.options().get_max_connections()))],
+        ),
+    ]
+}
