@@ -13,4 +13,4 @@ mod source_text;
 mod sources;
 
 pub use context::JobDeps;
-pub use runner::{cleanup_abandoned_staging, run_job};
+pub use runner::{JobRun, cleanup_abandoned_staging, run_job};

@@ -27,9 +27,17 @@ struct ClaimedJob {
     created_by: Option<Uuid>,
 }
 
-/// Runs the job once it is handed over by the queue. Errors returned here
-/// are only those of reaching the database at all; the queue retries them.
-pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
+/// What running a job came to: its kind and the status it ended in.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRun {
+    pub kind: JobKind,
+    pub status: JobStatus,
+}
+
+/// Runs the job once it is handed over by the queue; None when it was
+/// already finished or cancelled. Errors returned here are only those of
+/// reaching the database at all; the queue retries them.
+pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobRun>> {
     let claimed: Option<ClaimedJob> = sqlx::query_as(
         "UPDATE jobs SET status = $2, attempts = attempts + 1, step = NULL,
                 started_at = coalesce(started_at, clock_timestamp()), updated_at = clock_timestamp()
@@ -43,7 +51,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
     .await?;
     let Some(job) = claimed else {
         tracing::info!(%job_id, "job already finished or cancelled; nothing to do");
-        return Ok(());
+        return Ok(None);
     };
     let ctx = JobContext {
         deps: deps.clone(),
@@ -55,7 +63,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
         Ok(input) => run_with_retries(&ctx, &input).await,
         Err(why) => Err(JobError::Internal(why)),
     };
-    match outcome {
+    let status = match outcome {
         Ok(()) => {
             sqlx::query(
                 "UPDATE jobs SET status = $2, step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
@@ -68,10 +76,12 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             .await?;
             tracing::info!(%job_id, "job succeeded");
             tokio::spawn(notify_finished(deps.clone(), job_id, job.kind, None));
+            JobStatus::Succeeded
         }
         Err(JobError::Cancelled) => {
             drop_staging(&ctx).await;
             tracing::info!(%job_id, "job cancelled");
+            JobStatus::Cancelled
         }
         Err(err) => {
             drop_staging(&ctx).await;
@@ -107,9 +117,10 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<()> {
             .execute(&deps.pool)
             .await?;
             tokio::spawn(notify_finished(deps.clone(), job_id, job.kind, Some(problem)));
+            JobStatus::Failed
         }
-    }
-    Ok(())
+    };
+    Ok(Some(JobRun { kind: job.kind, status }))
 }
 
 /// Runs the handler of the input's kind, again after transient failures.

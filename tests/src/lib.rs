@@ -349,6 +349,31 @@ impl Stack {
         base
     }
 
+    /// SIGTERM, as an orchestrator scaling down sends.
+    pub fn terminate_worker(&self, index: usize) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.workers[index].id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "SIGTERM sent");
+    }
+
+    /// The worker's exit status once it is gone, at most `within` from now.
+    pub async fn worker_exit(&mut self, index: usize, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.workers[index].try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "worker {index} still running:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// SIGKILL, as when a host dies: no chance to clean up.
     pub fn kill_worker(&mut self, index: usize) {
         let child = &mut self.workers[index];

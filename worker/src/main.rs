@@ -1,8 +1,10 @@
 //! The worker process: takes jobs from the Postgres-backed apalis queue
 //! and runs them. Run as many as you like, on as many hosts as you like.
+//! SIGTERM drains it: it takes no new job, lets running ones finish for up
+//! to `WORKER_DRAIN_SECONDS`, hands the rest back to the queue and exits 0.
 // Only the jobs crate, which calls GDAL, needs unsafe code.
 #![forbid(unsafe_code)]
-use std::{sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
@@ -15,7 +17,13 @@ use catalog_shared::{
     storage::Storage,
     telemetry,
 };
+use metrics::WorkerMetrics;
 
+mod metrics;
+
+/// How long running jobs may take to finish after SIGTERM, unless
+/// `WORKER_DRAIN_SECONDS` says otherwise.
+const DEFAULT_DRAIN: Duration = Duration::from_secs(300);
 /// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -28,11 +36,7 @@ const STABLE_RUN: Duration = Duration::from_secs(60);
 async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let config = Arc::new(Config::from_env()?);
-    let concurrency: usize = std::env::var("WORKER_CONCURRENCY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(2);
+    let concurrency: usize = setting("WORKER_CONCURRENCY")?.filter(|n| *n > 0).unwrap_or(2);
     let pool = db::connect(&config.database_url, concurrency as u32 * 2 + 4).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     db::migrate(&pool).await?;
@@ -42,6 +46,12 @@ async fn main() -> anyhow::Result<()> {
         outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
         config,
     };
+
+    let drain = Duration::from_secs(setting("WORKER_DRAIN_SECONDS")?.unwrap_or(DEFAULT_DRAIN.as_secs()));
+    let metrics = WorkerMetrics::new();
+    if let Some(addr) = setting::<SocketAddr>("WORKER_METRICS_ADDR")? {
+        tokio::spawn(metrics::serve(addr, metrics.clone()));
+    }
 
     tokio::spawn(sweep_staging(pool.clone()));
 
@@ -68,14 +78,20 @@ async fn main() -> anyhow::Result<()> {
             .with_config(queue_config)
             .poll_with_strategy(strategy);
         tracing::info!(%name, concurrency, "worker ready");
-        let worker = WorkerBuilder::new(name)
+        let worker = WorkerBuilder::new(name.clone())
             .backend(backend)
             .data(deps.clone())
+            .data(metrics.clone())
             .concurrency(concurrency)
             .build(handle);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let mut run = Box::pin(worker.run_until(async move {
+            let _ = stopped.await;
+            Ok::<(), WorkerError>(())
+        }));
         let started = tokio::time::Instant::now();
         tokio::select! {
-            result = worker.run() => match result {
+            result = &mut run => match result {
                 Ok(()) => break,
                 Err(e) => {
                     if started.elapsed() > STABLE_RUN {
@@ -87,7 +103,16 @@ async fn main() -> anyhow::Result<()> {
                 }
             },
             _ = &mut shutdown => {
-                tracing::info!("shutting down; running jobs are handed to other workers");
+                tracing::info!(drain_seconds = drain.as_secs(), "draining: no new job is taken");
+                metrics.draining();
+                let _ = stop.send(());
+                if tokio::time::timeout(drain, run).await.is_ok() {
+                    tracing::info!("drained: every running job finished");
+                } else {
+                    // Dropping `run` above stopped the jobs still running.
+                    let handed_back = hand_back(&pool, &name).await?;
+                    tracing::info!(jobs = handed_back, "drain time is over; unfinished jobs handed back to the queue");
+                }
                 break;
             }
         }
@@ -95,8 +120,37 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn handle(message: JobMessage, deps: Data<JobDeps>) -> Result<(), BoxDynError> {
-    catalog_jobs::run_job(&deps, message.job_id).await.map_err(Into::into)
+async fn handle(message: JobMessage, deps: Data<JobDeps>, metrics: Data<WorkerMetrics>) -> Result<(), BoxDynError> {
+    metrics.job_started();
+    let started = tokio::time::Instant::now();
+    let result = catalog_jobs::run_job(&deps, message.job_id).await;
+    metrics.job_ended(result.as_ref().ok().copied().flatten(), started.elapsed().as_secs_f64());
+    result.map(|_| ()).map_err(Into::into)
+}
+
+/// Puts the jobs this worker still holds back in the queue; answers how
+/// many.
+async fn hand_back(pool: &sqlx::PgPool, worker: &str) -> anyhow::Result<usize> {
+    let jobs: Vec<uuid::Uuid> = sqlx::query_scalar(include_str!("hand_back.sql"))
+        .bind(worker)
+        .fetch_all(pool)
+        .await?;
+    Ok(jobs.len())
+}
+
+/// A setting from the environment, None when unset or empty.
+fn setting<T: std::str::FromStr>(name: &str) -> anyhow::Result<Option<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name).ok().filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{name}={raw:?} is not valid: {e}")),
+    }
 }
 
 async fn sweep_staging(pool: sqlx::PgPool) {
