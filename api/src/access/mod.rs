@@ -1,7 +1,8 @@
 //! Who may do what: the bottom of the API. Every credential kind resolves
 //! here into one `Caller` (`credentials`: API keys full and read-only, the
 //! query-string key, bearer access tokens of a sign-in session, embed
-//! tokens, signed tile templates), what each may call is decided by route
+//! tokens, signed tile templates, the metrics token), what each may call
+//! is decided by route
 //! (`routes`), and every visibility and capability decision on a dataset
 //! or a map is one function in `policy`, with the one SQL condition the
 //! listings use. Resource modules depend on this module, never the
