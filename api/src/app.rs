@@ -28,7 +28,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
     access, assist, auth, catalog, connectors, datasets, features, health, jobs, maps, metrics, notifications, ogc,
-    openapi::ApiDoc, rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
+    openapi::ApiDoc, quotas, rate_limit, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -67,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .merge(services::routes())
         .merge(assist::routes())
         .merge(metrics::routes())
+        .merge(quotas::routes())
         .split_for_parts();
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");

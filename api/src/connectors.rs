@@ -23,6 +23,7 @@ use crate::{
     access::{Caller, policy::check_visibility},
     extract::{Json as JsonBody, Path},
     jobs::accepted,
+    quotas,
     state::AppState,
 };
 
@@ -85,6 +86,7 @@ async fn connector_ingest(
     JsonBody(body): JsonBody<ConnectorIngest>,
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
+    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     if !CONNECTORS.contains(&connector.as_str()) {
         return Err(AppError::not_found(format!(
             "no connector {connector:?}; the connectors are {}",
@@ -159,6 +161,7 @@ async fn connector_ingest(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
+    quotas::admit(&mut tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
     jobs::enqueue(&mut tx, job_id, &JobInput::Connector(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))

@@ -26,6 +26,7 @@ mod notifications;
 mod ogc;
 mod openapi;
 mod page;
+mod quotas;
 mod rate_limit;
 mod records;
 mod sandbox;

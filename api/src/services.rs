@@ -24,6 +24,7 @@ use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Path},
     jobs::{JobAccepted, accepted},
+    quotas,
     state::AppState,
 };
 
@@ -169,6 +170,7 @@ async fn import_service(
     JsonBody(body): JsonBody<ServiceRequest>,
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
+    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     if body.preview.is_some() {
         return Err(AppError::invalid_field(
             "preview",
@@ -191,6 +193,7 @@ async fn import_service(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
+    quotas::admit(&mut tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
     jobs::enqueue(&mut tx, job_id, &JobInput::ServiceImport(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))

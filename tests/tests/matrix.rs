@@ -77,6 +77,8 @@ fn table() -> Vec<Row> {
             [401, 401, 401, 403, 403, 403, 403, 201]),
         row("PATCH", "/api/admin/users/{user_id}", Json(r#"{"email": "{unique}@example.org"}"#),
             [401, 401, 401, 403, 403, 403, 403, 200]),
+        row("PUT", "/api/admin/users/{user_id}/quota", Json(r#"{"storage_bytes": null, "dataset_count": 50}"#),
+            [401, 401, 401, 403, 403, 403, 403, 200]),
         row("GET", "/api/datasets", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("POST", "/api/datasets/upload", Upload, [401, 401, 401, 403, 403, 202, 202, 202]),
         row("POST", "/api/datasets/import-url", Json(r#"{"url": "http://10.0.0.1/a.geojson"}"#),

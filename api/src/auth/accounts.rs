@@ -60,13 +60,13 @@ struct UserRow {
     created_at: DateTime<Utc>,
     dataset_count: i64,
     bytes_used: i64,
+    quota_storage_bytes: Option<i64>,
+    quota_dataset_count: Option<i64>,
 }
 
 const USER_SELECT: &str = "SELECT u.id, u.username, u.email, u.is_active, u.status, u.role, u.created_at,
-        (SELECT count(*) FROM datasets d WHERE d.created_by = u.id) AS dataset_count,
-        (SELECT coalesce(sum(pg_total_relation_size(to_regclass(format('%I.%I', d.schema_name, d.table_name)))), 0)::bigint
-           FROM datasets d WHERE d.created_by = u.id AND NOT d.is_registered) AS bytes_used
-     FROM users u";
+        usage.dataset_count, usage.bytes_used, u.quota_storage_bytes, u.quota_dataset_count
+     FROM users u CROSS JOIN LATERAL catalog_usage(u.id) AS usage";
 
 impl From<UserRow> for UserResponse {
     fn from(row: UserRow) -> Self {
@@ -81,8 +81,8 @@ impl From<UserRow> for UserResponse {
             quota_usage: Some(QuotaUsage {
                 bytes_used: row.bytes_used,
                 dataset_count: row.dataset_count,
-                storage_cap: 0,
-                count_cap: 0,
+                storage_cap: row.quota_storage_bytes.unwrap_or(0),
+                count_cap: row.quota_dataset_count.unwrap_or(0),
             }),
         }
     }

@@ -17,6 +17,7 @@ use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Multipart, Path},
     jobs::{JobAccepted, accepted},
+    quotas::{self, Demand},
     state::AppState,
 };
 
@@ -47,12 +48,13 @@ pub(super) async fn upload(
     mut multipart: Multipart,
 ) -> Result<impl IntoResponse, AppError> {
     let user = caller.editor()?.clone();
+    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     let job_id = Uuid::now_v7();
     let mut options = IngestOptions {
         visibility: "private".into(),
         ..Default::default()
     };
-    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+    let received = receive_upload(&state, job_id, &mut multipart, |name, value| {
         match name {
             "title" => {
                 check_text("title", &value, 1, TITLE_MAX)?;
@@ -73,15 +75,53 @@ pub(super) async fn upload(
         Ok(())
     })
     .await?;
+    let demand = Demand {
+        bytes: received.bytes,
+        datasets: 1,
+    };
     let payload = IngestPayload {
-        object_path: path.to_string(),
-        filename,
+        object_path: received.path.to_string(),
+        filename: received.filename.clone(),
         options,
     };
-    let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::Ingest(payload), Some(user.id)).await?;
-    tx.commit().await?;
+    enqueue_upload(
+        &state,
+        user.id,
+        Some(user.id),
+        demand,
+        &received,
+        job_id,
+        JobInput::Ingest(payload),
+    )
+    .await?;
     Ok(accepted(&state, job_id))
+}
+
+/// Admits a received upload against its owner's quota and queues its job
+/// (as `creator`'s), the upload's bytes held until the job ends; a refused
+/// upload is deleted from the store.
+async fn enqueue_upload(
+    state: &AppState,
+    owner: Uuid,
+    creator: Option<Uuid>,
+    demand: Demand,
+    received: &Received,
+    job_id: Uuid,
+    input: JobInput,
+) -> Result<(), AppError> {
+    let queued: Result<(), AppError> = async {
+        let mut tx = state.pool.begin().await?;
+        quotas::admit(&mut tx, owner, demand).await?;
+        jobs::enqueue(&mut tx, job_id, &input, creator).await?;
+        quotas::hold_upload(&mut tx, job_id, received.bytes).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+    .await;
+    if queued.is_err() {
+        let _ = state.storage.store.delete(&received.path).await;
+    }
+    queued
 }
 
 fn parse_srid(value: &str) -> Result<i32, AppError> {
@@ -92,6 +132,14 @@ fn parse_srid(value: &str) -> Result<i32, AppError> {
         .ok_or_else(|| AppError::unprocessable("srid must be a positive EPSG code"))
 }
 
+/// A file received into the object store: where, under which name, and
+/// its size in bytes.
+struct Received {
+    path: object_store::path::Path,
+    filename: String,
+    bytes: u64,
+}
+
 /// Streams the form's one `file` part into the object store (under the
 /// job's upload path, at most MAX_UPLOAD_BYTES) and hands every non-empty
 /// text part, trimmed, to `on_text`. Nothing is left stored on failure.
@@ -100,9 +148,9 @@ async fn receive_upload(
     job_id: Uuid,
     multipart: &mut Multipart,
     mut on_text: impl FnMut(&str, String) -> Result<(), AppError>,
-) -> Result<(object_store::path::Path, String), AppError> {
+) -> Result<Received, AppError> {
     let limit = state.config.max_upload_bytes;
-    let mut stored: Option<(object_store::path::Path, String)> = None;
+    let mut stored: Option<Received> = None;
     let outcome: Result<(), AppError> = async {
         while let Some(mut field) = multipart.next_field().await? {
             let name = field.name().unwrap_or_default().to_string();
@@ -125,8 +173,11 @@ async fn receive_upload(
             }
             let path = state.storage.upload_path(job_id, &filename);
             let mut writer = WriteMultipart::new(state.storage.store.put_multipart(&path).await?);
-            stored = Some((path, filename));
-            let mut size: u64 = 0;
+            let received = stored.insert(Received {
+                path,
+                filename,
+                bytes: 0,
+            });
             loop {
                 let chunk = match field.chunk().await {
                     Ok(Some(chunk)) => chunk,
@@ -136,15 +187,15 @@ async fn receive_upload(
                         return Err(e.into());
                     }
                 };
-                size += chunk.len() as u64;
-                if size > limit {
+                received.bytes += chunk.len() as u64;
+                if received.bytes > limit {
                     let _ = writer.abort().await;
                     return Err(AppError::payload_too_large(limit));
                 }
                 writer.wait_for_capacity(4).await?;
                 writer.write(&chunk);
             }
-            if size == 0 {
+            if received.bytes == 0 {
                 let _ = writer.abort().await;
                 return Err(AppError::unprocessable("the file is empty"));
             }
@@ -154,8 +205,8 @@ async fn receive_upload(
     }
     .await;
     if let Err(e) = outcome {
-        if let Some((path, _)) = &stored {
-            let _ = state.storage.store.delete(path).await;
+        if let Some(received) = &stored {
+            let _ = state.storage.store.delete(&received.path).await;
         }
         return Err(e);
     }
@@ -198,9 +249,12 @@ pub(super) async fn reupload(
         ));
     }
     let user_id = caller.user_id();
+    // The data is the owner's, so it counts against the owner's quota.
+    let owner = dataset.created_by.or(user_id).unwrap_or_default();
+    quotas::refuse_when_full(&state.pool, owner, 0).await?;
     let job_id = Uuid::now_v7();
     let (mut layer, mut srid, mut preview) = (None, None, false);
-    let (path, filename) = receive_upload(&state, job_id, &mut multipart, |name, value| {
+    let received = receive_upload(&state, job_id, &mut multipart, |name, value| {
         match name {
             "layer" => layer = Some(value),
             "srid" => srid = Some(parse_srid(&value)?),
@@ -218,16 +272,27 @@ pub(super) async fn reupload(
     .await?;
     let payload = ReuploadPayload {
         dataset_id: id,
-        object_path: path.to_string(),
-        filename,
+        object_path: received.path.to_string(),
+        filename: received.filename.clone(),
         layer,
         srid,
         preview,
         service: None,
     };
-    let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), user_id).await?;
-    tx.commit().await?;
+    let demand = Demand {
+        bytes: received.bytes,
+        datasets: 0,
+    };
+    enqueue_upload(
+        &state,
+        owner,
+        user_id,
+        demand,
+        &received,
+        job_id,
+        JobInput::Reupload(payload),
+    )
+    .await?;
     Ok(accepted(&state, job_id))
 }
 
@@ -281,6 +346,7 @@ pub(super) async fn import_url(
     };
     let job_id = Uuid::now_v7();
     let mut tx = state.pool.begin().await?;
+    quotas::admit(&mut tx, user.id, Demand { bytes: 0, datasets: 1 }).await?;
     jobs::enqueue(&mut tx, job_id, &JobInput::UrlDownload(payload), Some(user.id)).await?;
     tx.commit().await?;
     Ok(accepted(&state, job_id))

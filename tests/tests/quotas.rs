@@ -1,0 +1,181 @@
+//! Quotas: an admin caps a user's storage and datasets; uploads, URL
+//! imports and reuploads past a cap answer 422 naming the quota, its limit
+//! and the usage, with nothing queued or kept; the account shows usage and
+//! caps; concurrent uploads cannot overshoot by more than one file.
+use catalog_tests::{Api, Stack, StackOptions};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+fn points(n: usize) -> Vec<u8> {
+    let features: Vec<Value> = (0..n)
+        .map(|i| json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [i as f64 / 100.0, 1]}, "properties": {"name": format!("point {i}")}}))
+        .collect();
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
+}
+
+async fn set_quota(stack: &Stack, token: &str, user: Uuid, body: Value) -> (u16, Value) {
+    let request = stack
+        .http
+        .put(stack.url(&format!("/api/admin/users/{user}/quota")))
+        .bearer_auth(token)
+        .json(&body);
+    let response = stack.send(request).await;
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+async fn usage(stack: &Stack, token: &str) -> Value {
+    let (status, me) = stack.get_json(Some(token), "/api/auth/me").await;
+    assert_eq!(status, 200);
+    me["quota_usage"].clone()
+}
+
+async fn job_count(stack: &Stack) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap()
+}
+
+/// Asserts a 422 naming the quota, its limit and the usage.
+async fn assert_refused(response: reqwest::Response, quota: &str, limit: i64, usage: Option<i64>) {
+    assert_eq!(response.status(), 422);
+    let problem: Value = response.json().await.unwrap();
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("the {quota} quota")), "{detail}");
+    assert!(detail.contains(&format!("limit {limit},")), "{detail}");
+    if let Some(usage) = usage {
+        assert!(detail.contains(&format!("usage {usage} ")), "{detail}");
+    }
+}
+
+#[tokio::test]
+async fn caps_refuse_what_goes_past_them_and_usage_shows() {
+    // The import URL passes the outbound check, so only the quota refuses it.
+    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1:9")).await;
+    let admin = stack.admin_token().await;
+    let (erin_id, erin) = stack.user_token("erin", "editor").await;
+    let (_, viewer) = stack.user_token("vic", "viewer").await;
+
+    assert_eq!(
+        set_quota(&stack, &viewer, erin_id, json!({"dataset_count": 1})).await.0,
+        403
+    );
+    assert_eq!(
+        set_quota(&stack, &admin, Uuid::now_v7(), json!({"dataset_count": 1}))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        set_quota(&stack, &admin, erin_id, json!({"dataset_count": -1})).await.0,
+        422
+    );
+    let (status, quota) = set_quota(
+        &stack,
+        &admin,
+        erin_id,
+        json!({"storage_bytes": null, "dataset_count": 1}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(quota, json!({"storage_bytes": null, "dataset_count": 1}));
+
+    let job = stack.upload_ok(&erin, "first.geojson", points(50), &[]).await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let dataset_id = job["dataset_id"].as_str().unwrap().to_string();
+    let shown = usage(&stack, &erin).await;
+    assert_eq!(shown["dataset_count"], 1);
+    assert_eq!(shown["count_cap"], 1);
+    assert_eq!(shown["storage_cap"], 0, "0: unlimited");
+    let bytes_used = shown["bytes_used"].as_i64().unwrap();
+    assert!(bytes_used > 0, "the table's bytes count: {shown}");
+
+    let jobs_before = job_count(&stack).await;
+    assert_refused(
+        stack.upload(&erin, "second.geojson", points(5), &[]).await,
+        "dataset_count",
+        1,
+        Some(1),
+    )
+    .await;
+    let request = stack
+        .http
+        .post(stack.url("/api/datasets/import-url"))
+        .bearer_auth(&erin)
+        .json(&json!({"url": "http://127.0.0.1:9/never-fetched.geojson"}));
+    assert_refused(stack.send(request).await, "dataset_count", 1, Some(1)).await;
+    assert_eq!(job_count(&stack).await, jobs_before, "nothing queued");
+
+    // A storage cap just above the usage: a reupload larger than what is
+    // left is refused; the datasets cap lifted.
+    let cap = bytes_used + 1000;
+    set_quota(
+        &stack,
+        &admin,
+        erin_id,
+        json!({"storage_bytes": cap, "dataset_count": null}),
+    )
+    .await;
+    let reupload = stack
+        .post_file(
+            &format!("/api/datasets/{dataset_id}/reupload"),
+            &erin,
+            "more.geojson",
+            points(200),
+            &[],
+        )
+        .await;
+    assert_refused(reupload, "storage", cap, Some(bytes_used)).await;
+    assert_eq!(job_count(&stack).await, jobs_before, "nothing queued");
+    let uploads: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE upload_bytes > 0 AND status = 'queued'")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(uploads, 0);
+    let shown = usage(&stack, &erin).await;
+    assert_eq!(shown["storage_cap"], cap);
+    assert_eq!(shown["count_cap"], 0);
+
+    // Lifting both caps lets uploads through again.
+    let (status, _) = set_quota(
+        &stack,
+        &admin,
+        erin_id,
+        json!({"storage_bytes": null, "dataset_count": null}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let job = stack.upload_ok(&erin, "third.geojson", points(5), &[]).await;
+    assert_eq!(stack.wait_job(&erin, &job).await["status"], "succeeded");
+}
+
+#[tokio::test]
+async fn concurrent_uploads_overshoot_by_at_most_one_file() {
+    // No worker: admitted uploads stay held against the quota.
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let admin = stack.admin_token().await;
+    let (erin_id, erin) = stack.user_token("erin", "editor").await;
+    let file = points(300);
+    let size = file.len() as i64;
+    // Room for one file and a half.
+    let cap = size * 3 / 2;
+    set_quota(&stack, &admin, erin_id, json!({"storage_bytes": cap})).await;
+    let names: Vec<String> = (0..6).map(|i| format!("p{i}.geojson")).collect();
+    let uploads = names.iter().map(|name| stack.upload(&erin, name, file.clone(), &[]));
+    let statuses: Vec<u16> = futures::future::join_all(uploads)
+        .await
+        .iter()
+        .map(|r| r.status().as_u16())
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 5, "{statuses:?}");
+    let held: i64 = sqlx::query_scalar("SELECT coalesce(sum(upload_bytes), 0)::bigint FROM jobs")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(held, size);
+    assert_eq!(usage(&stack, &erin).await["bytes_used"], size);
+}
