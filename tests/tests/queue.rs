@@ -67,6 +67,50 @@ async fn two_workers_share_twenty_jobs_each_run_once() {
     );
 }
 
+/// Scale: three workers, 200 queued jobs, one worker SIGKILLed midway:
+/// every job completes exactly once (one dataset each, the right one), none
+/// is lost.
+#[tokio::test]
+async fn three_workers_run_two_hundred_jobs_once_through_a_kill() {
+    let mut stack = Stack::start_with(StackOptions::workers(0)).await;
+    let token = stack.admin_token().await;
+    let mut job_ids = Vec::new();
+    for i in 0..200 {
+        job_ids.push(
+            stack
+                .upload_ok(&token, &format!("p{i}.geojson"), small_geojson(1 + i % 7), &[])
+                .await,
+        );
+    }
+    for _ in 0..3 {
+        stack.add_worker();
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let done: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE status = 'succeeded'")
+            .fetch_one(&stack.pool)
+            .await
+            .unwrap();
+        if done >= 60 {
+            assert!(done < 200, "every job finished before the kill");
+            break;
+        }
+        assert!(Instant::now() < deadline, "only {done} jobs done:\n{}", stack.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stack.kill_worker(0);
+    for (i, job_id) in job_ids.iter().enumerate() {
+        let job = stack.wait_job(&token, job_id).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+        assert_eq!(dataset["feature_count"], 1 + (i % 7) as i64);
+    }
+    assert_eq!(stack.dataset_count().await, 200, "one dataset per job, none twice");
+    let tables = stack.data_tables().await;
+    let published = tables.iter().filter(|t| !t.starts_with("_staging_")).count();
+    assert_eq!(published, 200, "{tables:?}");
+}
+
 #[tokio::test]
 async fn a_killed_workers_job_is_completed_by_another() {
     let mut stack = Stack::start_with(StackOptions::workers(1)).await;
