@@ -1,4 +1,5 @@
 //! Job handlers, run only by worker processes.
+mod cleanup;
 mod columns;
 mod context;
 mod download;
@@ -12,5 +13,6 @@ mod runner;
 mod source_text;
 mod sources;
 
+pub use cleanup::{Retention, Swept, sweep};
 pub use context::JobDeps;
-pub use runner::{JobRun, cleanup_abandoned_staging, run_job};
+pub use runner::{JobRun, run_job};

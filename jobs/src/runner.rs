@@ -4,12 +4,10 @@ use std::time::Duration;
 
 use catalog_shared::{
     Problem,
-    datasets::STAGING_PREFIX,
     jobs::{JobInput, JobKind, JobStatus},
     notify,
 };
 use http::StatusCode;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::{
@@ -184,26 +182,4 @@ async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Op
             tracing::warn!(%job_id, channel = outcome.channel, %error, "notification not delivered");
         }
     }
-}
-
-/// Drops staging tables left by jobs that are no longer running (a worker
-/// killed mid-load, a job cancelled while its worker was down).
-pub async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT t.tablename FROM pg_tables t
-         WHERE t.schemaname = 'data' AND starts_with(t.tablename, $2)
-           AND NOT EXISTS (
-             SELECT 1 FROM jobs j
-             WHERE j.status = ANY($1)
-               AND starts_with(t.tablename, $2 || replace(j.id::text, '-', '')))",
-    )
-    .bind(JobStatus::UNFINISHED)
-    .bind(STAGING_PREFIX)
-    .fetch_all(pool)
-    .await?;
-    for table in &tables {
-        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(table));
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
-    }
-    Ok(tables.len() as u64)
 }

@@ -25,7 +25,9 @@ impl Storage {
                 .to_file_path()
                 .map_err(|_| anyhow::anyhow!("STORAGE_URL {storage_url:?} is not a local path"))?;
             std::fs::create_dir_all(&dir)?;
-            let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)?;
+            // Deleting an object removes folders it leaves empty, so swept
+            // uploads leave no directories behind.
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
             return Ok(Self {
                 store: Arc::new(store),
                 prefix: Path::default(),
@@ -46,11 +48,12 @@ impl Storage {
 
     /// Where the source file of a job is kept.
     pub fn upload_path(&self, job_id: uuid::Uuid, filename: &str) -> Path {
-        self.prefix
-            .clone()
-            .join("uploads")
-            .join(job_id.to_string())
-            .join(filename)
+        self.upload_folder(job_id).join(filename)
+    }
+
+    /// Where everything a job was given is kept.
+    pub fn upload_folder(&self, job_id: uuid::Uuid) -> Path {
+        self.prefix.clone().join("uploads").join(job_id.to_string())
     }
 
     /// The object's file on local disk, when the store is a local directory.

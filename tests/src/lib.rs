@@ -349,6 +349,11 @@ impl Stack {
         base
     }
 
+    /// The object store's directory (`STORAGE_URL` is `file://` here).
+    pub fn storage_dir(&self) -> &Path {
+        self._storage.path()
+    }
+
     /// SIGTERM, as an orchestrator scaling down sends.
     pub fn terminate_worker(&self, index: usize) {
         let sent = Command::new("kill")

@@ -283,3 +283,60 @@ async fn a_job_survives_the_database_going_away_mid_load() {
     let tables = stack.data_tables().await;
     assert_eq!(tables.len(), 1, "no staging table left: {tables:?}");
 }
+
+/// The cleanup schedule: finished jobs' uploaded sources leave the object
+/// store once their retention passes, and finished jobs no dataset names
+/// leave the database with their queue tasks.
+#[tokio::test]
+async fn finished_work_is_cleaned_up_on_the_set_schedule() {
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("CLEANUP_INTERVAL_SECONDS", "1")
+            .env("UPLOAD_RETENTION_HOURS", "0")
+            .env("JOB_RETENTION_DAYS", "0"),
+    )
+    .await;
+    let token = stack.admin_token().await;
+    let good = stack.upload_ok(&token, "points.geojson", small_geojson(3), &[]).await;
+    let bad = stack
+        .upload_ok(&token, "broken.geojson", b"{not json".to_vec(), &[])
+        .await;
+    assert_eq!(stack.wait_job(&token, &good).await["status"], "succeeded");
+    assert_eq!(stack.wait_job(&token, &bad).await["status"], "failed");
+    let uploads = stack.storage_dir().join("uploads");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = std::fs::read_dir(&uploads)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| {
+                        std::fs::read_dir(e.path())
+                            .map(|mut d| d.next().is_some())
+                            .unwrap_or(false)
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        let (status, _) = stack.get_json(Some(&token), &format!("/api/jobs/{bad}")).await;
+        if left == 0 && status == 404 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{left} upload folders left, failed job answers {status}:\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The job a dataset was made by stays, with its queue task gone only
+    // when the job goes.
+    let job = stack.job(&token, &good).await;
+    assert_eq!(job["status"], "succeeded");
+    stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let tasks: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(tasks, 1, "the failed job's queue task went with it");
+}

@@ -8,7 +8,7 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
-use catalog_jobs::JobDeps;
+use catalog_jobs::{JobDeps, Retention};
 use catalog_shared::{
     config::Config,
     db,
@@ -26,7 +26,11 @@ mod metrics;
 const DEFAULT_DRAIN: Duration = Duration::from_secs(300);
 /// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
-const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+/// Defaults of the cleanup schedule (`CLEANUP_INTERVAL_SECONDS`,
+/// `UPLOAD_RETENTION_HOURS`, `JOB_RETENTION_DAYS`).
+const CLEANUP_INTERVAL: u64 = 60;
+const UPLOAD_RETENTION_HOURS: u64 = 24;
+const JOB_RETENTION_DAYS: u64 = 30;
 const RESTART_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
 /// A worker that ran this long before failing starts over with a short backoff.
@@ -53,7 +57,12 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(metrics::serve(addr, metrics.clone()));
     }
 
-    tokio::spawn(sweep_staging(pool.clone()));
+    let every = Duration::from_secs(setting("CLEANUP_INTERVAL_SECONDS")?.unwrap_or(CLEANUP_INTERVAL).max(1));
+    let retention = Retention {
+        uploads: Duration::from_secs(3600 * setting("UPLOAD_RETENTION_HOURS")?.unwrap_or(UPLOAD_RETENTION_HOURS)),
+        jobs: Duration::from_secs(86400 * setting("JOB_RETENTION_DAYS")?.unwrap_or(JOB_RETENTION_DAYS)),
+    };
+    tokio::spawn(clean_up(deps.clone(), every, retention));
 
     let mut shutdown = std::pin::pin!(shutdown_signal());
     let mut backoff = RESTART_BACKOFF;
@@ -153,14 +162,22 @@ where
     }
 }
 
-async fn sweep_staging(pool: sqlx::PgPool) {
-    let mut interval = tokio::time::interval(SWEEP_INTERVAL);
+/// Sweeps on the operator's schedule: staging tables of ended jobs,
+/// finished jobs' sources and old finished jobs. Every worker sweeps; the
+/// deletes are idempotent, so several at once only repeat each other.
+async fn clean_up(deps: JobDeps, every: Duration, retention: Retention) {
+    let mut interval = tokio::time::interval(every);
     loop {
         interval.tick().await;
-        match catalog_jobs::cleanup_abandoned_staging(&pool).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(dropped = n, "dropped staging tables of finished jobs"),
-            Err(e) => tracing::warn!(error = %e, "staging sweep failed"),
+        match catalog_jobs::sweep(&deps, retention).await {
+            Ok(swept) if swept.staging_tables + swept.uploads + swept.jobs > 0 => tracing::info!(
+                staging_tables = swept.staging_tables,
+                uploads = swept.uploads,
+                jobs = swept.jobs,
+                "cleaned up finished work"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cleanup sweep failed"),
         }
     }
 }

@@ -1,0 +1,112 @@
+//! What the workers sweep on a schedule, so nothing grows without bound:
+//! staging tables of jobs that ended without publishing, uploaded sources
+//! of finished jobs past their retention, and finished job rows (and their
+//! queue tasks) past theirs, except those a dataset still names.
+use std::time::Duration;
+
+use catalog_shared::{datasets::STAGING_PREFIX, jobs::JobStatus};
+use futures::TryStreamExt;
+use object_store::{ObjectStoreExt, path::Path};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::context::JobDeps;
+
+/// How long finished work is kept.
+#[derive(Clone, Copy, Debug)]
+pub struct Retention {
+    /// An uploaded or downloaded source file, after its job finished.
+    pub uploads: Duration,
+    /// A finished job's row and queue task.
+    pub jobs: Duration,
+}
+
+/// What one sweep removed.
+#[derive(Debug, Default)]
+pub struct Swept {
+    pub staging_tables: u64,
+    pub uploads: u64,
+    pub jobs: u64,
+}
+
+pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept> {
+    Ok(Swept {
+        staging_tables: cleanup_abandoned_staging(&deps.pool).await?,
+        uploads: remove_uploads(deps, retention.uploads).await?,
+        jobs: remove_jobs(deps, retention.jobs).await?,
+    })
+}
+
+/// Deletes the sources (everything under `uploads/<job id>/`) of jobs
+/// finished longer ago than `retention`, a batch at a time.
+async fn remove_uploads(deps: &JobDeps, retention: Duration) -> anyhow::Result<u64> {
+    let finished: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM jobs
+         WHERE NOT upload_removed AND status <> ALL($1) AND finished_at < now() - make_interval(secs => $2)
+         ORDER BY finished_at LIMIT 500",
+    )
+    .bind(JobStatus::UNFINISHED)
+    .bind(retention.as_secs_f64())
+    .fetch_all(&deps.pool)
+    .await?;
+    let storage = &deps.storage;
+    for job_id in &finished {
+        let folder = storage.upload_folder(*job_id);
+        let objects: Vec<Path> = storage
+            .store
+            .list(Some(&folder))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await?;
+        for object in objects {
+            storage.store.delete(&object).await?;
+        }
+        sqlx::query("UPDATE jobs SET upload_removed = true WHERE id = $1")
+            .bind(job_id)
+            .execute(&deps.pool)
+            .await?;
+    }
+    Ok(finished.len() as u64)
+}
+
+/// Deletes finished jobs older than `retention` that no dataset names,
+/// with their queue tasks.
+async fn remove_jobs(deps: &JobDeps, retention: Duration) -> anyhow::Result<u64> {
+    let removed: Vec<String> = sqlx::query_scalar(
+        "DELETE FROM jobs j
+         WHERE j.status <> ALL($1) AND j.upload_removed AND j.finished_at < now() - make_interval(secs => $2)
+           AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.job_id = j.id)
+         RETURNING j.queue_task_id",
+    )
+    .bind(JobStatus::UNFINISHED)
+    .bind(retention.as_secs_f64())
+    .fetch_all(&deps.pool)
+    .await?;
+    sqlx::query("DELETE FROM apalis.jobs WHERE id = ANY($1)")
+        .bind(&removed)
+        .execute(&deps.pool)
+        .await?;
+    Ok(removed.len() as u64)
+}
+
+/// Drops staging tables left by jobs that are no longer running (a worker
+/// killed mid-load, a job cancelled while its worker was down).
+async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT t.tablename FROM pg_tables t
+         WHERE t.schemaname = 'data' AND starts_with(t.tablename, $2)
+           AND NOT EXISTS (
+             SELECT 1 FROM jobs j
+             WHERE j.status = ANY($1)
+               AND starts_with(t.tablename, $2 || replace(j.id::text, '-', '')))",
+    )
+    .bind(JobStatus::UNFINISHED)
+    .bind(STAGING_PREFIX)
+    .fetch_all(pool)
+    .await?;
+    for table in &tables {
+        let sql = format!("DROP TABLE IF EXISTS data.{}", crate::columns::quote(table));
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
+    }
+    Ok(tables.len() as u64)
+}
