@@ -6,7 +6,12 @@
 //! ingests it, presenting a stored credential when one is named.
 //! Credentials belong to their creator, who alone may use them; their
 //! secret is write-only.
-use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
+use axum::{
+    Json,
+    extract::State,
+    http::{StatusCode, header},
+    response::Response,
+};
 use catalog_shared::{
     AppError,
     jobs::{self, ConnectorCredential, IngestOptions, JobInput, UrlDownloadPayload},
@@ -22,7 +27,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, policy::check_visibility},
     extract::{Json as JsonBody, Path},
-    jobs::accepted,
+    jobs::{IdempotencyKey, queue_once, respond},
     quotas,
     state::AppState,
 };
@@ -83,10 +88,10 @@ async fn connector_ingest(
     State(state): State<AppState>,
     caller: Caller,
     Path(connector): Path<String>,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<ConnectorIngest>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
-    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     if !CONNECTORS.contains(&connector.as_str()) {
         return Err(AppError::not_found(format!(
             "no connector {connector:?}; the connectors are {}",
@@ -147,7 +152,11 @@ async fn connector_ingest(
             ));
         }
     }
-    probe(&state, &url, credential_id).await?;
+    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
+    // The same resource at the same version pushed again is the same job.
+    let version = probe(&state, &url, credential_id).await?;
+    let pushed = version.map(|v| format!("connector:{connector}:{}:{v}", body.resource_id));
+    let keys: Vec<&str> = key.0.iter().chain(pushed.iter()).map(String::as_str).collect();
     let payload = UrlDownloadPayload {
         url: url.to_string(),
         options: IngestOptions {
@@ -160,16 +169,23 @@ async fn connector_ingest(
         credential_id,
     };
     let job_id = Uuid::now_v7();
-    let mut tx = state.pool.begin().await?;
-    quotas::admit(&mut tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::Connector(payload), Some(user.id)).await?;
-    tx.commit().await?;
-    Ok(accepted(&state, job_id))
+    let input = JobInput::Connector(payload);
+    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
+        Box::pin(async move {
+            quotas::admit(tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
+            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    respond(&state, queued, job_id).await
 }
 
 /// Asks the provider for the resource (and drops the answer): the caller
 /// learns at once when the provider fails or is slow.
-async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Result<(), AppError> {
+/// Answers the resource's version as the provider names it (its ETag, else
+/// its Last-Modified), when it names one.
+async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Result<Option<String>, AppError> {
     let timeout = state.config.connector_timeout;
     let client = if credential_id.is_some() {
         state.outbound.client_for_credentials(timeout)
@@ -203,7 +219,11 @@ async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Resu
             ),
         ));
     }
-    Ok(())
+    let version = [header::ETAG, header::LAST_MODIFIED]
+        .iter()
+        .find_map(|name| response.headers().get(name)?.to_str().ok())
+        .map(str::to_string);
+    Ok(version)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -1,15 +1,17 @@
 //! Job status for the people who started the work.
 use axum::{
     Json,
-    extract::State,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::IntoResponse,
+    extract::{FromRequestParts, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
+    response::{IntoResponse, Response},
 };
 use catalog_shared::{
     AppError,
     jobs::{self, JOB_COLUMNS, JobStatus, JobView},
 };
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
@@ -150,17 +152,109 @@ pub struct JobAccepted {
     status: JobStatus,
 }
 
+/// A request's `Idempotency-Key` header: the same key from the same user
+/// answers the job its first request queued instead of queueing another.
+pub struct IdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(Self(None));
+        };
+        let key = value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|k| (1..=255).contains(&k.len()))
+            .ok_or_else(|| AppError::bad_request("Idempotency-Key must be 1 to 255 visible ASCII characters"))?;
+        Ok(Self(Some(format!("header:{key}"))))
+    }
+}
+
+/// What `queue_once` did.
+pub enum Queued {
+    New,
+    /// An earlier request with the same key queued this job.
+    Earlier(Uuid),
+}
+
+/// Queues a job once per key: in one transaction, answers the job an
+/// earlier request with one of `keys` queued for `owner`, or runs `queue`
+/// (quota checks and `jobs::enqueue` of `job_id`) and remembers the keys.
+pub(crate) async fn queue_once(
+    state: &AppState,
+    owner: Uuid,
+    keys: &[&str],
+    job_id: Uuid,
+    queue: impl for<'c> FnOnce(&'c mut PgConnection) -> BoxFuture<'c, Result<(), AppError>>,
+) -> Result<Queued, AppError> {
+    let mut tx = state.pool.begin().await?;
+    if let Some(earlier) = earlier_job(&mut tx, owner, keys).await? {
+        return Ok(Queued::Earlier(earlier));
+    }
+    queue(&mut tx).await?;
+    remember(&mut tx, owner, keys, job_id).await?;
+    tx.commit().await?;
+    Ok(Queued::New)
+}
+
+/// The 202 of the job `queue_once` queued or found.
+pub(crate) async fn respond(state: &AppState, queued: Queued, job_id: Uuid) -> Result<Response, AppError> {
+    Ok(match queued {
+        Queued::New => accepted(state, job_id).into_response(),
+        Queued::Earlier(earlier) => accepted_again(state, earlier).await?.into_response(),
+    })
+}
+
+/// The job an earlier request with one of these keys queued for `owner`.
+/// Requests with the same key wait for each other here (a lock held to the
+/// end of the transaction), so two at once queue one job.
+pub async fn earlier_job(tx: &mut PgConnection, owner: Uuid, keys: &[&str]) -> Result<Option<Uuid>, AppError> {
+    for key in keys {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_job_request'), hashtext($1::text || $2))")
+            .bind(owner)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let earlier = sqlx::query_scalar("SELECT job_id FROM job_requests WHERE owner = $1 AND key = ANY($2) LIMIT 1")
+        .bind(owner)
+        .bind(keys)
+        .fetch_optional(&mut *tx)
+        .await?;
+    Ok(earlier)
+}
+
+/// Records that these keys of `owner` queued the job.
+async fn remember(tx: &mut PgConnection, owner: Uuid, keys: &[&str], job_id: Uuid) -> Result<(), AppError> {
+    sqlx::query("INSERT INTO job_requests (owner, key, job_id) SELECT $1, k, $3 FROM unnest($2::text[]) AS k")
+        .bind(owner)
+        .bind(keys)
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// The 202 of a job an earlier request queued, with its status now.
+pub(crate) async fn accepted_again(state: &AppState, job_id: Uuid) -> Result<impl IntoResponse + use<>, AppError> {
+    let status: JobStatus = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
+        .bind(job_id)
+        .fetch_one(&state.pool)
+        .await?;
+    Ok(accepted_as(state, job_id, status))
+}
+
 pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
+    accepted_as(state, job_id, JobStatus::Queued)
+}
+
+fn accepted_as(state: &AppState, job_id: Uuid, status: JobStatus) -> impl IntoResponse + use<> {
     let mut headers = HeaderMap::new();
     if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
         headers.insert(header::LOCATION, location);
     }
-    (
-        StatusCode::ACCEPTED,
-        headers,
-        Json(JobAccepted {
-            job_id,
-            status: JobStatus::Queued,
-        }),
-    )
+    (StatusCode::ACCEPTED, headers, Json(JobAccepted { job_id, status }))
 }

@@ -5,7 +5,12 @@
 //! credentials travel sealed in the job payload.
 use std::time::Duration;
 
-use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
+use axum::{
+    Json,
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
 use catalog_shared::{
     AppError,
     jobs::{
@@ -23,7 +28,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Path},
-    jobs::{JobAccepted, accepted},
+    jobs::{IdempotencyKey, JobAccepted, Queued, accepted_again, queue_once, respond},
     quotas,
     state::AppState,
 };
@@ -167,8 +172,9 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
 async fn import_service(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<ServiceRequest>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     if body.preview.is_some() {
@@ -192,20 +198,28 @@ async fn import_service(
         },
     };
     let job_id = Uuid::now_v7();
-    let mut tx = state.pool.begin().await?;
-    quotas::admit(&mut tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::ServiceImport(payload), Some(user.id)).await?;
-    tx.commit().await?;
-    Ok(accepted(&state, job_id))
+    let input = JobInput::ServiceImport(payload);
+    let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
+    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
+        Box::pin(async move {
+            quotas::admit(tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
+            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    respond(&state, queued, job_id).await
 }
 
-/// The checks and the job of a reupload from a service.
+/// The checks and the job of a reupload from a service; answers the job
+/// (an earlier one when a request with one of `keys` queued it).
 async fn queue_service_reupload(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
     body: ServiceRequest,
     preview: bool,
+    keys: &[&str],
 ) -> Result<Uuid, AppError> {
     let dataset = writable_dataset(state, caller, id).await?;
     if dataset.is_registered {
@@ -230,10 +244,20 @@ async fn queue_service_reupload(
         service: Some(service),
     };
     let job_id = Uuid::now_v7();
-    let mut tx = state.pool.begin().await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::Reupload(payload), caller.user_id()).await?;
-    tx.commit().await?;
-    Ok(job_id)
+    let input = JobInput::Reupload(payload);
+    let creator = caller.user_id();
+    let requester = creator.or(dataset.created_by).unwrap_or_default();
+    let queued = queue_once(state, requester, keys, job_id, |tx| {
+        Box::pin(async move {
+            jobs::enqueue(tx, job_id, &input, creator).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    Ok(match queued {
+        Queued::New => job_id,
+        Queued::Earlier(earlier) => earlier,
+    })
 }
 
 /// Pulls a remote service layer again into an existing dataset, in place.
@@ -245,11 +269,13 @@ async fn reupload_service(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<ServiceRequest>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let preview = body.preview.unwrap_or(false);
-    let job_id = queue_service_reupload(&state, &caller, id, body, preview).await?;
-    Ok(accepted(&state, job_id))
+    let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
+    let job_id = queue_service_reupload(&state, &caller, id, body, preview, &keys).await?;
+    Ok(accepted_again(&state, job_id).await?.into_response())
 }
 
 /// Compares a remote service layer with the dataset and answers the
@@ -270,7 +296,7 @@ async fn preview_service_reupload(
     if body.preview == Some(false) {
         return Err(AppError::invalid_field("preview", "this route only previews"));
     }
-    let job_id = queue_service_reupload(&state, &caller, id, body, true).await?;
+    let job_id = queue_service_reupload(&state, &caller, id, body, true, &[]).await?;
     let deadline = tokio::time::Instant::now() + PREVIEW_WAIT;
     loop {
         let job = jobs::find(&state.pool, job_id)

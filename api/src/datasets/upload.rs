@@ -1,6 +1,6 @@
 //! New data as queued jobs: a file upload, a reupload replacing a
 //! dataset's data, and an import from a URL. Each answers 202 with the job.
-use axum::{extract::State, response::IntoResponse};
+use axum::{extract::State, response::Response};
 use catalog_shared::{
     AppError,
     jobs::{self, IngestOptions, IngestPayload, JobInput, ReuploadPayload, UrlDownloadPayload},
@@ -16,7 +16,7 @@ use super::record::{SUMMARY_MAX, TITLE_MAX, check_text};
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Multipart, Path},
-    jobs::{JobAccepted, accepted},
+    jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, queue_once, respond},
     quotas::{self, Demand},
     state::AppState,
 };
@@ -45,9 +45,13 @@ pub(super) struct UploadForm {
 pub(super) async fn upload(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyKey,
     mut multipart: Multipart,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
+    if let Some(earlier) = earlier_request(&state, user.id, &key).await? {
+        return respond(&state, Queued::Earlier(earlier), earlier).await;
+    }
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     let job_id = Uuid::now_v7();
     let mut options = IngestOptions {
@@ -84,41 +88,67 @@ pub(super) async fn upload(
         filename: received.filename.clone(),
         options,
     };
-    enqueue_upload(
-        &state,
-        user.id,
-        Some(user.id),
+    let upload = Upload {
+        owner: user.id,
+        creator: Some(user.id),
+        key: &key,
         demand,
-        &received,
-        job_id,
-        JobInput::Ingest(payload),
-    )
-    .await?;
-    Ok(accepted(&state, job_id))
+        received: &received,
+    };
+    let queued = enqueue_upload(&state, upload, job_id, JobInput::Ingest(payload)).await?;
+    respond(&state, queued, job_id).await
+}
+
+/// A received upload about to be queued: whose quota it counts against,
+/// whose job it is, and the request's key.
+struct Upload<'a> {
+    owner: Uuid,
+    creator: Option<Uuid>,
+    key: &'a IdempotencyKey,
+    demand: Demand,
+    received: &'a Received,
+}
+
+/// The job an earlier request with this key queued, looked up before the
+/// body is read, so a retried upload is not stored again.
+async fn earlier_request(state: &AppState, requester: Uuid, key: &IdempotencyKey) -> Result<Option<Uuid>, AppError> {
+    let Some(key) = key.0.as_deref() else {
+        return Ok(None);
+    };
+    let mut tx = state.pool.begin().await?;
+    let earlier = earlier_job(&mut tx, requester, &[key]).await?;
+    tx.commit().await?;
+    Ok(earlier)
 }
 
 /// Admits a received upload against its owner's quota and queues its job
-/// (as `creator`'s), the upload's bytes held until the job ends; a refused
-/// upload is deleted from the store.
+/// (as the creator's, once per key), the upload's bytes held until the job
+/// ends; a refused or repeated upload is deleted from the store.
 async fn enqueue_upload(
     state: &AppState,
-    owner: Uuid,
-    creator: Option<Uuid>,
-    demand: Demand,
-    received: &Received,
+    upload: Upload<'_>,
     job_id: Uuid,
     input: JobInput,
-) -> Result<(), AppError> {
-    let queued: Result<(), AppError> = async {
-        let mut tx = state.pool.begin().await?;
-        quotas::admit(&mut tx, owner, demand).await?;
-        jobs::enqueue(&mut tx, job_id, &input, creator).await?;
-        quotas::hold_upload(&mut tx, job_id, received.bytes).await?;
-        tx.commit().await?;
-        Ok(())
-    }
+) -> Result<Queued, AppError> {
+    let Upload {
+        owner,
+        creator,
+        key,
+        demand,
+        received,
+    } = upload;
+    let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
+    let bytes = received.bytes;
+    let queued = queue_once(state, creator.unwrap_or(owner), &keys, job_id, |tx| {
+        Box::pin(async move {
+            quotas::admit(tx, owner, demand).await?;
+            jobs::enqueue(tx, job_id, &input, creator).await?;
+            quotas::hold_upload(tx, job_id, bytes).await?;
+            Ok(())
+        })
+    })
     .await;
-    if queued.is_err() {
+    if !matches!(queued, Ok(Queued::New)) {
         let _ = state.storage.store.delete(&received.path).await;
     }
     queued
@@ -240,8 +270,9 @@ pub(super) async fn reupload(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
+    key: IdempotencyKey,
     mut multipart: Multipart,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
     if dataset.is_registered {
         return Err(AppError::conflict(
@@ -251,6 +282,10 @@ pub(super) async fn reupload(
     let user_id = caller.user_id();
     // The data is the owner's, so it counts against the owner's quota.
     let owner = dataset.created_by.or(user_id).unwrap_or_default();
+    let requester = user_id.unwrap_or(owner);
+    if let Some(earlier) = earlier_request(&state, requester, &key).await? {
+        return respond(&state, Queued::Earlier(earlier), earlier).await;
+    }
     quotas::refuse_when_full(&state.pool, owner, 0).await?;
     let job_id = Uuid::now_v7();
     let (mut layer, mut srid, mut preview) = (None, None, false);
@@ -283,17 +318,15 @@ pub(super) async fn reupload(
         bytes: received.bytes,
         datasets: 0,
     };
-    enqueue_upload(
-        &state,
+    let upload = Upload {
         owner,
-        user_id,
+        creator: user_id,
+        key: &key,
         demand,
-        &received,
-        job_id,
-        JobInput::Reupload(payload),
-    )
-    .await?;
-    Ok(accepted(&state, job_id))
+        received: &received,
+    };
+    let queued = enqueue_upload(&state, upload, job_id, JobInput::Reupload(payload)).await?;
+    respond(&state, queued, job_id).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -315,8 +348,9 @@ const URL_MAX: usize = 2048;
 pub(super) async fn import_url(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<ImportUrl>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
     check_text("url", &body.url, 1, URL_MAX)?;
     let url = Url::parse(&body.url).map_err(|e| AppError::unprocessable(format!("url is not a valid URL: {e}")))?;
@@ -345,9 +379,15 @@ pub(super) async fn import_url(
         credential_id: None,
     };
     let job_id = Uuid::now_v7();
-    let mut tx = state.pool.begin().await?;
-    quotas::admit(&mut tx, user.id, Demand { bytes: 0, datasets: 1 }).await?;
-    jobs::enqueue(&mut tx, job_id, &JobInput::UrlDownload(payload), Some(user.id)).await?;
-    tx.commit().await?;
-    Ok(accepted(&state, job_id))
+    let input = JobInput::UrlDownload(payload);
+    let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
+    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
+        Box::pin(async move {
+            quotas::admit(tx, user.id, Demand { bytes: 0, datasets: 1 }).await?;
+            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    respond(&state, queued, job_id).await
 }

@@ -1,0 +1,120 @@
+//! Requests that queue a job are idempotent: the same `Idempotency-Key`
+//! from the same user answers the job its first request queued (also when
+//! both arrive at once), and a connector push of a resource at a version
+//! the provider already served answers the job that pulled it.
+use std::sync::{
+    Arc,
+    atomic::{AtomicU32, Ordering},
+};
+
+use axum::{Router, extract::State, http::header, routing::get};
+use catalog_tests::{Api, App};
+use serde_json::{Value, json};
+
+async fn job_count(app: &App) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn job_of(response: reqwest::Response) -> String {
+    assert_eq!(response.status(), 202);
+    response.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn upload(app: &App, token: &str, key: Option<&str>) -> reqwest::Response {
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(br#"{"type":"FeatureCollection","features":[]}"#.to_vec())
+            .file_name("p.geojson"),
+    );
+    let mut request = app
+        .http
+        .post(app.url("/api/datasets/upload"))
+        .bearer_auth(token)
+        .multipart(form);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    app.send(request).await
+}
+
+async fn import(app: &App, token: &str, key: &str) -> reqwest::Response {
+    let request = app
+        .http
+        .post(app.url("/api/datasets/import-url"))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .json(&json!({"url": "http://127.0.0.1:9/a.geojson"}));
+    app.send(request).await
+}
+
+#[tokio::test]
+async fn the_same_key_answers_the_same_job() {
+    let app = App::start_with(&[("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1:9")]).await;
+    let admin = app.admin_token().await;
+    let (_, other) = app.user_token("otto", "editor").await;
+
+    let first = job_of(upload(&app, &admin, Some("upload-1")).await).await;
+    let again = job_of(upload(&app, &admin, Some("upload-1")).await).await;
+    assert_eq!(first, again);
+    assert_eq!(job_count(&app).await, 1);
+    let unkeyed = job_of(upload(&app, &admin, None).await).await;
+    assert_ne!(unkeyed, first, "no key: a new job each time");
+    let others = job_of(upload(&app, &other, Some("upload-1")).await).await;
+    assert_ne!(others, first, "keys are each user's own");
+    assert_eq!(job_count(&app).await, 3);
+
+    // At once: one job for every request with the key.
+    let answers = futures::future::join_all((0..5).map(|_| import(&app, &admin, "import-1"))).await;
+    let mut jobs = Vec::new();
+    for answer in answers {
+        jobs.push(job_of(answer).await);
+    }
+    jobs.sort();
+    jobs.dedup();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(job_count(&app).await, 4);
+
+    let too_long = "k".repeat(300);
+    assert_eq!(upload(&app, &admin, Some(&too_long)).await.status(), 400);
+}
+
+#[tokio::test]
+async fn a_connector_push_of_a_version_already_pulled_answers_its_job() {
+    let version = Arc::new(AtomicU32::new(1));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap();
+    let provider = Router::new()
+        .route(
+            "/r/{id}",
+            get(|State(version): State<Arc<AtomicU32>>| async move {
+                let etag = format!("\"v{}\"", version.load(Ordering::SeqCst));
+                ([(header::ETAG, etag)], r#"{"type":"FeatureCollection","features":[]}"#)
+            }),
+        )
+        .with_state(version.clone());
+    tokio::spawn(async move { axum::serve(listener, provider).await.unwrap() });
+    let app = App::start_with(&[("OUTBOUND_ALLOWED_HOSTS", &host.to_string())]).await;
+    let admin = app.admin_token().await;
+    let push = |resource: &'static str| {
+        let request = app
+            .http
+            .post(app.url("/api/services/connectors/http/ingest"))
+            .bearer_auth(&admin)
+            .json(&json!({"config": {"url_template": format!("http://{host}/r/{{resource_id}}")}, "resource_id": resource}));
+        app.send(request)
+    };
+    let first = job_of(push("a").await).await;
+    assert_eq!(job_of(push("a").await).await, first, "same resource, same version");
+    let other = job_of(push("b").await).await;
+    assert_ne!(other, first, "another resource");
+    version.store(2, Ordering::SeqCst);
+    let newer = job_of(push("a").await).await;
+    assert_ne!(newer, first, "a new version is pulled again");
+    assert_eq!(job_count(&app).await, 3);
+}
