@@ -66,6 +66,7 @@ async fn list_features(
     Query(q): Query<FeatureListQuery>,
 ) -> Result<Response, AppError> {
     let dataset = visible_dataset(&state, &caller, id).await?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let (limit, offset) = (q.limit.get(), q.offset.get());
     let bounds = q
         .bbox
@@ -215,6 +216,7 @@ async fn create_feature(
     JsonBody(body): JsonBody<NewFeature>,
 ) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     if body.kind.as_deref().is_some_and(|k| k != "Feature") {
         return Err(AppError::unprocessable("type must be Feature"));
     }
@@ -322,6 +324,7 @@ async fn add_column(
     JsonBody(body): JsonBody<ColumnRequest>,
 ) -> Result<Json<ColumnList>, AppError> {
     let dataset: Dataset = writable_dataset(&state, &caller, id).await?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let name = body.column.name.trim().to_string();
     let valid = (1..=63).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')

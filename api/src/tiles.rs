@@ -213,6 +213,7 @@ async fn serve_tile(
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(state, caller, &id).await?;
+    crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let at = tile_address(&z, &x, &y)?;
     let tile = render(state, sql_of(&dataset), &dataset, at).await?;
     Ok(tile_response(tile, &dataset))

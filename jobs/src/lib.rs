@@ -1,5 +1,6 @@
 //! Job handlers, run only by worker processes.
 mod cleanup;
+mod cold;
 mod columns;
 mod context;
 mod download;

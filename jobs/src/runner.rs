@@ -11,6 +11,7 @@ use http::StatusCode;
 use uuid::Uuid;
 
 use crate::{
+    cold,
     context::{JobContext, JobDeps, JobError, drop_staging},
     download, harvest, ingest, reupload,
 };
@@ -132,6 +133,8 @@ async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobE
             JobInput::UrlDownload(payload) | JobInput::Connector(payload) => download::run(ctx, payload).await,
             JobInput::Reupload(payload) => reupload::run(ctx, payload).await,
             JobInput::ServiceImport(payload) => harvest::run(ctx, payload).await,
+            JobInput::Archive(payload) => cold::archive(ctx, payload.dataset_id).await,
+            JobInput::Rehydrate(payload) => cold::rehydrate(ctx, payload.dataset_id).await,
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {

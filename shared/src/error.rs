@@ -35,7 +35,17 @@ pub struct AppError {
     pub problem: Problem,
     headers: Vec<(header::HeaderName, HeaderValue)>,
     /// Boxed: every `Result` carries this type, so it stays small.
-    cause: Option<Box<str>>,
+    extra: Option<Box<Extra>>,
+}
+
+/// What few errors carry.
+#[derive(Debug, Default)]
+struct Extra {
+    /// Why, for the log only.
+    cause: Option<String>,
+    /// A JSON answer sent instead of the problem: a read that cannot be
+    /// served yet leaves its handler the way an error does.
+    answer: Option<serde_json::Value>,
 }
 
 /// Why a request answered 5xx, for the log line and never for the caller.
@@ -49,7 +59,7 @@ impl AppError {
         Self {
             problem: Problem::new(status, detail),
             headers: Vec::new(),
-            cause: None,
+            extra: None,
         }
     }
     pub fn bad_request(detail: impl Into<String>) -> Self {
@@ -101,12 +111,23 @@ impl AppError {
     }
     /// Records why (logged with the response, never shown to the caller).
     pub fn with_cause(mut self, cause: impl std::fmt::Display) -> Self {
-        self.cause = Some(cause.to_string().into_boxed_str());
+        self.extra.get_or_insert_default().cause = Some(cause.to_string());
         self
     }
     /// The cause recorded for the log, if any.
     pub fn cause(&self) -> Option<&str> {
-        self.cause.as_deref()
+        self.extra.as_ref()?.cause.as_deref()
+    }
+    /// 202 with `answer` as the body: the request is taken, its result
+    /// comes later (a cold dataset being rehydrated), retry after
+    /// `retry_after_secs`.
+    pub fn accepted(answer: serde_json::Value, retry_after_secs: u64) -> Self {
+        let mut error = Self::new(StatusCode::ACCEPTED, "the request is taken; retry later").with_header(
+            header::RETRY_AFTER,
+            HeaderValue::from_str(&retry_after_secs.to_string()).expect("digits"),
+        );
+        error.extra.get_or_insert_default().answer = Some(answer);
+        error
     }
     pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
@@ -132,17 +153,24 @@ impl std::error::Error for AppError {}
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut response = (status, axum::Json(self.problem)).into_response();
+        let extra = self.extra.map(|e| *e).unwrap_or_default();
+        let mut response = match extra.answer {
+            Some(answer) => (status, axum::Json(answer)).into_response(),
+            None => {
+                let mut response = (status, axum::Json(self.problem)).into_response();
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/problem+json"),
+                );
+                response
+            }
+        };
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
         for (name, value) in self.headers {
             headers.insert(name, value);
         }
-        if let Some(cause) = self.cause {
-            response.extensions_mut().insert(ServerErrorCause(cause.into_string()));
+        if let Some(cause) = extra.cause {
+            response.extensions_mut().insert(ServerErrorCause(cause));
         }
         response
     }

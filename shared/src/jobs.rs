@@ -36,16 +36,18 @@ pub enum JobKind {
     Rehydrate,
     Connector,
     ServiceImport,
+    Archive,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 6] = [
+    pub const ALL: [JobKind; 7] = [
         JobKind::Ingest,
         JobKind::Reupload,
         JobKind::UrlDownload,
         JobKind::Rehydrate,
         JobKind::Connector,
         JobKind::ServiceImport,
+        JobKind::Archive,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +58,7 @@ impl JobKind {
             JobKind::Rehydrate => "rehydrate",
             JobKind::Connector => "connector",
             JobKind::ServiceImport => "service_import",
+            JobKind::Archive => "archive",
         }
     }
 }
@@ -244,6 +247,14 @@ pub enum JobInput {
     UrlDownload(UrlDownloadPayload),
     Connector(UrlDownloadPayload),
     ServiceImport(ServiceImportPayload),
+    Archive(DatasetPayload),
+    Rehydrate(DatasetPayload),
+}
+
+/// The dataset an archive or rehydrate job moves.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DatasetPayload {
+    pub dataset_id: Uuid,
 }
 
 impl JobInput {
@@ -254,6 +265,8 @@ impl JobInput {
             JobInput::UrlDownload(_) => JobKind::UrlDownload,
             JobInput::Connector(_) => JobKind::Connector,
             JobInput::ServiceImport(_) => JobKind::ServiceImport,
+            JobInput::Archive(_) => JobKind::Archive,
+            JobInput::Rehydrate(_) => JobKind::Rehydrate,
         }
     }
 
@@ -264,6 +277,7 @@ impl JobInput {
             JobInput::Reupload(p) => serde_json::to_value(p),
             JobInput::UrlDownload(p) | JobInput::Connector(p) => serde_json::to_value(p),
             JobInput::ServiceImport(p) => serde_json::to_value(p),
+            JobInput::Archive(p) | JobInput::Rehydrate(p) => serde_json::to_value(p),
         };
         payload.expect("job payloads serialize")
     }
@@ -280,7 +294,8 @@ impl JobInput {
             JobKind::UrlDownload => JobInput::UrlDownload(parse(kind, payload)?),
             JobKind::Connector => JobInput::Connector(parse(kind, payload)?),
             JobKind::ServiceImport => JobInput::ServiceImport(parse(kind, payload)?),
-            JobKind::Rehydrate => return Err(format!("no handler for job kind {kind}")),
+            JobKind::Archive => JobInput::Archive(parse(kind, payload)?),
+            JobKind::Rehydrate => JobInput::Rehydrate(parse(kind, payload)?),
         })
     }
 }

@@ -81,6 +81,7 @@ fn table() -> Vec<Row> {
             [401, 401, 401, 403, 403, 403, 403, 200]),
         row("GET", "/api/datasets", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("POST", "/api/datasets/upload", Upload, [401, 401, 401, 403, 403, 202, 202, 202]),
+        row("POST", "/api/datasets/{dataset_id}/archive", None, [401, 401, 401, 403, 403, 403, 403, 202]),
         row("POST", "/api/datasets/import-url", Json(r#"{"url": "http://10.0.0.1/a.geojson"}"#),
             [401, 401, 401, 403, 403, 422, 422, 422]),
         row("GET", "/api/datasets/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),

@@ -6,6 +6,7 @@ use axum::{
     http::StatusCode,
 };
 use catalog_shared::{AppError, db::quote_ident};
+use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -24,6 +25,7 @@ use crate::{
     state::AppState,
 };
 
+pub mod cold;
 mod grants;
 pub mod record;
 mod upload;
@@ -37,6 +39,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(upload::upload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(upload::reupload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(upload::import_url))
+        .routes(routes!(cold::archive))
         .routes(routes!(list_datasets))
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
         .routes(routes!(grants::list_grants))
@@ -198,10 +201,11 @@ async fn delete_dataset(
 /// for an ingested dataset, its table; a registered table stays in place.
 pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -> Result<(), AppError> {
     let mut tx = state.pool.begin().await?;
-    sqlx::query("DELETE FROM datasets WHERE id = $1")
-        .bind(dataset.id)
-        .execute(&mut *tx)
-        .await?;
+    let archive: Option<String> =
+        sqlx::query_scalar("DELETE FROM datasets WHERE id = $1 RETURNING archive ->> 'object'")
+            .bind(dataset.id)
+            .fetch_one(&mut *tx)
+            .await?;
     if !dataset.is_registered {
         let sql = format!(
             "DROP TABLE IF EXISTS {}.{}",
@@ -212,5 +216,13 @@ pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -
     }
     tx.commit().await?;
     state.datasets.forget(dataset.id);
+    // A cold dataset's table is its archive.
+    if let Some(object) = archive {
+        let _ = state
+            .storage
+            .store
+            .delete(&object_store::path::Path::from(object))
+            .await;
+    }
     Ok(())
 }

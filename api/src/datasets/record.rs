@@ -39,6 +39,9 @@ pub struct Dataset {
     pub(crate) source_filename: Option<String>,
     pub(crate) source_layer: Option<String>,
     pub(crate) is_registered: bool,
+    /// `hot` (in PostGIS) or `cold` (archived in the object store; a read
+    /// of its data brings it back).
+    pub(crate) storage: String,
     pub(crate) job_id: Option<Uuid>,
     pub(crate) created_by: Option<Uuid>,
     pub(crate) created_at: DateTime<Utc>,
@@ -48,7 +51,7 @@ pub struct Dataset {
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
-    source_filename, source_layer, is_registered, job_id, created_by, created_at, updated_at";
+    source_filename, source_layer, is_registered, storage, job_id, created_by, created_at, updated_at";
 
 pub const TITLE_MAX: usize = 500;
 pub const SUMMARY_MAX: usize = 5000;

@@ -274,6 +274,7 @@ pub(super) async fn reupload(
     mut multipart: Multipart,
 ) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
+    super::cold::ensure_hot(&state, &caller, &dataset).await?;
     if dataset.is_registered {
         return Err(AppError::conflict(
             "this dataset is a registered table, read in place; change the table itself",

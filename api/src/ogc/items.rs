@@ -384,6 +384,7 @@ pub async fn items(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let columns = published_columns(&dataset);
     let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
     let filtered = !request.conditions.is_empty();
@@ -475,6 +476,7 @@ pub async fn item(
     Path((id, feature_id)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let missing = || AppError::not_found(format!("no feature {feature_id} in collection {id}"));
     let key: i64 = feature_id.parse().map_err(|_| missing())?;
     let columns = published_columns(&dataset);

@@ -1,0 +1,106 @@
+//! Cold datasets from the API's side: an admin archives a dataset (a job
+//! moves its table into the object store), and a read of a cold dataset's
+//! data answers 202 with the one rehydrate job that brings it back, however
+//! many readers (and API processes) ask at once.
+use axum::{
+    Json,
+    extract::State,
+    response::{IntoResponse, Response},
+};
+use catalog_shared::{
+    AppError,
+    jobs::{self, DatasetPayload, JobInput, JobKind, JobStatus},
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::record::Dataset;
+use crate::{
+    access::{Caller, datasets::visible_dataset},
+    extract::Path,
+    jobs::{JobAccepted, accepted_again},
+    state::AppState,
+};
+
+/// How long a reader of a cold dataset is asked to wait before retrying.
+const RETRY_AFTER_SECS: u64 = 5;
+
+/// Moves a dataset's table into the object store (admin): 202 with the
+/// archive job, or 200 with the record when it is already cold. Catalog
+/// row, grants, maps, records and signed links stay.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/archive", tag = "datasets", params(("dataset_id" = Uuid, Path)),
+    responses((status = 202, body = JobAccepted), (status = 200, body = Dataset),
+              (status = 409, description = "a registered table is read in place", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn archive(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Response, AppError> {
+    let admin = caller.admin()?.id;
+    let dataset = visible_dataset(&state, &caller, id).await?;
+    if dataset.storage == "cold" {
+        return Ok(Json(dataset).into_response());
+    }
+    if dataset.is_registered {
+        return Err(AppError::conflict(
+            "this dataset is a registered table, read in place; it cannot be archived",
+        ));
+    }
+    let job_id = queue_move(&state, id, JobKind::Archive, Some(admin)).await?;
+    Ok(accepted_again(&state, job_id).await?.into_response())
+}
+
+/// Nothing when the dataset's table is in PostGIS; otherwise the 202
+/// `{status: "rehydrating", job_id}` (with `Retry-After`) of the job that
+/// brings it back, queued by the first reader to ask. Call it after the
+/// access check, so a caller who may not read the dataset starts nothing.
+pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) -> Result<(), AppError> {
+    if dataset.storage != "cold" {
+        return Ok(());
+    }
+    let job_id = queue_move(state, dataset.id, JobKind::Rehydrate, caller.user_id()).await?;
+    Err(AppError::accepted(
+        json!({"status": "rehydrating", "job_id": job_id}),
+        RETRY_AFTER_SECS,
+    ))
+}
+
+/// The unfinished archive or rehydrate job of the dataset, queued now if
+/// there is none. Callers wait for each other on a lock of their own, so
+/// one job is queued however many ask at once.
+async fn queue_move(
+    state: &AppState,
+    dataset_id: Uuid,
+    kind: JobKind,
+    created_by: Option<Uuid>,
+) -> Result<Uuid, AppError> {
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_dataset_move'), hashtext($1::text))")
+        .bind(dataset_id)
+        .execute(&mut *tx)
+        .await?;
+    let running: Option<Uuid> =
+        sqlx::query_scalar("SELECT id FROM jobs WHERE kind = $1 AND dataset_id = $2 AND status = ANY($3) LIMIT 1")
+            .bind(kind)
+            .bind(dataset_id)
+            .bind(JobStatus::UNFINISHED)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some(job_id) = running {
+        return Ok(job_id);
+    }
+    let job_id = Uuid::now_v7();
+    let payload = DatasetPayload { dataset_id };
+    let input = match kind {
+        JobKind::Archive => JobInput::Archive(payload),
+        _ => JobInput::Rehydrate(payload),
+    };
+    jobs::enqueue(&mut tx, job_id, &input, created_by).await?;
+    sqlx::query("UPDATE jobs SET dataset_id = $2 WHERE id = $1")
+        .bind(job_id)
+        .bind(dataset_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(job_id)
+}

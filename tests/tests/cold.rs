@@ -1,0 +1,183 @@
+//! Cold datasets: an admin archives a dataset into the object store; a read
+//! of its data answers 202 with one rehydrate job however many readers ask;
+//! afterwards the same rows with the same gids, indexes and statistics come
+//! back; a failed rehydration leaves it cold.
+use std::collections::BTreeMap;
+
+use catalog_tests::{Api, Stack, StackOptions};
+use serde_json::{Value, json};
+
+fn points(n: usize) -> Vec<u8> {
+    let features: Vec<Value> = (0..n)
+        .map(|i| json!({"type": "Feature", "properties": {"n": i, "label": format!("p{i}")}, "geometry": {"type": "Point", "coordinates": [i as f64 * 0.01, 1.0]}}))
+        .collect();
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
+}
+
+async fn post(stack: &Stack, token: &str, path: &str, body: Value) -> reqwest::Response {
+    stack
+        .send(stack.http.post(stack.url(path)).bearer_auth(token).json(&body))
+        .await
+}
+
+/// Every feature by gid, with its properties and geometry.
+async fn features(stack: &Stack, token: &str, id: &str) -> (u16, BTreeMap<i64, Value>) {
+    let (status, page) = stack
+        .get_json(Some(token), &format!("/api/collections/{id}/items?limit=1000"))
+        .await;
+    let features = page["features"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|f| (f["id"].as_i64().unwrap(), json!([f["properties"], f["geometry"]])))
+                .collect()
+        })
+        .unwrap_or_default();
+    (status, features)
+}
+
+async fn indexes(stack: &Stack, table: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1 ORDER BY 1")
+        .bind(table)
+        .fetch_all(&stack.pool)
+        .await
+        .unwrap()
+}
+
+async fn rehydrate_jobs(stack: &Stack) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs WHERE kind = 'rehydrate'")
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn archived_datasets_come_back_exactly_on_first_read() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (_, editor) = stack.user_token("erin", "editor").await;
+    let (_, outsider) = stack.user_token("otto", "viewer").await;
+    let job = stack
+        .upload_ok(&admin, "points.geojson", points(40), &[("visibility", "restricted")])
+        .await;
+    let job = stack.wait_job(&admin, &job).await;
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let added = post(&stack, &admin, &format!("/api/datasets/{id}/features"),
+        json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [5, 6]}, "properties": {"n": 99, "label": "added"}})).await;
+    assert_eq!(added.status(), 201);
+    let table = stack.dataset(&admin, &id).await["table_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, before) = features(&stack, &admin, &id).await;
+    assert_eq!(before.len(), 41);
+    let indexes_before = indexes(&stack, &table).await;
+
+    assert_eq!(
+        post(&stack, &editor, &format!("/api/datasets/{id}/archive"), json!({}))
+            .await
+            .status(),
+        403
+    );
+    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    assert_eq!(archived.status(), 202);
+    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = stack.wait_job(&admin, &archive_job).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let record = stack.dataset(&admin, &id).await;
+    assert_eq!(record["storage"], "cold");
+    assert!(!stack.data_tables().await.contains(&table), "the table left PostGIS");
+    let again = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    assert_eq!(again.status(), 200, "already cold");
+
+    // A caller who may not read it starts nothing.
+    assert_eq!(features(&stack, &outsider, &id).await.0, 404);
+    assert_eq!(rehydrate_jobs(&stack).await, 0);
+    // Many readers at once: one job.
+    let reads = (0..6).map(|_| {
+        stack.send(
+            stack
+                .http
+                .get(stack.url(&format!("/api/collections/{id}/items")))
+                .bearer_auth(&admin),
+        )
+    });
+    let mut jobs = Vec::new();
+    for response in futures::future::join_all(reads).await {
+        assert_eq!(response.status(), 202);
+        assert!(response.headers().contains_key("retry-after"));
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["status"], "rehydrating");
+        jobs.push(body["job_id"].as_str().unwrap().to_string());
+    }
+    jobs.sort();
+    jobs.dedup();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(rehydrate_jobs(&stack).await, 1);
+    let rehydrated = stack.wait_job(&admin, &jobs[0]).await;
+    assert_eq!(rehydrated["status"], "succeeded", "{rehydrated}");
+
+    let (status, after) = features(&stack, &admin, &id).await;
+    assert_eq!(status, 200);
+    assert_eq!(after, before, "the same rows with the same gids");
+    assert_eq!(indexes(&stack, &table).await, indexes_before);
+    let analyzed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_stats WHERE schemaname = 'data' AND tablename = $1")
+            .bind(&table)
+            .fetch_one(&stack.pool)
+            .await
+            .unwrap();
+    assert!(analyzed > 0, "statistics were gathered");
+    assert_eq!(stack.dataset(&admin, &id).await["storage"], "hot");
+    let newer = post(&stack, &admin, &format!("/api/datasets/{id}/features"),
+        json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [7, 8]}, "properties": {"n": 100, "label": "newer"}})).await;
+    assert_eq!(newer.status(), 201);
+    assert_eq!(newer.json::<Value>().await.unwrap()["id"], 42, "a fresh gid");
+}
+
+#[tokio::test]
+async fn a_failed_rehydration_leaves_the_dataset_cold() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack.upload_ok(&admin, "points.geojson", points(10), &[]).await;
+    let id = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    // Damage the archive in the store.
+    let object: String = sqlx::query_scalar("SELECT archive ->> 'object' FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    std::fs::write(stack.storage_dir().join(&object), b"not gzip at all").unwrap();
+    let (status, body) = stack
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/features"))
+        .await;
+    assert_eq!(status, 202);
+    let failed = stack.wait_job(&admin, body["job_id"].as_str().unwrap()).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["detail"].as_str().unwrap().contains("archive"),
+        "{failed}"
+    );
+    assert_eq!(stack.dataset(&admin, &id).await["storage"], "cold");
+    let leftovers: Vec<String> = stack
+        .data_tables()
+        .await
+        .into_iter()
+        .filter(|t| t.starts_with("_staging_"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
