@@ -28,6 +28,7 @@ mod openapi;
 mod page;
 mod quotas;
 mod rate_limit;
+mod read_clock;
 mod records;
 mod sandbox;
 mod search;

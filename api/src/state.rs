@@ -16,6 +16,7 @@ pub struct AppState {
     pub basemaps: crate::maps::basemap::BasemapCache,
     pub rate_limiter: crate::rate_limit::RateLimiter,
     pub metrics: crate::metrics::http::HttpMetrics,
+    pub reads: crate::read_clock::ReadClock,
 }
 
 impl AppState {
@@ -30,6 +31,7 @@ impl AppState {
             basemaps: Default::default(),
             rate_limiter,
             metrics: Default::default(),
+            reads: Default::default(),
             config: Arc::new(config),
         })
     }

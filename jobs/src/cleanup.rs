@@ -4,7 +4,10 @@
 //! queue tasks) past theirs, except those a dataset still names.
 use std::time::Duration;
 
-use catalog_shared::{datasets::STAGING_PREFIX, jobs::JobStatus};
+use catalog_shared::{
+    datasets::STAGING_PREFIX,
+    jobs::{self, DatasetPayload, JobInput, JobStatus},
+};
 use futures::TryStreamExt;
 use object_store::{ObjectStoreExt, path::Path};
 use sqlx::PgPool;
@@ -19,6 +22,8 @@ pub struct Retention {
     pub uploads: Duration,
     /// A finished job's row and queue task.
     pub jobs: Duration,
+    /// A hot dataset nobody read (`ARCHIVE_AFTER_IDLE_DAYS`); None: never.
+    pub archive_after_idle: Option<Duration>,
 }
 
 /// What one sweep removed.
@@ -27,6 +32,7 @@ pub struct Swept {
     pub staging_tables: u64,
     pub uploads: u64,
     pub jobs: u64,
+    pub archived: u64,
 }
 
 pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept> {
@@ -34,6 +40,10 @@ pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept
         staging_tables: cleanup_abandoned_staging(&deps.pool).await?,
         uploads: remove_uploads(deps, retention.uploads).await?,
         jobs: remove_jobs(deps, retention.jobs).await?,
+        archived: match retention.archive_after_idle {
+            Some(idle) => archive_idle(deps, idle).await?,
+            None => 0,
+        },
     })
 }
 
@@ -109,4 +119,33 @@ async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(pool).await?;
     }
     Ok(tables.len() as u64)
+}
+
+/// Queues an archive job for each published dataset (of the service's
+/// own tables) whose data nobody read for `idle`, a batch at a time.
+async fn archive_idle(deps: &JobDeps, idle: Duration) -> anyhow::Result<u64> {
+    let idle_datasets: Vec<Uuid> = sqlx::query_scalar(include_str!("idle_datasets.sql"))
+        .bind(idle.as_secs_f64())
+        .fetch_all(&deps.pool)
+        .await?;
+    for dataset_id in &idle_datasets {
+        let mut tx = deps.pool.begin().await?;
+        let job_id = Uuid::now_v7();
+        let input = JobInput::Archive(DatasetPayload {
+            dataset_id: *dataset_id,
+        });
+        jobs::enqueue(&mut tx, job_id, &input, None).await?;
+        // Another worker's sweep may have queued it meanwhile: the
+        // one-move-per-dataset index refuses the second job.
+        let queued = sqlx::query("UPDATE jobs SET dataset_id = $2 WHERE id = $1")
+            .bind(job_id)
+            .bind(dataset_id)
+            .execute(&mut *tx)
+            .await;
+        match queued {
+            Ok(_) => tx.commit().await?,
+            Err(e) => tracing::debug!(%dataset_id, error = %e, "archive already queued"),
+        }
+    }
+    Ok(idle_datasets.len() as u64)
 }

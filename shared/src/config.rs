@@ -30,6 +30,8 @@ pub struct Config {
     pub connector_timeout: Duration,
     /// The bearer token a Prometheus server scrapes `/api/metrics` with.
     pub metrics_token: Option<String>,
+    /// Datasets whose data nobody read for this long are archived.
+    pub archive_after_idle: Option<Duration>,
 }
 
 /// Requests per client address and minute.
@@ -160,6 +162,10 @@ impl Config {
             access_token_ttl: Duration::from_secs(settings.parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
             connector_timeout: Duration::from_secs(settings.parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
             metrics_token,
+            // 0 (the default) never archives.
+            archive_after_idle: Some(settings.parsed::<u64>("ARCHIVE_AFTER_IDLE_DAYS", 0)?)
+                .filter(|days| *days > 0)
+                .map(|days| Duration::from_secs(days * 86_400)),
             rate_limits: RateLimits {
                 per_minute: settings.positive("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: settings.positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,

@@ -181,3 +181,42 @@ async fn a_failed_rehydration_leaves_the_dataset_cold() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// `ARCHIVE_AFTER_IDLE_DAYS`: a dataset whose data nobody read for that
+/// long is archived by the workers' sweep; one read recently stays hot.
+#[tokio::test]
+async fn idle_datasets_are_archived_on_schedule() {
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("ARCHIVE_AFTER_IDLE_DAYS", "1")
+            .env("CLEANUP_INTERVAL_SECONDS", "1"),
+    )
+    .await;
+    let admin = stack.admin_token().await;
+    let mut ids = Vec::new();
+    for name in ["idle.geojson", "read.geojson"] {
+        let job = stack.upload_ok(&admin, name, points(5), &[]).await;
+        ids.push(
+            stack.wait_job(&admin, &job).await["dataset_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    // Both last changed two days ago; one is read now.
+    sqlx::query("UPDATE datasets SET updated_at = now() - interval '2 days'")
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(features(&stack, &admin, &ids[1]).await.0, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while stack.dataset(&admin, &ids[0]).await["storage"] != "cold" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never archived:\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(stack.dataset(&admin, &ids[1]).await["storage"], "hot", "read recently");
+}

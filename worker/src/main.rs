@@ -61,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
     let retention = Retention {
         uploads: Duration::from_secs(3600 * setting("UPLOAD_RETENTION_HOURS")?.unwrap_or(UPLOAD_RETENTION_HOURS)),
         jobs: Duration::from_secs(86400 * setting("JOB_RETENTION_DAYS")?.unwrap_or(JOB_RETENTION_DAYS)),
+        archive_after_idle: deps.config.archive_after_idle,
     };
     tokio::spawn(clean_up(deps.clone(), every, retention));
 
@@ -170,10 +171,11 @@ async fn clean_up(deps: JobDeps, every: Duration, retention: Retention) {
     loop {
         interval.tick().await;
         match catalog_jobs::sweep(&deps, retention).await {
-            Ok(swept) if swept.staging_tables + swept.uploads + swept.jobs > 0 => tracing::info!(
+            Ok(swept) if swept.staging_tables + swept.uploads + swept.jobs + swept.archived > 0 => tracing::info!(
                 staging_tables = swept.staging_tables,
                 uploads = swept.uploads,
                 jobs = swept.jobs,
+                archive_jobs = swept.archived,
                 "cleaned up finished work"
             ),
             Ok(_) => {}

@@ -56,13 +56,33 @@ pub(super) async fn archive(
 /// access check, so a caller who may not read the dataset starts nothing.
 pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) -> Result<(), AppError> {
     if dataset.storage != "cold" {
+        if state.reads.due(dataset.id) {
+            record_read(state, dataset.id).await?;
+        }
         return Ok(());
     }
-    let job_id = queue_move(state, dataset.id, JobKind::Rehydrate, caller.user_id()).await?;
-    Err(AppError::accepted(
-        json!({"status": "rehydrating", "job_id": job_id}),
-        RETRY_AFTER_SECS,
-    ))
+    Err(rehydrating(state, caller, dataset.id).await)
+}
+
+/// Notes that the dataset's data was read (for `ARCHIVE_AFTER_IDLE_DAYS`).
+async fn record_read(state: &AppState, dataset_id: Uuid) -> Result<(), AppError> {
+    sqlx::query(
+        "INSERT INTO dataset_reads (dataset_id, last_read_at) VALUES ($1, now())
+         ON CONFLICT (dataset_id) DO UPDATE SET last_read_at = now()",
+    )
+    .bind(dataset_id)
+    .execute(&state.pool)
+    .await?;
+    Ok(())
+}
+
+/// The 202 answer of a read of a cold dataset the caller may read, its
+/// rehydrate job queued if none runs yet.
+pub async fn rehydrating(state: &AppState, caller: &Caller, dataset_id: Uuid) -> AppError {
+    match queue_move(state, dataset_id, JobKind::Rehydrate, caller.user_id()).await {
+        Ok(job_id) => AppError::accepted(json!({"status": "rehydrating", "job_id": job_id}), RETRY_AFTER_SECS),
+        Err(e) => e,
+    }
 }
 
 /// The unfinished archive or rehydrate job of the dataset, queued now if

@@ -24,8 +24,11 @@ use serde_json::Value;
 use sqlx::postgres::PgConnection;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use uuid::Uuid;
+
 use crate::{
     access::{Caller, policy::visible_to_caller},
+    datasets::cold::rehydrating,
     extract::Json as JsonBody,
     state::AppState,
 };
@@ -81,6 +84,9 @@ async fn run_query(
     let settings =
         format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = data, public");
     sqlx::raw_sql(sqlx::AssertSqlSafe(settings)).execute(&mut *tx).await?;
+    if let Some(cold) = cold_dataset_named(&state, &caller, &checked.relations).await? {
+        return Err(rehydrating(&state, &caller, cold).await);
+    }
     admit_relations(&mut tx, &checked.relations, &readable).await?;
     let (rows, truncated) = run_capped(&mut tx, &checked.sql).await?;
     tx.rollback().await?;
@@ -95,6 +101,42 @@ async fn run_query(
         rows,
         truncated,
     }))
+}
+
+/// A cold dataset the caller may see whose table the statement names (in
+/// the `data` schema, where unqualified names resolve first): its data
+/// must come back before the statement can read it.
+async fn cold_dataset_named(
+    state: &AppState,
+    caller: &Caller,
+    relations: &[statement::RelationRef],
+) -> Result<Option<Uuid>, AppError> {
+    if relations.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<String> = relations.iter().map(|r| r.name.clone()).collect();
+    let schemas: Vec<String> = relations
+        .iter()
+        .map(|r| {
+            if r.schema.is_empty() {
+                "data".to_string()
+            } else {
+                r.schema.clone()
+            }
+        })
+        .collect();
+    let visible = visible_to_caller("datasets");
+    let cold = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM datasets JOIN unnest($3::text[], $4::text[]) AS named(schema_name, table_name) USING (schema_name, table_name)
+          WHERE {visible} AND status = 'ready' AND storage = 'cold' LIMIT 1"
+    )))
+    .bind(caller.user_id())
+    .bind(caller.is_admin())
+    .bind(&schemas)
+    .bind(&names)
+    .fetch_optional(&state.pool)
+    .await?;
+    Ok(cold)
 }
 
 /// The tables (by oid) of the published datasets the caller may see, each
