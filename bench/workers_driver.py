@@ -28,12 +28,14 @@ def call(method, path, token=None, body=None, form=None):
         return json.loads(r.read() or b"null")
 
 
-for _ in range(200):
+for _ in range(600):
     try:
         call("GET", "/api/health")
         break
     except Exception:
         time.sleep(0.1)
+else:
+    sys.exit(f"the API at {base} did not answer /api/health within a minute")
 token = call("POST", "/api/auth/login", form={"username": "admin", "password": "Bench-Password-1"})["access_token"]
 
 
