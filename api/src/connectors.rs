@@ -14,7 +14,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    jobs::{self, ConnectorCredential, IngestOptions, JobInput, UrlDownloadPayload},
+    jobs::{ConnectorCredential, IngestOptions, JobInput, UrlDownloadPayload},
     secrets::seal,
 };
 use chrono::{DateTime, Utc};
@@ -27,7 +27,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, policy::check_visibility},
     extract::{Json as JsonBody, Path},
-    jobs::{IdempotencyKey, queue_once, respond},
+    jobs::{IdempotencyKey, queue_fetch},
     quotas,
     state::AppState,
 };
@@ -168,17 +168,7 @@ async fn connector_ingest(
         },
         credential_id,
     };
-    let job_id = Uuid::now_v7();
-    let input = JobInput::Connector(payload);
-    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
-        Box::pin(async move {
-            quotas::admit(tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
-            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
-            Ok(())
-        })
-    })
-    .await?;
-    respond(&state, queued, job_id).await
+    queue_fetch(&state, user.id, &keys, JobInput::Connector(payload)).await
 }
 
 /// Asks the provider for the resource (and drops the answer): the caller

@@ -200,6 +200,27 @@ pub(crate) async fn queue_once(
     Ok(Queued::New)
 }
 
+/// Queues, once per key, a job that fetches its source and may create a
+/// dataset (URL import, connector push, service import), past the owner's
+/// quotas; answers its 202 (or the earlier job's).
+pub(crate) async fn queue_fetch(
+    state: &AppState,
+    owner: Uuid,
+    keys: &[&str],
+    input: jobs::JobInput,
+) -> Result<Response, AppError> {
+    let job_id = Uuid::now_v7();
+    let queued = queue_once(state, owner, keys, job_id, |tx| {
+        Box::pin(async move {
+            crate::quotas::admit(tx, owner, crate::quotas::Demand { bytes: 0, datasets: 1 }).await?;
+            jobs::enqueue(tx, job_id, &input, Some(owner)).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    respond(state, queued, job_id).await
+}
+
 /// The 202 of the job `queue_once` queued or found.
 pub(crate) async fn respond(state: &AppState, queued: Queued, job_id: Uuid) -> Result<Response, AppError> {
     Ok(match queued {

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Path},
-    jobs::{IdempotencyKey, JobAccepted, Queued, accepted_again, queue_once, respond},
+    jobs::{IdempotencyKey, JobAccepted, Queued, accepted_again, queue_fetch, queue_once},
     quotas,
     state::AppState,
 };
@@ -197,18 +197,8 @@ async fn import_service(
             srid: None,
         },
     };
-    let job_id = Uuid::now_v7();
-    let input = JobInput::ServiceImport(payload);
     let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
-    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
-        Box::pin(async move {
-            quotas::admit(tx, user.id, quotas::Demand { bytes: 0, datasets: 1 }).await?;
-            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
-            Ok(())
-        })
-    })
-    .await?;
-    respond(&state, queued, job_id).await
+    queue_fetch(&state, user.id, &keys, JobInput::ServiceImport(payload)).await
 }
 
 /// The checks and the job of a reupload from a service; answers the job

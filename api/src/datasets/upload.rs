@@ -16,7 +16,7 @@ use super::record::{SUMMARY_MAX, TITLE_MAX, check_text};
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Multipart, Path},
-    jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, queue_once, respond},
+    jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, queue_fetch, queue_once, respond},
     quotas::{self, Demand},
     state::AppState,
 };
@@ -379,16 +379,6 @@ pub(super) async fn import_url(
         },
         credential_id: None,
     };
-    let job_id = Uuid::now_v7();
-    let input = JobInput::UrlDownload(payload);
     let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
-    let queued = queue_once(&state, user.id, &keys, job_id, |tx| {
-        Box::pin(async move {
-            quotas::admit(tx, user.id, Demand { bytes: 0, datasets: 1 }).await?;
-            jobs::enqueue(tx, job_id, &input, Some(user.id)).await?;
-            Ok(())
-        })
-    })
-    .await?;
-    respond(&state, queued, job_id).await
+    queue_fetch(&state, user.id, &keys, JobInput::UrlDownload(payload)).await
 }
