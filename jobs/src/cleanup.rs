@@ -134,15 +134,9 @@ async fn archive_idle(deps: &JobDeps, idle: Duration) -> anyhow::Result<u64> {
         let input = JobInput::Archive(DatasetPayload {
             dataset_id: *dataset_id,
         });
-        jobs::enqueue(&mut tx, job_id, &input, None).await?;
         // Another worker's sweep may have queued it meanwhile: the
         // one-move-per-dataset index refuses the second job.
-        let queued = sqlx::query("UPDATE jobs SET dataset_id = $2 WHERE id = $1")
-            .bind(job_id)
-            .bind(dataset_id)
-            .execute(&mut *tx)
-            .await;
-        match queued {
+        match jobs::enqueue(&mut tx, job_id, &input, None).await {
             Ok(_) => tx.commit().await?,
             Err(e) => tracing::debug!(%dataset_id, error = %e, "archive already queued"),
         }

@@ -270,6 +270,15 @@ impl JobInput {
         }
     }
 
+    /// The dataset an archive or rehydrate job moves: recorded on the job
+    /// row when it is queued, where the one-move-per-dataset index sees it.
+    fn moved_dataset(&self) -> Option<Uuid> {
+        match self {
+            JobInput::Archive(p) | JobInput::Rehydrate(p) => Some(p.dataset_id),
+            _ => None,
+        }
+    }
+
     /// The input as stored: the kind's payload alone (the kind has its column).
     fn to_payload(&self) -> serde_json::Value {
         let payload = match self {
@@ -309,14 +318,17 @@ pub async fn enqueue(
     created_by: Option<Uuid>,
 ) -> Result<Uuid, sqlx::Error> {
     let task_id = ulid::Ulid::generate();
-    sqlx::query("INSERT INTO jobs (id, kind, payload, queue_task_id, created_by) VALUES ($1, $2, $3, $4, $5)")
-        .bind(job_id)
-        .bind(input.kind())
-        .bind(input.to_payload())
-        .bind(task_id.to_string())
-        .bind(created_by)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, payload, queue_task_id, created_by, dataset_id) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(job_id)
+    .bind(input.kind())
+    .bind(input.to_payload())
+    .bind(task_id.to_string())
+    .bind(created_by)
+    .bind(input.moved_dataset())
+    .execute(&mut *tx)
+    .await?;
     let message = serde_json::to_vec(&JobMessage { job_id }).expect("job message serializes");
     // Retries of transient failures happen inside the handler with backoff;
     // the queue's own attempts only cover workers that died.

@@ -116,11 +116,6 @@ async fn queue_move(
         _ => JobInput::Rehydrate(payload),
     };
     jobs::enqueue(&mut tx, job_id, &input, created_by).await?;
-    sqlx::query("UPDATE jobs SET dataset_id = $2 WHERE id = $1")
-        .bind(job_id)
-        .bind(dataset_id)
-        .execute(&mut *tx)
-        .await?;
     tx.commit().await?;
     Ok(job_id)
 }
