@@ -30,10 +30,36 @@ pub enum JobError {
     Invalid(String),
     /// The database or the store is unavailable; retried with backoff.
     Transient(String),
+    /// A provider (the server a file or service is fetched from) failed in
+    /// a way that may pass; the job waits in the queue and runs again.
+    Upstream(String),
     /// The job was cancelled while it ran.
     Cancelled,
     /// A defect of ours; logged and reported without details.
     Internal(String),
+}
+
+impl JobError {
+    /// A provider answered with a failure: a server error, 408 or 429 may
+    /// pass, any other answer is about the request.
+    pub fn provider_answer(status: http::StatusCode, what: String) -> Self {
+        if status.is_server_error() || matches!(status.as_u16(), 408 | 429) {
+            JobError::Upstream(what)
+        } else {
+            JobError::Invalid(what)
+        }
+    }
+
+    /// A request to a provider did not complete: a connection that failed
+    /// or broke off may work later; a time limit hit, a refused address or
+    /// a bad redirect will not change by waiting.
+    pub fn provider_request(e: &reqwest::Error, what: String) -> Self {
+        if !e.is_timeout() && (e.is_connect() || e.is_body() || e.is_request()) && !e.is_redirect() {
+            JobError::Upstream(what)
+        } else {
+            JobError::Invalid(what)
+        }
+    }
 }
 
 impl From<sqlx::Error> for JobError {

@@ -44,7 +44,10 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
     let response = request.send().await.map_err(|e| describe(&e))?;
     if !response.status().is_success() {
         // The URL is not repeated: it may carry a credential.
-        return Err(JobError::Invalid(format!("the server answered {}", response.status())));
+        return Err(JobError::provider_answer(
+            response.status(),
+            format!("the server answered {}", response.status()),
+        ));
     }
     let filename = filename_for(&url, response.headers());
     if !uploads::is_accepted_upload(&filename) {
@@ -114,7 +117,7 @@ fn describe(e: &reqwest::Error) -> JobError {
             "the download took longer than URL_IMPORT_FETCH_MAX_SECONDS allows: {msg}"
         ));
     }
-    JobError::Invalid(format!("the download failed: {msg}"))
+    JobError::provider_request(e, format!("the download failed: {msg}"))
 }
 
 /// The name to store the download under: from Content-Disposition, else

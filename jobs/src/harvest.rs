@@ -115,16 +115,20 @@ async fn pull_pages(
             request = authorize(request, service, credentials);
         }
         // Error texts never carry the URL: it may hold a token.
-        let response = request
-            .send()
-            .await
-            .map_err(|e| JobError::Invalid(format!("the service could not be reached: {}", e.without_url())))?;
+        let response = request.send().await.map_err(|e| {
+            let e = e.without_url();
+            let what = format!("the service could not be reached: {e}");
+            JobError::provider_request(&e, what)
+        })?;
         if !response.status().is_success() {
-            return Err(JobError::Invalid(format!(
-                "the service answered {} for layer {:?}",
+            return Err(JobError::provider_answer(
                 response.status(),
-                service.layer_name
-            )));
+                format!(
+                    "the service answered {} for layer {:?}",
+                    response.status(),
+                    service.layer_name
+                ),
+            ));
         }
         let budget = limit.saturating_sub(written);
         let bytes = read_bounded(response, budget).await?;
@@ -173,8 +177,11 @@ async fn read_bounded(response: reqwest::Response, budget: u64) -> Result<Vec<u8
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
-        let chunk =
-            chunk.map_err(|e| JobError::Invalid(format!("the service's answer broke off: {}", e.without_url())))?;
+        let chunk = chunk.map_err(|e| {
+            let e = e.without_url();
+            let what = format!("the service's answer broke off: {e}");
+            JobError::provider_request(&e, what)
+        })?;
         if (body.len() + chunk.len()) as u64 > budget {
             return Err(too_large());
         }

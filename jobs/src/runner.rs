@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use catalog_shared::{
     Problem,
-    jobs::{JobInput, JobKind, JobStatus},
+    jobs::{self, JobInput, JobKind, JobStatus},
     notify,
 };
 use http::StatusCode;
@@ -16,14 +16,19 @@ use crate::{
     download, harvest, ingest, reupload,
 };
 
+/// Tries of a handler whose database or object store is unavailable,
+/// within one run.
 const MAX_TRIES: u32 = 5;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait before a job whose provider failed runs again.
+const MAX_REQUEUE_DELAY: Duration = Duration::from_secs(3600);
 
 #[derive(sqlx::FromRow)]
 struct ClaimedJob {
     kind: JobKind,
     payload: serde_json::Value,
     created_by: Option<Uuid>,
+    attempts: i32,
 }
 
 /// What running a job came to: its kind and the status it ended in.
@@ -38,10 +43,10 @@ pub struct JobRun {
 /// reaching the database at all; the queue retries them.
 pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobRun>> {
     let claimed: Option<ClaimedJob> = sqlx::query_as(
-        "UPDATE jobs SET status = $2, attempts = attempts + 1, step = NULL,
+        "UPDATE jobs SET status = $2, attempts = attempts + 1, step = NULL, next_attempt_at = NULL,
                 started_at = coalesce(started_at, clock_timestamp()), updated_at = clock_timestamp()
          WHERE id = $1 AND status = ANY($3)
-         RETURNING kind, payload, created_by",
+         RETURNING kind, payload, created_by, attempts",
     )
     .bind(job_id)
     .bind(JobStatus::Running)
@@ -65,7 +70,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
     let status = match outcome {
         Ok(()) => {
             sqlx::query(
-                "UPDATE jobs SET status = $2, step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                "UPDATE jobs SET status = $2, step = NULL, last_error = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
                  WHERE id = $1 AND status = $3",
             )
             .bind(job_id)
@@ -82,9 +87,29 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
             tracing::info!(%job_id, "job cancelled");
             JobStatus::Cancelled
         }
+        Err(JobError::Upstream(why)) if job.attempts < deps.config.job_retries.max_attempts as i32 => {
+            drop_staging(&ctx).await;
+            let delay = retry_delay(deps.config.job_retries.first_backoff, job.attempts);
+            tracing::warn!(%job_id, %why, attempts = job.attempts, retry_in = ?delay, "the provider failed; the job runs again later");
+            let mut tx = deps.pool.begin().await?;
+            let waiting = jobs::requeue(&mut tx, job_id, delay, &why).await?;
+            tx.commit().await?;
+            if waiting {
+                JobStatus::Queued
+            } else {
+                JobStatus::Cancelled
+            }
+        }
         Err(err) => {
             drop_staging(&ctx).await;
             let problem = match err {
+                JobError::Upstream(why) => Problem::new(
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                        "the provider failed on each of the job's {} attempts; the last time: {why}",
+                        job.attempts
+                    ),
+                ),
                 JobError::Invalid(detail) => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, detail),
                 JobError::Transient(why) => {
                     tracing::error!(%job_id, %why, "job gave up after retries");
@@ -106,7 +131,7 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
             };
             tracing::info!(%job_id, detail = %problem.detail, "job failed");
             sqlx::query(
-                "UPDATE jobs SET status = $3, step = NULL, error = $2, finished_at = clock_timestamp(), updated_at = clock_timestamp()
+                "UPDATE jobs SET status = $3, step = NULL, error = $2, last_error = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
                  WHERE id = $1 AND status = $4",
             )
             .bind(job_id)
@@ -120,6 +145,13 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
         }
     };
     Ok(Some(JobRun { kind: job.kind, status }))
+}
+
+/// The wait before the next run of a job that ran `attempts` times: the
+/// first wait, doubled for each run after the first.
+fn retry_delay(first: Duration, attempts: i32) -> Duration {
+    let doublings = attempts.saturating_sub(1).clamp(0, 16) as u32;
+    first.saturating_mul(1 << doublings).min(MAX_REQUEUE_DELAY)
 }
 
 /// Runs the handler of the input's kind, again after transient failures.
@@ -184,5 +216,19 @@ async fn notify_finished(deps: JobDeps, job_id: Uuid, kind: JobKind, failure: Op
         if let Some(error) = outcome.error {
             tracing::warn!(%job_id, channel = outcome.channel, %error, "notification not delivered");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_waits_double_up_to_an_hour() {
+        let first = Duration::from_secs(30);
+        let waits: Vec<u64> = (1..=5).map(|n| retry_delay(first, n).as_secs()).collect();
+        assert_eq!(waits, [30, 60, 120, 240, 480]);
+        assert_eq!(retry_delay(first, 40), MAX_REQUEUE_DELAY);
+        assert_eq!(retry_delay(Duration::ZERO, 3), Duration::ZERO);
     }
 }

@@ -32,6 +32,16 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// Datasets whose data nobody read for this long are archived.
     pub archive_after_idle: Option<Duration>,
+    pub job_retries: JobRetries,
+}
+
+/// How a job whose provider failed for a while is run again.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRetries {
+    /// Runs of one job at most, the first included.
+    pub max_attempts: u32,
+    /// The wait before the second run; it doubles before each one after.
+    pub first_backoff: Duration,
 }
 
 /// Requests per client address and minute.
@@ -71,11 +81,11 @@ impl Settings<'_> {
         }
     }
 
-    /// A limit: rate limiting cannot be switched off, only raised.
-    fn positive(&self, name: &str, default: u64) -> anyhow::Result<u64> {
+    /// A count that must not be 0 (rate limits, for one, cannot be switched off, only raised).
+    fn at_least_one(&self, name: &str, default: u64) -> anyhow::Result<u64> {
         let value = self.parsed(name, default)?;
         if value == 0 {
-            bail!("{name} must be at least 1 (rate limits cannot be switched off; raise them instead)");
+            bail!("{name} must be at least 1");
         }
         Ok(value)
     }
@@ -166,10 +176,15 @@ impl Config {
             archive_after_idle: Some(settings.parsed::<u64>("ARCHIVE_AFTER_IDLE_DAYS", 0)?)
                 .filter(|days| *days > 0)
                 .map(|days| Duration::from_secs(days * 86_400)),
+            job_retries: JobRetries {
+                max_attempts: u32::try_from(settings.at_least_one("JOB_MAX_ATTEMPTS", 5)?)
+                    .context("JOB_MAX_ATTEMPTS is too large")?,
+                first_backoff: Duration::from_secs(settings.parsed("JOB_RETRY_BACKOFF_SECONDS", 30)?),
+            },
             rate_limits: RateLimits {
-                per_minute: settings.positive("RATE_LIMIT_PER_MINUTE", 3000)?,
-                tiles_per_minute: settings.positive("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
-                sign_in_per_minute: settings.positive("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
+                per_minute: settings.at_least_one("RATE_LIMIT_PER_MINUTE", 3000)?,
+                tiles_per_minute: settings.at_least_one("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
+                sign_in_per_minute: settings.at_least_one("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
                 trusted_proxies: settings
                     .list("TRUSTED_PROXIES")
                     .iter()

@@ -12,6 +12,8 @@ use apalis::prelude::TaskBuilder;
 use apalis_core::task::task_id::TaskId;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -19,7 +21,7 @@ use crate::{AppError, Problem};
 
 /// How often a worker beats, and how many beats it may miss before its
 /// jobs are handed to another worker (and it stops counting as live).
-pub const WORKER_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const WORKER_HEARTBEAT: Duration = Duration::from_secs(5);
 pub const MISSED_HEARTBEATS: u32 = 3;
 
 /// The single apalis queue every job kind goes through.
@@ -329,20 +331,56 @@ pub async fn enqueue(
     .bind(input.moved_dataset())
     .execute(&mut *tx)
     .await?;
+    push_task(tx, job_id, task_id, Duration::ZERO).await?;
+    Ok(job_id)
+}
+
+/// Puts a running job back in the queue, to run again after `delay`
+/// (a provider failed and may recover). False when the job was cancelled
+/// meanwhile.
+pub async fn requeue(tx: &mut PgConnection, job_id: Uuid, delay: Duration, why: &str) -> Result<bool, sqlx::Error> {
+    let task_id = ulid::Ulid::generate();
+    let waiting = sqlx::query(
+        "UPDATE jobs SET status = $2, step = NULL, queue_task_id = $3, last_error = $4,
+                next_attempt_at = clock_timestamp() + make_interval(secs => $5), updated_at = clock_timestamp()
+         WHERE id = $1 AND status = $6",
+    )
+    .bind(job_id)
+    .bind(JobStatus::Queued)
+    .bind(task_id.to_string())
+    .bind(why)
+    .bind(delay.as_secs_f64())
+    .bind(JobStatus::Running)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if waiting {
+        push_task(tx, job_id, task_id, delay).await?;
+    }
+    Ok(waiting)
+}
+
+async fn push_task(
+    tx: &mut PgConnection,
+    job_id: Uuid,
+    task_id: ulid::Ulid,
+    delay: Duration,
+) -> Result<(), sqlx::Error> {
     let message = serde_json::to_vec(&JobMessage { job_id }).expect("job message serializes");
-    // Retries of transient failures happen inside the handler with backoff;
-    // the queue's own attempts only cover workers that died.
+    // Retries of transient failures are ours (`requeue`, or inside the
+    // handler); the queue's own attempts only cover workers that died.
     let task = TaskBuilder::new(message)
         .task_id(TaskId::Ulid(task_id))
         .max_attempts(10)
+        .run_after(delay)
         .build();
     apalis_postgres::queries::push_tasks(&mut *tx, QUEUE, vec![task])
         .await
         .map_err(|e| match e {
             apalis_postgres::Error::Database(db) => db,
             other => sqlx::Error::Protocol(other.to_string()),
-        })?;
-    Ok(job_id)
+        })
 }
 
 /// A job as users see it.
@@ -366,6 +404,10 @@ pub struct JobView {
     #[schema(value_type = Option<Object>)]
     pub result: Option<sqlx::types::Json<serde_json::Value>>,
     pub attempts: i32,
+    /// When a job waiting after a provider's failure runs again.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Why the last run of a job waiting to run again did not succeed.
+    pub last_error: Option<String>,
     #[serde(skip)]
     pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
@@ -379,7 +421,7 @@ pub struct Progress {
     pub total: Option<i64>,
 }
 
-pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, result, attempts, created_by, created_at, started_at, finished_at";
+pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, result, attempts, next_attempt_at, last_error, created_by, created_at, started_at, finished_at";
 
 impl JobView {
     pub fn with_progress(mut self) -> Self {

@@ -149,3 +149,107 @@ async fn a_download_is_bounded_in_time() {
         "{job}"
     );
 }
+
+/// A host that fails with 503 a number of times for each file, then serves
+/// it; `/gone.geojson` is always 404 and `/down.geojson` always 503.
+async fn flaky_host(failures: usize) -> SocketAddr {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicUsize::new(0));
+    let app = Router::new()
+        .route(
+            "/recovers.geojson",
+            get(move || {
+                let served = served.clone();
+                async move {
+                    if served.fetch_add(1, Ordering::SeqCst) < failures {
+                        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, Vec::new());
+                    }
+                    (axum::http::StatusCode::OK, data_file("geojson/cycle_hire_osm.geojson"))
+                }
+            }),
+        )
+        .route(
+            "/down.geojson",
+            get(|| async { axum::http::StatusCode::SERVICE_UNAVAILABLE }),
+        )
+        .route("/gone.geojson", get(|| async { axum::http::StatusCode::NOT_FOUND }));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+#[tokio::test]
+async fn a_provider_that_fails_for_a_while_is_tried_again_with_backoff() {
+    let host = flaky_host(2).await;
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())
+            .env("JOB_MAX_ATTEMPTS", "3")
+            .env("JOB_RETRY_BACKOFF_SECONDS", "2"),
+    )
+    .await;
+    let token = stack.admin_token().await;
+    let queue = |path: &str| json!({"url": format!("http://{host}/{path}"), "title": path});
+    let mut jobs = Vec::new();
+    for path in ["recovers.geojson", "down.geojson", "gone.geojson"] {
+        let response = import(&stack, &token, queue(path)).await;
+        assert_eq!(response.status(), 202);
+        let body: Value = response.json().await.unwrap();
+        jobs.push(body["job_id"].as_str().unwrap().to_string());
+    }
+
+    // Between runs the job waits in the queue and says when it runs next.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let waiting = loop {
+        let job = stack.job(&token, &jobs[0]).await;
+        if job["next_attempt_at"].is_string() {
+            break job;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never waited for a retry: {job}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(waiting["status"], "queued", "{waiting}");
+    assert!(waiting["attempts"].as_i64().unwrap() >= 1, "{waiting}");
+    assert!(waiting["error"].is_null(), "{waiting}");
+    assert_eq!(
+        waiting["last_error"], "the server answered 503 Service Unavailable",
+        "{waiting}"
+    );
+    let next: chrono::DateTime<chrono::Utc> = waiting["next_attempt_at"].as_str().unwrap().parse().unwrap();
+    assert!(next > chrono::Utc::now() - chrono::Duration::seconds(1), "{waiting}");
+
+    let recovered = stack.wait_job(&token, &jobs[0]).await;
+    assert_eq!(recovered["status"], "succeeded", "{recovered}");
+    assert_eq!(recovered["attempts"], 3, "{recovered}");
+    assert!(
+        recovered["next_attempt_at"].is_null() && recovered["last_error"].is_null(),
+        "{recovered}"
+    );
+    let dataset = stack.dataset(&token, recovered["dataset_id"].as_str().unwrap()).await;
+    assert!(dataset["feature_count"].as_i64().unwrap() > 0, "{dataset}");
+
+    // After the last attempt the job fails with the provider's error.
+    let down = stack.wait_job(&token, &jobs[1]).await;
+    assert_eq!(down["status"], "failed", "{down}");
+    assert_eq!(down["attempts"], 3, "{down}");
+    assert_eq!(down["error"]["status"], 502, "{down}");
+    let detail = down["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("3 attempts") && detail.contains("503 Service Unavailable"),
+        "{detail}"
+    );
+
+    // An answer that waiting cannot change fails at once.
+    let gone = stack.wait_job(&token, &jobs[2]).await;
+    assert_eq!(gone["status"], "failed", "{gone}");
+    assert_eq!(gone["attempts"], 1, "{gone}");
+    assert_eq!(gone["error"]["status"], 422, "{gone}");
+    assert!(gone["error"]["detail"].as_str().unwrap().contains("404"), "{gone}");
+}

@@ -26,7 +26,7 @@ impl WorkerMetrics {
         let runs = IntCounterVec::new(
             Opts::new(
                 "catalog_worker_jobs_total",
-                "Jobs this worker ran, by kind and the status they ended in.",
+                "Job runs of this worker, by kind and the status they ended in (queued: to run again later).",
             ),
             &["kind", "status"],
         )
