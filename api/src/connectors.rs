@@ -1,9 +1,11 @@
 //! Connectors: other systems push resource ids and the service fetches and
 //! ingests them. The `http` connector resolves a resource id through a URL
-//! template (`{resource_id}` filled in), checks with the provider that the
-//! resource is there (502 when the provider fails, 504 when it does not
-//! answer in time), and queues a `connector` job that downloads and
-//! ingests it, presenting a stored credential when one is named.
+//! template (`{resource_id}` filled in); the `s3`, `gcs` and `azure`
+//! connectors find it as an object in a bucket. Either way the provider is
+//! asked at once whether the resource is there (502 when the provider
+//! fails, 504 when it does not answer in time), and a `connector` job
+//! downloads and ingests it, presenting a stored credential when one is
+//! named.
 //! Credentials belong to their creator, who alone may use them; their
 //! secret is write-only.
 use axum::{
@@ -14,10 +16,15 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    jobs::{ConnectorCredential, IngestOptions, JobInput, UrlDownloadPayload},
+    connectors::{
+        ConnectorCredential, KINDS, StoreLocation, check_service_account_key, parse_endpoint, valid_azure_account,
+    },
+    jobs::{ConnectorPayload, IngestOptions, JobInput, StorePullPayload, UrlDownloadPayload},
     secrets::seal,
+    uploads,
 };
 use chrono::{DateTime, Utc};
+use object_store::{ObjectStoreExt, path::Path as StorePath};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use url::Url;
@@ -39,9 +46,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_credential))
 }
 
-const CONNECTORS: [&str; 1] = ["http"];
 const TEXT_MAX: usize = 255;
-const SECRET_MAX: usize = 4096;
+/// Secrets up to this size (a GCS service-account key is about 2.4 kB).
+const SECRET_MAX: usize = 8192;
 
 /// 1 to 255 characters: a letter or digit, then letters, digits, `.`, `_`,
 /// `~` or `-`.
@@ -59,12 +66,18 @@ fn valid_resource_id(id: &str) -> bool {
 struct ConnectorIngest {
     /// A stored connector credential (its id) to present to the provider.
     credential_id: Option<String>,
-    /// For `http`: `url_template` (required, with `{resource_id}`), and
-    /// optionally `title`, `visibility`, `layer`.
+    /// Where the resource is. `http`: `url_template` (required, with
+    /// `{resource_id}`). `s3`: `bucket` (required), `prefix`, `region`,
+    /// `endpoint` (an S3-compatible server). `gcs`: `bucket`, `prefix`.
+    /// `azure`: `account`, `container`, `prefix`. Every kind also takes
+    /// `title`, `visibility` and `layer` for the dataset.
     #[schema(value_type = Object)]
     config: Map<String, Value>,
     resource_id: String,
 }
+
+/// The dataset settings every connector kind takes.
+const DATASET_SETTINGS: [&str; 3] = ["title", "visibility", "layer"];
 
 fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>, AppError> {
     match config.get(name) {
@@ -77,9 +90,48 @@ fn config_text(config: &Map<String, Value>, name: &str) -> Result<Option<String>
     }
 }
 
+fn config_required(config: &Map<String, Value>, name: &str) -> Result<String, AppError> {
+    config_text(config, name)?
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| AppError::invalid_field(&format!("config.{name}"), "is required"))
+}
+
+/// Refuses settings the connector kind does not have (a typo would
+/// otherwise be ignored silently).
+fn refuse_unknown_settings(config: &Map<String, Value>, kind: &str, own: &[&str]) -> Result<(), AppError> {
+    match config
+        .keys()
+        .find(|name| !own.contains(&name.as_str()) && !DATASET_SETTINGS.contains(&name.as_str()))
+    {
+        Some(name) => Err(AppError::invalid_field(
+            &format!("config.{name}"),
+            &format!("is not a setting of the {kind} connector"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn ingest_options(config: &Map<String, Value>) -> Result<IngestOptions, AppError> {
+    let visibility = config_text(config, "visibility")?.unwrap_or_else(|| "private".into());
+    check_visibility(&visibility)?;
+    Ok(IngestOptions {
+        title: config_text(config, "title")?,
+        summary: None,
+        visibility,
+        layer: config_text(config, "layer")?,
+        srid: None,
+    })
+}
+
+/// A credential the caller named: its id and what it holds.
+struct NamedCredential {
+    id: Uuid,
+    stored: ConnectorCredential,
+}
+
 /// Fetches a resource from a provider and ingests it (202 with the job).
 #[utoipa::path(post, path = "/api/services/connectors/{connector_name}/ingest", tag = "connectors",
-    params(("connector_name" = String, Path, description = "http")), request_body = ConnectorIngest,
+    params(("connector_name" = String, Path, description = "http, s3, gcs or azure")), request_body = ConnectorIngest,
     responses((status = 202, body = crate::jobs::JobAccepted),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 502, description = "the provider failed", body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -92,10 +144,10 @@ async fn connector_ingest(
     JsonBody(body): JsonBody<ConnectorIngest>,
 ) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
-    if !CONNECTORS.contains(&connector.as_str()) {
+    if !KINDS.contains(&connector.as_str()) {
         return Err(AppError::not_found(format!(
             "no connector {connector:?}; the connectors are {}",
-            CONNECTORS.join(", ")
+            KINDS.join(", ")
         )));
     }
     if !valid_resource_id(&body.resource_id) {
@@ -104,28 +156,55 @@ async fn connector_ingest(
             "1 to 255 characters: a letter or digit, then letters, digits, '.', '_', '~' or '-'",
         ));
     }
-    let credential_id = match &body.credential_id {
-        None => None,
-        Some(id) if id.is_empty() || id.chars().count() > TEXT_MAX => {
-            return Err(AppError::invalid_field("credential_id", "must be 1 to 255 characters"));
-        }
-        Some(id) => {
-            let id: Uuid = id
-                .parse()
-                .map_err(|_| AppError::invalid_field("credential_id", "names no credential"))?;
-            let owner: Option<Uuid> = sqlx::query_scalar("SELECT owner_id FROM connector_credentials WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&state.pool)
-                .await?;
-            match owner {
-                // Only its owner: anyone else could send the secret to a URL of theirs.
-                Some(owner) if owner == user.id => Some(id),
-                _ => return Err(AppError::invalid_field("credential_id", "names no credential of yours")),
-            }
-        }
+    let credential = named_credential(&state, user.id, body.credential_id.as_deref()).await?;
+    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
+    let (input, version) = if connector == "http" {
+        http_source(&state, &body, credential).await?
+    } else {
+        store_source(&state, &connector, &body, credential).await?
     };
-    let template = config_text(&body.config, "url_template")?
-        .ok_or_else(|| AppError::invalid_field("config.url_template", "is required"))?;
+    // The same resource at the same version pushed again is the same job.
+    let pushed = version.map(|v| format!("connector:{connector}:{}:{v}", body.resource_id));
+    let keys: Vec<&str> = key.0.iter().chain(pushed.iter()).map(String::as_str).collect();
+    queue_fetch(&state, user.id, &keys, JobInput::Connector(input)).await
+}
+
+async fn named_credential(
+    state: &AppState,
+    user_id: Uuid,
+    credential_id: Option<&str>,
+) -> Result<Option<NamedCredential>, AppError> {
+    let Some(id) = credential_id else {
+        return Ok(None);
+    };
+    if id.is_empty() || id.chars().count() > TEXT_MAX {
+        return Err(AppError::invalid_field("credential_id", "must be 1 to 255 characters"));
+    }
+    let id: Uuid = id
+        .parse()
+        .map_err(|_| AppError::invalid_field("credential_id", "names no credential"))?;
+    let owner: Option<Uuid> = sqlx::query_scalar("SELECT owner_id FROM connector_credentials WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?;
+    // Only its owner: anyone else could send the secret to a server of theirs.
+    if owner != Some(user_id) {
+        return Err(AppError::invalid_field("credential_id", "names no credential of yours"));
+    }
+    let stored = ConnectorCredential::find(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::invalid_field("credential_id", "names no credential"))?;
+    Ok(Some(NamedCredential { id, stored }))
+}
+
+/// The `http` connector: the resource is the URL its template makes.
+async fn http_source(
+    state: &AppState,
+    body: &ConnectorIngest,
+    credential: Option<NamedCredential>,
+) -> Result<(ConnectorPayload, Option<String>), AppError> {
+    refuse_unknown_settings(&body.config, "http", &["url_template"])?;
+    let template = config_required(&body.config, "url_template")?;
     if !template.contains("{resource_id}") {
         return Err(AppError::invalid_field(
             "config.url_template",
@@ -137,65 +216,54 @@ async fn connector_ingest(
     if !matches!(url.scheme(), "https" | "http") {
         return Err(AppError::invalid_field("config.url_template", "must be an http(s) URL"));
     }
+    if let Some(c) = &credential
+        && !HTTP_METHODS.contains(&c.stored.method.as_str())
+    {
+        return Err(AppError::invalid_field(
+            "credential_id",
+            &format!(
+                "is a {} credential; the http connector presents bearer, basic or header ones",
+                c.stored.method
+            ),
+        ));
+    }
     state
         .outbound
         .check_resolved(&url)
         .await
         .map_err(|why| AppError::invalid_field("config.url_template", &format!("is refused: {why}")))?;
-    let visibility = config_text(&body.config, "visibility")?.unwrap_or_else(|| "private".into());
-    check_visibility(&visibility)?;
-    for name in body.config.keys() {
-        if !matches!(name.as_str(), "url_template" | "title" | "visibility" | "layer") {
-            return Err(AppError::invalid_field(
-                &format!("config.{name}"),
-                "is not a setting of the http connector",
-            ));
-        }
-    }
-    quotas::refuse_when_full(&state.pool, user.id, 1).await?;
-    // The same resource at the same version pushed again is the same job.
-    let version = probe(&state, &url, credential_id).await?;
-    let pushed = version.map(|v| format!("connector:{connector}:{}:{v}", body.resource_id));
-    let keys: Vec<&str> = key.0.iter().chain(pushed.iter()).map(String::as_str).collect();
+    let options = ingest_options(&body.config)?;
+    let version = probe(state, &url, credential.as_ref()).await?;
     let payload = UrlDownloadPayload {
         url: url.to_string(),
-        options: IngestOptions {
-            title: config_text(&body.config, "title")?,
-            summary: None,
-            visibility,
-            layer: config_text(&body.config, "layer")?,
-            srid: None,
-        },
-        credential_id,
+        options,
+        credential_id: credential.map(|c| c.id),
     };
-    queue_fetch(&state, user.id, &keys, JobInput::Connector(payload)).await
+    Ok((ConnectorPayload::Http(payload), version))
 }
+
+/// The credential methods of the `http` connector.
+const HTTP_METHODS: [&str; 3] = ["bearer", "basic", "header"];
 
 /// Asks the provider for the resource (and drops the answer): the caller
 /// learns at once when the provider fails or is slow.
 /// Answers the resource's version as the provider names it (its ETag, else
 /// its Last-Modified), when it names one.
-async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Result<Option<String>, AppError> {
+async fn probe(state: &AppState, url: &Url, credential: Option<&NamedCredential>) -> Result<Option<String>, AppError> {
     let timeout = state.config.connector_timeout;
-    let client = if credential_id.is_some() {
+    let client = if credential.is_some() {
         state.outbound.client_for_credentials(timeout)
     } else {
         state.outbound.client(timeout)
     }
     .map_err(AppError::internal)?;
     let mut request = client.get(url.clone());
-    if let Some(id) = credential_id {
-        let credential = ConnectorCredential::find(&state.pool, id)
-            .await?
-            .ok_or_else(|| AppError::invalid_field("credential_id", "names no credential"))?;
-        request = credential.apply(request, &state.config.jwt_secret)?;
+    if let Some(credential) = credential {
+        request = credential.stored.apply(request, &state.config.jwt_secret)?;
     }
     let response = request.send().await.map_err(|e| {
         if e.is_timeout() {
-            AppError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "the connector's provider did not answer in time",
-            )
+            provider_timed_out()
         } else {
             AppError::new(StatusCode::BAD_GATEWAY, "the connector's provider could not be reached")
         }
@@ -216,17 +284,144 @@ async fn probe(state: &AppState, url: &Url, credential_id: Option<Uuid>) -> Resu
     Ok(version)
 }
 
+fn provider_timed_out() -> AppError {
+    AppError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "the connector's provider did not answer in time",
+    )
+}
+
+/// The object-store connectors: the resource is an object in a bucket
+/// (its key: the prefix, then the resource id).
+async fn store_source(
+    state: &AppState,
+    kind: &str,
+    body: &ConnectorIngest,
+    credential: Option<NamedCredential>,
+) -> Result<(ConnectorPayload, Option<String>), AppError> {
+    let config = &body.config;
+    let location = match kind {
+        "s3" => {
+            refuse_unknown_settings(config, kind, &["bucket", "prefix", "region", "endpoint"])?;
+            StoreLocation::S3 {
+                bucket: config_required(config, "bucket")?,
+                region: config_text(config, "region")?,
+                endpoint: config_text(config, "endpoint")?,
+            }
+        }
+        "gcs" => {
+            refuse_unknown_settings(config, kind, &["bucket", "prefix"])?;
+            StoreLocation::Gcs {
+                bucket: config_required(config, "bucket")?,
+            }
+        }
+        _ => {
+            refuse_unknown_settings(config, kind, &["account", "container", "prefix"])?;
+            let account = config_required(config, "account")?;
+            if !valid_azure_account(&account) {
+                return Err(AppError::invalid_field(
+                    "config.account",
+                    "must be a storage account name: 3 to 24 lowercase letters and digits",
+                ));
+            }
+            StoreLocation::Azure {
+                account,
+                container: config_required(config, "container")?,
+            }
+        }
+    };
+    if let Some(endpoint) = location.custom_endpoint() {
+        let url = parse_endpoint(endpoint).ok_or_else(|| {
+            AppError::invalid_field(
+                "config.endpoint",
+                "must be an http(s) URL of a server: scheme, host and port only",
+            )
+        })?;
+        state
+            .outbound
+            .check_resolved(&url)
+            .await
+            .map_err(|why| AppError::invalid_field("config.endpoint", &format!("is refused: {why}")))?;
+    }
+    let prefix = config_text(config, "prefix")?.unwrap_or_default();
+    let key = StorePath::parse(format!("{}/{}", prefix.trim_matches('/'), body.resource_id))
+        .map_err(|_| AppError::invalid_field("config.prefix", "is not a valid object key prefix"))?;
+    if !uploads::is_accepted_upload(&body.resource_id) {
+        return Err(AppError::invalid_field(
+            "resource_id",
+            &format!("must name a supported file: {}", uploads::ACCEPTED),
+        ));
+    }
+    let store_key = match &credential {
+        None => None,
+        Some(c) if c.stored.method == location.credential_method() => {
+            Some(c.stored.store_key(&state.config.jwt_secret)?)
+        }
+        Some(c) => {
+            return Err(AppError::invalid_field(
+                "credential_id",
+                &format!(
+                    "is a {} credential; the {kind} connector signs with a {} one",
+                    c.stored.method,
+                    location.credential_method()
+                ),
+            ));
+        }
+    };
+    let timeout = state.config.connector_timeout;
+    let store = location
+        .open(store_key, &state.outbound, timeout)
+        .map_err(|why| AppError::invalid_field("config", &why))?;
+    // The caller learns at once when the object is missing or the provider
+    // fails; its version keys the push.
+    let meta = tokio::time::timeout(timeout, store.head(&key))
+        .await
+        .map_err(|_| provider_timed_out())?
+        .map_err(|e| store_refusal(&key, e))?;
+    let version = meta.e_tag.unwrap_or_else(|| meta.last_modified.to_rfc3339());
+    let options = ingest_options(config)?;
+    let payload = StorePullPayload {
+        location,
+        key: key.to_string(),
+        options,
+        credential_id: credential.map(|c| c.id),
+    };
+    Ok((ConnectorPayload::Store(payload), Some(version)))
+}
+
+/// What a provider's store answered, as the 502 the spec names for a
+/// failing provider.
+fn store_refusal(key: &StorePath, e: object_store::Error) -> AppError {
+    let detail = match e {
+        object_store::Error::NotFound { .. } => format!("the connector's provider has no object {key}"),
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+            format!("the connector's provider refused access to {key}")
+        }
+        other => {
+            tracing::info!(error = %other, "connector provider failed");
+            "the connector's provider failed; see the log for its error".to_string()
+        }
+    };
+    AppError::new(StatusCode::BAD_GATEWAY, detail)
+}
+
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CredentialInput {
     name: String,
-    /// bearer, basic or header
+    /// bearer, basic or header (the http connector); aws_access_key (s3),
+    /// gcs_service_account (gcs) or azure_access_key (azure).
     method: String,
     token: Option<String>,
     username: Option<String>,
     password: Option<String>,
     header_name: Option<String>,
     header_value: Option<String>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    /// The JSON key file Google issues for a service account.
+    service_account_key: Option<String>,
+    account_key: Option<String>,
 }
 
 #[derive(Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -280,7 +475,23 @@ async fn create_credential(
                 required("header_value", &input.header_value, SECRET_MAX)?,
             )
         }
-        _ => return Err(AppError::invalid_field("method", "must be bearer, basic or header")),
+        "aws_access_key" => (
+            Some(required("access_key_id", &input.access_key_id, TEXT_MAX)?.to_string()),
+            None,
+            required("secret_access_key", &input.secret_access_key, SECRET_MAX)?,
+        ),
+        "gcs_service_account" => {
+            let key = required("service_account_key", &input.service_account_key, SECRET_MAX)?;
+            check_service_account_key(key).map_err(|why| AppError::invalid_field("service_account_key", why))?;
+            (None, None, key)
+        }
+        "azure_access_key" => (None, None, required("account_key", &input.account_key, SECRET_MAX)?),
+        _ => {
+            return Err(AppError::invalid_field(
+                "method",
+                "must be bearer, basic, header, aws_access_key, gcs_service_account or azure_access_key",
+            ));
+        }
     };
     let credential = sqlx::query_as(
         "INSERT INTO connector_credentials (id, name, owner_id, method, username, header_name, secret)

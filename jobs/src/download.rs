@@ -2,12 +2,10 @@
 //! object store (presenting a connector's stored credential if it has
 //! one), bounded in time and guarded against internal addresses, then
 //! ingest it.
-use catalog_shared::{
-    jobs::{ConnectorCredential, UrlDownloadPayload},
-    uploads,
-};
-use futures::StreamExt;
-use object_store::{ObjectStoreExt, WriteMultipart};
+use bytes::Bytes;
+use catalog_shared::{connectors::ConnectorCredential, jobs::UrlDownloadPayload, uploads};
+use futures::{Stream, StreamExt};
+use object_store::{ObjectStoreExt, WriteMultipart, path::Path};
 use url::Url;
 
 use crate::{
@@ -56,21 +54,34 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
             uploads::ACCEPTED
         )));
     }
-    // A download may be no larger than an upload.
+    let total = response.content_length();
+    let stream = response.bytes_stream().map(|chunk| chunk.map_err(|e| describe(&e)));
+    let object = copy_in(ctx, &filename, total, stream).await?;
+    ingest_object(ctx, &object, &filename, &payload.options).await
+}
+
+/// Streams a provider's file into our object store under this job's
+/// folder, as a multipart upload, no larger than an upload may be, with
+/// progress reported as the `downloading` step.
+pub async fn copy_in(
+    ctx: &JobContext,
+    filename: &str,
+    total: Option<u64>,
+    mut stream: impl Stream<Item = Result<Bytes, JobError>> + Unpin,
+) -> Result<Path, JobError> {
     let limit = ctx.deps.config.max_upload_bytes;
     let too_large = || {
         JobError::Invalid(format!(
             "the file is larger than the limit of {limit} bytes (MAX_UPLOAD_BYTES)"
         ))
     };
-    if response.content_length().is_some_and(|n| n > limit) {
+    if total.is_some_and(|n| n > limit) {
         return Err(too_large());
     }
-    let total = response.content_length().map(|n| n as i64);
-    let object = object_for(ctx, &filename);
+    let total = total.map(|n| n as i64);
+    let object = object_for(ctx, filename);
     let upload = ctx.deps.storage.store.put_multipart(&object).await?;
     let mut writer = WriteMultipart::new(upload);
-    let mut stream = response.bytes_stream();
     let mut done: u64 = 0;
     let mut reported: u64 = 0;
     while let Some(chunk) = stream.next().await {
@@ -78,7 +89,7 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
             Ok(c) => c,
             Err(e) => {
                 let _ = writer.abort().await;
-                return Err(describe(&e));
+                return Err(e);
             }
         };
         done += chunk.len() as u64;
@@ -98,7 +109,7 @@ pub async fn run(ctx: &JobContext, payload: &UrlDownloadPayload) -> Result<(), J
     writer.finish().await?;
     ctx.progress("downloading", Some(done as i64), Some(done as i64))
         .await?;
-    ingest_object(ctx, &object, &filename, &payload.options).await
+    Ok(object)
 }
 
 /// What went wrong, without the URL (it may carry a token).

@@ -8,6 +8,7 @@ mod harvest;
 mod ingest;
 mod load;
 mod plan;
+mod pull;
 mod reader;
 mod reupload;
 mod runner;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use catalog_shared::{
     Problem,
-    jobs::{self, JobInput, JobKind, JobStatus},
+    jobs::{self, ConnectorPayload, JobInput, JobKind, JobStatus},
     notify,
 };
 use http::StatusCode;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     cold,
     context::{JobContext, JobDeps, JobError, drop_staging},
-    download, harvest, ingest, reupload,
+    download, harvest, ingest, pull, reupload,
 };
 
 /// Tries of a handler whose database or object store is unavailable,
@@ -162,7 +162,10 @@ async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobE
         tries += 1;
         let result = match input {
             JobInput::Ingest(payload) => ingest::run(ctx, payload).await,
-            JobInput::UrlDownload(payload) | JobInput::Connector(payload) => download::run(ctx, payload).await,
+            JobInput::UrlDownload(payload) | JobInput::Connector(ConnectorPayload::Http(payload)) => {
+                download::run(ctx, payload).await
+            }
+            JobInput::Connector(ConnectorPayload::Store(payload)) => pull::run(ctx, payload).await,
             JobInput::Reupload(payload) => reupload::run(ctx, payload).await,
             JobInput::ServiceImport(payload) => harvest::run(ctx, payload).await,
             JobInput::Archive(payload) => cold::archive(ctx, payload.dataset_id).await,

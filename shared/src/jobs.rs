@@ -17,7 +17,7 @@ use std::time::Duration;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use crate::{AppError, Problem};
+use crate::{Problem, connectors::StoreLocation};
 
 /// How often a worker beats, and how many beats it may miss before its
 /// jobs are handed to another worker (and it stops counting as live).
@@ -207,36 +207,24 @@ pub struct UrlDownloadPayload {
     pub credential_id: Option<Uuid>,
 }
 
-/// A stored connector credential, its secret still sealed.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct ConnectorCredential {
-    pub method: String,
-    pub username: Option<String>,
-    pub header_name: Option<String>,
-    pub secret: Vec<u8>,
+/// Input of a `connector` job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConnectorPayload {
+    /// An object in a bucket (the `s3`, `gcs` and `azure` connectors).
+    Store(StorePullPayload),
+    /// A URL (the `http` connector).
+    Http(UrlDownloadPayload),
 }
 
-impl ConnectorCredential {
-    pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Self>, sqlx::Error> {
-        sqlx::query_as("SELECT method, username, header_name, secret FROM connector_credentials WHERE id = $1")
-            .bind(id)
-            .fetch_optional(db)
-            .await
-    }
-
-    /// The request with this credential presented.
-    pub fn apply(
-        &self,
-        request: reqwest::RequestBuilder,
-        jwt_secret: &str,
-    ) -> Result<reqwest::RequestBuilder, AppError> {
-        let secret = crate::secrets::unseal(jwt_secret, &self.secret)?;
-        Ok(match self.method.as_str() {
-            "bearer" => request.bearer_auth(secret),
-            "basic" => request.basic_auth(self.username.clone().unwrap_or_default(), Some(secret)),
-            _ => request.header(self.header_name.clone().unwrap_or_default(), secret),
-        })
-    }
+/// An object to pull from a provider's store and ingest.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StorePullPayload {
+    pub location: StoreLocation,
+    /// The object's key in the bucket (prefix and resource id).
+    pub key: String,
+    pub options: IngestOptions,
+    pub credential_id: Option<Uuid>,
 }
 
 /// What a job is given, by kind: the API stores it in `jobs.payload` and
@@ -247,7 +235,7 @@ pub enum JobInput {
     Ingest(IngestPayload),
     Reupload(ReuploadPayload),
     UrlDownload(UrlDownloadPayload),
-    Connector(UrlDownloadPayload),
+    Connector(ConnectorPayload),
     ServiceImport(ServiceImportPayload),
     Archive(DatasetPayload),
     Rehydrate(DatasetPayload),
@@ -286,7 +274,8 @@ impl JobInput {
         let payload = match self {
             JobInput::Ingest(p) => serde_json::to_value(p),
             JobInput::Reupload(p) => serde_json::to_value(p),
-            JobInput::UrlDownload(p) | JobInput::Connector(p) => serde_json::to_value(p),
+            JobInput::UrlDownload(p) => serde_json::to_value(p),
+            JobInput::Connector(p) => serde_json::to_value(p),
             JobInput::ServiceImport(p) => serde_json::to_value(p),
             JobInput::Archive(p) | JobInput::Rehydrate(p) => serde_json::to_value(p),
         };

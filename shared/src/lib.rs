@@ -1,5 +1,5 @@
 //! What the API and the workers share: configuration, the database, the
-//! error type, credentials and sealed secrets, the object store, outbound
+//! error type, credentials and sealed secrets, connectors' credentials and stores, the object store, outbound
 //! HTTP, notifications, and the contracts between the API and the workers:
 //! job records and inputs ([`jobs`]), what workers record about datasets
 //! ([`datasets`]), which files are accepted ([`uploads`]) and how extents
@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 pub mod auth;
 pub mod config;
+pub mod connectors;
 pub mod datasets;
 pub mod db;
 pub mod error;

@@ -7,6 +7,9 @@ use std::{
     time::Duration,
 };
 
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::Url;
 
@@ -280,5 +283,57 @@ mod tests {
                 .check_url(&Url::parse("http://127.0.0.1:10/x").unwrap())
                 .is_err()
         );
+    }
+}
+
+/// Hands object-store clients (connectors pulling from S3, GCS or Azure) an
+/// HTTP client under this policy: every request's URL is checked, literal
+/// addresses included (the guarded resolver sees only host names), and
+/// host names are resolved by the guarded resolver.
+#[derive(Debug)]
+pub struct GuardedStoreConnector {
+    policy: OutboundPolicy,
+    timeout: Duration,
+}
+
+impl GuardedStoreConnector {
+    pub fn new(policy: &OutboundPolicy, timeout: Duration) -> Self {
+        Self {
+            policy: policy.clone(),
+            timeout,
+        }
+    }
+}
+
+impl HttpConnector for GuardedStoreConnector {
+    fn connect(&self, _: &object_store::ClientOptions) -> object_store::Result<HttpClient> {
+        let client = self
+            .policy
+            .client_for_credentials(self.timeout)
+            .map_err(|e| object_store::Error::Generic {
+                store: "connector",
+                source: Box::new(e),
+            })?;
+        Ok(HttpClient::new(GuardedStoreService {
+            policy: self.policy.clone(),
+            client,
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct GuardedStoreService {
+    policy: OutboundPolicy,
+    client: reqwest::Client,
+}
+
+#[async_trait::async_trait]
+impl HttpService for GuardedStoreService {
+    async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let url = Url::parse(&request.uri().to_string()).map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
+        self.policy
+            .check_url(&url)
+            .map_err(|why| HttpError::new(HttpErrorKind::Request, why))?;
+        self.client.call(request).await
     }
 }

@@ -1,7 +1,9 @@
-//! `STORAGE_URL=s3://bucket/prefix` for real, against a local
-//! S3-compatible server (moto, started on loopback by this test): uploads
-//! stream into the bucket in parts, workers ingest from it, and the
-//! cleanup schedule empties it of finished jobs' sources.
+//! Object stores for real, against a local S3-compatible server (moto,
+//! started on loopback by these tests). `STORAGE_URL=s3://bucket/prefix`:
+//! uploads stream into the bucket in parts, workers ingest from it,
+//! datasets are archived into it and come back, and the cleanup schedule
+//! empties it of finished jobs' sources. The `s3` connector: a provider's
+//! bucket that demands signed requests is read with the stored key.
 use std::{
     net::TcpListener,
     process::{Child, Command, Stdio},
@@ -18,18 +20,24 @@ struct S3Server {
 
 impl S3Server {
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    async fn start_with(env: &[(&str, &str)]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
-        let moto = std::path::Path::new(&python).with_file_name("moto_server");
+        let moto = std::path::Path::new(&python()).with_file_name("moto_server");
         let child = Command::new(moto)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("moto_server (installed by scripts/test.sh)");
         let endpoint = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while reqwest::get(&endpoint).await.is_err() {
+        // A connection, not a request: moto counts requests against
+        // INITIAL_NO_AUTH_ACTION_COUNT.
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
             assert!(Instant::now() < deadline, "moto did not start");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -65,6 +73,10 @@ impl Drop for S3Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn python() -> String {
+    std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)")
 }
 
 fn big_csv(rows: usize) -> Vec<u8> {
@@ -117,6 +129,36 @@ async fn uploads_and_ingest_go_through_an_s3_bucket() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(items["features"][0]["properties"]["label"], "point number 0");
+    let first_page = |items: &serde_json::Value| items["features"].clone();
+
+    // Archived into the bucket, and back on the first read.
+    let id = dataset["id"].as_str().unwrap().to_string();
+    let archived = stack
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/datasets/{id}/archive")))
+                .bearer_auth(&token),
+        )
+        .await;
+    assert_eq!(archived.status(), 202);
+    let archive_job = archived.json::<serde_json::Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(&token, &archive_job).await["status"], "succeeded");
+    let archive_keys = s3.keys("catalog", &format!("site-a/archives/{id}/")).await;
+    assert_eq!(archive_keys.len(), 1, "{archive_keys:?}");
+    assert_eq!(stack.dataset(&token, &id).await["storage"], "cold");
+    let items_path = format!("/api/collections/{id}/items?limit=1");
+    let (status, answer) = stack.get_json(Some(&token), &items_path).await;
+    assert_eq!(status, 202, "{answer}");
+    let rehydrated = stack.wait_job(&token, answer["job_id"].as_str().unwrap()).await;
+    assert_eq!(rehydrated["status"], "succeeded", "{rehydrated}");
+    let (status, again) = stack.get_json(Some(&token), &items_path).await;
+    assert_eq!(status, 200);
+    assert_eq!(first_page(&again), first_page(&items));
+    assert_eq!(stack.dataset(&token, &id).await["feature_count"], 300_000);
 
     // Finished: its source leaves the bucket on the cleanup schedule.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -128,4 +170,189 @@ async fn uploads_and_ingest_go_through_an_s3_bucket() {
         assert!(Instant::now() < deadline, "left in the bucket: {keys:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+async fn push(stack: &Stack, token: &str, kind: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let response = stack
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/services/connectors/{kind}/ingest")))
+                .bearer_auth(token)
+                .json(&body),
+        )
+        .await;
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+async fn credential(stack: &Stack, token: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let response = stack
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/services/connectors/credentials"))
+                .bearer_auth(token)
+                .json(&body),
+        )
+        .await;
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_s3_connector_pulls_objects_with_the_stored_key() {
+    use serde_json::json;
+    let bikes = catalog_tests::data_dir().join("geojson/cycle_hire_osm.geojson");
+    // Signatures are enforced once the provider's bucket is set up.
+    let s3 = S3Server::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "6")]).await;
+    let output = Command::new(python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/s3_provider.py"))
+        .args([s3.endpoint.as_str(), "provider", "exports"])
+        .arg(&bikes)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let key: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let host = s3.endpoint.trim_start_matches("http://").to_string();
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("OUTBOUND_ALLOWED_HOSTS", &host)
+            .env("CONNECTOR_TIMEOUT_SECONDS", "10"),
+    )
+    .await;
+    let (_, editor) = stack.user_token("sally", "editor").await;
+    let (status, stored) = credential(
+        &stack,
+        &editor,
+        json!({"name": "provider bucket", "method": "aws_access_key",
+               "access_key_id": key["access_key_id"], "secret_access_key": key["secret_access_key"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{stored}");
+    assert_eq!(stored["username"], key["access_key_id"]);
+    assert!(!stored.to_string().contains(key["secret_access_key"].as_str().unwrap()));
+    let credential_id = stored["id"].as_str().unwrap().to_string();
+    let (_, bearer) = credential(
+        &stack,
+        &editor,
+        json!({"name": "web", "method": "bearer", "token": "t"}),
+    )
+    .await;
+
+    let config = json!({"bucket": "provider", "prefix": "exports", "region": "us-east-1",
+                        "endpoint": s3.endpoint, "title": "Hire points", "visibility": "public"});
+    let request = |resource: &str, credential: &serde_json::Value| json!({"resource_id": resource, "credential_id": credential, "config": config});
+    let (status, queued) = push(
+        &stack,
+        &editor,
+        "s3",
+        request("cycle_hire_osm.geojson", &json!(credential_id)),
+    )
+    .await;
+    assert_eq!(status, 202, "{queued}");
+    let job = stack.wait_job(&editor, queued["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["kind"], "connector");
+    let dataset = stack.dataset(&editor, job["dataset_id"].as_str().unwrap()).await;
+    let source: serde_json::Value = serde_json::from_slice(&std::fs::read(&bikes).unwrap()).unwrap();
+    assert_eq!(dataset["feature_count"], source["features"].as_array().unwrap().len());
+    assert_eq!(dataset["title"], "Hire points");
+
+    // The same object at the same version is the same job.
+    let (status, again) = push(
+        &stack,
+        &editor,
+        "s3",
+        request("cycle_hire_osm.geojson", &json!(credential_id)),
+    )
+    .await;
+    assert_eq!(status, 202);
+    assert_eq!(again["job_id"], queued["job_id"]);
+
+    // The provider's refusals are 502s, before anything is queued.
+    let (status, missing) = push(&stack, &editor, "s3", request("absent.geojson", &json!(credential_id))).await;
+    assert_eq!(status, 502, "{missing}");
+    assert!(
+        missing["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no object exports/absent.geojson"),
+        "{missing}"
+    );
+    let (status, unsigned) = push(&stack, &editor, "s3", request("cycle_hire_osm.geojson", &json!(null))).await;
+    assert_eq!(status, 502, "without the key the bucket refuses: {unsigned}");
+
+    // Mistakes are 422s naming the field.
+    let refusals = [
+        ("s3", request("cycle_hire_osm.geojson", &bearer["id"]), "credential_id"),
+        (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"prefix": "x"}}),
+            "config.bucket",
+        ),
+        (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "url_template": "x"}}),
+            "config.url_template",
+        ),
+        (
+            "s3",
+            json!({"resource_id": "a.exe", "config": {"bucket": "provider", "endpoint": s3.endpoint}}),
+            "resource_id",
+        ),
+        (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "endpoint": "http://127.0.0.1:1"}}),
+            "config.endpoint",
+        ),
+        (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "endpoint": format!("{}/path?x", s3.endpoint)}}),
+            "config.endpoint",
+        ),
+        (
+            "azure",
+            json!({"resource_id": "a.geojson", "config": {"account": "Not An Account", "container": "c"}}),
+            "config.account",
+        ),
+        (
+            "azure",
+            json!({"resource_id": "a.geojson", "config": {"account": "acct"}}),
+            "config.container",
+        ),
+        (
+            "gcs",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "region": "x"}}),
+            "config.region",
+        ),
+    ];
+    for (kind, body, field) in refusals {
+        let (status, problem) = push(&stack, &editor, kind, body.clone()).await;
+        assert_eq!(status, 422, "{kind} {body}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().starts_with(field),
+            "{field}: {problem}"
+        );
+    }
+    // Keys for the other stores are checked as they are stored.
+    let (status, problem) = credential(
+        &stack,
+        &editor,
+        json!({"name": "g", "method": "gcs_service_account", "service_account_key": "{\"client_email\": \"a@b\"}"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{problem}");
+    let (status, _) = credential(
+        &stack,
+        &editor,
+        json!({"name": "z", "method": "azure_access_key", "account_key": "a2V5"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        stack.logs().matches("AKIA").count(),
+        0,
+        "no access key id or secret in the logs"
+    );
 }

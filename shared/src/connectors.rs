@@ -1,0 +1,248 @@
+//! What connectors share between the API and the workers: the stored
+//! credentials presented to providers, where an object-store connector
+//! pulls from, and the object-store client that reaches a provider only
+//! under the outbound policy and only with the credential it was given.
+use std::{sync::Arc, time::Duration};
+
+use object_store::{
+    ObjectStore, RetryConfig, aws::AmazonS3Builder, azure::MicrosoftAzureBuilder, gcp::GoogleCloudStorageBuilder,
+};
+use serde::{Deserialize, Serialize};
+use sqlx::PgExecutor;
+use url::Url;
+use uuid::Uuid;
+
+use crate::{
+    AppError,
+    outbound::{GuardedStoreConnector, OutboundPolicy},
+    secrets::unseal,
+};
+
+/// A stored connector credential, its secret still sealed.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ConnectorCredential {
+    pub method: String,
+    pub username: Option<String>,
+    pub header_name: Option<String>,
+    pub secret: Vec<u8>,
+}
+
+impl ConnectorCredential {
+    pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Self>, sqlx::Error> {
+        sqlx::query_as("SELECT method, username, header_name, secret FROM connector_credentials WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await
+    }
+
+    /// The request with this credential presented (the `http` connector's
+    /// methods: bearer, basic, header).
+    pub fn apply(
+        &self,
+        request: reqwest::RequestBuilder,
+        jwt_secret: &str,
+    ) -> Result<reqwest::RequestBuilder, AppError> {
+        let secret = unseal(jwt_secret, &self.secret)?;
+        Ok(match self.method.as_str() {
+            "bearer" => request.bearer_auth(secret),
+            "basic" => request.basic_auth(self.username.clone().unwrap_or_default(), Some(secret)),
+            _ => request.header(self.header_name.clone().unwrap_or_default(), secret),
+        })
+    }
+
+    /// The key an object-store connector signs with.
+    pub fn store_key(&self, jwt_secret: &str) -> Result<StoreKey, AppError> {
+        let secret = unseal(jwt_secret, &self.secret)?;
+        Ok(match self.method.as_str() {
+            "aws_access_key" => StoreKey::Aws {
+                access_key_id: self.username.clone().unwrap_or_default(),
+                secret_access_key: secret,
+            },
+            "gcs_service_account" => StoreKey::Gcs {
+                service_account_key: secret,
+            },
+            _ => StoreKey::Azure { account_key: secret },
+        })
+    }
+}
+
+/// The connector kinds: `http` fetches a URL, the others an object.
+pub const KINDS: [&str; 4] = ["http", "s3", "gcs", "azure"];
+
+/// The bucket or container an object-store connector pulls from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum StoreLocation {
+    S3 {
+        bucket: String,
+        region: Option<String>,
+        /// An S3-compatible server other than AWS (MinIO, Ceph, R2...).
+        endpoint: Option<String>,
+    },
+    Gcs {
+        bucket: String,
+    },
+    Azure {
+        account: String,
+        container: String,
+    },
+}
+
+/// A decrypted key for an object store.
+pub enum StoreKey {
+    Aws {
+        access_key_id: String,
+        secret_access_key: String,
+    },
+    Gcs {
+        service_account_key: String,
+    },
+    Azure {
+        account_key: String,
+    },
+}
+
+impl StoreLocation {
+    /// The connector kind this store belongs to.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreLocation::S3 { .. } => "s3",
+            StoreLocation::Gcs { .. } => "gcs",
+            StoreLocation::Azure { .. } => "azure",
+        }
+    }
+
+    /// The credential method that signs requests to this kind of store.
+    pub fn credential_method(&self) -> &'static str {
+        match self {
+            StoreLocation::S3 { .. } => "aws_access_key",
+            StoreLocation::Gcs { .. } => "gcs_service_account",
+            StoreLocation::Azure { .. } => "azure_access_key",
+        }
+    }
+
+    /// The server requests go to when it is not the provider's own: the
+    /// outbound policy must allow it before anything is sent.
+    pub fn custom_endpoint(&self) -> Option<&str> {
+        match self {
+            StoreLocation::S3 { endpoint, .. } => endpoint.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// A client for this store that signs with `key`, or sends unsigned
+    /// requests (public buckets) without one. It never falls back to the
+    /// service's own credentials (environment, instance metadata): a
+    /// connector user must not borrow the operator's access.
+    pub fn open(
+        &self,
+        key: Option<StoreKey>,
+        policy: &OutboundPolicy,
+        timeout: Duration,
+    ) -> Result<Arc<dyn ObjectStore>, String> {
+        let connector = GuardedStoreConnector::new(policy, timeout);
+        // Provider failures are retried by the job queue, with backoff the
+        // user sees, not hidden inside one request.
+        let retry = RetryConfig {
+            max_retries: 1,
+            retry_timeout: timeout,
+            ..RetryConfig::default()
+        };
+        let wrong_key = || format!("a {} store cannot be signed with that credential", self.kind());
+        let store: Arc<dyn ObjectStore> = match self {
+            StoreLocation::S3 {
+                bucket,
+                region,
+                endpoint,
+            } => {
+                let mut builder = AmazonS3Builder::new()
+                    .with_bucket_name(bucket)
+                    .with_region(region.as_deref().unwrap_or("us-east-1"))
+                    .with_http_connector(connector)
+                    .with_retry(retry);
+                if let Some(endpoint) = endpoint {
+                    builder = builder.with_endpoint(endpoint).with_allow_http(true);
+                }
+                builder = match key {
+                    None => builder.with_skip_signature(true),
+                    Some(StoreKey::Aws {
+                        access_key_id,
+                        secret_access_key,
+                    }) => builder
+                        .with_access_key_id(access_key_id)
+                        .with_secret_access_key(secret_access_key),
+                    Some(_) => return Err(wrong_key()),
+                };
+                Arc::new(builder.build().map_err(store_settings)?)
+            }
+            StoreLocation::Gcs { bucket } => {
+                let builder = GoogleCloudStorageBuilder::new()
+                    .with_bucket_name(bucket)
+                    .with_http_connector(connector)
+                    .with_retry(retry);
+                let builder = match key {
+                    None => builder.with_skip_signature(true),
+                    Some(StoreKey::Gcs { service_account_key }) => {
+                        builder.with_service_account_key(service_account_key)
+                    }
+                    Some(_) => return Err(wrong_key()),
+                };
+                Arc::new(builder.build().map_err(store_settings)?)
+            }
+            StoreLocation::Azure { account, container } => {
+                let builder = MicrosoftAzureBuilder::new()
+                    .with_account(account)
+                    .with_container_name(container)
+                    .with_http_connector(connector)
+                    .with_retry(retry);
+                let builder = match key {
+                    None => builder.with_skip_signature(true),
+                    Some(StoreKey::Azure { account_key }) => builder.with_access_key(account_key),
+                    Some(_) => return Err(wrong_key()),
+                };
+                Arc::new(builder.build().map_err(store_settings)?)
+            }
+        };
+        Ok(store)
+    }
+}
+
+fn store_settings(e: object_store::Error) -> String {
+    format!("the settings do not describe a usable store: {e}")
+}
+
+/// Checks a service-account key as Google issues it (JSON with the
+/// account's e-mail and private key); answers why not.
+pub fn check_service_account_key(key: &str) -> Result<(), &'static str> {
+    let value: serde_json::Value = serde_json::from_str(key).map_err(|_| "must be the JSON key file Google issued")?;
+    for field in ["client_email", "private_key"] {
+        if !value.get(field).is_some_and(serde_json::Value::is_string) {
+            return Err("must be a service-account key (JSON with client_email and private_key)");
+        }
+    }
+    // The crate honours this test-only field as the server to send every
+    // request to; a key must not redirect them.
+    if value.get("gcs_base_url").is_some() {
+        return Err("must not name its own server (gcs_base_url)");
+    }
+    Ok(())
+}
+
+/// Whether a name can be an Azure storage account (3 to 24 lowercase
+/// letters and digits), which becomes part of a host name.
+pub fn valid_azure_account(name: &str) -> bool {
+    (3..=24).contains(&name.len()) && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+/// An S3 endpoint as a URL: http(s), nothing but scheme, host and port.
+pub fn parse_endpoint(endpoint: &str) -> Option<Url> {
+    let url = Url::parse(endpoint).ok()?;
+    let bare = matches!(url.scheme(), "http" | "https")
+        && url.host_str().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && matches!(url.path(), "" | "/")
+        && url.query().is_none()
+        && url.fragment().is_none();
+    bare.then_some(url)
+}
