@@ -1,4 +1,5 @@
-//! Job status for the people who started the work.
+//! Job status for the people who started the work (and, for a cold
+//! dataset's rehydration, for everyone who may read the dataset).
 use axum::{
     Json,
     extract::{FromRequestParts, State},
@@ -7,7 +8,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    jobs::{self, JOB_COLUMNS, JobStatus, JobView},
+    jobs::{self, JOB_COLUMNS, JobKind, JobStatus, JobView},
 };
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use uuid::Uuid;
 
 use crate::page::{Limit, Offset};
 use crate::{
-    access::Caller,
+    access::{Caller, datasets::visible_dataset},
     extract::{Path, Query},
     state::AppState,
 };
@@ -29,10 +30,30 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// The job, when the caller started it or is an admin.
-async fn visible_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
+async fn own_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
     let user = caller.signed_in()?;
     match jobs::find(&state.pool, job_id).await? {
         Some(job) if user.is_admin() || job.created_by == Some(user.id) => Ok(job),
+        _ => Err(AppError::not_found(format!("no job {job_id}"))),
+    }
+}
+
+/// The job, when the caller may follow it: their own, or the rehydration
+/// of a dataset they may read (every signed-in reader of a cold dataset is
+/// handed that job's id, whoever's read started it; anonymous readers
+/// retry the read after its `Retry-After`).
+async fn followed_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
+    let user = caller.signed_in()?;
+    let job = jobs::find(&state.pool, job_id).await?;
+    match job {
+        Some(job) if user.is_admin() || job.created_by == Some(user.id) => Ok(job),
+        Some(job)
+            if job.kind == JobKind::Rehydrate
+                && let Some(dataset_id) = job.dataset_id
+                && visible_dataset(state, caller, dataset_id).await.is_ok() =>
+        {
+            Ok(job)
+        }
         _ => Err(AppError::not_found(format!("no job {job_id}"))),
     }
 }
@@ -46,7 +67,7 @@ async fn get_job(
     caller: Caller,
     Path(job_id): Path<Uuid>,
 ) -> Result<Json<JobView>, AppError> {
-    Ok(Json(visible_job(&state, &caller, job_id).await?))
+    Ok(Json(followed_job(&state, &caller, job_id).await?))
 }
 
 /// Cancels a queued or running job; its partial work is discarded.
@@ -58,7 +79,7 @@ async fn cancel_job(
     caller: Caller,
     Path(job_id): Path<Uuid>,
 ) -> Result<Json<JobView>, AppError> {
-    let job = visible_job(&state, &caller, job_id).await?;
+    let job = own_job(&state, &caller, job_id).await?;
     let cancelled = sqlx::query(
         "UPDATE jobs SET status = $2, step = NULL, finished_at = clock_timestamp(), updated_at = clock_timestamp()
          WHERE id = $1 AND status = ANY($3)",
@@ -72,7 +93,7 @@ async fn cancel_job(
     if cancelled == 0 {
         return Err(AppError::conflict(format!("the job has already {}", job.status)));
     }
-    Ok(Json(visible_job(&state, &caller, job_id).await?))
+    Ok(Json(own_job(&state, &caller, job_id).await?))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -57,7 +57,7 @@ async fn rehydrate_jobs(stack: &Stack) -> i64 {
 async fn archived_datasets_come_back_exactly_on_first_read() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
-    let (_, editor) = stack.user_token("erin", "editor").await;
+    let (editor_id, editor) = stack.user_token("erin", "editor").await;
     let (_, outsider) = stack.user_token("otto", "viewer").await;
     let job = stack
         .upload_ok(&admin, "points.geojson", points(40), &[("visibility", "restricted")])
@@ -119,6 +119,27 @@ async fn archived_datasets_come_back_exactly_on_first_read() {
     jobs.dedup();
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(rehydrate_jobs(&stack).await, 1);
+    // Another reader (here by a grant) may follow the job; an outsider may not.
+    let grant = stack
+        .send(
+            stack
+                .http
+                .put(stack.url(&format!("/api/datasets/{id}/grants/{editor_id}")))
+                .bearer_auth(&admin)
+                .json(&json!({"permission": "read"})),
+        )
+        .await;
+    assert_eq!(grant.status(), 200);
+    let (status, followed) = stack.get_json(Some(&editor), &format!("/api/jobs/{}", jobs[0])).await;
+    assert_eq!(status, 200, "{followed}");
+    assert_eq!(followed["kind"], "rehydrate");
+    assert_eq!(followed["dataset_id"], id.as_str());
+    let (status, _) = stack.get_json(Some(&outsider), &format!("/api/jobs/{}", jobs[0])).await;
+    assert_eq!(status, 404);
+    let cancel = stack
+        .send(stack.http.delete(stack.url(&format!("/api/jobs/{}", jobs[0]))).bearer_auth(&editor))
+        .await;
+    assert_eq!(cancel.status(), 404, "following is not owning");
     let rehydrated = stack.wait_job(&admin, &jobs[0]).await;
     assert_eq!(rehydrated["status"], "succeeded", "{rehydrated}");
 
