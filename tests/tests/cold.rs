@@ -137,7 +137,12 @@ async fn archived_datasets_come_back_exactly_on_first_read() {
     let (status, _) = stack.get_json(Some(&outsider), &format!("/api/jobs/{}", jobs[0])).await;
     assert_eq!(status, 404);
     let cancel = stack
-        .send(stack.http.delete(stack.url(&format!("/api/jobs/{}", jobs[0]))).bearer_auth(&editor))
+        .send(
+            stack
+                .http
+                .delete(stack.url(&format!("/api/jobs/{}", jobs[0])))
+                .bearer_auth(&editor),
+        )
         .await;
     assert_eq!(cancel.status(), 404, "following is not owning");
     let rehydrated = stack.wait_job(&admin, &jobs[0]).await;
