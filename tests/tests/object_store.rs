@@ -172,6 +172,30 @@ async fn uploads_and_ingest_go_through_an_s3_bucket() {
     }
 }
 
+/// The keys under `prefix`, listed with an access key (the bucket refuses
+/// unsigned requests).
+fn signed_keys(endpoint: &str, key: &serde_json::Value, bucket: &str, prefix: &str) -> Vec<String> {
+    let script = "import boto3, sys\n\
+        e, i, s, b, p = sys.argv[1:]\n\
+        c = boto3.client('s3', endpoint_url=e, region_name='us-east-1', aws_access_key_id=i, aws_secret_access_key=s)\n\
+        print('\\n'.join(o['Key'] for o in c.list_objects_v2(Bucket=b, Prefix=p).get('Contents', [])))";
+    let output = Command::new(python())
+        .args(["-c", script, endpoint])
+        .args([
+            key["access_key_id"].as_str().unwrap(),
+            key["secret_access_key"].as_str().unwrap(),
+        ])
+        .args([bucket, prefix])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 async fn push(stack: &Stack, token: &str, kind: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
     let response = stack
         .send(
@@ -205,7 +229,7 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
     use serde_json::json;
     let bikes = catalog_tests::data_dir().join("geojson/cycle_hire_osm.geojson");
     // Signatures are enforced once the provider's bucket is set up.
-    let s3 = S3Server::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "6")]).await;
+    let s3 = S3Server::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "10")]).await;
     let output = Command::new(python())
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/s3_provider.py"))
         .args([s3.endpoint.as_str(), "provider", "exports"])
@@ -213,12 +237,23 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let key: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let keys: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let key = &keys["connector"];
     let host = s3.endpoint.trim_start_matches("http://").to_string();
+    // The service keeps what it pulls in its own bucket, with its own key.
     let stack = Stack::start_with(
         StackOptions::workers(1)
             .env("OUTBOUND_ALLOWED_HOSTS", &host)
-            .env("CONNECTOR_TIMEOUT_SECONDS", "10"),
+            .env("CONNECTOR_TIMEOUT_SECONDS", "10")
+            .env("STORAGE_URL", "s3://catalog/site-b")
+            .env("AWS_ENDPOINT", &s3.endpoint)
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", keys["service"]["access_key_id"].as_str().unwrap())
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                keys["service"]["secret_access_key"].as_str().unwrap(),
+            )
+            .env("AWS_REGION", "us-east-1"),
     )
     .await;
     let (_, editor) = stack.user_token("sally", "editor").await;
@@ -258,6 +293,11 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
     let source: serde_json::Value = serde_json::from_slice(&std::fs::read(&bikes).unwrap()).unwrap();
     assert_eq!(dataset["feature_count"], source["features"].as_array().unwrap().len());
     assert_eq!(dataset["title"], "Hire points");
+    let pulled = signed_keys(&s3.endpoint, &keys["service"], "catalog", "site-b/uploads/");
+    assert!(
+        pulled.iter().any(|k| k.ends_with("/cycle_hire_osm.geojson")),
+        "the pull went through the service's bucket: {pulled:?}"
+    );
 
     // The same object at the same version is the same job.
     let (status, again) = push(
