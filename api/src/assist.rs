@@ -58,7 +58,7 @@ fn listed(names: &[String]) -> String {
 /// The draft: what the dataset is and covers; where it came from; what
 /// each feature carries; how complete it is.
 fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
-    let count = dataset.feature_count;
+    let count = dataset.feature_count.unwrap_or(0);
     let mut sentences = vec![format!(
         "{} is a {} dataset of {count} feature{}{}.",
         dataset.title,

@@ -120,6 +120,7 @@ fn ingest_options(config: &Map<String, Value>) -> Result<IngestOptions, AppError
         visibility,
         layer: config_text(config, "layer")?,
         srid: None,
+        raster: Default::default(),
     })
 }
 

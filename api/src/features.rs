@@ -97,7 +97,7 @@ async fn list_features(
     let matched: i64 = match rows.first() {
         Some(row) => row.get(1),
         // Past the last page the window is empty; count the matches alone.
-        None if bounds.is_none() => dataset.feature_count,
+        None if bounds.is_none() => dataset.feature_count.unwrap_or(0),
         None => {
             let sql = format!("SELECT count(*) FROM {} t WHERE {condition}", table_sql(&dataset));
             let b = bounds.unwrap_or_default();

@@ -195,6 +195,7 @@ async fn import_service(
             visibility,
             layer: None,
             srid: None,
+            raster: Default::default(),
         },
     };
     let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();

@@ -29,10 +29,14 @@ use crate::{
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
     datasets::record::Dataset,
-    extract::Path,
+    extract::{Path, Query},
     ogc::items::{published_columns, table_sql},
     state::AppState,
 };
+
+mod raster;
+
+use raster::RasterTileQuery;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -155,17 +159,22 @@ async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddres
 }
 
 /// A tile, or 204 when the tile holds nothing (viewers draw it empty).
-/// Published public datasets may be cached by anyone; others only by the viewer.
 fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
+    let response = if tile.is_empty() {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, MVT_MEDIA_TYPE)], tile).into_response()
+    };
+    cached(response, dataset)
+}
+
+/// A tile response with its caching rule: published public datasets may
+/// be cached by anyone; others only by the viewer.
+fn cached(mut response: Response, dataset: &Dataset) -> Response {
     let cache = if dataset.visibility == "public" && dataset.status == "ready" {
         "public, max-age=300"
     } else {
         "private, max-age=60"
-    };
-    let mut response = if tile.is_empty() {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        ([(header::CONTENT_TYPE, MVT_MEDIA_TYPE)], tile).into_response()
     };
     response
         .headers_mut()
@@ -173,21 +182,35 @@ fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
     response
 }
 
-/// One vector tile of a dataset's features (layer named after its table).
+/// One vector tile of a dataset's features (layer named after its table),
+/// or one image tile of a raster dataset.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/{z}/{x}/{y}", tag = "tiles",
     params(("dataset_id" = Uuid, Path), ("z" = u32, Path, description = "zoom, 0 to 24"), ("x" = u32, Path),
-           ("y" = String, Path, description = "row, with or without .pbf or .mvt"),
+           ("y" = String, Path, description = "row, with or without .pbf or .mvt; for a raster dataset with .png, .webp or .jpg (@2x before it for 512 px)"),
            ("scope" = Option<String>, Query, description = "signed template: dataset:<id>"),
            ("exp" = Option<i64>, Query, description = "signed template: expiry, Unix seconds"),
-           ("sig" = Option<String>, Query, description = "signed template: signature")),
-    responses((status = 200, description = "Mapbox Vector Tile", content_type = "application/vnd.mapbox-vector-tile"),
+           ("sig" = Option<String>, Query, description = "signed template: signature"),
+           RasterTileQuery),
+    responses((status = 200, description = "Mapbox Vector Tile, or a raster dataset's image", content_type = "application/vnd.mapbox-vector-tile"),
               (status = 204, description = "nothing in this tile"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn vector_tile(
     State(state): State<AppState>,
     caller: Caller,
     Path(address): Path<(String, String, String, String)>,
+    Query(query): Query<RasterTileQuery>,
 ) -> Result<Response, AppError> {
+    let (id, z, x, y) = &address;
+    let dataset = visible_collection(&state, &caller, id).await?;
+    if dataset.is_raster() {
+        let (row, format, size) = raster::image_row(y).ok_or_else(|| {
+            AppError::unprocessable(format!(
+                "dataset {id} is a raster: ask for its tiles as .png, .webp or .jpg (@2x for 512 px)"
+            ))
+        })?;
+        let at = tile_address(z, x, row)?;
+        return raster::raster_tile(&state, &dataset, (at.z, at.x, at.y), (format, size), &query).await;
+    }
     serve_tile(&state, &caller, address, |d| vector_tile_sql(d, &published_columns(d))).await
 }
 
@@ -256,7 +279,29 @@ async fn tilejson(
             )
         ),
     };
-    let fields: serde_json::Map<String, Value> = published_columns(&dataset)
+    let mut document = if dataset.is_raster() {
+        let maxzoom = raster::native_zoom(&dataset);
+        json!({
+            "tilejson": "3.0.0",
+            "name": dataset.title,
+            "description": dataset.summary,
+            "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.png{query}", dataset.id)],
+            "format": "png",
+            "minzoom": 0,
+            "maxzoom": maxzoom,
+        })
+    } else {
+        vector_tilejson(&dataset, base, &query)
+    };
+    // TileJSON bounds cannot cross the antimeridian: such data gets none.
+    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
+        document["bounds"] = json!(bbox);
+    }
+    Ok(Json(document))
+}
+
+fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
+    let fields: serde_json::Map<String, Value> = published_columns(dataset)
         .iter()
         .map(|c| {
             let kind = match crate::ogc::json_schema_of(&c.pg_type)["type"].as_str() {
@@ -267,7 +312,7 @@ async fn tilejson(
             (c.name.clone(), json!(kind))
         })
         .collect();
-    let mut document = json!({
+    json!({
         "tilejson": "3.0.0",
         "name": dataset.title,
         "description": dataset.summary,
@@ -275,22 +320,19 @@ async fn tilejson(
         "minzoom": 0,
         "maxzoom": SOURCE_MAX_ZOOM,
         "vector_layers": [{"id": dataset.table_name, "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
-    });
-    // TileJSON bounds cannot cross the antimeridian: such data gets none.
-    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
-        document["bounds"] = json!(bbox);
-    }
-    Ok(Json(document))
+    })
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct TileToken {
     dataset_id: Uuid,
     scope: String,
-    /// Vector tile URL template, signed.
+    /// Tile URL template, signed: vector tiles, or a raster's PNG tiles.
     tile_url: String,
-    /// Cluster tile URL template, signed.
-    cluster_tile_url: String,
+    /// Cluster tile URL template, signed; null for a raster.
+    cluster_tile_url: Option<String>,
+    /// Terrain-RGB template of a single-band raster, signed; else null.
+    terrain_tile_url: Option<String>,
     expires_at: DateTime<Utc>,
     /// Seconds until the templates expire.
     expires_in: i64,
@@ -314,8 +356,14 @@ async fn tile_token(
     Ok(Json(TileToken {
         dataset_id: dataset.id,
         scope: format!("dataset:{}", dataset.id),
-        tile_url: format!("{base}/{{z}}/{{x}}/{{y}}.pbf?{query}"),
-        cluster_tile_url: format!("{base}/cluster/{{z}}/{{x}}/{{y}}.pbf?{query}"),
+        tile_url: if dataset.is_raster() {
+            format!("{base}/{{z}}/{{x}}/{{y}}.png?{query}")
+        } else {
+            format!("{base}/{{z}}/{{x}}/{{y}}.pbf?{query}")
+        },
+        cluster_tile_url: (!dataset.is_raster()).then(|| format!("{base}/cluster/{{z}}/{{x}}/{{y}}.pbf?{query}")),
+        // Terrain tiles are not served yet.
+        terrain_tile_url: None,
         expires_at: DateTime::from_timestamp(exp, 0).unwrap_or_default(),
         expires_in: exp - now,
     }))

@@ -15,7 +15,7 @@ use crate::{
     context::{JobContext, JobError},
     load::{self, DatasetMeta},
     plan::{LayerPlan, ReadError},
-    reader, source_text,
+    raster, reader, source_text,
     sources::{self, Source},
 };
 
@@ -68,10 +68,8 @@ pub async fn ingest_object(
     let workdir = tempfile::tempdir()?;
     let local = local_source(ctx, object, workdir.path(), filename).await?;
     tracing::info!(job_id = %ctx.job_id, fetch_ms = started.elapsed().as_millis() as u64, "source fetched");
-    let wanted = options.layer.clone();
-    let srid = options.srid;
-    let name = filename.to_string();
-    let layers = tokio::task::spawn_blocking(move || plan_layers(&local, &name, wanted.as_deref(), srid))
+    let (source_path, name) = (local.clone(), filename.to_string());
+    let sources = tokio::task::spawn_blocking(move || sources::sources_of(&source_path, &name))
         .await
         .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
         .map_err(JobError::Invalid)?;
@@ -81,6 +79,30 @@ pub async fn ingest_object(
         .await?
         .into_iter()
         .collect();
+    let (rasters, vectors): (Vec<Source>, Vec<Source>) =
+        sources.into_iter().partition(|s| s.format == SourceFormat::GeoTiff);
+    let single_raster = rasters.len() == 1 && vectors.is_empty();
+    for source in &rasters {
+        if published.contains(&source.label) {
+            continue;
+        }
+        let stem = source.label.rsplit('/').next().unwrap_or(&source.label);
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        let naming = raster::Naming {
+            title: title_for(options, filename, stem, single_raster),
+            filename,
+        };
+        raster::ingest(ctx, source, naming, options).await?;
+    }
+    if vectors.is_empty() {
+        return Ok(());
+    }
+    let wanted = options.layer.clone();
+    let srid = options.srid;
+    let layers = tokio::task::spawn_blocking(move || plan_layers(vectors, wanted.as_deref(), srid))
+        .await
+        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+        .map_err(JobError::Invalid)?;
     let single = layers.len() == 1;
     let mut loaded_any = !published.is_empty();
     for (n, layer) in layers.iter().enumerate() {
@@ -142,12 +164,10 @@ fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool)
 
 /// Opens every source with GDAL and lists the spatial layers to load.
 pub(crate) fn plan_layers(
-    local: &std::path::Path,
-    filename: &str,
+    sources: Vec<Source>,
     wanted: Option<&str>,
     srid: Option<i32>,
 ) -> Result<Vec<LayerJob>, String> {
-    let sources = sources::sources_of(local, filename)?;
     let many_sources = sources.len() > 1;
     let mut all = Vec::new();
     let mut available = Vec::new();

@@ -32,6 +32,7 @@ fn drivers(format: SourceFormat) -> &'static [&'static str] {
         SourceFormat::Shapefile => &["ESRI Shapefile"],
         SourceFormat::GeoJson => &["GeoJSON", "GeoJSONSeq"],
         SourceFormat::Csv => &["CSV"],
+        SourceFormat::GeoTiff => &["GTiff"],
     }
 }
 

@@ -3,7 +3,7 @@
 //! compared with it). The layer is the one asked
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
-use catalog_shared::{datasets::ColumnInfo, jobs::ReuploadPayload};
+use catalog_shared::{datasets::ColumnInfo, jobs::ReuploadPayload, uploads::SourceFormat};
 use object_store::{ObjectStoreExt, path::Path};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -14,7 +14,7 @@ use crate::{
     harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
     load::{self, DatasetMeta},
-    reader,
+    reader, sources,
 };
 
 const PREVIEW_ROWS: usize = 5;
@@ -59,10 +59,16 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
     let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;
     let name = payload.filename.clone();
     let srid = payload.srid;
-    let candidates = tokio::task::spawn_blocking(move || plan_layers(&local, &name, None, srid))
-        .await
-        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
-        .map_err(JobError::Invalid)?;
+    let candidates = tokio::task::spawn_blocking(move || {
+        let sources = sources::sources_of(&local, &name)?;
+        if sources.iter().any(|s| s.format == SourceFormat::GeoTiff) {
+            return Err("a reupload replaces a vector dataset's features; it cannot take a GeoTIFF".to_string());
+        }
+        plan_layers(sources, None, srid)
+    })
+    .await
+    .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+    .map_err(JobError::Invalid)?;
     let chosen = choose_layer(&candidates, payload.layer.as_deref(), current.source_layer.as_deref())?;
     if payload.preview {
         let mut preview = preview(&candidates, chosen, &current, &payload).await?;

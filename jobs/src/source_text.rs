@@ -39,7 +39,7 @@ pub fn fidelity(format: SourceFormat) -> Option<Fidelity> {
     match format {
         SourceFormat::Csv => Some(Fidelity::Text),
         SourceFormat::GeoJson | SourceFormat::Shapefile => Some(Fidelity::Number),
-        SourceFormat::GeoPackage => None,
+        SourceFormat::GeoPackage | SourceFormat::GeoTiff => None,
     }
 }
 
@@ -110,7 +110,7 @@ pub fn scan(
             scan_geojson(path, &names, each)
         }
         SourceFormat::Shapefile => scan_dbf(path, plan, chosen, each),
-        SourceFormat::GeoPackage => Ok(false),
+        SourceFormat::GeoPackage | SourceFormat::GeoTiff => Ok(false),
     }
 }
 

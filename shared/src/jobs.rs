@@ -131,6 +131,21 @@ pub struct IngestOptions {
     pub visibility: String,
     pub layer: Option<String>,
     pub srid: Option<i32>,
+    #[serde(default)]
+    pub raster: RasterOptions,
+}
+
+/// How a GeoTIFF upload is stored (the upload's raster form fields).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RasterOptions {
+    /// Store the uploaded bytes unchanged; the job fails unless they are a
+    /// valid Cloud-Optimized GeoTIFF.
+    #[serde(default)]
+    pub strict_cog: bool,
+    pub resampling: Option<String>,
+    pub nodata_override: Option<f64>,
+    pub srid_override: Option<i32>,
+    pub compression: Option<String>,
 }
 
 /// Input of an `ingest` job: a file already in the object store.

@@ -10,6 +10,7 @@ pub enum SourceFormat {
     Shapefile,
     GeoJson,
     Csv,
+    GeoTiff,
 }
 
 impl SourceFormat {
@@ -19,12 +20,14 @@ impl SourceFormat {
             SourceFormat::Shapefile => "shapefile",
             SourceFormat::GeoJson => "geojson",
             SourceFormat::Csv => "csv",
+            SourceFormat::GeoTiff => "geotiff",
         }
     }
 }
 
 /// What may be uploaded, for messages.
-pub const ACCEPTED: &str = ".gpkg, .geojson, .json, .csv, or .zip (holding a shapefile set or any of those)";
+pub const ACCEPTED: &str =
+    ".gpkg, .geojson, .json, .csv, .tif/.tiff (GeoTIFF), or .zip (holding a shapefile set or any of those)";
 
 /// The format a file name announces, if any.
 pub fn format_of(name: &str) -> Option<SourceFormat> {
@@ -35,6 +38,7 @@ pub fn format_of(name: &str) -> Option<SourceFormat> {
         "geojson" | "json" | "geojsonl" | "geojsons" => Some(SourceFormat::GeoJson),
         "csv" => Some(SourceFormat::Csv),
         "shp" => Some(SourceFormat::Shapefile),
+        "tif" | "tiff" => Some(SourceFormat::GeoTiff),
         _ => None,
     }
 }
@@ -54,6 +58,7 @@ mod tests {
     fn uploads_are_recognised_by_extension() {
         assert!(is_accepted_upload("World.GPKG"));
         assert!(is_accepted_upload("a.zip"));
+        assert!(is_accepted_upload("dem.TIF") && is_accepted_upload("dem.tiff"));
         assert!(!is_accepted_upload("a.shp"));
         assert!(!is_accepted_upload("notes.txt"));
         assert!(!is_accepted_upload("noext"));

@@ -46,6 +46,11 @@ pub(super) async fn archive(
             "this dataset is a registered table, read in place; it cannot be archived",
         ));
     }
+    if dataset.is_raster() {
+        return Err(AppError::conflict(
+            "this dataset is a raster, already a file in the object store; only tables are archived",
+        ));
+    }
     let job_id = queue_move(&state, id, JobKind::Archive, Some(admin)).await?;
     Ok(accepted_again(&state, job_id).await?.into_response())
 }
@@ -54,7 +59,15 @@ pub(super) async fn archive(
 /// `{status: "rehydrating", job_id}` (with `Retry-After`) of the job that
 /// brings it back, queued by the first reader to ask. Call it after the
 /// access check, so a caller who may not read the dataset starts nothing.
+///
+/// A raster dataset has no features: reads of features answer 422.
 pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) -> Result<(), AppError> {
+    if dataset.is_raster() {
+        return Err(AppError::unprocessable(format!(
+            "dataset {} is a raster: it has no features; read it as raster tiles (/api/tiles/{}/{{z}}/{{x}}/{{y}}.png) or download it",
+            dataset.id, dataset.id
+        )));
+    }
     if dataset.storage != "cold" {
         if state.reads.due(dataset.id) {
             record_read(state, dataset.id).await?;

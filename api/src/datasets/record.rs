@@ -1,5 +1,6 @@
 //! The dataset record as the API reads it, for every module that serves
 //! datasets (routes, OGC, tiles, records, the access rules, the cache).
+use catalog_raster::RasterInfo;
 use catalog_shared::AppError;
 use catalog_shared::datasets::ColumnInfo;
 use chrono::{DateTime, Utc};
@@ -23,7 +24,8 @@ pub struct Dataset {
     pub(crate) source_srid: Option<i32>,
     /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
     pub(crate) extent_bbox: Option<Vec<f64>>,
-    pub(crate) feature_count: i64,
+    /// None for a raster dataset.
+    pub(crate) feature_count: Option<i64>,
     #[schema(value_type = Vec<Object>)]
     pub(crate) column_info: SqlJson<Vec<ColumnInfo>>,
     #[schema(value_type = Object)]
@@ -42,6 +44,15 @@ pub struct Dataset {
     /// `hot` (in PostGIS) or `cold` (archived in the object store; a read
     /// of its data brings it back).
     pub(crate) storage: String,
+    /// `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF).
+    pub(crate) kind: String,
+    /// For a raster: `{width, height, band_count, bands, resolution, srid,
+    /// overview_count, is_cog, size_bytes}`; null for a vector dataset.
+    #[schema(value_type = Option<Object>)]
+    pub(crate) raster: Option<SqlJson<RasterInfo>>,
+    /// Where a raster's file is in the object store.
+    #[serde(skip)]
+    pub(crate) raster_object: Option<String>,
     pub(crate) job_id: Option<Uuid>,
     pub(crate) created_by: Option<Uuid>,
     pub(crate) created_at: DateTime<Utc>,
@@ -51,7 +62,13 @@ pub struct Dataset {
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
-    source_filename, source_layer, is_registered, storage, job_id, created_by, created_at, updated_at";
+    source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
+
+impl Dataset {
+    pub fn is_raster(&self) -> bool {
+        self.kind == "raster"
+    }
+}
 
 pub const TITLE_MAX: usize = 500;
 pub const SUMMARY_MAX: usize = 5000;

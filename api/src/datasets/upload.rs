@@ -1,9 +1,10 @@
 //! New data as queued jobs: a file upload, a reupload replacing a
 //! dataset's data, and an import from a URL. Each answers 202 with the job.
 use axum::{extract::State, response::Response};
+use catalog_raster::cog;
 use catalog_shared::{
     AppError,
-    jobs::{self, IngestOptions, IngestPayload, JobInput, ReuploadPayload, UrlDownloadPayload},
+    jobs::{self, IngestOptions, IngestPayload, JobInput, RasterOptions, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
     uploads,
 };
@@ -34,6 +35,16 @@ pub(super) struct UploadForm {
     layer: Option<String>,
     /// Source CRS (EPSG code) for files that declare none.
     srid: Option<i32>,
+    /// GeoTIFF: store the file as uploaded; it must be a valid COG.
+    strict_cog: Option<bool>,
+    /// GeoTIFF overviews: nearest, bilinear, cubic, average or mode.
+    resampling: Option<String>,
+    /// GeoTIFF: the nodata value to record instead of the file's.
+    nodata_override: Option<f64>,
+    /// GeoTIFF: the CRS (EPSG code) to assign; never reprojects.
+    srid_override: Option<i32>,
+    /// GeoTIFF: deflate (default), lzw, zstd, webp, jpeg or none.
+    compression: Option<String>,
 }
 
 /// Uploads a file; it is streamed into the object store and ingested by a worker.
@@ -74,11 +85,15 @@ pub(super) async fn upload(
             }
             "layer" => options.layer = Some(value),
             "srid" => options.srid = Some(parse_srid(&value)?),
-            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+            raster => raster_option(&mut options.raster, raster, value)?,
         }
         Ok(())
     })
     .await?;
+    if let Err(clash) = refuse_strict_cog_clash(&options.raster) {
+        let _ = state.storage.store.delete(&received.path).await;
+        return Err(clash);
+    }
     let demand = Demand {
         bytes: received.bytes,
         datasets: 1,
@@ -152,6 +167,74 @@ async fn enqueue_upload(
         let _ = state.storage.store.delete(&received.path).await;
     }
     queued
+}
+
+/// Reads one of a GeoTIFF upload's form fields; any other name is unknown.
+fn raster_option(raster: &mut RasterOptions, name: &str, value: String) -> Result<(), AppError> {
+    let one_of = |field: &str, allowed: &[&str]| {
+        if allowed.contains(&value.as_str()) {
+            Ok(Some(value.clone()))
+        } else {
+            Err(AppError::invalid_field(
+                field,
+                &format!("must be one of {}", allowed.join(", ")),
+            ))
+        }
+    };
+    match name {
+        "strict_cog" => {
+            raster.strict_cog = match value.as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(AppError::invalid_field("strict_cog", "must be true or false")),
+            }
+        }
+        "resampling" => raster.resampling = one_of("resampling", &cog::RESAMPLINGS)?,
+        "compression" => raster.compression = one_of("compression", &cog::COMPRESSIONS)?,
+        "nodata_override" => {
+            let nodata = value.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+            raster.nodata_override =
+                Some(nodata.ok_or_else(|| AppError::invalid_field("nodata_override", "must be a number"))?);
+        }
+        "srid_override" => {
+            raster.srid_override = Some(
+                value
+                    .parse()
+                    .ok()
+                    .filter(|s: &i32| *s > 0)
+                    .ok_or_else(|| AppError::invalid_field("srid_override", "must be a positive EPSG code"))?,
+            );
+        }
+        other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+    }
+    Ok(())
+}
+
+/// `strict_cog` stores the upload unchanged, so nothing that would change
+/// it may come with it: the 422 names every field that does.
+fn refuse_strict_cog_clash(raster: &RasterOptions) -> Result<(), AppError> {
+    if !raster.strict_cog {
+        return Ok(());
+    }
+    let clashing: Vec<&str> = [
+        ("resampling", raster.resampling.is_some()),
+        ("nodata_override", raster.nodata_override.is_some()),
+        ("srid_override", raster.srid_override.is_some()),
+        (
+            "compression",
+            raster.compression.as_deref().is_some_and(|c| c != "deflate"),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(field, set)| set.then_some(field))
+    .collect();
+    if clashing.is_empty() {
+        return Ok(());
+    }
+    Err(AppError::unprocessable(format!(
+        "strict_cog stores the file exactly as uploaded, so it cannot be combined with {}",
+        clashing.join(", ")
+    )))
 }
 
 fn parse_srid(value: &str) -> Result<i32, AppError> {
@@ -376,6 +459,7 @@ pub(super) async fn import_url(
             visibility,
             layer: body.layer,
             srid: body.srid,
+            raster: Default::default(),
         },
         credential_id: None,
     };

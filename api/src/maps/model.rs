@@ -312,7 +312,7 @@ pub struct MapLayerResponse {
     pub dataset_extent_bbox: Option<Vec<f64>>,
     #[schema(value_type = Vec<Object>)]
     pub dataset_column_info: Vec<ColumnInfo>,
-    pub dataset_feature_count: i64,
+    pub dataset_feature_count: Option<i64>,
     #[schema(value_type = Object)]
     pub dataset_sample_values: Value,
     pub dataset_record_type: &'static str,
@@ -366,7 +366,7 @@ impl MapLayerResponse {
             dataset_table_name: String::new(),
             dataset_extent_bbox: None,
             dataset_column_info: Vec::new(),
-            dataset_feature_count: 0,
+            dataset_feature_count: None,
             dataset_sample_values: Value::Object(Map::new()),
             dataset_record_type: "dataset",
             dataset_available: false,

@@ -66,7 +66,7 @@ struct LayerRow {
     dataset_table_name: String,
     dataset_extent_bbox: Option<Vec<f64>>,
     dataset_column_info: SqlJson<Vec<ColumnInfo>>,
-    dataset_feature_count: i64,
+    dataset_feature_count: Option<i64>,
     dataset_sample_values: SqlJson<Value>,
     dataset_visibility: String,
     dataset_status: String,

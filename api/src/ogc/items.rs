@@ -301,7 +301,7 @@ async fn number_matched(
     filtered: bool,
 ) -> Result<i64, AppError> {
     if !filtered {
-        return Ok(dataset.feature_count);
+        return Ok(dataset.feature_count.unwrap_or(0));
     }
     let table = table_sql(dataset);
     let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");

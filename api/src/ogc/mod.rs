@@ -109,7 +109,9 @@ async fn collections(
     credential: LinkCredential,
 ) -> Result<Json<Value>, AppError> {
     let visible = visible_to_caller("datasets");
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' ORDER BY title, id");
+    let sql = format!(
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' AND kind = 'vector' ORDER BY title, id"
+    );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
@@ -132,8 +134,20 @@ async fn collection(
     credential: LinkCredential,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
-    let dataset = visible_collection(&state, &caller, &id).await?;
+    let dataset = feature_collection(&state, &caller, &id).await?;
     Ok(Json(collection_json(&state.config.public_url, &dataset, &credential)))
+}
+
+/// A dataset the caller may read, as a collection of features: a raster
+/// dataset is none (it is served as raster tiles).
+async fn feature_collection(state: &AppState, caller: &Caller, id: &str) -> Result<std::sync::Arc<Dataset>, AppError> {
+    let dataset = visible_collection(state, caller, id).await?;
+    if dataset.is_raster() {
+        return Err(AppError::not_found(format!(
+            "no feature collection {id}: the dataset is a raster"
+        )));
+    }
+    Ok(dataset)
 }
 
 /// JSON Schema of what a filter may name: the published columns and the geometry.
@@ -144,7 +158,7 @@ async fn queryables(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<impl axum::response::IntoResponse, AppError> {
-    let dataset = visible_collection(&state, &caller, &id).await?;
+    let dataset = feature_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     let mut properties = serde_json::Map::new();
     properties.insert(

@@ -22,7 +22,8 @@ fn parameter(name: &str, schema: Value, description: &str) -> Value {
 
 pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Result<Json<Value>, AppError> {
     let visible = visible_to_caller("datasets");
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready'");
+    let sql =
+        format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' AND kind = 'vector'");
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())

@@ -1,0 +1,321 @@
+//! Raster tiles of raster datasets: GDAL cuts each tile from the stored
+//! COG on a small pool of threads, each keeping its own open handles (a
+//! GDAL dataset may not be shared between threads, and opening one per
+//! request would cost more than the tile).
+use std::{
+    collections::HashMap,
+    path::{Path as FilePath, PathBuf},
+    sync::{
+        OnceLock,
+        atomic::{AtomicUsize, Ordering},
+        mpsc,
+    },
+};
+
+use axum::{
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use catalog_raster::{
+    RasterError, RasterInfo,
+    tile::{self, Colormap, TileFormat, TileSpec},
+};
+use catalog_shared::AppError;
+use futures::StreamExt;
+use object_store::{ObjectStoreExt, path::Path as ObjectPath};
+use serde::Deserialize;
+use tokio::io::AsyncWriteExt;
+
+use crate::{datasets::record::Dataset, state::AppState};
+
+/// Open datasets one thread keeps, at most.
+const OPEN_PER_THREAD: usize = 64;
+/// GDAL's block cache for the whole process, in MB.
+const BLOCK_CACHE_MB: usize = 256;
+
+/// The raster query of a tile route (ignored for vector tiles).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct RasterTileQuery {
+    /// Raster: 1 or 3 band indexes, comma separated.
+    bidx: Option<String>,
+    /// Raster: `min,max` mapped to 0..255.
+    rescale: Option<String>,
+    /// Raster, one band: viridis, magma, terrain, greys or rdylgn.
+    colormap: Option<String>,
+    /// Raster: nearest (default), bilinear or cubic.
+    resampling: Option<String>,
+}
+
+type Work = Box<dyn FnOnce(&mut OpenRasters) + Send>;
+
+struct RasterPool {
+    threads: Vec<mpsc::Sender<Work>>,
+    next: AtomicUsize,
+}
+
+/// One thread's open datasets, by file.
+struct OpenRasters {
+    open: HashMap<PathBuf, catalog_raster::Dataset>,
+}
+
+impl OpenRasters {
+    fn get(&mut self, file: &FilePath) -> Result<&catalog_raster::Dataset, RasterError> {
+        if !self.open.contains_key(file) {
+            if self.open.len() >= OPEN_PER_THREAD {
+                self.open.clear();
+            }
+            self.open.insert(file.to_path_buf(), catalog_raster::open(file)?);
+        }
+        Ok(&self.open[file])
+    }
+}
+
+fn pool() -> &'static RasterPool {
+    static POOL: OnceLock<RasterPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        catalog_raster::configure_for_serving(BLOCK_CACHE_MB);
+        let count = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..count)
+            .map(|n| {
+                let (send, receive) = mpsc::channel::<Work>();
+                std::thread::Builder::new()
+                    .name(format!("raster-tiles-{n}"))
+                    .spawn(move || {
+                        let mut open = OpenRasters { open: HashMap::new() };
+                        for work in receive {
+                            work(&mut open);
+                        }
+                    })
+                    .expect("raster tile thread starts");
+                send
+            })
+            .collect();
+        RasterPool {
+            threads,
+            next: AtomicUsize::new(0),
+        }
+    })
+}
+
+async fn on_pool<T: Send + 'static>(work: impl FnOnce(&mut OpenRasters) -> T + Send + 'static) -> Result<T, AppError> {
+    let pool = pool();
+    let (send, receive) = tokio::sync::oneshot::channel();
+    let thread = pool.next.fetch_add(1, Ordering::Relaxed) % pool.threads.len();
+    pool.threads[thread]
+        .send(Box::new(move |open| {
+            let _ = send.send(work(open));
+        }))
+        .map_err(|_| AppError::internal("the raster tile threads stopped"))?;
+    receive
+        .await
+        .map_err(|_| AppError::internal("a raster tile thread failed"))
+}
+
+/// A tile's format and size from its last path segment: `12.png`,
+/// `12@2x.webp`, `12.jpg`.
+pub fn image_row(y: &str) -> Option<(&str, TileFormat, usize)> {
+    let (row, extension) = y.rsplit_once('.')?;
+    let format = TileFormat::from_extension(extension)?;
+    Some(match row.strip_suffix("@2x") {
+        Some(row) => (row, format, 512),
+        None => (row, format, 256),
+    })
+}
+
+/// Whether the tile's area meets the raster's extent (`[west, south,
+/// east, north]`, west > east across the antimeridian).
+fn meets_extent(extent: &[f64], z: u32, x: u32, y: u32) -> bool {
+    let [west, south, east, north] = extent else {
+        return true;
+    };
+    let n = f64::from(1u32 << z);
+    let lon = |x: f64| x / n * 360.0 - 180.0;
+    let lat = |y: f64| (std::f64::consts::PI * (1.0 - 2.0 * y / n)).sinh().atan().to_degrees();
+    let (tile_west, tile_east) = (lon(f64::from(x)), lon(f64::from(x + 1)));
+    let (tile_north, tile_south) = (lat(f64::from(y)), lat(f64::from(y + 1)));
+    let overlaps = |w: f64, e: f64| tile_west <= e && tile_east >= w;
+    let across = if west <= east {
+        overlaps(*west, *east)
+    } else {
+        overlaps(*west, 180.0) || overlaps(-180.0, *east)
+    };
+    across && tile_south <= *north && tile_north >= *south
+}
+
+/// The zoom whose Web Mercator pixels are about as fine as the raster's
+/// (measured at the middle of its extent), for TileJSON's `maxzoom`.
+pub fn native_zoom(dataset: &Dataset) -> u32 {
+    const EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0: f64 = 156_543.033_928;
+    let (Some(info), Some([west, south, east, north])) = (dataset.raster.as_ref(), dataset.extent_bbox.as_deref())
+    else {
+        return 0;
+    };
+    let width_degrees = if west <= east { east - west } else { east - west + 360.0 };
+    let middle = ((south + north) / 2.0).to_radians().cos().max(0.01);
+    let metres_per_pixel = width_degrees / info.width as f64 * 111_319.490_8 * middle;
+    if metres_per_pixel <= 0.0 || !metres_per_pixel.is_finite() {
+        return 0;
+    }
+    (EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0 * middle / metres_per_pixel)
+        .log2()
+        .ceil()
+        .clamp(0.0, 24.0) as u32
+}
+
+/// One raster tile, or 204 when it lies wholly outside the data.
+pub async fn raster_tile(
+    state: &AppState,
+    dataset: &Dataset,
+    (z, x, y): (u32, u32, u32),
+    (format, size): (TileFormat, usize),
+    query: &RasterTileQuery,
+) -> Result<Response, AppError> {
+    let info = dataset
+        .raster
+        .as_ref()
+        .map(|r| r.0.clone())
+        .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
+    let spec = tile_spec(&info, query, tile::tile_bounds(z as u8, x, y), size, format)?;
+    if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
+        return Ok(super::cached(StatusCode::NO_CONTENT.into_response(), dataset));
+    }
+    let file = raster_file(state, dataset).await?;
+    let encoded = on_pool(move |open| {
+        let ds = open.get(&file)?;
+        tile::render(ds, &info, &spec)
+    })
+    .await?
+    .map_err(|e| AppError::internal(format!("raster tile: {e}")))?;
+    let response = (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()))],
+        encoded,
+    );
+    Ok(super::cached(response.into_response(), dataset))
+}
+
+fn tile_spec(
+    info: &RasterInfo,
+    query: &RasterTileQuery,
+    bounds: [f64; 4],
+    size: usize,
+    format: TileFormat,
+) -> Result<TileSpec, AppError> {
+    let bands = match &query.bidx {
+        None => info.default_bands(),
+        Some(list) => {
+            let bands: Option<Vec<usize>> = list.split(',').map(|b| b.trim().parse().ok()).collect();
+            match bands {
+                Some(b) if matches!(b.len(), 1 | 3) && b.iter().all(|i| (1..=info.band_count).contains(i)) => b,
+                _ => {
+                    return Err(AppError::bad_request(format!(
+                        "bidx must be 1 or 3 band indexes from 1 to {}, comma separated",
+                        info.band_count
+                    )));
+                }
+            }
+        }
+    };
+    let rescale = match &query.rescale {
+        None => None,
+        Some(pair) => {
+            let values: Vec<f64> = pair.split(',').filter_map(|v| v.trim().parse().ok()).collect();
+            match values[..] {
+                [low, high] if low.is_finite() && high.is_finite() && low < high => Some((low, high)),
+                _ => return Err(AppError::bad_request("rescale must be min,max with min below max")),
+            }
+        }
+    };
+    let colormap =
+        match &query.colormap {
+            None => None,
+            Some(name) => Some(Colormap::from_name(name).ok_or_else(|| {
+                AppError::bad_request(format!("colormap must be one of {}", Colormap::NAMES.join(", ")))
+            })?),
+        };
+    if colormap.is_some() && bands.len() != 1 {
+        return Err(AppError::bad_request(
+            "a colormap colours one band; ask for one with bidx",
+        ));
+    }
+    let resampling = query.resampling.clone().unwrap_or_else(|| "nearest".into());
+    if !matches!(resampling.as_str(), "nearest" | "bilinear" | "cubic") {
+        return Err(AppError::bad_request("resampling must be nearest, bilinear or cubic"));
+    }
+    Ok(TileSpec {
+        bounds,
+        size,
+        bands,
+        rescale,
+        colormap,
+        resampling: if resampling == "nearest" {
+            "near".into()
+        } else {
+            resampling
+        },
+        format,
+    })
+}
+
+/// The raster's file on local disk: the object itself in a local store,
+/// else a copy fetched once into the process's cache directory.
+async fn raster_file(state: &AppState, dataset: &Dataset) -> Result<PathBuf, AppError> {
+    let key = dataset
+        .raster_object
+        .as_deref()
+        .ok_or_else(|| AppError::internal("a raster dataset without its file"))?;
+    let object = ObjectPath::from(key);
+    if let Some(path) = state.storage.local_file(&object) {
+        return Ok(path);
+    }
+    let cached = std::env::temp_dir()
+        .join("catalog-raster-cache")
+        .join(key.replace('/', "_"));
+    if tokio::fs::try_exists(&cached).await.unwrap_or(false) {
+        return Ok(cached);
+    }
+    tokio::fs::create_dir_all(cached.parent().expect("cache file has a folder"))
+        .await
+        .map_err(AppError::internal)?;
+    // Written aside and renamed, so a reader never opens half a file.
+    let partial = cached.with_extension(format!("part-{}", uuid::Uuid::new_v4().simple()));
+    let mut file = tokio::fs::File::create(&partial).await.map_err(AppError::internal)?;
+    let mut stream = state
+        .storage
+        .store
+        .get(&object)
+        .await
+        .map_err(AppError::internal)?
+        .into_stream();
+    while let Some(bytes) = stream.next().await {
+        file.write_all(&bytes.map_err(AppError::internal)?)
+            .await
+            .map_err(AppError::internal)?;
+    }
+    file.flush().await.map_err(AppError::internal)?;
+    tokio::fs::rename(&partial, &cached).await.map_err(AppError::internal)?;
+    Ok(cached)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_rows_name_format_and_size() {
+        assert_eq!(image_row("12.png").map(|r| (r.0, r.2)), Some(("12", 256)));
+        assert_eq!(image_row("12@2x.webp").map(|r| (r.0, r.2)), Some(("12", 512)));
+        assert!(image_row("12.jpg").is_some_and(|r| r.1 == TileFormat::Jpeg));
+        assert!(image_row("12.pbf").is_none() && image_row("12").is_none());
+    }
+
+    #[test]
+    fn tiles_meet_extents_across_the_antimeridian() {
+        let luxembourg = [5.74, 49.44, 6.53, 50.19];
+        assert!(meets_extent(&luxembourg, 0, 0, 0));
+        assert!(meets_extent(&luxembourg, 8, 132, 86));
+        assert!(!meets_extent(&luxembourg, 8, 10, 86));
+        let fiji = [177.0, -19.0, -178.0, -16.0];
+        assert!(meets_extent(&fiji, 4, 0, 8) && meets_extent(&fiji, 4, 15, 8));
+        assert!(!meets_extent(&fiji, 4, 8, 8));
+    }
+}

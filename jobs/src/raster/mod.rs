@@ -1,0 +1,233 @@
+//! A GeoTIFF becomes a raster dataset: checked, written as a
+//! Cloud-Optimized GeoTIFF (or, under `strict_cog`, checked to be one and
+//! kept byte for byte), stored in the object store, and published with
+//! its description in one transaction.
+use std::path::{Path, PathBuf};
+
+use catalog_raster::{
+    RasterError, RasterInfo,
+    cog::{self, CogOptions},
+    info,
+};
+use catalog_shared::jobs::{IngestOptions, JobStatus, RasterOptions};
+use gdal::Dataset;
+use object_store::{ObjectStoreExt, WriteMultipart, path::Path as ObjectPath};
+use tokio::io::AsyncReadExt;
+use uuid::Uuid;
+
+use crate::{
+    context::{JobContext, JobError},
+    sources::Source,
+};
+
+/// What the blocking GDAL work hands back: the file to store and what the
+/// record says of it.
+struct Prepared {
+    file: PathBuf,
+    info: RasterInfo,
+    extent: [f64; 4],
+}
+
+/// What the dataset is called and where it came from.
+pub struct Naming<'a> {
+    pub title: String,
+    pub filename: &'a str,
+}
+
+pub async fn ingest(
+    ctx: &JobContext,
+    source: &Source,
+    naming: Naming<'_>,
+    options: &IngestOptions,
+) -> Result<(), JobError> {
+    ctx.progress("validating", None, None).await?;
+    let workdir = tempfile::tempdir()?;
+    let raster = options.raster.clone();
+    let (gdal_path, dir) = (source.gdal_path.clone(), workdir.path().to_path_buf());
+    let checked = blocking(move || check(&gdal_path, &dir, &raster)).await?;
+    let prepared = match checked {
+        Checked::AsUploaded(prepared) => prepared,
+        Checked::Convert => {
+            ctx.progress("converting", None, None).await?;
+            let raster = options.raster.clone();
+            let (gdal_path, dir) = (source.gdal_path.clone(), workdir.path().to_path_buf());
+            blocking(move || convert(&gdal_path, &dir, &raster)).await?
+        }
+    };
+    ctx.progress("publishing", None, None).await?;
+    let dataset_id = Uuid::now_v7();
+    let object = ctx
+        .deps
+        .storage
+        .prefix
+        .clone()
+        .join("rasters")
+        .join(dataset_id.to_string())
+        .join(format!("{}.tif", ctx.job_id));
+    store(ctx, &prepared.file, &object).await?;
+    let published = publish(ctx, dataset_id, &object, &prepared, &naming, source, options).await;
+    if published.is_err() {
+        let _ = ctx.deps.storage.store.delete(&object).await;
+    }
+    published
+}
+
+enum Checked {
+    /// `strict_cog`: the upload is a valid COG and is stored as it is.
+    AsUploaded(Prepared),
+    Convert,
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, RasterError> + Send + 'static,
+) -> Result<T, JobError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| JobError::Internal(format!("raster thread: {e}")))?
+        .map_err(|e| match e {
+            RasterError::Invalid(why) => JobError::Invalid(why),
+            RasterError::Gdal(why) => JobError::Invalid(format!("the raster could not be read: {why}")),
+        })
+}
+
+fn check(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Checked, RasterError> {
+    let ds = Dataset::open(gdal_path)
+        .map_err(|e| RasterError::Invalid(format!("the file is not a readable GeoTIFF: {e}")))?;
+    cog::check_source(&ds, options.srid_override)?;
+    if !options.strict_cog {
+        return Ok(Checked::Convert);
+    }
+    drop(ds);
+    let file = plain_file(gdal_path, dir)?;
+    let problems = cog::cog_problems(&file)?;
+    if !problems.is_empty() {
+        return Err(RasterError::Invalid(format!(
+            "the file is not a valid Cloud-Optimized GeoTIFF (strict_cog): {}",
+            problems.join("; ")
+        )));
+    }
+    describe(file, true).map(Checked::AsUploaded)
+}
+
+fn convert(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Prepared, RasterError> {
+    let source = Dataset::open(gdal_path)?;
+    let file = dir.join("stored.tif");
+    let cog_options = CogOptions {
+        compression: options.compression.clone(),
+        resampling: options.resampling.clone(),
+        nodata: options.nodata_override,
+        srid: options.srid_override,
+    };
+    cog::convert(&source, &file, &cog_options)?;
+    let is_cog = cog::cog_problems(&file)?.is_empty();
+    describe(file, is_cog)
+}
+
+fn describe(file: PathBuf, is_cog: bool) -> Result<Prepared, RasterError> {
+    let size = std::fs::metadata(&file)
+        .map_err(|e| RasterError::Gdal(e.to_string()))?
+        .len();
+    let ds = Dataset::open(&file)?;
+    let info = info::describe(&ds, size, is_cog)?;
+    let extent = info::extent_4326(&ds)?;
+    drop(ds);
+    Ok(Prepared { file, info, extent })
+}
+
+/// The source as a file of its own: a zip member is copied out, so what is
+/// stored is its bytes exactly.
+fn plain_file(gdal_path: &str, dir: &Path) -> Result<PathBuf, RasterError> {
+    if !gdal_path.starts_with("/vsi") {
+        return Ok(PathBuf::from(gdal_path));
+    }
+    let file = dir.join("uploaded.tif");
+    let data = read_zip_member(gdal_path)?;
+    std::fs::write(&file, data).map_err(|e| RasterError::Gdal(e.to_string()))?;
+    Ok(file)
+}
+
+/// The bytes of a `/vsizip/<archive>.zip/<member>` source.
+fn read_zip_member(gdal_path: &str) -> Result<Vec<u8>, RasterError> {
+    use std::io::Read;
+    let (zip, member) = gdal_path
+        .strip_prefix("/vsizip/")
+        .and_then(|rest| {
+            rest.split_once(".zip/")
+                .map(|(z, m)| (format!("{z}.zip"), m.to_string()))
+        })
+        .ok_or_else(|| RasterError::Gdal(format!("cannot read {gdal_path}")))?;
+    let file = std::fs::File::open(zip).map_err(|e| RasterError::Gdal(e.to_string()))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| RasterError::Gdal(e.to_string()))?;
+    let mut entry = archive.by_name(&member).map_err(|e| RasterError::Gdal(e.to_string()))?;
+    let mut data = Vec::new();
+    entry
+        .read_to_end(&mut data)
+        .map_err(|e| RasterError::Gdal(e.to_string()))?;
+    Ok(data)
+}
+
+/// Copies the file into the object store in parts.
+async fn store(ctx: &JobContext, file: &Path, object: &ObjectPath) -> Result<(), JobError> {
+    let mut reader = tokio::fs::File::open(file).await?;
+    let upload = ctx.deps.storage.store.put_multipart(object).await?;
+    let mut writer = WriteMultipart::new(upload);
+    let mut chunk = vec![0u8; 8 << 20];
+    loop {
+        let n = match reader.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                let _ = writer.abort().await;
+                return Err(e.into());
+            }
+        };
+        writer.write(&chunk[..n]);
+    }
+    writer.finish().await?;
+    Ok(())
+}
+
+async fn publish(
+    ctx: &JobContext,
+    dataset_id: Uuid,
+    object: &ObjectPath,
+    prepared: &Prepared,
+    naming: &Naming<'_>,
+    source: &Source,
+    options: &IngestOptions,
+) -> Result<(), JobError> {
+    let mut tx = ctx.deps.pool.begin().await?;
+    let status: Option<JobStatus> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(ctx.job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if status != Some(JobStatus::Running) {
+        return Err(JobError::Cancelled);
+    }
+    sqlx::query(include_str!("publish.sql"))
+        .bind(dataset_id)
+        .bind(&naming.title)
+        .bind(&options.summary)
+        .bind(prepared.info.srid)
+        .bind(prepared.extent.to_vec())
+        .bind(&options.visibility)
+        .bind(&source.label)
+        .bind(ctx.job_id)
+        .bind(ctx.created_by)
+        .bind(sqlx::types::Json(&prepared.info))
+        .bind(object.to_string())
+        .bind(naming.filename)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "UPDATE jobs SET dataset_ids = array_append(dataset_ids, $2), dataset_id = coalesce(dataset_id, $2),
+                         updated_at = clock_timestamp()
+         WHERE id = $1",
+    )
+    .bind(ctx.job_id)
+    .bind(dataset_id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

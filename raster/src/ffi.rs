@@ -1,0 +1,99 @@
+//! The GDAL utilities the `gdal` crate does not wrap: `gdal_translate`
+//! (COG conversion with options) and `gdalwarp` (reprojection with a
+//! chosen resampling, overview picked by GDAL).
+use std::{
+    ffi::{CStr, CString},
+    os::raw::c_char,
+    ptr,
+};
+
+use gdal::Dataset;
+
+use crate::RasterError;
+
+/// Arguments as the NULL-terminated `char**` GDAL's option parsers take;
+/// the `CString`s must outlive the pointers.
+struct Argv {
+    _strings: Vec<CString>,
+    pointers: Vec<*mut c_char>,
+}
+
+impl Argv {
+    fn new(args: &[String]) -> Result<Self, RasterError> {
+        let strings = args
+            .iter()
+            .map(|a| CString::new(a.as_str()).map_err(|_| RasterError::Invalid(format!("argument {a:?} holds NUL"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut pointers: Vec<*mut c_char> = strings.iter().map(|s| s.as_ptr() as *mut c_char).collect();
+        pointers.push(ptr::null_mut());
+        Ok(Self {
+            _strings: strings,
+            pointers,
+        })
+    }
+}
+
+/// GDAL's last error message on this thread.
+fn last_error(what: &str) -> RasterError {
+    // SAFETY: CPLGetLastErrorMsg returns a thread-local, NUL-terminated string.
+    let message = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
+        .to_string_lossy()
+        .trim()
+        .to_string();
+    if message.is_empty() {
+        RasterError::Gdal(format!("{what} failed"))
+    } else {
+        RasterError::Gdal(message)
+    }
+}
+
+/// `gdal_translate args src dst`.
+pub fn translate(src: &Dataset, dst: &str, args: &[String]) -> Result<Dataset, RasterError> {
+    let mut argv = Argv::new(args)?;
+    let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
+    // SAFETY: argv and dst outlive the calls; the options are freed once;
+    // the returned handle is owned by the Dataset made from it.
+    unsafe {
+        gdal_sys::CPLErrorReset();
+        let options = gdal_sys::GDALTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
+        if options.is_null() {
+            return Err(last_error("translate options"));
+        }
+        let mut usage_error = 0;
+        let out = gdal_sys::GDALTranslate(dst.as_ptr(), src.c_dataset(), options, &mut usage_error);
+        gdal_sys::GDALTranslateOptionsFree(options);
+        if out.is_null() {
+            return Err(last_error("translate"));
+        }
+        Ok(Dataset::from_c_dataset(out))
+    }
+}
+
+/// `gdalwarp args src` into an in-memory dataset (`-of MEM` among args).
+pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
+    let mut argv = Argv::new(args)?;
+    let dst = CString::default();
+    // SAFETY: as in `translate`; GDALWarp only reads the source array.
+    unsafe {
+        gdal_sys::CPLErrorReset();
+        let options = gdal_sys::GDALWarpAppOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
+        if options.is_null() {
+            return Err(last_error("warp options"));
+        }
+        let mut sources = [src.c_dataset()];
+        let mut usage_error = 0;
+        let out = gdal_sys::GDALWarp(
+            dst.as_ptr(),
+            ptr::null_mut(),
+            1,
+            sources.as_mut_ptr(),
+            options,
+            &mut usage_error,
+        );
+        gdal_sys::GDALWarpAppOptionsFree(options);
+        if out.is_null() {
+            return Err(last_error("warp"));
+        }
+        Ok(Dataset::from_c_dataset(out))
+    }
+}

@@ -1,0 +1,128 @@
+//! What a raster dataset's record says about its data (`raster` in the
+//! record), read from the stored file.
+use gdal::{
+    Dataset,
+    spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::RasterError;
+
+/// Rasters larger than this (pixels per band) get approximate statistics,
+/// read from an overview, instead of a pass over every pixel.
+const EXACT_STATISTICS_MAX_PIXELS: usize = 25_000_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RasterInfo {
+    pub width: usize,
+    pub height: usize,
+    pub band_count: usize,
+    pub bands: Vec<BandInfo>,
+    /// Pixel size in the raster's CRS units, `[x, y]`, both positive.
+    pub resolution: [f64; 2],
+    /// The CRS's EPSG code; None when it has none.
+    pub srid: Option<i32>,
+    pub overview_count: usize,
+    pub is_cog: bool,
+    pub size_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BandInfo {
+    /// 1-based, as GDAL and the tile routes' `bidx` count.
+    pub index: usize,
+    /// GDAL's name: Byte, Int16, UInt16, Int32, UInt32, Float32, Float64...
+    pub data_type: String,
+    pub nodata: Option<f64>,
+    /// Over the valid pixels (nodata excluded).
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// GDAL's name: Gray, Red, Green, Blue, Alpha, Palette, Undefined...
+    pub color_interpretation: String,
+}
+
+impl RasterInfo {
+    /// Bands a tile shows by default: red, green, blue when the image has
+    /// them, else the first band.
+    pub fn default_bands(&self) -> Vec<usize> {
+        let by_colour = |name: &str| {
+            self.bands
+                .iter()
+                .find(|b| b.color_interpretation == name)
+                .map(|b| b.index)
+        };
+        match (by_colour("Red"), by_colour("Green"), by_colour("Blue")) {
+            (Some(r), Some(g), Some(b)) => vec![r, g, b],
+            _ => vec![1],
+        }
+    }
+}
+
+/// Describes a stored raster.
+pub fn describe(ds: &Dataset, size_bytes: u64, is_cog: bool) -> Result<RasterInfo, RasterError> {
+    let (width, height) = ds.raster_size();
+    let approx = width.saturating_mul(height) > EXACT_STATISTICS_MAX_PIXELS;
+    let mut bands = Vec::new();
+    for index in 1..=ds.raster_count() {
+        let band = ds.rasterband(index)?;
+        // A band with no valid pixel has no statistics.
+        let (min, max) = match band.compute_raster_min_max(approx) {
+            Ok(stats) if stats.min.is_finite() && stats.max.is_finite() => (Some(stats.min), Some(stats.max)),
+            _ => (None, None),
+        };
+        bands.push(BandInfo {
+            index,
+            data_type: band.band_type().name(),
+            nodata: band.no_data_value().filter(|v| v.is_finite()),
+            min,
+            max,
+            color_interpretation: band.color_interpretation().name(),
+        });
+    }
+    let gt = ds.geo_transform()?;
+    let overview_count = ds.rasterband(1)?.overview_count()?.max(0) as usize;
+    Ok(RasterInfo {
+        width,
+        height,
+        band_count: bands.len(),
+        bands,
+        resolution: [gt[1].abs(), gt[5].abs()],
+        srid: ds.spatial_ref().ok().and_then(|srs| epsg_code(&srs)),
+        overview_count,
+        is_cog,
+        size_bytes,
+    })
+}
+
+fn epsg_code(srs: &SpatialRef) -> Option<i32> {
+    match srs.auth_name() {
+        Some(name) if name.eq_ignore_ascii_case("EPSG") => srs.auth_code().ok(),
+        _ => None,
+    }
+}
+
+/// The raster's extent in EPSG:4326, `[west, south, east, north]`; west
+/// is greater than east when it crosses the antimeridian (RFC 7946).
+pub fn extent_4326(ds: &Dataset) -> Result<[f64; 4], RasterError> {
+    let gt = ds.geo_transform()?;
+    let (width, height) = ds.raster_size();
+    let (x0, x1) = (gt[0], gt[0] + gt[1] * width as f64);
+    let (y0, y1) = (gt[3], gt[3] + gt[5] * height as f64);
+    let bounds = [x0.min(x1), y0.min(y1), x0.max(x1), y0.max(y1)];
+    let mut source = ds.spatial_ref()?;
+    source.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    let mut wgs84 = SpatialRef::from_epsg(4326)?;
+    wgs84.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    let [mut west, south, mut east, north] = CoordTransform::new(&source, &wgs84)?.transform_bounds(&bounds, 21)?;
+    // Sources in 0..360 longitudes.
+    if west > 180.0 {
+        west -= 360.0;
+    }
+    if east > 180.0 {
+        east -= 360.0;
+    }
+    if west < -180.0 {
+        west += 360.0;
+    }
+    Ok([west, south.max(-90.0), east, north.min(90.0)])
+}
