@@ -36,12 +36,13 @@ use crate::{
 
 mod raster;
 
-use raster::RasterTileQuery;
+use raster::{RasterTileQuery, TerrainQuery};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(vector_tile).layer(CompressionLayer::new()))
         .routes(routes!(cluster_tile).layer(CompressionLayer::new()))
+        .routes(routes!(terrain_tile))
         .routes(routes!(tilejson))
         .routes(routes!(tile_token))
 }
@@ -228,6 +229,33 @@ async fn cluster_tile(
     serve_tile(&state, &caller, address, cluster_tile_sql).await
 }
 
+/// One terrain tile (Mapbox Terrain-RGB or Terrarium) of a single-band
+/// raster dataset: 512 px unless `tile_size=256`, nodata as 0 m.
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/terrain/{z}/{x}/{y}", tag = "tiles",
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path), ("x" = u32, Path),
+           ("y" = String, Path, description = "row, with .png"), TerrainQuery),
+    responses((status = 200, description = "PNG of encoded heights", content_type = "image/png"),
+              (status = 204, description = "outside the raster's extent"),
+              (status = 422, description = "not a single-band raster", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn terrain_tile(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, z, x, y)): Path<(String, String, String, String)>,
+    Query(query): Query<TerrainQuery>,
+) -> Result<Response, AppError> {
+    let dataset = visible_collection(&state, &caller, &id).await?;
+    if !dataset.is_raster() {
+        return Err(AppError::unprocessable(format!(
+            "dataset {id} is not a raster; terrain tiles come from single-band rasters"
+        )));
+    }
+    let row = y
+        .strip_suffix(".png")
+        .ok_or_else(|| AppError::not_found("terrain tiles are PNG: ask for {y}.png"))?;
+    let at = tile_address(&z, &x, row)?;
+    raster::terrain_tile(&state, &dataset, (at.z, at.x, at.y), &query).await
+}
+
 /// A tile of the dataset at (id, z, x, y), cut by the SQL `sql_of` writes.
 async fn serve_tile(
     state: &AppState,
@@ -362,8 +390,11 @@ async fn tile_token(
             format!("{base}/{{z}}/{{x}}/{{y}}.pbf?{query}")
         },
         cluster_tile_url: (!dataset.is_raster()).then(|| format!("{base}/cluster/{{z}}/{{x}}/{{y}}.pbf?{query}")),
-        // Terrain tiles are not served yet.
-        terrain_tile_url: None,
+        terrain_tile_url: dataset
+            .raster
+            .as_ref()
+            .filter(|r| r.0.band_count == 1)
+            .map(|_| format!("{base}/terrain/{{z}}/{{x}}/{{y}}.png?{query}")),
         expires_at: DateTime::from_timestamp(exp, 0).unwrap_or_default(),
         expires_in: exp - now,
     }))

@@ -138,6 +138,77 @@ pub struct TileSpec {
     pub format: TileFormat,
 }
 
+/// How heights become colours in a terrain tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TerrainEncoding {
+    /// Mapbox Terrain-RGB: height = -10000 + (R * 65536 + G * 256 + B) * 0.1.
+    Mapbox,
+    /// Terrarium: height = (R * 256 + G + B / 256) - 32768.
+    Terrarium,
+}
+
+impl TerrainEncoding {
+    fn encode(self, height: f64) -> [u8; 4] {
+        match self {
+            TerrainEncoding::Mapbox => {
+                let v = ((height + 10_000.0) * 10.0).round().clamp(0.0, 16_777_215.0) as u32;
+                [(v >> 16) as u8, (v >> 8) as u8, v as u8, 255]
+            }
+            TerrainEncoding::Terrarium => {
+                let v = (height + 32_768.0).clamp(0.0, 65_535.996);
+                let whole = v.floor();
+                [
+                    (whole / 256.0) as u8,
+                    (whole as u32 % 256) as u8,
+                    ((v - whole) * 256.0) as u8,
+                    255,
+                ]
+            }
+        }
+    }
+}
+
+/// A terrain tile of a single-band raster: heights in PNG colours, nodata
+/// and the area outside the data as 0 m.
+pub fn render_terrain(
+    ds: &Dataset,
+    bounds: [f64; 4],
+    size: usize,
+    resampling: &str,
+    encoding: TerrainEncoding,
+) -> Result<Vec<u8>, RasterError> {
+    let warped = ffi::warp(ds, &warp_args(bounds, size, resampling))?;
+    let read = |index: usize| -> Result<Vec<f64>, RasterError> {
+        let band = warped.rasterband(index)?;
+        let buffer = band.read_as::<f64>((0, 0), (size, size), (size, size), None)?;
+        Ok(buffer.into_shape_and_vec().1)
+    };
+    let heights = read(1)?;
+    let alpha = read(2)?;
+    let rgba: Vec<[u8; 4]> = heights
+        .iter()
+        .zip(&alpha)
+        .map(|(h, a)| encoding.encode(if *a > 0.0 && h.is_finite() { *h } else { 0.0 }))
+        .collect();
+    encode(&rgba, size, TileFormat::Png)
+}
+
+fn warp_args(bounds: [f64; 4], size: usize, resampling: &str) -> Vec<String> {
+    let [xmin, ymin, xmax, ymax] = bounds;
+    let size = size.to_string();
+    let mut args: Vec<String> = vec![
+        "-of".into(),
+        "MEM".into(),
+        "-t_srs".into(),
+        "EPSG:3857".into(),
+        "-te".into(),
+    ];
+    args.extend([xmin, ymin, xmax, ymax].map(|v| v.to_string()));
+    args.extend(["-ts".into(), size.clone(), size, "-r".into(), resampling.to_string()]);
+    args.extend(["-dstalpha", "-nomd", "-wo", "NUM_THREADS=1"].map(String::from));
+    args
+}
+
 /// The EPSG:3857 bounds of tile z/x/y.
 pub fn tile_bounds(z: u8, x: u32, y: u32) -> [f64; 4] {
     let span = 2.0 * HALF_WORLD / f64::from(1u32 << z);
@@ -279,6 +350,18 @@ mod tests {
         assert!((xmax - HALF_WORLD).abs() < 1e-6 && (ymin + HALF_WORLD).abs() < 1e-6);
         let [xmin, _, _, ymax] = tile_bounds(1, 1, 1);
         assert!(xmin.abs() < 1e-6 && ymax.abs() < 1e-6);
+    }
+
+    #[test]
+    fn heights_round_trip_through_both_encodings() {
+        for height in [-412.3, 0.0, 8848.9] {
+            let [r, g, b, _] = TerrainEncoding::Mapbox.encode(height);
+            let back = -10_000.0 + (f64::from(r) * 65_536.0 + f64::from(g) * 256.0 + f64::from(b)) * 0.1;
+            assert!((back - height).abs() < 0.051, "{height} {back}");
+            let [r, g, b, _] = TerrainEncoding::Terrarium.encode(height);
+            let back = f64::from(r) * 256.0 + f64::from(g) + f64::from(b) / 256.0 - 32_768.0;
+            assert!((back - height).abs() < 0.004, "{height} {back}");
+        }
     }
 
     #[test]

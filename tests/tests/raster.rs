@@ -217,6 +217,48 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         "{signed}"
     );
     assert!(signed["cluster_tile_url"].is_null());
+    let terrain_template = signed["terrain_tile_url"].as_str().unwrap();
+    assert!(terrain_template.contains("/terrain/{z}/{x}/{y}.png?"), "{signed}");
+
+    // Terrain: heights inside the data, 0 m around it.
+    let terrain_path = terrain_template
+        .replace("{z}/{x}/{y}", "8/132/86")
+        .replace(&stack.url(""), "");
+    let terrain = get(&stack, None, &terrain_path).await;
+    assert_eq!(terrain.status(), 200);
+    let (size, pixels) = decode(&terrain.bytes().await.unwrap());
+    assert_eq!(size, 512);
+    let heights: Vec<f64> = pixels
+        .iter()
+        .map(|p| -10_000.0 + (f64::from(p[0]) * 65_536.0 + f64::from(p[1]) * 256.0 + f64::from(p[2])) * 0.1)
+        .collect();
+    assert!(heights.iter().any(|h| h.abs() < 0.05), "0 m outside the data");
+    let inside: Vec<&f64> = heights.iter().filter(|h| h.abs() >= 0.05).collect();
+    assert!(inside.len() > 1000, "{}", inside.len());
+    assert!(
+        inside.iter().all(|h| **h >= min - 0.1 && **h <= max + 0.1),
+        "heights within the band's range"
+    );
+    let terrarium = get(
+        &stack,
+        None,
+        &format!("/api/tiles/{id}/terrain/8/132/86.png?encoding=terrarium&tile_size=256"),
+    )
+    .await;
+    assert_eq!(terrarium.status(), 200);
+    let (size, pixels) = decode(&terrarium.bytes().await.unwrap());
+    assert_eq!(size, 256);
+    let highest = pixels
+        .iter()
+        .map(|p| f64::from(p[0]) * 256.0 + f64::from(p[1]) + f64::from(p[2]) / 256.0 - 32_768.0)
+        .fold(f64::MIN, f64::max);
+    assert!(highest > min && highest <= max + 0.1, "{highest}");
+    assert_eq!(
+        get(&stack, None, &format!("/api/tiles/{id}/terrain/8/10/86.png"))
+            .await
+            .status(),
+        204
+    );
 }
 
 #[tokio::test]
@@ -372,6 +414,12 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
         .map(|b| b["color_interpretation"].as_str().unwrap())
         .collect();
     assert_eq!(interpretations, ["Red", "Green", "Blue"]);
+    assert_eq!(
+        get(&stack, None, &format!("/api/tiles/{id}/terrain/10/529/347.png"))
+            .await
+            .status(),
+        422
+    );
     let tile = get(&stack, None, &format!("/api/tiles/{id}/10/529/347.png")).await;
     assert_eq!(tile.status(), 200);
     let (_, pixels) = decode(&tile.bytes().await.unwrap());

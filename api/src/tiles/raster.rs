@@ -18,7 +18,7 @@ use axum::{
 };
 use catalog_raster::{
     RasterError, RasterInfo,
-    tile::{self, Colormap, TileFormat, TileSpec},
+    tile::{self, Colormap, TerrainEncoding, TileFormat, TileSpec},
 };
 use catalog_shared::AppError;
 use futures::StreamExt;
@@ -43,6 +43,17 @@ pub struct RasterTileQuery {
     /// Raster, one band: viridis, magma, terrain, greys or rdylgn.
     colormap: Option<String>,
     /// Raster: nearest (default), bilinear or cubic.
+    resampling: Option<String>,
+}
+
+/// The query of a terrain tile.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct TerrainQuery {
+    /// 512 (default) or 256 pixels.
+    tile_size: Option<String>,
+    /// `mapbox` (Terrain-RGB, default) or `terrarium`.
+    encoding: Option<String>,
+    /// bilinear (default), nearest or cubic.
     resampling: Option<String>,
 }
 
@@ -190,6 +201,51 @@ pub async fn raster_tile(
         [(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()))],
         encoded,
     );
+    Ok(super::cached(response.into_response(), dataset))
+}
+
+/// One terrain tile of a single-band raster, or 204 outside its data.
+pub async fn terrain_tile(
+    state: &AppState,
+    dataset: &Dataset,
+    (z, x, y): (u32, u32, u32),
+    query: &TerrainQuery,
+) -> Result<Response, AppError> {
+    let single_band = dataset.raster.as_ref().is_some_and(|r| r.0.band_count == 1);
+    if !single_band {
+        return Err(AppError::unprocessable(format!(
+            "dataset {} is not a single-band raster; terrain tiles encode one band of heights",
+            dataset.id
+        )));
+    }
+    let size = match query.tile_size.as_deref() {
+        None | Some("512") => 512,
+        Some("256") => 256,
+        Some(_) => return Err(AppError::bad_request("tile_size must be 256 or 512")),
+    };
+    let encoding = match query.encoding.as_deref() {
+        None | Some("mapbox") => TerrainEncoding::Mapbox,
+        Some("terrarium") => TerrainEncoding::Terrarium,
+        Some(_) => return Err(AppError::bad_request("encoding must be mapbox or terrarium")),
+    };
+    let resampling = match query.resampling.as_deref() {
+        None | Some("bilinear") => "bilinear",
+        Some("nearest") => "near",
+        Some("cubic") => "cubic",
+        Some(_) => return Err(AppError::bad_request("resampling must be bilinear, nearest or cubic")),
+    };
+    if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
+        return Ok(super::cached(StatusCode::NO_CONTENT.into_response(), dataset));
+    }
+    let file = raster_file(state, dataset).await?;
+    let bounds = tile::tile_bounds(z as u8, x, y);
+    let encoded = on_pool(move |open| {
+        let ds = open.get(&file)?;
+        tile::render_terrain(ds, bounds, size, resampling, encoding)
+    })
+    .await?
+    .map_err(|e| AppError::internal(format!("terrain tile: {e}")))?;
+    let response = ([(header::CONTENT_TYPE, HeaderValue::from_static("image/png"))], encoded);
     Ok(super::cached(response.into_response(), dataset))
 }
 
