@@ -36,6 +36,7 @@ use crate::{
 
 mod raster;
 
+pub use raster::raster_file;
 use raster::{RasterTileQuery, TerrainQuery};
 
 pub fn routes() -> OpenApiRouter<AppState> {

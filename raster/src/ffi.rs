@@ -1,6 +1,6 @@
 //! The GDAL utilities the `gdal` crate does not wrap: `gdal_translate`
-//! (COG conversion with options) and `gdalwarp` (reprojection with a
-//! chosen resampling, overview picked by GDAL).
+//! (COG conversion with options), `gdalwarp` (reprojection with a
+//! chosen resampling, overview picked by GDAL) and `ogr2ogr` (exports).
 use std::{
     ffi::{CStr, CString},
     os::raw::c_char,
@@ -95,5 +95,36 @@ pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
             return Err(last_error("warp"));
         }
         Ok(Dataset::from_c_dataset(out))
+    }
+}
+
+/// `ogr2ogr args dst src`.
+pub fn vector_translate(src: &Dataset, dst: &str, args: &[String]) -> Result<(), RasterError> {
+    let mut argv = Argv::new(args)?;
+    let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
+    // SAFETY: as in `translate`; the output dataset is closed at once,
+    // which flushes it to `dst`.
+    unsafe {
+        gdal_sys::CPLErrorReset();
+        let options = gdal_sys::GDALVectorTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
+        if options.is_null() {
+            return Err(last_error("vector translate options"));
+        }
+        let mut sources = [src.c_dataset()];
+        let mut usage_error = 0;
+        let out = gdal_sys::GDALVectorTranslate(
+            dst.as_ptr(),
+            ptr::null_mut(),
+            1,
+            sources.as_mut_ptr(),
+            options,
+            &mut usage_error,
+        );
+        gdal_sys::GDALVectorTranslateOptionsFree(options);
+        if out.is_null() {
+            return Err(last_error("vector translate"));
+        }
+        gdal_sys::GDALClose(out);
+        Ok(())
     }
 }

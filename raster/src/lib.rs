@@ -3,6 +3,7 @@
 //! (cutting Web Mercator tiles from it). GDAL datasets are `Send` but not
 //! `Sync`: callers keep one open handle per thread.
 pub mod cog;
+pub mod export;
 mod ffi;
 pub mod info;
 pub mod tile;

@@ -668,8 +668,17 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
     assert_eq!(body["expires_in"], 120);
     let keys = TokenKeys::new(JWT_SECRET);
     let claims = keys
-        .verify_download(body["token"].as_str().unwrap(), public_id)
+        .verify_download(body["token"].as_str().unwrap())
+        .filter(|c| c.is_for(public_id))
         .expect("a download token for this dataset");
+    assert_eq!(body["token_type"], "download");
+    assert!(
+        body["download_url"].as_str().unwrap().ends_with(&format!(
+            "/api/datasets/{public_id}/download?token={}",
+            body["token"].as_str().unwrap()
+        )),
+        "{body}"
+    );
     assert_eq!(claims.typ, "download");
     assert_eq!(claims.scope, format!("dataset:{public_id}"));
     assert_eq!(claims.exp - claims.iat, 120);

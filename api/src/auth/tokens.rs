@@ -297,7 +297,11 @@ async fn logout(
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DownloadToken {
     token: String,
+    /// Always `download`.
+    token_type: &'static str,
     expires_in: u64,
+    /// The dataset's download, with this token.
+    download_url: String,
 }
 
 /// A two-minute token that lets its bearer download one dataset.
@@ -313,8 +317,14 @@ async fn download_token(
         .keys
         .issue_download(caller.user_id(), dataset_id)
         .map_err(AppError::internal)?;
+    let download_url = format!(
+        "{}/api/datasets/{dataset_id}/download?token={token}",
+        state.config.public_url
+    );
     Ok(Json(DownloadToken {
         token,
+        token_type: "download",
         expires_in: DOWNLOAD_TOKEN_TTL.as_secs(),
+        download_url,
     }))
 }

@@ -26,6 +26,7 @@ use crate::{
 };
 
 pub mod cold;
+mod download;
 mod grants;
 pub mod record;
 mod upload;
@@ -40,6 +41,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(upload::reupload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(upload::import_url))
         .routes(routes!(cold::archive))
+        .routes(routes!(download::download))
         .routes(routes!(list_datasets))
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
         .routes(routes!(grants::list_grants))

@@ -314,7 +314,7 @@ fn tile_spec(
 
 /// The raster's file on local disk: the object itself in a local store,
 /// else a copy fetched once into the process's cache directory.
-async fn raster_file(state: &AppState, dataset: &Dataset) -> Result<PathBuf, AppError> {
+pub async fn raster_file(state: &AppState, dataset: &Dataset) -> Result<PathBuf, AppError> {
     let key = dataset
         .raster_object
         .as_deref()

@@ -1,0 +1,221 @@
+//! Downloads, opened only by a download token for that dataset (a
+//! two-minute JWT from `POST /api/auth/download-token/{id}`, in the `token`
+//! query parameter): a raster's COG with HTTP Range, so GDAL's `/vsicurl/`
+//! and QGIS read it in place; a vector dataset as GeoPackage (default),
+//! GeoJSON, CSV or a zipped shapefile, written by GDAL from PostGIS into a
+//! temporary file (memory stays flat however many features).
+use std::{io::Write, path::Path as FilePath};
+
+use axum::{
+    body::Body,
+    extract::{Request, State},
+    http::{HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use catalog_raster::export::{self, ExportFormat};
+use catalog_shared::{AppError, db::quote_ident};
+use serde::Deserialize;
+use tower::ServiceExt;
+use tower_http::services::ServeFile;
+use uuid::Uuid;
+
+use super::record::{DATASET_COLUMNS, Dataset};
+use crate::{
+    access::Caller,
+    extract::{Path, Query},
+    ogc::items::{published_columns, table_sql},
+    state::AppState,
+};
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DownloadQuery {
+    /// A download token for this dataset.
+    token: Option<String>,
+    /// Vector datasets: gpkg (default), geojson, csv or shp (zipped).
+    format: Option<String>,
+}
+
+const COG_MEDIA_TYPE: &str = "image/tiff; application=geotiff; profile=cloud-optimized";
+
+/// The dataset's data as a file.
+#[utoipa::path(get, path = "/api/datasets/{dataset_id}/download", tag = "datasets",
+    params(("dataset_id" = Uuid, Path), DownloadQuery),
+    responses((status = 200, description = "the file"), (status = 206, description = "a byte range of a raster"),
+              (status = 401, description = "no valid download token", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn download(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Query(query): Query<DownloadQuery>,
+    request: Request,
+) -> Result<Response, AppError> {
+    let token = query.token.as_deref().ok_or_else(|| {
+        AppError::unauthorized(format!(
+            "a download token is required (POST /api/auth/download-token/{id}, then ?token=)"
+        ))
+    })?;
+    let claims = state
+        .keys
+        .verify_download(token)
+        .ok_or_else(|| AppError::unauthorized("the download token is not valid, or it expired"))?;
+    if !claims.is_for(id) {
+        return Err(AppError::forbidden("the download token is for another dataset"));
+    }
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
+    let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
+    let stem = file_stem(&dataset.title);
+    if dataset.is_raster() {
+        if query.format.is_some() {
+            return Err(AppError::bad_request(
+                "a raster downloads as its COG; format is for vector datasets",
+            ));
+        }
+        let file = crate::tiles::raster_file(&state, &dataset).await?;
+        return serve(&file, request, COG_MEDIA_TYPE, &format!("{stem}.tif")).await;
+    }
+    let format = match query.format.as_deref() {
+        None => ExportFormat::GeoPackage,
+        Some(name) => ExportFormat::from_name(name).ok_or_else(|| {
+            AppError::bad_request(format!("format must be one of {}", ExportFormat::NAMES.join(", ")))
+        })?,
+    };
+    super::cold::ensure_hot(&state, &caller, &dataset).await?;
+    let workdir = tempfile::tempdir().map_err(AppError::internal)?;
+    let connection = conninfo(&state.config.database_url)?;
+    let (select, dir) = (export_sql(&dataset), workdir.path().to_path_buf());
+    let layer = stem.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let written = export::export(&connection, &select, &layer, format, &dir)?;
+        if format == ExportFormat::Shapefile {
+            return zip_folder(&written, &dir.join(format!("{layer}.zip")));
+        }
+        Ok(written)
+    })
+    .await
+    .map_err(AppError::internal)?
+    .map_err(|e| AppError::internal(format!("export: {e}")))?;
+    let (media_type, name) = match format {
+        ExportFormat::GeoPackage => ("application/geopackage+sqlite3", format!("{stem}.gpkg")),
+        ExportFormat::GeoJson => ("application/geo+json", format!("{stem}.geojson")),
+        ExportFormat::Csv => ("text/csv; charset=utf-8", format!("{stem}.csv")),
+        ExportFormat::Shapefile => ("application/zip", format!("{stem}.zip")),
+    };
+    // The open file outlives its folder: the response streams from it.
+    let response = serve(&written, request, media_type, &name).await;
+    drop(workdir);
+    response
+}
+
+/// The dataset's rows as users know them: the key, the published columns
+/// under their source names, and the geometry.
+fn export_sql(dataset: &Dataset) -> String {
+    let mut columns = vec![quote_ident(&dataset.key_column)];
+    columns.extend(
+        published_columns(dataset)
+            .iter()
+            .filter(|c| c.name != dataset.key_column && c.name != dataset.geometry_column)
+            .map(|c| format!("{} AS {}", quote_ident(&c.name), quote_ident(&c.original_name))),
+    );
+    columns.push(quote_ident(&dataset.geometry_column));
+    format!(
+        "SELECT {} FROM {} ORDER BY {}",
+        columns.join(", "),
+        table_sql(dataset),
+        quote_ident(&dataset.key_column)
+    )
+}
+
+/// The database URL as libpq's `key=value` connection string, the form
+/// GDAL's PostgreSQL driver reads.
+fn conninfo(database_url: &str) -> Result<String, AppError> {
+    let url = url::Url::parse(database_url).map_err(AppError::internal)?;
+    let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+    let decode = |v: &str| percent_encoding::percent_decode_str(v).decode_utf8_lossy().to_string();
+    let mut parts = vec![format!("dbname={}", quote(&decode(url.path().trim_start_matches('/'))))];
+    if let Some(host) = url.host_str() {
+        parts.push(format!("host={}", quote(host)));
+    }
+    if let Some(port) = url.port() {
+        parts.push(format!("port={port}"));
+    }
+    if !url.username().is_empty() {
+        parts.push(format!("user={}", quote(&decode(url.username()))));
+    }
+    if let Some(password) = url.password() {
+        parts.push(format!("password={}", quote(&decode(password))));
+    }
+    for (key, value) in url.query_pairs() {
+        parts.push(format!("{key}={}", quote(&value)));
+    }
+    Ok(parts.join(" "))
+}
+
+/// A file name from a title: letters, digits, `-` and `_`.
+fn file_stem(title: &str) -> String {
+    let stem: String = title
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    if stem.trim_matches('_').is_empty() {
+        "dataset".into()
+    } else {
+        stem
+    }
+}
+
+/// Serves a file with Range and conditional requests (206, 304, 416).
+async fn serve(file: &FilePath, request: Request, media_type: &str, name: &str) -> Result<Response, AppError> {
+    let mut response = ServeFile::new(file)
+        .oneshot(request)
+        .await
+        .map_err(AppError::internal)?
+        .map(Body::new)
+        .into_response();
+    let success = response.status().is_success();
+    let headers = response.headers_mut();
+    if success {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(media_type).map_err(AppError::internal)?,
+        );
+    }
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(AppError::internal)?,
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    Ok(response)
+}
+
+/// Zips the files of a shapefile folder.
+fn zip_folder(folder: &FilePath, target: &FilePath) -> Result<std::path::PathBuf, catalog_raster::RasterError> {
+    let fail = |e: &dyn std::fmt::Display| catalog_raster::RasterError::Gdal(format!("zipping the shapefile: {e}"));
+    let mut archive = zip::ZipWriter::new(std::fs::File::create(target).map_err(|e| fail(&e))?);
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for entry in std::fs::read_dir(folder).map_err(|e| fail(&e))? {
+        let path = entry.map_err(|e| fail(&e))?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        archive.start_file(name, options).map_err(|e| fail(&e))?;
+        let bytes = std::fs::read(&path).map_err(|e| fail(&e))?;
+        archive.write_all(&bytes).map_err(|e| fail(&e))?;
+    }
+    archive.finish().map_err(|e| fail(&e))?;
+    Ok(target.to_path_buf())
+}

@@ -1,0 +1,156 @@
+//! Downloads: only a download token for the dataset opens it. A raster
+//! comes as its COG with byte ranges (GDAL reads it in place through
+//! `/vsicurl/`); a vector dataset as GeoPackage, GeoJSON, CSV or a zipped
+//! shapefile, with its source's attribute names.
+use catalog_shared::auth::{DownloadClaims, TokenKeys};
+use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, data_file};
+use gdal::vector::LayerAccess;
+use serde_json::Value;
+
+async fn mint(stack: &Stack, token: Option<&str>, id: &str) -> Value {
+    let mut request = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}")));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = stack.send(request).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn fetch(stack: &Stack, url: &str, range: Option<&str>) -> reqwest::Response {
+    let mut request = stack.http.get(url);
+    if let Some(range) = range {
+        request = request.header("range", range);
+    }
+    stack.send(request).await
+}
+
+#[tokio::test]
+async fn downloads_open_only_with_their_token() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack
+        .upload_ok(
+            &admin,
+            "elev.tif",
+            data_file("raster/elev_luxembourg.tif"),
+            &[("visibility", "public")],
+        )
+        .await;
+    let raster = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = stack
+        .upload_ok(
+            &admin,
+            "bikes.geojson",
+            data_file("geojson/cycle_hire_osm.geojson"),
+            &[("visibility", "private")],
+        )
+        .await;
+    let vector = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The COG, whole and in ranges; GDAL reads it over HTTP.
+    let minted = mint(&stack, None, &raster).await;
+    assert_eq!(minted["token_type"], "download");
+    let url = minted["download_url"].as_str().unwrap().to_string();
+    let whole = fetch(&stack, &url, None).await;
+    assert_eq!(whole.status(), 200);
+    assert_eq!(
+        whole.headers()["content-type"],
+        "image/tiff; application=geotiff; profile=cloud-optimized"
+    );
+    let size = stack.dataset(&admin, &raster).await["raster"]["size_bytes"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(whole.bytes().await.unwrap().len() as u64, size);
+    let part = fetch(&stack, &url, Some("bytes=0-99")).await;
+    assert_eq!(part.status(), 206);
+    assert_eq!(part.bytes().await.unwrap().len(), 100);
+    let remote = url.clone();
+    let (width, height) =
+        tokio::task::spawn_blocking(move || gdal::Dataset::open(format!("/vsicurl/{remote}")).unwrap().raster_size())
+            .await
+            .unwrap();
+    assert_eq!((width, height), (95, 90));
+
+    // Refusals: no token, a session token, another dataset's, an expired one.
+    let bare = url.split('?').next().unwrap().to_string();
+    assert_eq!(fetch(&stack, &bare, None).await.status(), 401);
+    assert_eq!(
+        fetch(&stack, &format!("{bare}?token={admin}"), None).await.status(),
+        401
+    );
+    let for_vector = mint(&stack, Some(&admin), &vector).await;
+    let other = for_vector["token"].as_str().unwrap();
+    assert_eq!(
+        fetch(&stack, &format!("{bare}?token={other}"), None).await.status(),
+        403
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expired = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &DownloadClaims {
+            sub: None,
+            typ: "download".into(),
+            scope: format!("dataset:{raster}"),
+            iat: now - 200,
+            exp: now - 5,
+        },
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .unwrap();
+    assert_eq!(
+        fetch(&stack, &format!("{bare}?token={expired}"), None).await.status(),
+        401
+    );
+    assert!(TokenKeys::new(JWT_SECRET).verify_download(&expired).is_none());
+
+    // A private vector dataset, in each format.
+    let source: Value = serde_json::from_slice(&data_file("geojson/cycle_hire_osm.geojson")).unwrap();
+    let count = source["features"].as_array().unwrap().len();
+    let vector_url = for_vector["download_url"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    for (format, file) in [
+        ("", "bikes.gpkg"),
+        ("&format=shp", "bikes.zip"),
+        ("&format=csv", "bikes.csv"),
+    ] {
+        let response = fetch(&stack, &format!("{vector_url}{format}"), None).await;
+        assert_eq!(response.status(), 200, "{format}: {}", stack.logs());
+        let path = dir.path().join(file);
+        std::fs::write(&path, response.bytes().await.unwrap()).unwrap();
+        let opened = if file.ends_with(".zip") {
+            format!("/vsizip/{}", path.display())
+        } else {
+            path.display().to_string()
+        };
+        let ds = gdal::Dataset::open(&opened).unwrap();
+        let layer = ds.layer(0).unwrap();
+        assert_eq!(layer.feature_count() as usize, count, "{format}");
+    }
+    let geojson: Value = fetch(&stack, &format!("{vector_url}&format=geojson"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let features = geojson["features"].as_array().unwrap();
+    assert_eq!(features.len(), count);
+    let first_source = source["features"][0]["properties"].as_object().unwrap();
+    let first = features[0]["properties"].as_object().unwrap();
+    assert!(
+        first_source.keys().all(|k| first.contains_key(k)),
+        "source names: {first:?}"
+    );
+    assert_eq!(
+        fetch(&stack, &format!("{vector_url}&format=kml"), None).await.status(),
+        400
+    );
+}
