@@ -267,6 +267,12 @@ async fn begin_publishing(
         Some(loaded.stats.rows as i64),
     )
     .await?;
+    lock_running_job(ctx).await
+}
+
+/// A transaction holding the job's row, once it is known still to run
+/// (a cancelled job publishes nothing).
+pub(crate) async fn lock_running_job(ctx: &JobContext) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, JobError> {
     let mut tx = ctx.deps.pool.begin().await?;
     let status: Option<JobStatus> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(ctx.job_id)
@@ -276,6 +282,24 @@ async fn begin_publishing(
         return Err(JobError::Cancelled);
     }
     Ok(tx)
+}
+
+/// Records on the job the dataset it published.
+pub(crate) async fn record_published(
+    tx: &mut sqlx::PgConnection,
+    ctx: &JobContext,
+    dataset_id: Uuid,
+) -> Result<(), JobError> {
+    sqlx::query(
+        "UPDATE jobs SET dataset_ids = array_append(dataset_ids, $2), dataset_id = coalesce(dataset_id, $2),
+                         updated_at = clock_timestamp()
+         WHERE id = $1",
+    )
+    .bind(ctx.job_id)
+    .bind(dataset_id)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// A few values of each column, by column name, for the dataset record.
@@ -346,15 +370,7 @@ pub async fn publish(
     .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;
-    sqlx::query(
-        "UPDATE jobs SET dataset_ids = array_append(dataset_ids, $2), dataset_id = coalesce(dataset_id, $2),
-                         updated_at = clock_timestamp()
-         WHERE id = $1",
-    )
-    .bind(ctx.job_id)
-    .bind(dataset_id)
-    .execute(&mut *tx)
-    .await?;
+    record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)
 }

@@ -127,6 +127,10 @@ fn table() -> Vec<Row> {
         row("DELETE", "/api/maps/{map_id}/embed-tokens/{token_id}", None, [401, 401, 401, 403, 404, 404, 404, 404]),
         row("GET", "/api/tiles/{dataset_id}/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        // The fixture is a vector dataset: terrain tiles are for rasters.
+        row("GET", "/api/tiles/{dataset_id}/terrain/{z}/{x}/{y}", None, [404, 401, 401, 422, 404, 404, 422, 422]),
+        // Only a download token opens a download; no credential does.
+        row("GET", "/api/datasets/{dataset_id}/download", None, [401; 8]),
         row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/settings/oauth-providers", None, [401, 401, 401, 403, 403, 403, 403, 200]),

@@ -9,7 +9,7 @@ use catalog_raster::{
     cog::{self, CogOptions},
     info,
 };
-use catalog_shared::jobs::{IngestOptions, JobStatus, RasterOptions};
+use catalog_shared::jobs::{IngestOptions, RasterOptions};
 use gdal::Dataset;
 use object_store::{ObjectStoreExt, WriteMultipart, path::Path as ObjectPath};
 use tokio::io::AsyncReadExt;
@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::{
     context::{JobContext, JobError},
+    load,
     sources::Source,
 };
 
@@ -196,14 +197,7 @@ async fn publish(
     source: &Source,
     options: &IngestOptions,
 ) -> Result<(), JobError> {
-    let mut tx = ctx.deps.pool.begin().await?;
-    let status: Option<JobStatus> = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1 FOR UPDATE")
-        .bind(ctx.job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if status != Some(JobStatus::Running) {
-        return Err(JobError::Cancelled);
-    }
+    let mut tx = load::lock_running_job(ctx).await?;
     sqlx::query(include_str!("publish.sql"))
         .bind(dataset_id)
         .bind(&naming.title)
@@ -219,15 +213,7 @@ async fn publish(
         .bind(naming.filename)
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
-        "UPDATE jobs SET dataset_ids = array_append(dataset_ids, $2), dataset_id = coalesce(dataset_id, $2),
-                         updated_at = clock_timestamp()
-         WHERE id = $1",
-    )
-    .bind(ctx.job_id)
-    .bind(dataset_id)
-    .execute(&mut *tx)
-    .await?;
+    load::record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(())
 }
