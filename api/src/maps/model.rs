@@ -308,6 +308,8 @@ pub struct MapLayerResponse {
     pub dataset_id: Uuid,
     pub dataset_name: String,
     pub dataset_geometry_type: Option<String>,
+    /// `vector` or `raster`.
+    pub dataset_kind: String,
     pub dataset_table_name: String,
     pub dataset_extent_bbox: Option<Vec<f64>>,
     #[schema(value_type = Vec<Object>)]
@@ -363,6 +365,7 @@ impl MapLayerResponse {
             dataset_id,
             dataset_name: String::new(),
             dataset_geometry_type: None,
+            dataset_kind: String::new(),
             dataset_table_name: String::new(),
             dataset_extent_bbox: None,
             dataset_column_info: Vec::new(),

@@ -63,6 +63,7 @@ struct LayerRow {
     dataset_id: Uuid,
     dataset_name: String,
     dataset_geometry_type: Option<String>,
+    dataset_kind: String,
     dataset_table_name: String,
     dataset_extent_bbox: Option<Vec<f64>>,
     dataset_column_info: SqlJson<Vec<ColumnInfo>>,
@@ -105,7 +106,7 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
     let visible = visible_to_caller("d");
     let layers: Vec<LayerRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT l.map_id, l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
-                d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
+                d.kind AS dataset_kind, d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.publication_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
@@ -147,6 +148,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         dataset_id: l.dataset_id,
         dataset_name: l.dataset_name,
         dataset_geometry_type: l.dataset_geometry_type,
+        dataset_kind: l.dataset_kind,
         dataset_table_name: l.dataset_table_name,
         dataset_extent_bbox: l.dataset_extent_bbox,
         dataset_column_info: l.dataset_column_info.0,

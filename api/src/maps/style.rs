@@ -43,6 +43,7 @@ fn default_paint(kind: &str) -> Map<String, Value> {
     let paint = match kind {
         "line" => json!({"line-color": "#2563eb", "line-width": 2}),
         "fill" => json!({"fill-color": "#2563eb", "fill-outline-color": "#1e3a8a"}),
+        "raster" => json!({}),
         _ => {
             json!({"circle-color": "#2563eb", "circle-radius": 5, "circle-stroke-color": "#ffffff", "circle-stroke-width": 1})
         }
@@ -50,12 +51,28 @@ fn default_paint(kind: &str) -> Map<String, Value> {
     paint.as_object().cloned().unwrap_or_default()
 }
 
-/// The source a layer draws from: the dataset's vector tiles (signed when
-/// a signature is given, so viewers need no credential), or its GeoJSON
-/// items for layers of type `geojson` and `raster_service` (no raster tiles
-/// exist for vector datasets).
+/// The source a layer draws from (tile templates signed when a signature
+/// is given, so viewers need no credential): a raster dataset's image
+/// tiles; a vector dataset's vector tiles, or its GeoJSON items for layers
+/// of type `geojson` and `raster_service`.
 fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -> (String, Value) {
     let id = layer.dataset_id;
+    if is_raster(layer) {
+        let query = signature.map(|q| format!("?{q}")).unwrap_or_default();
+        let mut source = json!({
+            "type": "raster",
+            "tiles": [format!("{base}/api/tiles/{id}/{{z}}/{{x}}/{{y}}.png{query}")],
+            "tileSize": 256,
+        });
+        if let Some(bounds) = layer
+            .dataset_extent_bbox
+            .as_ref()
+            .filter(|b| b.len() == 4 && b[0] <= b[2])
+        {
+            source["bounds"] = json!(bounds);
+        }
+        return (format!("dataset-{id}-raster"), source);
+    }
     if layer.layer_type == LayerType::VectorService {
         let query = signature.map(|q| format!("?{q}")).unwrap_or_default();
         let source = json!({
@@ -74,10 +91,18 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
     }
 }
 
+fn is_raster(layer: &MapLayerResponse) -> bool {
+    layer.dataset_kind == "raster"
+}
+
 /// A data layer as a style layer, the map's settings for it kept in its
 /// metadata so an exported style imports back unchanged.
 fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Value {
-    let kind = kind_of(layer.dataset_geometry_type.as_deref());
+    let kind = if is_raster(layer) {
+        "raster"
+    } else {
+        kind_of(layer.dataset_geometry_type.as_deref())
+    };
     let mut paint = default_paint(kind);
     if let Some(custom) = layer.paint.as_object() {
         paint.extend(custom.clone());
@@ -109,6 +134,9 @@ fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Va
             "show_in_legend": layer.show_in_legend,
         }},
     });
+    if is_raster(layer) {
+        return style_layer;
+    }
     if layer.layer_type == LayerType::VectorService {
         style_layer["source-layer"] = json!(layer.dataset_table_name);
     }
@@ -211,7 +239,8 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         style["sources"]["terrain"] = json!({
             "type": "raster-dem",
             "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png")],
-            "tileSize": 256,
+            "tileSize": 512,
+            "encoding": "mapbox",
         });
         style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
     }
@@ -272,7 +301,7 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
         .iter()
         .filter(|l| {
             l.dataset_available
-                && l.layer_type == LayerType::VectorService
+                && (l.layer_type == LayerType::VectorService || is_raster(l))
                 && (l.dataset_visibility != "public" || l.dataset_status != "ready")
         })
         .map(|l| {
