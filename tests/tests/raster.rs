@@ -392,6 +392,34 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
         "no raster file left behind"
     );
 
+    // A zip of two GeoTIFFs and a GeoJSON file: a dataset each.
+    let zipped = catalog_tests::zip_of(&[
+        ("tiles/north.tif", whole.clone()),
+        ("tiles/dem.tif", data_file("raster/elev_luxembourg.tif")),
+        ("bikes.geojson", data_file("geojson/cycle_hire_osm.geojson")),
+    ]);
+    let job = ingest(&stack, &token, "bundle.zip", zipped, &[]).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let mut kinds = Vec::new();
+    for dataset in job["dataset_ids"].as_array().unwrap() {
+        let record = stack.dataset(&token, dataset.as_str().unwrap()).await;
+        kinds.push(format!(
+            "{} {}",
+            record["kind"].as_str().unwrap(),
+            record["title"].as_str().unwrap()
+        ));
+    }
+    kinds.sort();
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert!(
+        kinds[0].starts_with("raster") && kinds[1].starts_with("raster") && kinds[2].starts_with("vector"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"raster dem".to_string()) && kinds.contains(&"raster north".to_string()),
+        "{kinds:?}"
+    );
+
     // The missing CRS named: assigned, not reprojected.
     let job = ingest(&stack, &token, "no_crs.tif", no_crs, &[("srid_override", "4326")]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
