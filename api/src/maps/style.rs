@@ -19,6 +19,7 @@ use super::{
 use crate::{
     access::{
         Caller,
+        datasets::visible_dataset,
         signed_tiles::{signed_query, template_expiry},
     },
     extract::Path,
@@ -236,9 +237,10 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
         style["zoom"] = json!(zoom);
     }
     if let Some((terrain, dem)) = terrain {
+        let query = signatures.get(&dem).map(|q| format!("?{q}")).unwrap_or_default();
         style["sources"]["terrain"] = json!({
             "type": "raster-dem",
-            "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png")],
+            "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png{query}")],
             "tileSize": 512,
             "encoding": "mapbox",
         });
@@ -272,7 +274,10 @@ pub async fn export_style(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, AppError> {
     let map = readable_map(&state, &caller, id).await?;
-    let signatures = tile_signatures(&state, &caller, &map);
+    let mut signatures = tile_signatures(&state, &caller, &map);
+    if let Some(dem) = terrain_signature(&state, &caller, &map).await? {
+        signatures.insert(dem.0, dem.1);
+    }
     let basemap = if basemap::is_style_url(&map.basemap_style) {
         state.basemaps.fetch(&state.outbound, &map.basemap_style).await
     } else {
@@ -309,6 +314,32 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
             (l.dataset_id, query)
         })
         .collect()
+}
+
+/// The signed query of the map's terrain source, by the same rule as its
+/// layers': a DEM the reader may read but not everyone.
+async fn terrain_signature(
+    state: &AppState,
+    caller: &Caller,
+    map: &MapResponse,
+) -> Result<Option<(Uuid, String)>, AppError> {
+    let dem = map
+        .terrain_config
+        .as_ref()
+        .filter(|t| t.enabled)
+        .and_then(|t| t.source_dataset_id);
+    let Some(dem) = dem.filter(|_| caller.capability.is_none()) else {
+        return Ok(None);
+    };
+    let Ok(dataset) = visible_dataset(state, caller, dem).await else {
+        return Ok(None);
+    };
+    if dataset.visibility == "public" && dataset.status == "ready" {
+        return Ok(None);
+    }
+    let exp = template_expiry(chrono::Utc::now().timestamp());
+    let query = signed_query(&state.config.jwt_secret, dem, dataset.publication_version, exp);
+    Ok(Some((dem, query)))
 }
 
 /// A MapInput that recreates this map (fork).
