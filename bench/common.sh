@@ -22,6 +22,18 @@ bench_gpkg() {
   echo "$gpkg"
 }
 
+# ogr2ogr_load_seconds GPKG: the peer's figure, seconds for `ogr2ogr -f
+# PostgreSQL` (COPY, key and GiST index) to load GPKG into the bench database.
+ogr2ogr_load_seconds() {
+  log "ogr2ogr -f PostgreSQL (PG_USE_COPY=YES, key and GiST index)"
+  local start end
+  start=$(date +%s.%N)
+  PG_USE_COPY=YES ogr2ogr -f PostgreSQL "PG:host=127.0.0.1 port=$PORT user=catalog dbname=bench" "$1" \
+    -nln ogr2ogr_points -lco SPATIAL_INDEX=GIST -overwrite >&2
+  end=$(date +%s.%N)
+  python3 -c "print(f'{$end - $start:.2f}')"
+}
+
 # start_service: builds in release mode and starts the API and one worker
 # (their pids in API and WORKER).
 start_service() {

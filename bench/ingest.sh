@@ -24,11 +24,6 @@ GPKG=$(bench_gpkg)
 
 start_service
 
-log "ogr2ogr -f PostgreSQL (PG_USE_COPY=YES, key and GiST index)"
-start=$(date +%s.%N)
-PG_USE_COPY=YES ogr2ogr -f PostgreSQL "PG:host=127.0.0.1 port=$PORT user=catalog dbname=bench" "$GPKG" \
-  -nln ogr2ogr_points -lco SPATIAL_INDEX=GIST -overwrite
-end=$(date +%s.%N)
-OGR_SECONDS=$(python3 -c "print(f'{$end - $start:.2f}')")
+OGR_SECONDS=$(ogr2ogr_load_seconds "$GPKG")
 
 python3 bench/ingest_driver.py "http://$BIND_ADDR" "$GPKG" "$DATABASE_URL" "$WORKER" "$OGR_SECONDS" "$POINTS"
