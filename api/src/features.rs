@@ -272,7 +272,7 @@ async fn create_feature(
         }
         _ => e.into(),
     })?;
-    sqlx::query("UPDATE datasets SET feature_count = feature_count + 1, updated_at = now() WHERE id = $1")
+    sqlx::query("UPDATE datasets SET feature_count = feature_count + 1, data_version = data_version + 1, updated_at = now() WHERE id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;
@@ -356,7 +356,7 @@ async fn add_column(
         pg_type: pg_type.to_string(),
         source_type: "added".into(),
     };
-    sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb), updated_at = now() WHERE id = $1")
+    sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb), data_version = data_version + 1, updated_at = now() WHERE id = $1")
         .bind(id)
         .bind(SqlJson(&added))
         .execute(&mut *tx)

@@ -35,6 +35,7 @@ mod search;
 mod services;
 mod stac;
 pub mod state;
+mod tile_cache;
 mod tiles;
 
 /// Connects, migrates, makes the bootstrap admin and starts the background

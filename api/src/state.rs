@@ -17,6 +17,7 @@ pub struct AppState {
     pub rate_limiter: crate::rate_limit::RateLimiter,
     pub metrics: crate::metrics::http::HttpMetrics,
     pub reads: crate::read_clock::ReadClock,
+    pub tiles: crate::tile_cache::TileCache,
 }
 
 impl AppState {
@@ -32,6 +33,7 @@ impl AppState {
             rate_limiter,
             metrics: Default::default(),
             reads: Default::default(),
+            tiles: crate::tile_cache::TileCache::new(config.tile_cache_bytes),
             config: Arc::new(config),
         })
     }

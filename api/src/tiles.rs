@@ -5,12 +5,7 @@
 //! (a change of visibility or publication status).
 use std::sync::Arc;
 
-use axum::{
-    Json,
-    extract::State,
-    http::{HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::{Json, extract::State, http::HeaderMap, response::Response};
 use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -32,6 +27,7 @@ use crate::{
     extract::{Path, Query},
     ogc::items::{published_columns, table_sql},
     state::AppState,
+    tile_cache::{Tile, TileKey, TileRoute},
 };
 
 mod raster;
@@ -148,7 +144,8 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
     )
 }
 
-async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddress) -> Result<Vec<u8>, AppError> {
+/// A vector tile cut by `sql`; empty when the tile holds nothing.
+async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddress) -> Result<Tile, AppError> {
     let tile: Option<Vec<u8>> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(at.z as i32)
         .bind(at.x as i32)
@@ -157,31 +154,7 @@ async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddres
         .bind(&dataset.table_name)
         .fetch_one(&state.pool)
         .await?;
-    Ok(tile.unwrap_or_default())
-}
-
-/// A tile, or 204 when the tile holds nothing (viewers draw it empty).
-fn tile_response(tile: Vec<u8>, dataset: &Dataset) -> Response {
-    let response = if tile.is_empty() {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        ([(header::CONTENT_TYPE, MVT_MEDIA_TYPE)], tile).into_response()
-    };
-    cached(response, dataset)
-}
-
-/// A tile response with its caching rule: published public datasets may
-/// be cached by anyone; others only by the viewer.
-fn cached(mut response: Response, dataset: &Dataset) -> Response {
-    let cache = if dataset.visibility == "public" && dataset.status == "ready" {
-        "public, max-age=300"
-    } else {
-        "private, max-age=60"
-    };
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    response
+    Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
 }
 
 /// One vector tile of a dataset's features (layer named after its table),
@@ -199,6 +172,7 @@ fn cached(mut response: Response, dataset: &Dataset) -> Response {
 async fn vector_tile(
     State(state): State<AppState>,
     caller: Caller,
+    request: HeaderMap,
     Path(address): Path<(String, String, String, String)>,
     Query(query): Query<RasterTileQuery>,
 ) -> Result<Response, AppError> {
@@ -211,9 +185,17 @@ async fn vector_tile(
             ))
         })?;
         let at = tile_address(z, x, row)?;
-        return raster::raster_tile(&state, &dataset, (at.z, at.x, at.y), (format, size), &query).await;
+        return raster::raster_tile(&state, &request, &dataset, (at.z, at.x, at.y), (format, size), &query).await;
     }
-    serve_tile(&state, &caller, address, |d| vector_tile_sql(d, &published_columns(d))).await
+    serve_tile(
+        &state,
+        &caller,
+        &request,
+        (dataset, z.as_str(), x.as_str(), y.as_str()),
+        TileRoute::Vector,
+        |d| vector_tile_sql(d, &published_columns(d)),
+    )
+    .await
 }
 
 /// One tile of a dataset's features gathered into clusters.
@@ -225,9 +207,19 @@ async fn vector_tile(
 async fn cluster_tile(
     State(state): State<AppState>,
     caller: Caller,
-    Path(address): Path<(String, String, String, String)>,
+    request: HeaderMap,
+    Path((id, z, x, y)): Path<(String, String, String, String)>,
 ) -> Result<Response, AppError> {
-    serve_tile(&state, &caller, address, cluster_tile_sql).await
+    let dataset = visible_collection(&state, &caller, &id).await?;
+    serve_tile(
+        &state,
+        &caller,
+        &request,
+        (dataset, &z, &x, &y),
+        TileRoute::Cluster,
+        cluster_tile_sql,
+    )
+    .await
 }
 
 /// One terrain tile (Mapbox Terrain-RGB or Terrarium) of a single-band
@@ -241,6 +233,7 @@ async fn cluster_tile(
 async fn terrain_tile(
     State(state): State<AppState>,
     caller: Caller,
+    request: HeaderMap,
     Path((id, z, x, y)): Path<(String, String, String, String)>,
     Query(query): Query<TerrainQuery>,
 ) -> Result<Response, AppError> {
@@ -254,21 +247,27 @@ async fn terrain_tile(
         .strip_suffix(".png")
         .ok_or_else(|| AppError::not_found("terrain tiles are PNG: ask for {y}.png"))?;
     let at = tile_address(&z, &x, row)?;
-    raster::terrain_tile(&state, &dataset, (at.z, at.x, at.y), &query).await
+    raster::terrain_tile(&state, &request, &dataset, (at.z, at.x, at.y), &query).await
 }
 
-/// A tile of the dataset at (id, z, x, y), cut by the SQL `sql_of` writes.
+/// A vector tile of `dataset` at (z, x, y) on `route`, cut by the SQL
+/// `sql_of` writes, from the tile cache when it holds it.
 async fn serve_tile(
     state: &AppState,
     caller: &Caller,
-    (id, z, x, y): (String, String, String, String),
+    request: &HeaderMap,
+    (dataset, z, x, y): (Arc<Dataset>, &str, &str, &str),
+    route: TileRoute,
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
-    let dataset = visible_collection(state, caller, &id).await?;
     crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
-    let at = tile_address(&z, &x, &y)?;
-    let tile = render(state, sql_of(&dataset), &dataset, at).await?;
-    Ok(tile_response(tile, &dataset))
+    let at = tile_address(z, x, y)?;
+    let sql = sql_of(&dataset);
+    let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), &sql);
+    state
+        .tiles
+        .respond(request, &dataset, key, render(state, sql, &dataset, at))
+        .await
 }
 
 /// TileJSON 3.0 of a dataset's vector tiles (signed for datasets not

@@ -404,7 +404,7 @@ pub async fn replace(
     sqlx::query(
         "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
                 column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
-                geometry_info = $11, updated_at = now()
+                geometry_info = $11, data_version = data_version + 1, updated_at = now()
          WHERE id = $1",
     )
     .bind(dataset_id)

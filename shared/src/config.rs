@@ -33,6 +33,8 @@ pub struct Config {
     /// Datasets whose data nobody read for this long are archived.
     pub archive_after_idle: Option<Duration>,
     pub job_retries: JobRetries,
+    /// Bytes of encoded tiles each API process keeps; 0 turns the cache off.
+    pub tile_cache_bytes: u64,
 }
 
 /// How a job whose provider failed for a while is run again.
@@ -181,6 +183,9 @@ impl Config {
                     .context("JOB_MAX_ATTEMPTS is too large")?,
                 first_backoff: Duration::from_secs(settings.parsed("JOB_RETRY_BACKOFF_SECONDS", 30)?),
             },
+            tile_cache_bytes: settings
+                .parsed::<u64>("TILE_CACHE_MB", 256)?
+                .saturating_mul(1024 * 1024),
             rate_limits: RateLimits {
                 per_minute: settings.at_least_one("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: settings.at_least_one("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,

@@ -496,3 +496,144 @@ async fn tilejson_through_a_template_never_extends_it() {
     let again = handed.replace("{z}/{x}/{y}", "0/0/0");
     assert_eq!(get(&stack, &again, &[]).await.status(), 200);
 }
+
+/// A count from this API process's metrics scrape.
+async fn tile_cache_lookups(stack: &Stack, base: &str, result: &str) -> u64 {
+    let text = stack
+        .http
+        .get(format!("{base}/api/metrics"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = format!("catalog_tile_cache_lookups_total{{result=\"{result}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+const METRICS_TOKEN: &str = "scrape-token-0123456789abcdef";
+
+#[tokio::test]
+async fn cached_tiles_follow_every_write_in_every_api_process() {
+    let mut stack = Stack::start_with(StackOptions::workers(1).env("METRICS_TOKEN", METRICS_TOKEN)).await;
+    let other = stack.add_api().await;
+    let (_, owner) = stack.user_token("tess", "editor").await;
+    let id = points(&stack, &owner, "public").await;
+    let tile_at = |base: &str| format!("{base}/api/tiles/{id}/0/0/0.pbf");
+    let tile_of = |url: String, etag: Option<String>| {
+        let mut request = stack.http.get(url);
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let etag = response.headers().get("etag").map(|v| v.to_str().unwrap().to_owned());
+            let cache = response
+                .headers()
+                .get("cache-control")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, etag, cache, response.bytes().await.unwrap())
+        }
+    };
+    let here = stack.url("");
+    let here = here.trim_end_matches('/');
+
+    // Both processes cut the same tile; a second read is a cache hit, and a
+    // viewer that kept the ETag gets 304 with no body.
+    let (status, etag, cache, tile) = tile_of(tile_at(here), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(cache.as_deref(), Some("public, max-age=300"));
+    assert_eq!(feature_count(&ogrinfo_tile(&tile, 0, 0, 0)), 4);
+    let first = etag.expect("tiles carry an ETag");
+    assert!(first.starts_with("W/\""), "{first}");
+    let hits = tile_cache_lookups(&stack, here, "hit").await;
+    let (status, etag, _, again) = tile_of(tile_at(here), None).await;
+    assert_eq!((status, etag.as_deref()), (200, Some(first.as_str())));
+    assert_eq!(again, tile);
+    assert_eq!(tile_cache_lookups(&stack, here, "hit").await, hits + 1);
+    let (status, etag, cache, body) = tile_of(tile_at(here), Some(first.clone())).await;
+    assert_eq!((status, etag.as_deref(), body.len()), (304, Some(first.as_str()), 0));
+    assert_eq!(cache.as_deref(), Some("public, max-age=300"));
+    assert_eq!(tile_cache_lookups(&stack, here, "not_modified").await, 1);
+    let (status, etag, _, tile) = tile_of(tile_at(&other), None).await;
+    assert_eq!((status, etag.as_deref()), (200, Some(first.as_str())));
+    assert_eq!(feature_count(&ogrinfo_tile(&tile, 0, 0, 0)), 4);
+
+    // A new feature changes the tile in both processes at once.
+    let response = stack
+        .http
+        .post(stack.url(&format!("/api/datasets/{id}/features")))
+        .bearer_auth(&owner)
+        .json(
+            &json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [30, 30]},
+                      "properties": {"name": "new", "rank": 5}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let mut after_edit = None;
+    for base in [here, other.as_str()] {
+        let (status, etag, _, tile) = tile_of(tile_at(base), Some(first.clone())).await;
+        assert_eq!(status, 200, "{base}: an edit makes the old ETag stale");
+        assert_ne!(etag.as_deref(), Some(first.as_str()));
+        let info = ogrinfo_tile(&tile, 0, 0, 0);
+        assert_eq!(feature_count(&info), 5, "{base}: {info}");
+        assert!(info.contains("name (String) = new"), "{info}");
+        after_edit = etag;
+    }
+
+    // A reupload replaces the data the tiles show.
+    let replacement = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1.0, 1.0]}, "properties": {"name": "only", "rank": 9}}]});
+    let response = stack
+        .post_file(
+            &format!("/api/datasets/{id}/reupload"),
+            &owner,
+            "points.geojson",
+            replacement.to_string().into_bytes(),
+            &[],
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let accepted: Value = response.json().await.unwrap();
+    let job = stack.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    for base in [here, other.as_str()] {
+        let (status, etag, _, tile) = tile_of(tile_at(base), after_edit.clone()).await;
+        assert_eq!(status, 200, "{base}: a reupload makes the old ETag stale");
+        assert_ne!(etag, after_edit);
+        let info = ogrinfo_tile(&tile, 0, 0, 0);
+        assert_eq!(feature_count(&info), 1, "{base}: {info}");
+        assert!(info.contains("name (String) = only"), "{info}");
+    }
+
+    // Made private, the tile is refused to anonymous viewers in both
+    // processes even with a cached copy and a matching ETag, and the owner's
+    // copy may be kept only by their own browser.
+    let response = stack
+        .http
+        .patch(stack.url(&format!("/api/datasets/{id}")))
+        .bearer_auth(&owner)
+        .json(&json!({"visibility": "private"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, current, _, _) = tile_of(tile_at(here), None).await;
+    assert_eq!(current, None, "refused tiles carry no ETag");
+    for base in [here, other.as_str()] {
+        let (status, _, _, _) = tile_of(tile_at(base), after_edit.clone()).await;
+        assert_eq!(status, 404, "{base}");
+    }
+    let response = stack.http.get(tile_at(here)).bearer_auth(&owner).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "private, max-age=60");
+}

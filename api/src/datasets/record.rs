@@ -36,6 +36,9 @@ pub struct Dataset {
     pub(crate) visibility: String,
     pub(crate) status: String,
     pub(crate) publication_version: i32,
+    /// Rolls with every write to the data; keys cached tiles.
+    #[serde(skip)]
+    pub(crate) data_version: i64,
     pub(crate) keywords: Vec<String>,
     pub(crate) source_format: Option<String>,
     pub(crate) source_filename: Option<String>,
@@ -61,7 +64,7 @@ pub struct Dataset {
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, keywords, source_format,
+    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
 
 impl Dataset {

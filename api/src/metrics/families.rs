@@ -40,6 +40,26 @@ pub fn gauge_family(name: &str, help: &str, samples: Vec<(Labels, f64)>) -> prot
     family
 }
 
+pub fn counter_family(name: &str, help: &str, samples: Vec<(Labels, u64)>) -> proto::MetricFamily {
+    let mut family = proto::MetricFamily::default();
+    family.set_name(name.into());
+    family.set_help(help.into());
+    family.set_field_type(proto::MetricType::COUNTER);
+    family.set_metric(
+        samples
+            .into_iter()
+            .map(|(labels, value)| {
+                let mut metric = labelled(labels);
+                let mut counter = proto::Counter::default();
+                counter.set_value(value as f64);
+                metric.set_counter(counter);
+                metric
+            })
+            .collect(),
+    );
+    family
+}
+
 /// A histogram from counts already bucketed: `(upper bound, count at or
 /// under it)` in rising order, with the sum and count of every sample.
 pub struct Bucketed {

@@ -18,7 +18,7 @@ mod database;
 mod families;
 pub mod http;
 
-use families::gauge_family;
+use families::{counter_family, gauge_family};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(metrics))
@@ -33,6 +33,7 @@ async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Respon
     caller.may_read_metrics()?;
     let mut families = state.metrics.gather();
     families.extend(pool_families(&state.pool));
+    families.extend(tile_cache_families(&state.tiles));
     families.extend(database::families(&state.pool).await?);
     // A family with no series yet (no job finished) is left out, as the
     // format has no way to write it.
@@ -65,6 +66,30 @@ fn pool_families(pool: &sqlx::PgPool) -> Vec<proto::MetricFamily> {
             "catalog_db_pool_max_connections",
             "The most database connections this API process opens.",
             vec![(vec![], f64::from(pool.options().get_max_connections()))],
+        ),
+    ]
+}
+
+/// This process's tile cache: what it holds and how lookups went.
+fn tile_cache_families(tiles: &crate::tile_cache::TileCache) -> Vec<proto::MetricFamily> {
+    let figures = tiles.figures();
+    vec![
+        counter_family(
+            "catalog_tile_cache_lookups_total",
+            "Tile requests of this API process by result: hit (served from the cache), miss (rendered), not_modified (304).",
+            vec![
+                (vec![("result", "hit".into())], figures.hits),
+                (vec![("result", "miss".into())], figures.misses),
+                (vec![("result", "not_modified".into())], figures.not_modified),
+            ],
+        ),
+        gauge_family(
+            "catalog_tile_cache_bytes",
+            "Bytes of encoded tiles this API process keeps, and the most it may keep.",
+            vec![
+                (vec![("state", "used".into())], figures.used_bytes as f64),
+                (vec![("state", "capacity".into())], figures.capacity_bytes as f64),
+            ],
         ),
     ]
 }

@@ -12,10 +12,7 @@ use std::{
     },
 };
 
-use axum::{
-    http::{HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::{http::HeaderMap, response::Response};
 use catalog_raster::{
     RasterError, RasterInfo,
     tile::{self, Colormap, TerrainEncoding, TileFormat, TileSpec},
@@ -26,7 +23,11 @@ use object_store::{ObjectStoreExt, path::Path as ObjectPath};
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 
-use crate::{datasets::record::Dataset, state::AppState};
+use crate::{
+    datasets::record::Dataset,
+    state::AppState,
+    tile_cache::{Tile, TileKey, TileRoute},
+};
 
 /// Open datasets one thread keeps, at most.
 const OPEN_PER_THREAD: usize = 64;
@@ -176,6 +177,7 @@ pub fn native_zoom(dataset: &Dataset) -> u32 {
 /// One raster tile, or 204 when it lies wholly outside the data.
 pub async fn raster_tile(
     state: &AppState,
+    request: &HeaderMap,
     dataset: &Dataset,
     (z, x, y): (u32, u32, u32),
     (format, size): (TileFormat, usize),
@@ -187,26 +189,30 @@ pub async fn raster_tile(
         .map(|r| r.0.clone())
         .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
     let spec = tile_spec(&info, query, tile::tile_bounds(z as u8, x, y), size, format)?;
-    if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
-        return Ok(super::cached(StatusCode::NO_CONTENT.into_response(), dataset));
-    }
-    let file = raster_file(state, dataset).await?;
-    let encoded = on_pool(move |open| {
-        let ds = open.get(&file)?;
-        tile::render(ds, &info, &spec)
-    })
-    .await?
-    .map_err(|e| AppError::internal(format!("raster tile: {e}")))?;
-    let response = (
-        [(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()))],
-        encoded,
-    );
-    Ok(super::cached(response.into_response(), dataset))
+    let recipe = format!("{:?} {format:?} {size} {query:?}", dataset.raster_object);
+    let key = TileKey::new(dataset, TileRoute::Raster, (z, x, y), &recipe);
+    state
+        .tiles
+        .respond(request, dataset, key, async move {
+            if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
+                return Ok(Tile::empty());
+            }
+            let file = raster_file(state, dataset).await?;
+            let encoded = on_pool(move |open| {
+                let ds = open.get(&file)?;
+                tile::render(ds, &info, &spec)
+            })
+            .await?
+            .map_err(|e| AppError::internal(format!("raster tile: {e}")))?;
+            Ok(Tile::image(encoded, format.content_type()))
+        })
+        .await
 }
 
 /// One terrain tile of a single-band raster, or 204 outside its data.
 pub async fn terrain_tile(
     state: &AppState,
+    request: &HeaderMap,
     dataset: &Dataset,
     (z, x, y): (u32, u32, u32),
     query: &TerrainQuery,
@@ -234,19 +240,25 @@ pub async fn terrain_tile(
         Some("cubic") => "cubic",
         Some(_) => return Err(AppError::bad_request("resampling must be bilinear, nearest or cubic")),
     };
-    if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
-        return Ok(super::cached(StatusCode::NO_CONTENT.into_response(), dataset));
-    }
-    let file = raster_file(state, dataset).await?;
-    let bounds = tile::tile_bounds(z as u8, x, y);
-    let encoded = on_pool(move |open| {
-        let ds = open.get(&file)?;
-        tile::render_terrain(ds, bounds, size, resampling, encoding)
-    })
-    .await?
-    .map_err(|e| AppError::internal(format!("terrain tile: {e}")))?;
-    let response = ([(header::CONTENT_TYPE, HeaderValue::from_static("image/png"))], encoded);
-    Ok(super::cached(response.into_response(), dataset))
+    let recipe = format!("{:?} {size} {encoding:?} {resampling}", dataset.raster_object);
+    let key = TileKey::new(dataset, TileRoute::Terrain, (z, x, y), &recipe);
+    state
+        .tiles
+        .respond(request, dataset, key, async move {
+            if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
+                return Ok(Tile::empty());
+            }
+            let file = raster_file(state, dataset).await?;
+            let bounds = tile::tile_bounds(z as u8, x, y);
+            let encoded = on_pool(move |open| {
+                let ds = open.get(&file)?;
+                tile::render_terrain(ds, bounds, size, resampling, encoding)
+            })
+            .await?
+            .map_err(|e| AppError::internal(format!("terrain tile: {e}")))?;
+            Ok(Tile::image(encoded, "image/png"))
+        })
+        .await
 }
 
 fn tile_spec(
