@@ -55,18 +55,14 @@ start_service() {
   WORKER=$!
 }
 
-# serve_public_table_beside_tipg [VAR=value ...]: installs wrk and tipg,
-# starts the bench cluster, loads the seeded points through the service as
-# a public collection (COLLECTION, TABLE), and starts tipg on TIPG_PORT
-# over the same table with the given extra settings. Pids in API, WORKER
-# (stopped once loaded) and TIPG; everything stops on exit.
-serve_public_table_beside_tipg() {
+# serve_public_table: starts the bench cluster and the service, and loads
+# the seeded points through it as a public collection (COLLECTION, TABLE).
+# Pids in API and WORKER (stopped once loaded); the extra pids in EXTRA_PIDS
+# and everything else stop on exit.
+serve_public_table() {
   ensure_packages wrk
-  [[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
-  "$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
-
   start_cluster "$DIR" "$PORT"
-  trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+  trap 'kill ${API:-} ${WORKER:-} ${TIPG:-} ${EXTRA_PIDS:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
   fresh_bench_database
   local gpkg
   gpkg=$(bench_gpkg)
@@ -75,6 +71,15 @@ serve_public_table_beside_tipg() {
   log "loading the table through the service"
   read -r COLLECTION TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$gpkg" "$DATABASE_URL")
   kill "$WORKER"
+}
+
+# serve_public_table_beside_tipg [VAR=value ...]: serve_public_table, then
+# tipg (PyPI) on TIPG_PORT over the same table with the given extra
+# settings (pid in TIPG).
+serve_public_table_beside_tipg() {
+  [[ -x $ROOT/.data/bench-venv/bin/python ]] || python3 -m venv "$ROOT/.data/bench-venv"
+  "$ROOT/.data/bench-venv/bin/pip" install -q --disable-pip-version-check tipg uvicorn
+  serve_public_table
 
   log "starting tipg on 127.0.0.1:$TIPG_PORT"
   env DATABASE_URL="postgresql://catalog@127.0.0.1:$PORT/bench" TIPG_DB_SCHEMAS='["data"]' "$@" \
@@ -92,4 +97,28 @@ measure() {
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
   non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
   echo "$rps ${p99:-?} ${non2xx:-0}"
+}
+
+# restart_api [VAR=value ...]: stops the API and starts it again with these
+# settings added to the environment start_service set.
+restart_api() {
+  kill "$API"
+  wait "$API" 2>/dev/null || true
+  env "$@" "$CARGO_TARGET_DIR/release/catalog-api" >>"$WORK/api.log" 2>&1 &
+  API=$!
+  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$API_PORT/api/health" >/dev/null && return; sleep 0.1; done
+  echo "the API did not come back" >&2
+  exit 1
+}
+
+# mvt_features URL Z X Y: how many features GDAL's MVT driver reads in the tile.
+mvt_features() {
+  local tile="$WORK/check.pbf"
+  : >"$tile"
+  curl -sf "$1" -o "$tile" || true
+  if [[ ! -s $tile ]]; then
+    echo 0
+    return
+  fi
+  ogrinfo -ro -al -oo "Z=$2" -oo "X=$3" -oo "Y=$4" "$tile" | grep -c '^OGRFeature(' || true
 }

@@ -5,7 +5,12 @@
 use std::path::Path;
 
 use catalog_tests::{Api, Stack, StackOptions, data_file};
-use gdal::{DriverManager, raster::Buffer, spatial_ref::SpatialRef, vsi};
+use gdal::{
+    DriverManager,
+    raster::{Buffer, ColorEntry, ColorTable, PaletteInterpretation},
+    spatial_ref::SpatialRef,
+    vsi,
+};
 use serde_json::Value;
 
 /// A GeoTIFF GDAL writes: `bands` Byte bands of a gradient, placed by
@@ -454,5 +459,257 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
     assert!(
         pixels.iter().any(|p| p[3] == 255 && p[0] != p[2]),
         "bands 1 and 3 differ"
+    );
+}
+
+/// A one-band GeoTIFF of `T` values GDAL writes in `srs`, with nodata and
+/// a colour table when given.
+fn one_band<T: gdal::raster::GdalType + Copy>(
+    dir: &Path,
+    name: &str,
+    (width, height): (usize, usize),
+    (geo_transform, srs): ([f64; 6], &SpatialRef),
+    value: impl Fn(usize, usize) -> T,
+    nodata: Option<f64>,
+    palette: Option<&[(i16, i16, i16)]>,
+) -> Vec<u8> {
+    let path = dir.join(name);
+    let driver = DriverManager::get_driver_by_name("GTiff").unwrap();
+    let mut ds = driver.create_with_band_type::<T, _>(&path, width, height, 1).unwrap();
+    ds.set_geo_transform(&geo_transform).unwrap();
+    ds.set_spatial_ref(srs).unwrap();
+    let mut band = ds.rasterband(1).unwrap();
+    let data: Vec<T> = (0..width * height).map(|i| value(i % width, i / width)).collect();
+    band.write((0, 0), (width, height), &mut Buffer::new((width, height), data))
+        .unwrap();
+    band.set_no_data_value(nodata).unwrap();
+    if let Some(colours) = palette {
+        let mut table = ColorTable::new(PaletteInterpretation::Rgba);
+        for (i, (r, g, b)) in colours.iter().enumerate() {
+            table.set_color_entry(i as u16, &ColorEntry::rgba(*r, *g, *b, 255));
+        }
+        band.set_color_table(&table);
+    }
+    drop(ds);
+    std::fs::read(path).unwrap()
+}
+
+/// The XYZ tile holding a point at zoom z.
+fn tile_at(lon: f64, lat: f64, z: u32) -> (u32, u32) {
+    let n = f64::from(1u32 << z);
+    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
+    let lat = lat.to_radians();
+    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
+    (x, y)
+}
+
+/// A point of `srs` in longitude and latitude.
+fn to_lon_lat(srs: &SpatialRef, x: f64, y: f64) -> (f64, f64) {
+    let mut wgs84 = SpatialRef::from_epsg(4326).unwrap();
+    wgs84.set_axis_mapping_strategy(gdal::spatial_ref::AxisMappingStrategy::TraditionalGisOrder);
+    let (mut xs, mut ys) = ([x], [y]);
+    gdal::spatial_ref::CoordTransform::new(srs, &wgs84)
+        .unwrap()
+        .transform_coords(&mut xs, &mut ys, &mut [])
+        .unwrap();
+    (xs[0], ys[0])
+}
+
+/// Opaque pixels of a PNG tile fetched anonymously.
+async fn opaque_pixels(stack: &Stack, path: &str) -> Vec<[u8; 4]> {
+    let tile = get(stack, None, path).await;
+    assert_eq!(tile.status(), 200, "{path}");
+    let (_, pixels) = decode(&tile.bytes().await.unwrap());
+    pixels.into_iter().filter(|p| p[3] == 255).collect()
+}
+
+#[tokio::test]
+async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let public = [("visibility", "public")];
+
+    // A land-cover map: four classes and their colour table. Tiles show the
+    // table's colours only, at full resolution and from the overviews (made
+    // with nearest, never blending classes).
+    let colours = [(220, 30, 30), (30, 160, 60), (40, 80, 220), (240, 220, 40)];
+    let classes = one_band::<u8>(
+        dir.path(),
+        "classes.tif",
+        (2000, 2000),
+        (
+            [5.0, 0.0005, 0.0, 51.0, 0.0, -0.0005],
+            &SpatialRef::from_epsg(4326).unwrap(),
+        ),
+        |x, y| ((x / 97 + y / 89) % 4) as u8,
+        None,
+        Some(&colours),
+    );
+    let job = ingest(&stack, &token, "classes.tif", classes, &public).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap();
+    let record = stack.dataset(&token, id).await;
+    assert_eq!(record["raster"]["bands"][0]["color_interpretation"], "Palette");
+    assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 1, "{record}");
+    for z in [7, 9, 11] {
+        let (x, y) = tile_at(5.5, 50.5, z);
+        let pixels = opaque_pixels(&stack, &format!("/api/tiles/{id}/{z}/{x}/{y}.png")).await;
+        assert!(pixels.len() > 1000, "zoom {z}: {}", pixels.len());
+        for p in &pixels {
+            assert!(
+                colours
+                    .iter()
+                    .any(|c| (i16::from(p[0]), i16::from(p[1]), i16::from(p[2])) == *c),
+                "zoom {z}: {p:?} is not a class colour"
+            );
+        }
+        for (r, g, b) in colours {
+            assert!(
+                pixels
+                    .iter()
+                    .any(|p| (i16::from(p[0]), i16::from(p[1]), i16::from(p[2])) == (r, g, b)),
+                "zoom {z}: class ({r}, {g}, {b}) missing"
+            );
+        }
+    }
+
+    // A Float32 DEM in UTM with a nodata hole: statistics leave the hole
+    // out, tiles draw it transparent, terrain encodes the heights.
+    let utm = SpatialRef::from_epsg(32632).unwrap();
+    let dem = one_band::<f32>(
+        dir.path(),
+        "dem_utm.tif",
+        (400, 300),
+        ([300_000.0, 30.0, 0.0, 5_600_000.0, 0.0, -30.0], &utm),
+        |x, y| {
+            if (150..250).contains(&x) && (100..200).contains(&y) {
+                -9999.0
+            } else {
+                100.5 + (x + y) as f32 * 1.25
+            }
+        },
+        Some(-9999.0),
+        None,
+    );
+    let job = ingest(&stack, &token, "dem_utm.tif", dem, &public).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let dem_id = job["dataset_id"].as_str().unwrap();
+    let record = stack.dataset(&token, dem_id).await;
+    let band = &record["raster"]["bands"][0];
+    assert_eq!(band["data_type"], "Float32");
+    assert_eq!(band["nodata"], -9999.0);
+    let (min, max) = (band["min"].as_f64().unwrap(), band["max"].as_f64().unwrap());
+    assert!(
+        (100.5..101.0).contains(&min) && (960.0..=973.0).contains(&max),
+        "{band}"
+    );
+    assert_eq!(record["raster"]["srid"], 32632);
+    assert_eq!(record["raster"]["resolution"], serde_json::json!([30.0, 30.0]));
+    // The tile at the middle of the 3 km hole, 3 km across, ends inside the data.
+    let (lon, lat) = to_lon_lat(&utm, 306_000.0, 5_595_500.0);
+    let (x, y) = tile_at(lon, lat, 13);
+    let tile = get(
+        &stack,
+        None,
+        &format!("/api/tiles/{dem_id}/13/{x}/{y}.png?colormap=terrain"),
+    )
+    .await;
+    assert_eq!(tile.status(), 200);
+    let (_, pixels) = decode(&tile.bytes().await.unwrap());
+    let clear = pixels.iter().filter(|p| p[3] == 0).count();
+    assert!(clear > 1000, "the nodata hole is transparent: {clear}");
+    let (x, y) = tile_at(lon, lat, 9);
+    let terrain = get(&stack, None, &format!("/api/tiles/{dem_id}/terrain/9/{x}/{y}.png")).await;
+    assert_eq!(terrain.status(), 200);
+    let (_, pixels) = decode(&terrain.bytes().await.unwrap());
+    let heights: Vec<f64> = pixels
+        .iter()
+        .map(|p| -10_000.0 + (f64::from(p[0]) * 65_536.0 + f64::from(p[1]) * 256.0 + f64::from(p[2])) * 0.1)
+        .filter(|h| h.abs() >= 0.05)
+        .collect();
+    assert!(heights.len() > 1000, "{}", heights.len());
+    assert!(
+        heights.iter().all(|h| (100.4..=973.1).contains(h)),
+        "heights within the DEM's range"
+    );
+
+    // A projection with no EPSG code: kept as it is, srid null, placed right.
+    let custom = SpatialRef::from_proj4(
+        "+proj=lcc +lat_0=50 +lon_0=10 +lat_1=45 +lat_2=55 +x_0=0 +y_0=0 +ellps=GRS80 +units=m +no_defs",
+    )
+    .unwrap();
+    let odd = one_band::<u8>(
+        dir.path(),
+        "odd_crs.tif",
+        (200, 200),
+        ([-10_000.0, 100.0, 0.0, 10_000.0, 0.0, -100.0], &custom),
+        |x, _| (x + 10) as u8,
+        None,
+        None,
+    );
+    let job = ingest(&stack, &token, "odd_crs.tif", odd, &public).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let odd_id = job["dataset_id"].as_str().unwrap();
+    let record = stack.dataset(&token, odd_id).await;
+    assert!(record["raster"]["srid"].is_null(), "{record}");
+    let extent: Vec<f64> = serde_json::from_value(record["extent_bbox"].clone()).unwrap();
+    assert!(
+        (9.8..9.9).contains(&extent[0]) && (10.1..10.2).contains(&extent[2]),
+        "{extent:?}"
+    );
+    assert!(
+        (49.9..49.95).contains(&extent[1]) && (50.05..50.1).contains(&extent[3]),
+        "{extent:?}"
+    );
+    let (x, y) = tile_at(10.0, 50.0, 10);
+    assert!(
+        opaque_pixels(&stack, &format!("/api/tiles/{odd_id}/10/{x}/{y}.png"))
+            .await
+            .len()
+            > 1000
+    );
+
+    // Fiji in UTM zone 60 south, across 180°: the extent runs west > east
+    // (RFC 7946) and the tiles on both sides of the antimeridian hold data.
+    let fiji = one_band::<u8>(
+        dir.path(),
+        "fiji.tif",
+        (600, 330),
+        (
+            [400_000.0, 1000.0, 0.0, 8_230_000.0, 0.0, -1000.0],
+            &SpatialRef::from_epsg(32760).unwrap(),
+        ),
+        |x, y| (1 + (x + y) % 250) as u8,
+        Some(0.0),
+        None,
+    );
+    let job = ingest(&stack, &token, "fiji.tif", fiji, &public).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let fiji_id = job["dataset_id"].as_str().unwrap();
+    let record = stack.dataset(&token, fiji_id).await;
+    let extent: Vec<f64> = serde_json::from_value(record["extent_bbox"].clone()).unwrap();
+    assert!(extent[0] > 175.0 && extent[2] < -177.0, "west > east: {extent:?}");
+    let tilejson: Value = get(&stack, None, &format!("/api/tiles/{fiji_id}/tilejson.json"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        tilejson.get("bounds").is_none(),
+        "TileJSON bounds cannot cross 180°: {tilejson}"
+    );
+    for lon in [179.0, -179.5] {
+        let (x, y) = tile_at(lon, -17.5, 6);
+        let pixels = opaque_pixels(&stack, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png")).await;
+        assert!(pixels.len() > 500, "longitude {lon}: {}", pixels.len());
+    }
+    let (x, y) = tile_at(0.0, -17.5, 6);
+    assert_eq!(
+        get(&stack, None, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png"))
+            .await
+            .status(),
+        204,
+        "the other side of the world is empty"
     );
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Vector tiles against martin: the same 1,000,000-point table served by this
+# service and by martin (`cargo install martin`, cached under
+# ~/.cache/spatial-catalog/martin) in the same run, driven by wrk at four
+# tiles, from a crowded one to an empty one. Two pairings: both caches off
+# (every request cuts its tile in PostgreSQL), then both on (the warm path).
+# The tiles are checked to hold the same features before anything is counted.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+
+POINTS=${POINTS:-1000000}
+PORT=${CATALOG_BENCH_PG_PORT:-54331}
+DIR="$ROOT/.data/bench-pg"
+WORK="$ROOT/.data/bench"
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-8}
+API_PORT=${BENCH_API_PORT:-18080}
+MARTIN_PORT=${BENCH_MARTIN_PORT:-18082}
+MARTIN_VERSION=1.14.0
+MARTIN_ROOT="$HOME/.cache/spatial-catalog/martin"
+MARTIN="$MARTIN_ROOT/bin/martin"
+mkdir -p "$WORK"
+
+if ! "$MARTIN" --version 2>/dev/null | grep -q "$MARTIN_VERSION"; then
+  log "installing martin $MARTIN_VERSION (PostgreSQL sources only; cached)"
+  cargo install "martin@$MARTIN_VERSION" --locked --no-default-features --features postgres --root "$MARTIN_ROOT"
+fi
+
+serve_public_table
+
+# start_martin CACHE_MB: martin over the bench database (pid in MARTIN_PID).
+start_martin() {
+  [[ -z ${MARTIN_PID:-} ]] || { kill "$MARTIN_PID"; wait "$MARTIN_PID" 2>/dev/null || true; }
+  "$MARTIN" "postgresql://catalog@127.0.0.1:$PORT/bench" --listen-addresses "127.0.0.1:$MARTIN_PORT" \
+    --cache-size "$1" >>"$WORK/martin.log" 2>&1 &
+  MARTIN_PID=$!
+  EXTRA_PIDS=$MARTIN_PID
+  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$MARTIN_PORT/catalog" >/dev/null && return; sleep 0.1; done
+  echo "martin did not start; see $WORK/martin.log" >&2
+  exit 1
+}
+
+# About 15,000, 250, 1 and 0 points a tile.
+TILES=(3/4/2 6/33/22 10/530/340 10/10/10)
+OURS="http://127.0.0.1:$API_PORT/api/tiles/$COLLECTION"
+THEIRS="http://127.0.0.1:$MARTIN_PORT/$TABLE"
+
+printf '\n%-6s %-12s %9s %12s %10s %12s %10s %8s\n' cache tile features "ours req/s" "ours p99" "martin req/s" "martin p99" ratio
+for pairing in off on; do
+  if [[ $pairing == off ]]; then
+    restart_api TILE_CACHE_MB=0
+    start_martin 0
+  else
+    restart_api
+    start_martin 512
+  fi
+  for tile in "${TILES[@]}"; do
+    IFS=/ read -r z x y <<<"$tile"
+    ours=$(mvt_features "$OURS/$tile.pbf" "$z" "$x" "$y")
+    theirs=$(mvt_features "$THEIRS/$tile" "$z" "$x" "$y")
+    if [[ $ours != "$theirs" ]]; then
+      echo "tile $tile: we serve $ours features, martin $theirs; not comparable" >&2
+      exit 1
+    fi
+    read -r ours_rps ours_p99 ours_bad < <(measure "$OURS/$tile.pbf")
+    read -r martin_rps martin_p99 martin_bad < <(measure "$THEIRS/$tile")
+    ratio=$(python3 -c "print(f'{$ours_rps / max($martin_rps, 0.001):.2f}x')")
+    printf '%-6s %-12s %9s %12s %10s %12s %10s %8s\n' "$pairing" "$tile" "$ours" "$ours_rps" "$ours_p99" "$martin_rps" "$martin_p99" "$ratio"
+    [[ $ours_bad == 0 ]] || echo "  (our $tile answered $ours_bad non-2xx responses)"
+    [[ $martin_bad == 0 ]] || echo "  (martin's $tile answered $martin_bad non-2xx responses)"
+  done
+done
