@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Uploads a file as a public dataset and prints its collection id and table."""
+"""Uploads a file as a public dataset and prints its collection id and table.
+
+Usage: load_public.py BASE FILE DATABASE_URL [FIELD=VALUE ...] (more form fields)."""
 import json
 import subprocess
 import sys
@@ -8,6 +10,7 @@ import urllib.parse
 import urllib.request
 
 base, path, _database_url = sys.argv[1:4]
+extra = [arg for field in sys.argv[4:] for arg in ("-F", field)]
 for _ in range(200):
     try:
         urllib.request.urlopen(base + "/api/health")
@@ -19,7 +22,7 @@ req = urllib.request.Request(base + "/api/auth/login", data=form,
                              headers={"Content-Type": "application/x-www-form-urlencoded"})
 token = json.load(urllib.request.urlopen(req))["access_token"]
 out = subprocess.run(["curl", "-sf", "-H", f"Authorization: Bearer {token}", "-F", f"file=@{path}",
-                      "-F", "visibility=public", base + "/api/datasets/upload"],
+                      "-F", "visibility=public", *extra, base + "/api/datasets/upload"],
                      check=True, capture_output=True, text=True)
 job_id = json.loads(out.stdout)["job_id"]
 while True:

@@ -46,7 +46,8 @@ pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
     db::migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
-    let state = state::AppState::new(pool, config, rate_limiter)?;
+    let tile_pool = db::connect_for_tiles(&config.database_url, 16).await?;
+    let state = state::AppState::new(pool, tile_pool, config, rate_limiter)?;
     state.sandbox.prepare_login(&state.pool).await;
     tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
     Ok(state)

@@ -218,6 +218,11 @@ async fn queue_service_reupload(
             "this dataset is a registered table, read in place; change the table itself",
         ));
     }
+    if dataset.is_raster() {
+        return Err(AppError::unprocessable(
+            "this dataset is a raster; it takes a new GeoTIFF through POST /api/datasets/{id}/reupload, not features from a service",
+        ));
+    }
     if body.visibility.is_some() {
         return Err(AppError::invalid_field(
             "visibility",
@@ -233,6 +238,7 @@ async fn queue_service_reupload(
         srid: None,
         preview,
         service: Some(service),
+        raster: Default::default(),
     };
     let job_id = Uuid::now_v7();
     let input = JobInput::Reupload(payload);

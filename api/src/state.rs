@@ -3,9 +3,23 @@ use std::sync::Arc;
 use catalog_shared::{auth::TokenKeys, config::Config, outbound::OutboundPolicy, storage::Storage};
 use sqlx::PgPool;
 
+/// What every handler shares, behind one reference count: axum clones the
+/// state for each extractor and middleware of every request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub pool: PgPool,
+    /// Connections for vector tile queries only (generic plans).
+    pub tile_pool: PgPool,
     /// Connections as the SQL sandbox's role, for callers' statements only.
     pub sandbox: crate::sandbox::pool::SandboxPool,
     pub storage: Storage,
@@ -21,10 +35,16 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, config: Config, rate_limiter: crate::rate_limit::RateLimiter) -> anyhow::Result<Self> {
-        Ok(Self {
+    pub fn new(
+        pool: PgPool,
+        tile_pool: PgPool,
+        config: Config,
+        rate_limiter: crate::rate_limit::RateLimiter,
+    ) -> anyhow::Result<Self> {
+        Ok(Self(Arc::new(Shared {
             sandbox: crate::sandbox::pool::SandboxPool::new(&config),
             pool,
+            tile_pool,
             storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),
@@ -35,6 +55,6 @@ impl AppState {
             reads: Default::default(),
             tiles: crate::tile_cache::TileCache::new(config.tile_cache_bytes),
             config: Arc::new(config),
-        })
+        })))
     }
 }

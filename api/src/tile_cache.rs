@@ -85,8 +85,15 @@ impl TileKey {
         digest.update(self.address.1.to_be_bytes());
         digest.update(self.address.2.to_be_bytes());
         digest.update(self.recipe);
-        let hex: String = digest.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect();
-        format!("W/\"{hex}\"")
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut etag = String::with_capacity(28);
+        etag.push_str("W/\"");
+        for byte in &digest.finalize()[..12] {
+            etag.push(char::from(HEX[usize::from(byte >> 4)]));
+            etag.push(char::from(HEX[usize::from(byte & 15)]));
+        }
+        etag.push('"');
+        etag
     }
 }
 

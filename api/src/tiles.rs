@@ -152,7 +152,7 @@ async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddres
         .bind(at.y as i32)
         // The tile layer is named after the table, as PostGIS tile servers do.
         .bind(&dataset.table_name)
-        .fetch_one(&state.pool)
+        .fetch_one(&state.tile_pool)
         .await?;
     Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
 }

@@ -25,11 +25,12 @@ struct Current {
     column_info: sqlx::types::Json<Vec<ColumnInfo>>,
     feature_count: i64,
     is_registered: bool,
+    kind: String,
 }
 
 pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobError> {
     let current: Current =
-        sqlx::query_as("SELECT source_layer, column_info, feature_count, is_registered FROM datasets WHERE id = $1")
+        sqlx::query_as("SELECT source_layer, column_info, coalesce(feature_count, 0) AS feature_count, is_registered, kind FROM datasets WHERE id = $1")
             .bind(payload.dataset_id)
             .fetch_optional(&ctx.deps.pool)
             .await?
@@ -57,6 +58,9 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
     ctx.progress("reading", None, None).await?;
     let workdir = tempfile::tempdir()?;
     let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;
+    if current.kind == "raster" {
+        return replace_raster(ctx, &payload, &local).await;
+    }
     let name = payload.filename.clone();
     let srid = payload.srid;
     let candidates = tokio::task::spawn_blocking(move || {
@@ -114,6 +118,29 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         source_layer: layer.key.clone(),
     };
     load::replace(ctx, payload.dataset_id, &layer.plan, &loaded, &meta).await
+}
+
+/// A raster dataset takes one GeoTIFF (alone or as the only one in a zip).
+async fn replace_raster(ctx: &JobContext, payload: &ReuploadPayload, local: &std::path::Path) -> Result<(), JobError> {
+    let sources = sources::sources_of(local, &payload.filename).map_err(JobError::Invalid)?;
+    let mut tiffs: Vec<_> = sources
+        .into_iter()
+        .filter(|s| s.format == SourceFormat::GeoTiff)
+        .collect();
+    let source = match tiffs.len() {
+        1 => tiffs.remove(0),
+        0 => {
+            return Err(JobError::Invalid(
+                "a raster dataset takes a GeoTIFF (.tif, .tiff), alone or zipped; the file has none".into(),
+            ));
+        }
+        n => {
+            return Err(JobError::Invalid(format!(
+                "a raster dataset takes one GeoTIFF; the file has {n}"
+            )));
+        }
+    };
+    crate::raster::replace(ctx, payload.dataset_id, &source, &payload.filename, &payload.raster).await
 }
 
 fn choose_layer(candidates: &[LayerJob], wanted: Option<&str>, previous: Option<&str>) -> Result<usize, JobError> {

@@ -170,6 +170,9 @@ pub struct ReuploadPayload {
     /// Pull the data from this service first (object_path is then where it goes).
     #[serde(default)]
     pub service: Option<RemoteService>,
+    /// How a raster dataset's new GeoTIFF is stored.
+    #[serde(default)]
+    pub raster: RasterOptions,
 }
 
 /// A layer of a remote map service to pull features from. Its credentials

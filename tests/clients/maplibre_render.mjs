@@ -1,11 +1,13 @@
 // Renders a style exported by the service in MapLibre GL JS, in headless
 // Chromium, from a page on its own origin (so every request to the
 // service is cross-origin, as for any embedding site). Prints a JSON
-// report: whether the map became idle, the errors MapLibre raised, and
-// the features of one layer it drew.
+// report: whether the map became idle, the errors MapLibre raised, the
+// features of one layer it drew, whether terrain is on and the ground's
+// height at the map's centre.
 //
 // usage: node maplibre_render.mjs <style-url> <layer-id> [<embed-token>]
-// env:   CATALOG_NODE_MODULES (maplibre-gl, playwright-core), CHROMIUM
+// env:   CATALOG_NODE_MODULES (maplibre-gl, playwright-core), CHROMIUM,
+//        CATALOG_SCREENSHOT (optional: where to write a PNG of the map)
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -74,8 +76,14 @@ try {
   report = await tab.evaluate((id) => {
     const r = window.report || { errors: ['no report'], idle: false };
     const features = window.map && window.map.getLayer(id) ? window.map.queryRenderedFeatures({ layers: [id] }) : [];
-    return { ...r, rendered: features.length, properties: features.slice(0, 5).map((f) => f.properties) };
+    const map = window.map;
+    const terrain = Boolean(map && map.getTerrain());
+    const elevation = terrain ? map.queryTerrainElevation(map.getCenter()) : null;
+    return { ...r, rendered: features.length, properties: features.slice(0, 5).map((f) => f.properties), terrain, elevation };
   }, layerId);
+  if (process.env.CATALOG_SCREENSHOT) {
+    await tab.locator('#map').screenshot({ path: process.env.CATALOG_SCREENSHOT });
+  }
   report.console = consoleErrors;
 } finally {
   await browser.close();

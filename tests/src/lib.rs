@@ -388,13 +388,22 @@ impl Stack {
 
     /// The API process's resident memory, in KiB.
     pub fn api_rss_kib(&self) -> i64 {
+        self.api_memory_kib("VmRSS:")
+    }
+
+    /// The most resident memory the API process has held so far, in KiB.
+    pub fn api_peak_rss_kib(&self) -> i64 {
+        self.api_memory_kib("VmHWM:")
+    }
+
+    fn api_memory_kib(&self, field: &str) -> i64 {
         let pid = self.api.as_ref().expect("the API runs").id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc status")
+            .unwrap_or_else(|| panic!("{field} in /proc status"))
     }
 
     pub fn logs(&self) -> String {

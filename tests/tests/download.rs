@@ -154,3 +154,56 @@ async fn downloads_open_only_with_their_token() {
         400
     );
 }
+
+#[tokio::test]
+async fn a_million_features_download_in_bounded_memory() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let body = serde_json::json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [0, 0]}, "properties": {"name": "seed", "value": 0.5}}]});
+    let id = stack.ingest_geojson(&admin, &body, &[("title", "Many")]).await;
+    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+    // 999,999 more rows straight into the table: the export is under test,
+    // not the ingest.
+    let geometry: String = sqlx::query_scalar("SELECT geometry_column FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO data.\"{table}\" (\"{geometry}\", name, value)
+         SELECT ST_SetSRID(ST_MakePoint(-180 + (i % 3600) * 0.1, -80 + (i / 3600) * 0.05), 4326),
+                'feature number ' || i, i * 0.25
+         FROM generate_series(1, 999999) AS i"
+    )))
+    .execute(stack.pool())
+    .await
+    .unwrap();
+
+    let before = stack.api_peak_rss_kib();
+    let minted = mint(&stack, Some(&admin), &id).await;
+    let url = format!("{}&format=geojson", minted["download_url"].as_str().unwrap());
+    let mut response = fetch(&stack, &url, None).await;
+    assert_eq!(response.status(), 200);
+    let path = tempfile::NamedTempFile::new().unwrap();
+    let mut file = std::fs::File::create(path.path()).unwrap();
+    let mut bytes = 0usize;
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        bytes += chunk.len();
+        std::io::Write::write_all(&mut file, &chunk).unwrap();
+    }
+    drop(file);
+    let grown_mib = (stack.api_peak_rss_kib() - before) / 1024;
+    assert!(bytes > 100 << 20, "a large file: {bytes} bytes");
+    assert!(
+        grown_mib < 64,
+        "the API's peak memory grew {grown_mib} MiB for a {} MiB export",
+        bytes >> 20
+    );
+    let ds = gdal::Dataset::open(path.path()).unwrap();
+    assert_eq!(ds.layer(0).unwrap().feature_count(), 1_000_000);
+}

@@ -713,3 +713,119 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
         "the other side of the world is empty"
     );
 }
+
+#[tokio::test]
+async fn a_raster_takes_a_new_geotiff_in_place() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("rafa", "editor").await;
+    let dir = tempfile::tempdir().unwrap();
+    let wgs84 = SpatialRef::from_epsg(4326).unwrap();
+    let plain = |name: &str, colour: (i16, i16, i16), west: f64| {
+        one_band::<u8>(
+            dir.path(),
+            name,
+            (200, 200),
+            ([west, 0.005, 0.0, 51.0, 0.0, -0.005], &wgs84),
+            |_, _| 0,
+            None,
+            Some(&[colour]),
+        )
+    };
+    let job = ingest(
+        &stack,
+        &owner,
+        "red.tif",
+        plain("red.tif", (200, 0, 0), 5.0),
+        &[("visibility", "public")],
+    )
+    .await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let before = stack.dataset(&owner, &id).await;
+    let old_object: String = sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+    let (_, signed) = stack.get_json(Some(&owner), &format!("/api/tiles/token/{id}")).await;
+    let template = signed["tile_url"].as_str().unwrap().replace(&stack.url(""), "");
+    let (x, y) = tile_at(5.5, 50.5, 8);
+    let tile_path = template.replace("{z}/{x}/{y}", &format!("8/{x}/{y}"));
+    let colour_of = |pixels: Vec<[u8; 4]>| {
+        assert!(pixels.len() > 1000, "{}", pixels.len());
+        pixels[0]
+    };
+    assert_eq!(colour_of(opaque_pixels(&stack, &tile_path).await), [200, 0, 0, 255]);
+    let etag = get(&stack, None, &tile_path).await.headers()["etag"].clone();
+
+    let reupload = |name: &str, bytes: Vec<u8>, fields: Vec<(&'static str, &'static str)>| {
+        let name = name.to_string();
+        let stack = &stack;
+        let (owner, id) = (&owner, &id);
+        async move {
+            stack
+                .post_file(&format!("/api/datasets/{id}/reupload"), owner, &name, bytes, &fields)
+                .await
+        }
+    };
+    // Refused at once: a preview (no rows to compare), a strict_cog clash.
+    let refused = reupload(
+        "blue.tif",
+        plain("blue.tif", (0, 0, 200), 5.2),
+        vec![("preview", "true")],
+    )
+    .await;
+    assert_eq!(refused.status(), 422);
+    let refused = reupload(
+        "blue.tif",
+        plain("blue.tif", (0, 0, 200), 5.2),
+        vec![("strict_cog", "true"), ("compression", "zstd")],
+    )
+    .await;
+    assert_eq!(refused.status(), 422);
+
+    // A new GeoTIFF replaces the file: same id and links, new extent, new
+    // pixels (the cached tile is not served again), the old file gone.
+    let accepted = reupload(
+        "blue.tif",
+        plain("blue.tif", (0, 0, 200), 5.2),
+        vec![("compression", "zstd")],
+    )
+    .await;
+    assert_eq!(accepted.status(), 202);
+    let accepted: Value = accepted.json().await.unwrap();
+    let job = stack.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
+    assert_eq!(
+        (job["kind"].as_str(), job["status"].as_str()),
+        (Some("reupload"), Some("succeeded")),
+        "{job}"
+    );
+    assert_eq!(job["dataset_id"], id.as_str());
+    let after = stack.dataset(&owner, &id).await;
+    assert_eq!(after["publication_version"], before["publication_version"]);
+    assert_eq!(after["source_filename"], "blue.tif");
+    assert!(
+        (after["extent_bbox"][0].as_f64().unwrap() - 5.2).abs() < 1e-6,
+        "{after}"
+    );
+    let response = get(&stack, None, &tile_path).await;
+    assert_ne!(response.headers()["etag"], etag);
+    let (_, pixels) = decode(&response.bytes().await.unwrap());
+    let opaque: Vec<_> = pixels.into_iter().filter(|p| p[3] == 255).collect();
+    assert_eq!(colour_of(opaque), [0, 0, 200, 255]);
+    assert!(
+        !stack.storage_dir().join(&old_object).exists(),
+        "the old file is removed"
+    );
+
+    // Features are not a raster: the job fails and the raster stays.
+    let accepted = reupload("points.geojson", data_file("geojson/cycle_hire_osm.geojson"), vec![]).await;
+    let accepted: Value = accepted.json().await.unwrap();
+    let job = stack.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert!(
+        job["error"]["detail"].as_str().unwrap().contains("takes a GeoTIFF"),
+        "{job}"
+    );
+    assert_eq!(colour_of(opaque_pixels(&stack, &tile_path).await), [0, 0, 200, 255]);
+}

@@ -7,6 +7,11 @@ use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn render(style_url: &str, layer: &str, embed_token: Option<&str>) -> Value {
+    render_to(style_url, layer, embed_token, None)
+}
+
+/// `render`, writing a PNG of the map to `screenshot` when given.
+fn render_to(style_url: &str, layer: &str, embed_token: Option<&str>, screenshot: Option<&std::path::Path>) -> Value {
     let modules = std::env::var("CATALOG_NODE_MODULES").expect("CATALOG_NODE_MODULES (set by scripts/test.sh)");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/maplibre_render.mjs");
     let mut command = Command::new("node");
@@ -17,6 +22,9 @@ fn render(style_url: &str, layer: &str, embed_token: Option<&str>) -> Value {
         .env("CATALOG_NODE_MODULES", modules);
     if let Some(token) = embed_token {
         command.arg(token);
+    }
+    if let Some(path) = screenshot {
+        command.env("CATALOG_SCREENSHOT", path);
     }
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -92,4 +100,88 @@ async fn maplibre_draws_exported_maps_from_another_site() {
     assert_eq!(report["idle"], true, "{report}");
     assert_eq!(report["errors"], json!([]), "{report}");
     assert!(report["rendered"].as_u64().unwrap() >= 10, "{report}");
+}
+
+/// A three-band GeoTIFF of one colour over Luxembourg, as GDAL writes it.
+fn red_over_luxembourg(dir: &std::path::Path) -> Vec<u8> {
+    use gdal::{DriverManager, raster::Buffer, spatial_ref::SpatialRef};
+    let path = dir.join("red.tif");
+    let (width, height) = (400, 400);
+    let mut ds = DriverManager::get_driver_by_name("GTiff")
+        .unwrap()
+        .create_with_band_type::<u8, _>(&path, width, height, 3)
+        .unwrap();
+    ds.set_geo_transform(&[5.6, 0.0025, 0.0, 50.3, 0.0, -0.0025]).unwrap();
+    ds.set_spatial_ref(&SpatialRef::from_epsg(4326).unwrap()).unwrap();
+    for (band, value) in [(1, 230u8), (2, 40), (3, 40)] {
+        let data = vec![value; width * height];
+        ds.rasterband(band)
+            .unwrap()
+            .write((0, 0), (width, height), &mut Buffer::new((width, height), data))
+            .unwrap();
+    }
+    drop(ds);
+    std::fs::read(path).unwrap()
+}
+
+#[tokio::test]
+async fn maplibre_draws_a_raster_layer_over_terrain() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let (_, owner) = stack.user_token("rory", "editor").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for (name, bytes) in [
+        ("red.tif", red_over_luxembourg(dir.path())),
+        (
+            "elev_luxembourg.tif",
+            catalog_tests::data_file("raster/elev_luxembourg.tif"),
+        ),
+    ] {
+        let job = stack.upload_ok(&owner, name, bytes, &[("visibility", "public")]).await;
+        let job = stack.wait_job(&owner, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        ids.push(job["dataset_id"].as_str().unwrap().to_string());
+    }
+    let response = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&owner)
+        .json(&json!({
+            "name": "Relief", "visibility": "public", "center_lng": 6.1, "center_lat": 49.75, "zoom": 9,
+            "layers": [{"dataset_id": ids[0], "layer_type": "raster_service"}],
+            "terrain_config": {"enabled": true, "source_dataset_id": ids[1], "exaggeration": 1.0}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let style_url = stack.url(&format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()));
+
+    let screenshot = dir.path().join("map.png");
+    let report = render_to(&style_url, "layer-0", None, Some(&screenshot));
+    assert_eq!(report["idle"], true, "{report}");
+    assert_eq!(report["errors"], json!([]), "{report}");
+    assert_eq!(report["terrain"], true, "{report}");
+    // The ground at the centre stands where Luxembourg's heights are.
+    let elevation = report["elevation"].as_f64().unwrap_or_default();
+    assert!((150.0..600.0).contains(&elevation), "{report}");
+
+    // The raster layer covers the map in its own colour.
+    let image = gdal::Dataset::open(&screenshot).unwrap();
+    let (width, height) = image.raster_size();
+    let band = |b| {
+        image
+            .rasterband(b)
+            .unwrap()
+            .read_as::<u8>((0, 0), (width, height), (width, height), None)
+            .unwrap()
+            .into_shape_and_vec()
+            .1
+    };
+    let (r, g, b) = (band(1), band(2), band(3));
+    let red = (0..width * height)
+        .filter(|&i| r[i] > 180 && g[i] < 90 && b[i] < 90)
+        .count();
+    assert!(red * 2 > width * height, "{red} of {} pixels red", width * height);
 }

@@ -357,7 +357,9 @@ pub(super) async fn reupload(
     mut multipart: Multipart,
 ) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
-    super::cold::ensure_hot(&state, &caller, &dataset).await?;
+    if !dataset.is_raster() {
+        super::cold::ensure_hot(&state, &caller, &dataset).await?;
+    }
     if dataset.is_registered {
         return Err(AppError::conflict(
             "this dataset is a registered table, read in place; change the table itself",
@@ -372,7 +374,7 @@ pub(super) async fn reupload(
     }
     quotas::refuse_when_full(&state.pool, owner, 0).await?;
     let job_id = Uuid::now_v7();
-    let (mut layer, mut srid, mut preview) = (None, None, false);
+    let (mut layer, mut srid, mut preview, mut raster) = (None, None, false, RasterOptions::default());
     let received = receive_upload(&state, job_id, &mut multipart, |name, value| {
         match name {
             "layer" => layer = Some(value),
@@ -384,11 +386,23 @@ pub(super) async fn reupload(
                     _ => return Err(AppError::unprocessable("preview must be true or false")),
                 }
             }
-            other => return Err(AppError::unprocessable(format!("unknown form field {other:?}"))),
+            other => raster_option(&mut raster, other, value)?,
         }
         Ok(())
     })
     .await?;
+    let refusal = if preview && dataset.is_raster() {
+        Err(AppError::invalid_field(
+            "preview",
+            "a preview compares columns and rows; a raster dataset has none",
+        ))
+    } else {
+        refuse_strict_cog_clash(&raster)
+    };
+    if let Err(refusal) = refusal {
+        let _ = state.storage.store.delete(&received.path).await;
+        return Err(refusal);
+    }
     let payload = ReuploadPayload {
         dataset_id: id,
         object_path: received.path.to_string(),
@@ -397,6 +411,7 @@ pub(super) async fn reupload(
         srid,
         preview,
         service: None,
+        raster,
     };
     let demand = Demand {
         bytes: received.bytes,

@@ -41,36 +41,84 @@ pub async fn ingest(
     naming: Naming<'_>,
     options: &IngestOptions,
 ) -> Result<(), JobError> {
-    ctx.progress("validating", None, None).await?;
     let workdir = tempfile::tempdir()?;
-    let raster = options.raster.clone();
-    let (gdal_path, dir) = (source.gdal_path.clone(), workdir.path().to_path_buf());
-    let checked = blocking(move || check(&gdal_path, &dir, &raster)).await?;
-    let prepared = match checked {
-        Checked::AsUploaded(prepared) => prepared,
-        Checked::Convert => {
-            ctx.progress("converting", None, None).await?;
-            let raster = options.raster.clone();
-            let (gdal_path, dir) = (source.gdal_path.clone(), workdir.path().to_path_buf());
-            blocking(move || convert(&gdal_path, &dir, &raster)).await?
-        }
-    };
+    let prepared = prepare(ctx, source, &options.raster, workdir.path()).await?;
     ctx.progress("publishing", None, None).await?;
     let dataset_id = Uuid::now_v7();
-    let object = ctx
-        .deps
-        .storage
-        .prefix
-        .clone()
-        .join("rasters")
-        .join(dataset_id.to_string())
-        .join(format!("{}.tif", ctx.job_id));
+    let object = object_of(ctx, dataset_id);
     store(ctx, &prepared.file, &object).await?;
     let published = publish(ctx, dataset_id, &object, &prepared, &naming, source, options).await;
     if published.is_err() {
         let _ = ctx.deps.storage.store.delete(&object).await;
     }
     published
+}
+
+/// A reupload of a raster dataset: the new GeoTIFF is checked and stored
+/// beside the old file, the record switches to it in one transaction (its
+/// data version rolls, so no cached tile of the old file is served again),
+/// and then the old file goes.
+pub async fn replace(
+    ctx: &JobContext,
+    dataset_id: Uuid,
+    source: &Source,
+    filename: &str,
+    options: &RasterOptions,
+) -> Result<(), JobError> {
+    let workdir = tempfile::tempdir()?;
+    let prepared = prepare(ctx, source, options, workdir.path()).await?;
+    ctx.progress("publishing", None, None).await?;
+    let object = object_of(ctx, dataset_id);
+    store(ctx, &prepared.file, &object).await?;
+    let switched = switch_file(ctx, dataset_id, &object, &prepared, filename).await;
+    match switched {
+        Ok(old) => {
+            if let Some(old) = old.and_then(|o| ObjectPath::parse(o).ok())
+                && let Err(e) = ctx.deps.storage.store.delete(&old).await
+            {
+                tracing::warn!(job_id = %ctx.job_id, error = %e, "the replaced raster file was not removed");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let _ = ctx.deps.storage.store.delete(&object).await;
+            Err(e)
+        }
+    }
+}
+
+/// Where a job stores a dataset's raster file: a new name per job, so a
+/// replaced file is never overwritten while it is being read.
+fn object_of(ctx: &JobContext, dataset_id: Uuid) -> ObjectPath {
+    ctx.deps
+        .storage
+        .prefix
+        .clone()
+        .join("rasters")
+        .join(dataset_id.to_string())
+        .join(format!("{}.tif", ctx.job_id))
+}
+
+/// Checks the source and, unless it is kept as uploaded, converts it.
+async fn prepare(
+    ctx: &JobContext,
+    source: &Source,
+    options: &RasterOptions,
+    workdir: &Path,
+) -> Result<Prepared, JobError> {
+    ctx.progress("validating", None, None).await?;
+    let raster = options.clone();
+    let (gdal_path, dir) = (source.gdal_path.clone(), workdir.to_path_buf());
+    let checked = blocking(move || check(&gdal_path, &dir, &raster)).await?;
+    match checked {
+        Checked::AsUploaded(prepared) => Ok(prepared),
+        Checked::Convert => {
+            ctx.progress("converting", None, None).await?;
+            let raster = options.clone();
+            let (gdal_path, dir) = (source.gdal_path.clone(), workdir.to_path_buf());
+            blocking(move || convert(&gdal_path, &dir, &raster)).await
+        }
+    }
 }
 
 enum Checked {
@@ -216,4 +264,33 @@ async fn publish(
     load::record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Points the dataset's record at its new file; answers the old one.
+async fn switch_file(
+    ctx: &JobContext,
+    dataset_id: Uuid,
+    object: &ObjectPath,
+    prepared: &Prepared,
+    filename: &str,
+) -> Result<Option<String>, JobError> {
+    let mut tx = load::lock_running_job(ctx).await?;
+    let old: Option<Option<String>> =
+        sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1 AND kind = 'raster' FOR UPDATE")
+            .bind(dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let old = old.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new file was prepared".into()))?;
+    sqlx::query(include_str!("replace.sql"))
+        .bind(dataset_id)
+        .bind(prepared.info.srid)
+        .bind(prepared.extent.to_vec())
+        .bind(sqlx::types::Json(&prepared.info))
+        .bind(object.to_string())
+        .bind(filename)
+        .execute(&mut *tx)
+        .await?;
+    load::record_published(&mut tx, ctx, dataset_id).await?;
+    tx.commit().await?;
+    Ok(old)
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Raster tiles against titiler: the same three Cloud-Optimized GeoTIFFs (an
+# RGB image in Web Mercator, a Float32 UTM DEM served as Terrain-RGB, an RGB
+# image in UTM reprojected on the fly) served by this service (uploaded with
+# strict_cog, so it stores the very same bytes; its tile cache off) and by
+# titiler (`titiler.application` from PyPI, uvicorn, 2 workers) in the same
+# run. wrk (8 connections) walks the same z/x/y list on both; the pixels are
+# compared before anything is counted. Goal: at least 3x titiler's tiles/s
+# with a lower p99 on every mix.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+
+PORT=${CATALOG_BENCH_PG_PORT:-54331}
+DIR="$ROOT/.data/bench-pg"
+WORK="$ROOT/.data/bench"
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-8}
+API_PORT=${BENCH_API_PORT:-18080}
+TITILER_PORT=${BENCH_TITILER_PORT:-18083}
+VENV="$ROOT/.data/bench-venv"
+COGS="$WORK/cogs"
+mkdir -p "$WORK"
+
+ensure_packages wrk
+[[ -x $VENV/bin/python ]] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q --disable-pip-version-check titiler.application uvicorn
+if [[ ! -s $COGS/rgb_utm.tiles ]]; then
+  log "writing the bench COGs (seeded)"
+  "$VENV/bin/python" bench/raster_cogs.py "$COGS"
+fi
+
+start_cluster "$DIR" "$PORT"
+trap 'kill ${API:-} ${WORKER:-} ${TITILER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+fresh_bench_database
+start_service
+declare -A ID
+for name in rgb_mercator dem_utm rgb_utm; do
+  log "uploading $name.tif (strict_cog: stored byte for byte)"
+  read -r ID[$name] _ < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$COGS/$name.tif" "$DATABASE_URL" strict_cog=true)
+done
+kill "$WORKER"
+restart_api TILE_CACHE_MB=0
+
+log "starting titiler (2 workers) on 127.0.0.1:$TITILER_PORT"
+"$VENV/bin/uvicorn" titiler.application.main:app --host 127.0.0.1 --port "$TITILER_PORT" --workers 2 \
+  --log-level warning >"$WORK/titiler.log" 2>&1 &
+TITILER=$!
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$TITILER_PORT/healthz" >/dev/null && break; sleep 0.2; done
+
+OURS="http://127.0.0.1:$API_PORT"
+THEIRS="http://127.0.0.1:$TITILER_PORT"
+
+# measure_list BASE PATHS: wrk's requests/s, p99 and non-2xx count walking PATHS.
+measure_list() {
+  local out rps p99 non2xx
+  out=$(TILE_PATHS=$2 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/tile_list.lua "$1")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  echo "$rps ${p99:-?} ${non2xx:-0}"
+}
+
+# to_ms LATENCY: wrk's "12.34ms" / "1.2s" / "850us" in milliseconds.
+to_ms() {
+  python3 -c "
+import re, sys
+v, unit = re.fullmatch(r'([0-9.]+)(us|ms|s|m)', sys.argv[1]).groups()
+print(float(v) * {'us': 0.001, 'ms': 1, 's': 1000, 'm': 60000}[unit])" "$1"
+}
+
+printf '\n%-13s %7s %10s %10s %12s %11s %7s %9s %6s\n' mix agree "ours t/s" "ours p99" "titiler t/s" "titiler p99" ratio "p99 ours" goal
+for mix in rgb_mercator dem_utm rgb_utm; do
+  tiles="$COGS/$mix.tiles"
+  file="$COGS/$mix.tif"
+  if [[ $mix == dem_utm ]]; then
+    sed "s|^|/api/tiles/${ID[$mix]}/terrain/|; s|$|.png|" "$tiles" >"$WORK/ours.paths"
+    sed "s|$|@2x.png?url=$file\&algorithm=terrainrgb\&resampling=bilinear\&reproject=bilinear|; s|^|/cog/tiles/WebMercatorQuad/|" "$tiles" >"$WORK/theirs.paths"
+    kind=terrain
+  else
+    sed "s|^|/api/tiles/${ID[$mix]}/|; s|$|.png|" "$tiles" >"$WORK/ours.paths"
+    sed "s|$|.png?url=$file|; s|^|/cog/tiles/WebMercatorQuad/|" "$tiles" >"$WORK/theirs.paths"
+    kind=rgb
+  fi
+  if ! agree=$("$VENV/bin/python" bench/compare_tiles.py "$OURS" "$WORK/ours.paths" "$THEIRS" "$WORK/theirs.paths" $kind); then
+    echo "$mix: our tiles and titiler's disagree (${agree:-no} share of pixels agree); not comparable" >&2
+    exit 1
+  fi
+  read -r ours_rps ours_p99 ours_bad < <(measure_list "$OURS" "$WORK/ours.paths")
+  read -r theirs_rps theirs_p99 theirs_bad < <(measure_list "$THEIRS" "$WORK/theirs.paths")
+  ratio=$(python3 -c "print(f'{$ours_rps / max($theirs_rps, 0.001):.1f}x')")
+  p99_ratio=$(python3 -c "print(f'{$(to_ms "$ours_p99") / max($(to_ms "$theirs_p99"), 0.001):.2f}')")
+  goal=$(python3 -c "print('met' if $ours_rps >= 3 * $theirs_rps and $p99_ratio < 1 else 'NOT met')")
+  printf '%-13s %7s %10s %10s %12s %11s %7s %9s %6s\n' "$mix" "$agree" "$ours_rps" "$ours_p99" "$theirs_rps" "$theirs_p99" "$ratio" "$p99_ratio" "$goal"
+  [[ $ours_bad == 0 ]] || echo "  (we answered $ours_bad non-2xx responses)"
+  [[ $theirs_bad == 0 ]] || echo "  (titiler answered $theirs_bad non-2xx responses)"
+done
