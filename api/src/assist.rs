@@ -4,6 +4,7 @@
 //! generation service is involved, so the draft is the same every time for
 //! the same data and nothing leaves the service.
 use axum::{Json, extract::State};
+use catalog_raster::RasterInfo;
 use catalog_shared::{AppError, db::quote_ident};
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -55,32 +56,24 @@ fn listed(names: &[String]) -> String {
     }
 }
 
-/// The draft: what the dataset is and covers; where it came from; what
-/// each feature carries; how complete it is.
-fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
-    let count = dataset.feature_count.unwrap_or(0);
-    let mut sentences = vec![format!(
-        "{} is a {} dataset of {count} feature{}{}.",
-        dataset.title,
-        kind_of(dataset.geometry_type.as_deref()),
-        if count == 1 { "" } else { "s" },
-        match dataset.extent_bbox.as_deref() {
-            Some([w, s, e, n]) => format!(
-                " covering {} to {} and {} to {}{}",
-                coordinate(*w, 'E', 'W'),
-                coordinate(*e, 'E', 'W'),
-                coordinate(*s, 'N', 'S'),
-                coordinate(*n, 'N', 'S'),
-                if w > e { ", across the antimeridian" } else { "" }
-            ),
-            _ => String::new(),
-        }
-    )];
-    let reprojected = match dataset.source_srid {
-        Some(srid) if srid != 4326 && srid > 0 => format!(", reprojected from EPSG:{srid} to WGS 84"),
+/// " covering W to E and S to N", or nothing without an extent.
+fn covering(dataset: &Dataset) -> String {
+    match dataset.extent_bbox.as_deref() {
+        Some([w, s, e, n]) => format!(
+            " covering {} to {} and {} to {}{}",
+            coordinate(*w, 'E', 'W'),
+            coordinate(*e, 'E', 'W'),
+            coordinate(*s, 'N', 'S'),
+            coordinate(*n, 'N', 'S'),
+            if w > e { ", across the antimeridian" } else { "" }
+        ),
         _ => String::new(),
-    };
-    let origin = if dataset.is_registered {
+    }
+}
+
+/// "It was loaded from …": where the data came from.
+fn origin(dataset: &Dataset) -> String {
+    if dataset.is_registered {
         format!(
             "It is read in place from the table {}.{}",
             dataset.schema_name, dataset.table_name
@@ -90,9 +83,27 @@ fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
             (Some(file), Some(format)) => format!("It was loaded from {file} ({format})"),
             _ => "It was loaded into the catalog".to_string(),
         }
+    }
+}
+
+/// The draft: what the dataset is and covers; where it came from; what
+/// each feature carries; how complete it is.
+fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
+    let count = dataset.feature_count.unwrap_or(0);
+    let mut sentences = vec![format!(
+        "{} is a {} dataset of {count} feature{}{}.",
+        dataset.title,
+        kind_of(dataset.geometry_type.as_deref()),
+        if count == 1 { "" } else { "s" },
+        covering(dataset)
+    )];
+    let reprojected = match dataset.source_srid {
+        Some(srid) if srid != 4326 && srid > 0 => format!(", reprojected from EPSG:{srid} to WGS 84"),
+        _ => String::new(),
     };
     sentences.push(format!(
-        "{origin}{reprojected} and last updated on {}.",
+        "{}{reprojected} and last updated on {}.",
+        origin(dataset),
         dataset.updated_at.format("%Y-%m-%d")
     ));
     let columns: Vec<String> = published_columns(dataset)
@@ -125,6 +136,69 @@ fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
     sentences.join(" ")
 }
 
+/// The draft of a raster: its grid and extent; where it came from and
+/// how it is stored; what its bands hold.
+fn raster_draft(dataset: &Dataset, info: &RasterInfo) -> String {
+    let crs = info.srid.map_or_else(
+        || "a coordinate system with no EPSG code".to_string(),
+        |srid| format!("EPSG:{srid}"),
+    );
+    let bands = if info.band_count == 1 { "band" } else { "bands" };
+    let mut sentences = vec![
+        format!(
+            "{} is a raster of {} by {} pixels in {} {bands}{}.",
+            dataset.title,
+            info.width,
+            info.height,
+            info.band_count,
+            covering(dataset)
+        ),
+        format!(
+            "{}, last updated on {}, and is kept in {crs} at {} by {} units a pixel, as a {}GeoTIFF with {} overview{}.",
+            origin(dataset),
+            dataset.updated_at.format("%Y-%m-%d"),
+            significant(info.resolution[0]),
+            significant(info.resolution[1]),
+            if info.is_cog { "Cloud-Optimized " } else { "" },
+            info.overview_count,
+            if info.overview_count == 1 { "" } else { "s" }
+        ),
+    ];
+    let described: Vec<String> = info
+        .bands
+        .iter()
+        .take(4)
+        .map(|band| {
+            let range = match (band.min, band.max) {
+                (Some(min), Some(max)) => format!(" from {} to {}", significant(min), significant(max)),
+                _ => String::new(),
+            };
+            let nodata = band
+                .nodata
+                .map(|n| format!(", {} marking no data", significant(n)))
+                .unwrap_or_default();
+            format!(
+                "band {} ({}, {}){range}{nodata}",
+                band.index, band.data_type, band.color_interpretation
+            )
+        })
+        .collect();
+    if !described.is_empty() {
+        let mut text = listed(&described);
+        if let Some(first) = text.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+        sentences.push(format!("{text}."));
+    }
+    sentences.join(" ")
+}
+
+/// A number with at most four significant decimals, trailing zeros dropped.
+fn significant(value: f64) -> String {
+    let text = format!("{value:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A draft quality statement for a dataset the caller may read.
 #[utoipa::path(post, path = "/api/ai/metadata/quality-statement", tag = "datasets", request_body = MetadataAssistRequest,
     responses((status = 200, body = MetadataAssistDraft), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -140,6 +214,11 @@ async fn quality_statement(
         .parse()
         .map_err(|_| AppError::unprocessable("dataset_id: must be the UUID of a dataset"))?;
     let dataset = visible_dataset(&state, &caller, id).await?;
+    if let Some(info) = &dataset.raster {
+        return Ok(Json(MetadataAssistDraft {
+            draft: raster_draft(&dataset, &info.0),
+        }));
+    }
     let sql = format!(
         "SELECT count(*) FROM {} WHERE {} IS NULL",
         table_sql(&dataset),

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use catalog_api::app;
 use catalog_shared::{config::Config, db, telemetry};
 
@@ -31,6 +32,12 @@ async fn serve() -> anyhow::Result<()> {
     let app = app::build(catalog_api::start(config).await?);
     let listener = tokio::net::TcpListener::bind(bind_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "API listening");
+    // Small answers (tiles, pages) go out at once, not after the client's ACK.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -56,20 +56,25 @@ pub struct TileKey {
     recipe: [u8; 16],
 }
 
+/// The digest of a tile recipe: SHA-256 truncated to 128 bits.
+pub fn recipe_digest(recipe: &str) -> [u8; 16] {
+    let digest = Sha256::digest(recipe.as_bytes());
+    let mut truncated = [0; 16];
+    truncated.copy_from_slice(&digest[..16]);
+    truncated
+}
+
 impl TileKey {
-    /// The key of tile `address` of `dataset` on `route`, cut by `recipe`
-    /// (everything besides these that changes the bytes).
-    pub fn new(dataset: &Dataset, route: TileRoute, address: (u32, u32, u32), recipe: &str) -> Self {
-        let digest = Sha256::digest(recipe.as_bytes());
-        let mut truncated = [0; 16];
-        truncated.copy_from_slice(&digest[..16]);
+    /// The key of tile `address` of `dataset` on `route`, cut by the recipe
+    /// of this digest (everything besides these that changes the bytes).
+    pub fn new(dataset: &Dataset, route: TileRoute, address: (u32, u32, u32), recipe: [u8; 16]) -> Self {
         Self {
             dataset: dataset.id,
             data_version: dataset.data_version,
             publication_version: dataset.publication_version,
             route,
             address,
-            recipe: truncated,
+            recipe,
         }
     }
 

@@ -27,7 +27,7 @@ use crate::{
     extract::{Path, Query},
     ogc::items::{published_columns, table_sql},
     state::AppState,
-    tile_cache::{Tile, TileKey, TileRoute},
+    tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
 };
 
 mod raster;
@@ -262,11 +262,18 @@ async fn serve_tile(
 ) -> Result<Response, AppError> {
     crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let at = tile_address(z, x, y)?;
-    let sql = sql_of(&dataset);
-    let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), &sql);
+    let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
+    let (sql, digest) = memo.get_or_init(|| {
+        let sql = sql_of(&dataset);
+        let digest = recipe_digest(&sql);
+        (sql.into(), digest)
+    });
+    let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, render(state, sql, &dataset, at))
+        .respond(request, &dataset, key, async {
+            render(state, sql.to_string(), &dataset, at).await
+        })
         .await
 }
 

@@ -53,6 +53,15 @@ impl RasterInfo {
         };
         match (by_colour("Red"), by_colour("Green"), by_colour("Blue")) {
             (Some(r), Some(g), Some(b)) => vec![r, g, b],
+            // Three or more byte bands that say nothing of their colours
+            // are an image all the same, as QGIS and titiler read them.
+            _ if self.bands.len() >= 3
+                && self.bands[..3].iter().all(|b| {
+                    b.data_type == "Byte" && matches!(b.color_interpretation.as_str(), "Undefined" | "Gray")
+                }) =>
+            {
+                vec![1, 2, 3]
+            }
             _ => vec![1],
         }
     }
@@ -125,4 +134,50 @@ pub fn extent_4326(ds: &Dataset) -> Result<[f64; 4], RasterError> {
         west += 360.0;
     }
     Ok([west, south.max(-90.0), east, north.min(90.0)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(bands: &[(&str, &str)]) -> RasterInfo {
+        RasterInfo {
+            width: 1,
+            height: 1,
+            band_count: bands.len(),
+            bands: bands
+                .iter()
+                .enumerate()
+                .map(|(i, (data_type, colour))| BandInfo {
+                    index: i + 1,
+                    data_type: (*data_type).into(),
+                    nodata: None,
+                    min: None,
+                    max: None,
+                    color_interpretation: (*colour).into(),
+                })
+                .collect(),
+            resolution: [1.0, 1.0],
+            srid: None,
+            overview_count: 0,
+            is_cog: true,
+            size_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn images_show_their_colour_bands_and_the_rest_their_first_band() {
+        let rgb = info(&[("Byte", "Blue"), ("Byte", "Green"), ("Byte", "Red")]);
+        assert_eq!(rgb.default_bands(), [3, 2, 1]);
+        let unlabelled = info(&[
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+        ]);
+        assert_eq!(unlabelled.default_bands(), [1, 2, 3]);
+        let heights = info(&[("Float32", "Gray"), ("Float32", "Undefined"), ("Float32", "Undefined")]);
+        assert_eq!(heights.default_bands(), [1]);
+        assert_eq!(info(&[("Byte", "Gray"), ("Byte", "Undefined")]).default_bands(), [1]);
+    }
 }

@@ -67,3 +67,34 @@ async fn drafts_describe_the_dataset_as_it_is() {
     );
     assert_eq!(draft(&stack, &owner, "not-a-uuid").await.0, 422);
 }
+
+#[tokio::test]
+async fn rasters_are_drafted_from_their_grid_and_bands() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let job = stack
+        .upload_ok(
+            &token,
+            "elev_luxembourg.tif",
+            data_file("raster/elev_luxembourg.tif"),
+            &[],
+        )
+        .await;
+    let job = stack.wait_job(&token, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let (status, body) = draft(&stack, &token, job["dataset_id"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{body}");
+    let text = body["draft"].as_str().unwrap();
+    assert!((2..=4).contains(&sentences(text)), "{text}");
+    for expected in [
+        "elev_luxembourg is a raster of 95 by 90 pixels in 1 band covering 5.74°E to 6.53°E and 49.44°N to 50.19°N.",
+        "It was loaded from elev_luxembourg.tif (geotiff)",
+        "EPSG:4326",
+        "Cloud-Optimized GeoTIFF",
+        "Band 1 (Int16, Gray) from ",
+        "-32768 marking no data.",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in {text}");
+    }
+    assert!(!text.contains("feature"), "{text}");
+}

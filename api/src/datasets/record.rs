@@ -1,5 +1,7 @@
 //! The dataset record as the API reads it, for every module that serves
 //! datasets (routes, OGC, tiles, records, the access rules, the cache).
+use std::sync::{Arc, OnceLock};
+
 use catalog_raster::RasterInfo;
 use catalog_shared::AppError;
 use catalog_shared::datasets::ColumnInfo;
@@ -60,7 +62,17 @@ pub struct Dataset {
     pub(crate) created_by: Option<Uuid>,
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) updated_at: DateTime<Utc>,
+    /// The SQL that cuts the dataset's vector (0) and cluster (1) tiles,
+    /// with its digest, made on first use: a changed record is read anew,
+    /// so neither outlives the record it was made from.
+    #[serde(skip)]
+    #[sqlx(skip)]
+    pub(crate) tile_sql: TileSql,
 }
+
+/// SQL text and its digest, per kind of vector tile.
+#[derive(Clone, Default)]
+pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 2]);
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,

@@ -26,7 +26,7 @@ use tokio::io::AsyncWriteExt;
 use crate::{
     datasets::record::Dataset,
     state::AppState,
-    tile_cache::{Tile, TileKey, TileRoute},
+    tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
 };
 
 /// Open datasets one thread keeps, at most.
@@ -190,7 +190,7 @@ pub async fn raster_tile(
         .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
     let spec = tile_spec(&info, query, tile::tile_bounds(z as u8, x, y), size, format)?;
     let recipe = format!("{:?} {format:?} {size} {query:?}", dataset.raster_object);
-    let key = TileKey::new(dataset, TileRoute::Raster, (z, x, y), &recipe);
+    let key = TileKey::new(dataset, TileRoute::Raster, (z, x, y), recipe_digest(&recipe));
     state
         .tiles
         .respond(request, dataset, key, async move {
@@ -241,7 +241,7 @@ pub async fn terrain_tile(
         Some(_) => return Err(AppError::bad_request("resampling must be bilinear, nearest or cubic")),
     };
     let recipe = format!("{:?} {size} {encoding:?} {resampling}", dataset.raster_object);
-    let key = TileKey::new(dataset, TileRoute::Terrain, (z, x, y), &recipe);
+    let key = TileKey::new(dataset, TileRoute::Terrain, (z, x, y), recipe_digest(&recipe));
     state
         .tiles
         .respond(request, dataset, key, async move {
