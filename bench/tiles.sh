@@ -18,6 +18,8 @@ API_PORT=${BENCH_API_PORT:-18080}
 TIPG_PORT=${BENCH_TIPG_PORT:-18081}
 mkdir -p "$WORK"
 
+# tipg keeps no tiles, so neither do we here: every request cuts its tile.
+export TILE_CACHE_MB=0
 # Both serve up to 50,000 features a tile (tipg's default is 10,000).
 serve_public_table_beside_tipg TIPG_MAX_FEATURES_PER_TILE=50000
 

@@ -39,7 +39,9 @@ impl TileFormat {
 
     fn driver(self) -> (&'static str, &'static str, &'static [&'static str]) {
         match self {
-            TileFormat::Png => ("PNG", "png", &[]),
+            // Fast deflate: a tile is encoded once and then cached; level 6
+            // took most of a tile's time for about 15% fewer bytes.
+            TileFormat::Png => ("PNG", "png", &["ZLEVEL=1"]),
             TileFormat::Webp => ("WEBP", "webp", &["QUALITY=85"]),
             TileFormat::Jpeg => ("JPEG", "jpg", &["QUALITY=85"]),
         }
