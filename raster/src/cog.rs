@@ -84,7 +84,28 @@ pub fn check_source(ds: &Dataset, srid_override: Option<i32>) -> Result<(), Rast
 }
 
 /// Writes `src` as a COG at `dst` with internal tiles and overviews.
-pub fn convert(src: &Dataset, dst: &Path, options: &CogOptions) -> Result<(), RasterError> {
+/// The share of a conversion's progress GDAL's COG driver spends on
+/// overviews, which it builds before it writes the full-resolution image:
+/// their pixels over all pixels written, halving until a side fits one
+/// 512-pixel block.
+pub fn overview_share(width: usize, height: usize) -> f64 {
+    let full = (width as f64) * (height as f64);
+    let (mut w, mut h, mut overviews) = (width, height, 0.0);
+    while w.max(h) > 512 {
+        w = w.div_ceil(2);
+        h = h.div_ceil(2);
+        overviews += (w as f64) * (h as f64);
+    }
+    overviews / (overviews + full)
+}
+
+/// Writes `src` as a COG at `dst`, telling `progress` the share done.
+pub fn convert(
+    src: &Dataset,
+    dst: &Path,
+    options: &CogOptions,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(), RasterError> {
     let palette = src.rasterband(1)?.color_table().is_some();
     let resampling = options
         .resampling
@@ -117,7 +138,7 @@ pub fn convert(src: &Dataset, dst: &Path, options: &CogOptions) -> Result<(), Ra
     let dst = dst
         .to_str()
         .ok_or_else(|| RasterError::Invalid("the work path is not UTF-8".into()))?;
-    ffi::translate(src, dst, &args).map(drop)
+    ffi::translate(src, dst, &args, progress).map(drop)
 }
 
 /// Where the main IFD of a COG starts: right after the TIFF header (8
@@ -231,6 +252,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn overviews_take_their_share_of_the_pixels_written() {
+        assert_eq!(overview_share(512, 300), 0.0);
+        assert!((overview_share(1024, 1024) - 0.2).abs() < 1e-12);
+        let large = overview_share(40_000, 30_000);
+        assert!((0.24..0.25).contains(&large), "{large}");
+    }
+
+    #[test]
     fn files_written_by_the_cog_driver_pass_the_checks() {
         let source = Dataset::open(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -238,7 +267,7 @@ mod tests {
         ))
         .unwrap();
         let out = std::env::temp_dir().join(format!("cog-check-{}.tif", std::process::id()));
-        convert(&source, &out, &CogOptions::default()).unwrap();
+        convert(&source, &out, &CogOptions::default(), &mut |_| true).unwrap();
         let problems = cog_problems(&out).unwrap();
         std::fs::remove_file(&out).unwrap();
         assert!(problems.is_empty(), "{problems:?}");

@@ -2,7 +2,7 @@
 //! (COG conversion with options), `gdalwarp` (reprojection with a
 //! chosen resampling, overview picked by GDAL) and `ogr2ogr` (exports).
 use std::{
-    ffi::{CStr, CString},
+    ffi::{CStr, CString, c_int, c_void},
     os::raw::c_char,
     ptr,
 };
@@ -47,18 +47,38 @@ fn last_error(what: &str) -> RasterError {
     }
 }
 
-/// `gdal_translate args src dst`.
-pub fn translate(src: &Dataset, dst: &str, args: &[String]) -> Result<Dataset, RasterError> {
+/// What GDAL calls as it works: `report` is handed the share done (0 to 1)
+/// and answers whether to go on.
+unsafe extern "C" fn report_progress(done: f64, _message: *const c_char, report: *mut c_void) -> c_int {
+    // SAFETY: `report` is the `&mut &mut dyn FnMut` `translate` passes, alive
+    // for the whole GDALTranslate call that calls this.
+    let report = unsafe { &mut *(report as *mut &mut dyn FnMut(f64) -> bool) };
+    c_int::from(report(done))
+}
+
+/// `gdal_translate args src dst`, telling `progress` the share done; the
+/// work stops when it answers false.
+pub fn translate(
+    src: &Dataset,
+    dst: &str,
+    args: &[String],
+    mut progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Dataset, RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
-    // SAFETY: argv and dst outlive the calls; the options are freed once;
-    // the returned handle is owned by the Dataset made from it.
+    // SAFETY: argv, dst and progress outlive the calls; the options are
+    // freed once; the returned handle is owned by the Dataset made from it.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
         if options.is_null() {
             return Err(last_error("translate options"));
         }
+        gdal_sys::GDALTranslateOptionsSetProgress(
+            options,
+            Some(report_progress),
+            (&mut progress as *mut &mut dyn FnMut(f64) -> bool).cast::<c_void>(),
+        );
         let mut usage_error = 0;
         let out = gdal_sys::GDALTranslate(dst.as_ptr(), src.c_dataset(), options, &mut usage_error);
         gdal_sys::GDALTranslateOptionsFree(options);

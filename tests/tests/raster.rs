@@ -829,3 +829,58 @@ async fn a_raster_takes_a_new_geotiff_in_place() {
     );
     assert_eq!(colour_of(opaque_pixels(&stack, &tile_path).await), [0, 0, 200, 255]);
 }
+
+#[tokio::test]
+async fn a_conversion_shows_its_overviews_then_its_full_image() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let large = one_band::<u8>(
+        dir.path(),
+        "large.tif",
+        (6000, 6000),
+        (
+            [5.0, 0.0001, 0.0, 51.0, 0.0, -0.0001],
+            &SpatialRef::from_epsg(4326).unwrap(),
+        ),
+        |x, y| ((x * 7 + y * 13) % 251) as u8,
+        None,
+        None,
+    );
+    let job = stack
+        .upload_ok(&token, "large.tif", large, &[("resampling", "cubic")])
+        .await;
+    // What a client polling the job sees, in order.
+    let mut seen: Vec<(String, Option<i64>)> = Vec::new();
+    let finished = loop {
+        let status = stack.job(&token, &job).await;
+        if ["succeeded", "failed", "cancelled"].contains(&status["status"].as_str().unwrap()) {
+            break status;
+        }
+        if let Some(step) = status["step"].as_str() {
+            let done = status["progress"]["done"].as_i64();
+            if seen.last().is_none_or(|(s, d)| s != step || *d != done) {
+                seen.push((step.to_string(), done));
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+    let steps: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    let first = |name: &str| steps.iter().position(|s| *s == name);
+    let (overviews, converting, publishing) = (first("overviews"), first("converting"), first("publishing"));
+    assert!(
+        overviews.is_some() && overviews < converting && converting < publishing,
+        "{seen:?}"
+    );
+    // Percentages rise through the conversion and stay within 0 to 100.
+    let percents: Vec<i64> = seen
+        .iter()
+        .filter(|(s, _)| s == "overviews" || s == "converting")
+        .filter_map(|(_, d)| *d)
+        .collect();
+    assert!(percents.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(percents.iter().all(|p| (0..=100).contains(p)), "{seen:?}");
+    let record = stack.dataset(&token, finished["dataset_id"].as_str().unwrap()).await;
+    assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 3, "{record}");
+}

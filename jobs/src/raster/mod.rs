@@ -2,7 +2,13 @@
 //! Cloud-Optimized GeoTIFF (or, under `strict_cog`, checked to be one and
 //! kept byte for byte), stored in the object store, and published with
 //! its description in one transaction.
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use catalog_raster::{
     RasterError, RasterInfo,
@@ -112,11 +118,62 @@ async fn prepare(
     let checked = blocking(move || check(&gdal_path, &dir, &raster)).await?;
     match checked {
         Checked::AsUploaded(prepared) => Ok(prepared),
-        Checked::Convert => {
-            ctx.progress("converting", None, None).await?;
-            let raster = options.clone();
-            let (gdal_path, dir) = (source.gdal_path.clone(), workdir.to_path_buf());
-            blocking(move || convert(&gdal_path, &dir, &raster)).await
+        Checked::Convert { overview_share } => convert_reporting(ctx, source, options, workdir, overview_share).await,
+    }
+}
+
+/// Converts on a blocking thread while the job shows how far GDAL got (in
+/// percent): `overviews` while the COG driver builds them, then
+/// `converting` while it writes the full-resolution image. A cancelled job
+/// stops GDAL at its next report.
+async fn convert_reporting(
+    ctx: &JobContext,
+    source: &Source,
+    options: &RasterOptions,
+    workdir: &Path,
+    overview_share: f64,
+) -> Result<Prepared, JobError> {
+    let (report, mut reports) = tokio::sync::mpsc::unbounded_channel::<(&'static str, i64)>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (raster, gdal_path, dir, stopped) = (
+        options.clone(),
+        source.gdal_path.clone(),
+        workdir.to_path_buf(),
+        stop.clone(),
+    );
+    let work = blocking(move || {
+        let mut last = ("", -1);
+        convert(&gdal_path, &dir, &raster, &mut |done| {
+            let step = if done < overview_share {
+                "overviews"
+            } else {
+                "converting"
+            };
+            let now = (step, (done * 100.0) as i64);
+            if now != last {
+                last = now;
+                let _ = report.send(now);
+            }
+            !stopped.load(Ordering::Relaxed)
+        })
+    });
+    tokio::pin!(work);
+    let mut shown = ("", -1);
+    loop {
+        tokio::select! {
+            converted = &mut work => return converted,
+            Some(mut latest) = reports.recv() => {
+                while let Ok(next) = reports.try_recv() {
+                    latest = next;
+                }
+                if latest != shown {
+                    shown = latest;
+                    if let Err(e) = ctx.progress(latest.0, Some(latest.1), Some(100)).await {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
         }
     }
 }
@@ -124,7 +181,8 @@ async fn prepare(
 enum Checked {
     /// `strict_cog`: the upload is a valid COG and is stored as it is.
     AsUploaded(Prepared),
-    Convert,
+    /// To be written as a COG; the share of the work its overviews take.
+    Convert { overview_share: f64 },
 }
 
 async fn blocking<T: Send + 'static>(
@@ -144,7 +202,10 @@ fn check(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Checked
         .map_err(|e| RasterError::Invalid(format!("the file is not a readable GeoTIFF: {e}")))?;
     cog::check_source(&ds, options.srid_override)?;
     if !options.strict_cog {
-        return Ok(Checked::Convert);
+        let (width, height) = ds.raster_size();
+        return Ok(Checked::Convert {
+            overview_share: cog::overview_share(width, height),
+        });
     }
     drop(ds);
     let file = plain_file(gdal_path, dir)?;
@@ -158,7 +219,12 @@ fn check(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Checked
     describe(file, true).map(Checked::AsUploaded)
 }
 
-fn convert(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Prepared, RasterError> {
+fn convert(
+    gdal_path: &str,
+    dir: &Path,
+    options: &RasterOptions,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Prepared, RasterError> {
     let source = Dataset::open(gdal_path)?;
     let file = dir.join("stored.tif");
     let cog_options = CogOptions {
@@ -167,7 +233,7 @@ fn convert(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Prepa
         nodata: options.nodata_override,
         srid: options.srid_override,
     };
-    cog::convert(&source, &file, &cog_options)?;
+    cog::convert(&source, &file, &cog_options, progress)?;
     let is_cog = cog::cog_problems(&file)?.is_empty();
     describe(file, is_cog)
 }
