@@ -89,10 +89,12 @@ serve_public_table_beside_tipg() {
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
 }
 
-# measure URL: wrk's requests/s, 99th-percentile latency and non-2xx count.
+# measure URL [WRK_ARG ...]: wrk's requests/s, 99th-percentile latency and
+# non-2xx count.
 measure() {
-  local out rps p99 non2xx
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1")
+  local url=$1 out rps p99 non2xx
+  shift
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" "$url")
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
   non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")

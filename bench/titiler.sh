@@ -52,16 +52,6 @@ for _ in $(seq 200); do curl -sf "http://127.0.0.1:$TITILER_PORT/healthz" >/dev/
 OURS="http://127.0.0.1:$API_PORT"
 THEIRS="http://127.0.0.1:$TITILER_PORT"
 
-# measure_list BASE PATHS: wrk's requests/s, p99 and non-2xx count walking PATHS.
-measure_list() {
-  local out rps p99 non2xx
-  out=$(TILE_PATHS=$2 wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/tile_list.lua "$1")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
-  echo "$rps ${p99:-?} ${non2xx:-0}"
-}
-
 # to_ms LATENCY: wrk's "12.34ms" / "1.2s" / "850us" in milliseconds.
 to_ms() {
   python3 -c "
@@ -89,8 +79,8 @@ for mix in rgb_mercator dem_utm rgb_utm; do
     echo "$mix: our tiles and titiler's differ (mean difference/mask agreement ${agree:-none}); not comparable" >&2
     exit 1
   fi
-  read -r ours_rps ours_p99 ours_bad < <(measure_list "$OURS" "$WORK/ours.paths")
-  read -r theirs_rps theirs_p99 theirs_bad < <(measure_list "$THEIRS" "$WORK/theirs.paths")
+  read -r ours_rps ours_p99 ours_bad < <(TILE_PATHS="$WORK/ours.paths" measure "$OURS" -s bench/tile_list.lua)
+  read -r theirs_rps theirs_p99 theirs_bad < <(TILE_PATHS="$WORK/theirs.paths" measure "$THEIRS" -s bench/tile_list.lua)
   ratio=$(python3 -c "print(f'{$ours_rps / max($theirs_rps, 0.001):.1f}x')")
   p99_ratio=$(python3 -c "print(f'{$(to_ms "$ours_p99") / max($(to_ms "$theirs_p99"), 0.001):.2f}')")
   goal=$(python3 -c "print('met' if $ours_rps >= 3 * $theirs_rps and $p99_ratio < 1 else 'NOT met')")

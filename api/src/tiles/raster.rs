@@ -190,7 +190,34 @@ pub async fn raster_tile(
         .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
     let spec = tile_spec(&info, query, tile::tile_bounds(z as u8, x, y), size, format)?;
     let recipe = format!("{:?} {format:?} {size} {query:?}", dataset.raster_object);
-    let key = TileKey::new(dataset, TileRoute::Raster, (z, x, y), recipe_digest(&recipe));
+    let cut = Cut {
+        route: TileRoute::Raster,
+        address: (z, x, y),
+        recipe,
+        content_type: format.content_type(),
+    };
+    serve_cut(state, request, dataset, cut, move |ds| tile::render(ds, &info, &spec)).await
+}
+
+/// A raster or terrain tile to serve: where, and what shapes its bytes.
+struct Cut {
+    route: TileRoute,
+    address: (u32, u32, u32),
+    recipe: String,
+    content_type: &'static str,
+}
+
+/// The tile `render` cuts from the dataset's file on the raster threads,
+/// through the tile cache; empty (204) wholly outside the data.
+async fn serve_cut(
+    state: &AppState,
+    request: &HeaderMap,
+    dataset: &Dataset,
+    cut: Cut,
+    render: impl FnOnce(&catalog_raster::Dataset) -> Result<Vec<u8>, RasterError> + Send + 'static,
+) -> Result<Response, AppError> {
+    let (z, x, y) = cut.address;
+    let key = TileKey::new(dataset, cut.route, cut.address, recipe_digest(&cut.recipe));
     state
         .tiles
         .respond(request, dataset, key, async move {
@@ -198,13 +225,10 @@ pub async fn raster_tile(
                 return Ok(Tile::empty());
             }
             let file = raster_file(state, dataset).await?;
-            let encoded = on_pool(move |open| {
-                let ds = open.get(&file)?;
-                tile::render(ds, &info, &spec)
-            })
-            .await?
-            .map_err(|e| AppError::internal(format!("raster tile: {e}")))?;
-            Ok(Tile::image(encoded, format.content_type()))
+            let encoded = on_pool(move |open| render(open.get(&file)?))
+                .await?
+                .map_err(|e| AppError::internal(format!("{:?} tile: {e}", cut.route)))?;
+            Ok(Tile::image(encoded, cut.content_type))
         })
         .await
 }
@@ -241,24 +265,17 @@ pub async fn terrain_tile(
         Some(_) => return Err(AppError::bad_request("resampling must be bilinear, nearest or cubic")),
     };
     let recipe = format!("{:?} {size} {encoding:?} {resampling}", dataset.raster_object);
-    let key = TileKey::new(dataset, TileRoute::Terrain, (z, x, y), recipe_digest(&recipe));
-    state
-        .tiles
-        .respond(request, dataset, key, async move {
-            if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
-                return Ok(Tile::empty());
-            }
-            let file = raster_file(state, dataset).await?;
-            let bounds = tile::tile_bounds(z as u8, x, y);
-            let encoded = on_pool(move |open| {
-                let ds = open.get(&file)?;
-                tile::render_terrain(ds, bounds, size, resampling, encoding)
-            })
-            .await?
-            .map_err(|e| AppError::internal(format!("terrain tile: {e}")))?;
-            Ok(Tile::image(encoded, "image/png"))
-        })
-        .await
+    let cut = Cut {
+        route: TileRoute::Terrain,
+        address: (z, x, y),
+        recipe,
+        content_type: "image/png",
+    };
+    let bounds = tile::tile_bounds(z as u8, x, y);
+    serve_cut(state, request, dataset, cut, move |ds| {
+        tile::render_terrain(ds, bounds, size, resampling, encoding)
+    })
+    .await
 }
 
 fn tile_spec(
