@@ -38,10 +38,17 @@ async fn serve() -> anyhow::Result<()> {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
         }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    axum::serve(listener, app).with_graceful_shutdown(stop_signal()).await?;
     Ok(())
+}
+
+/// Ctrl-C, or SIGTERM as container runtimes and service managers send it:
+/// requests in flight finish first.
+async fn stop_signal() {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("a SIGTERM handler installs");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
 }

@@ -250,6 +250,14 @@ pub struct Stack {
     _database: TestDatabase,
 }
 
+fn terminate(child: &Child) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "SIGTERM sent");
+}
+
 impl Stack {
     pub async fn start() -> Self {
         Self::start_with(StackOptions::workers(1)).await
@@ -356,11 +364,24 @@ impl Stack {
 
     /// SIGTERM, as an orchestrator scaling down sends.
     pub fn terminate_worker(&self, index: usize) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.workers[index].id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "SIGTERM sent");
+        terminate(&self.workers[index]);
+    }
+
+    /// SIGTERM to the API process.
+    pub fn terminate_api(&self) {
+        terminate(self.api.as_ref().expect("the API runs"));
+    }
+
+    /// The API process's exit status once it is gone, at most `within` from now.
+    pub async fn api_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.api.as_mut().expect("the API ran").try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the API still runs:\n{}", self.logs());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The worker's exit status once it is gone, at most `within` from now.

@@ -1,7 +1,8 @@
 //! Draining and the worker's own metrics: SIGTERM makes a worker take no
 //! new job, lets a running job finish within `WORKER_DRAIN_SECONDS`, hands
 //! back at once what cannot finish in time, and exits 0; meanwhile
-//! `WORKER_METRICS_ADDR` shows it draining.
+//! `WORKER_METRICS_ADDR` shows it draining. The API process, too, stops on
+//! SIGTERM with exit status 0.
 use std::{
     net::{SocketAddr, TcpListener},
     time::{Duration, Instant},
@@ -150,4 +151,12 @@ async fn what_cannot_finish_in_time_is_handed_back_at_once() {
     assert_eq!(job["status"], "succeeded", "{job}");
     let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(dataset["feature_count"], 40);
+}
+
+#[tokio::test]
+async fn the_api_stops_on_sigterm_with_status_0() {
+    let mut stack = Stack::start_with(StackOptions::workers(0)).await;
+    stack.terminate_api();
+    let status = stack.api_exit(Duration::from_secs(20)).await;
+    assert!(status.success(), "exit status {status}:\n{}", stack.logs());
 }

@@ -123,8 +123,17 @@ async fn operators_scrape_requests_jobs_and_workers() {
         Some(1.0)
     );
     assert_eq!(value(&samples, "catalog_workers_live", &[]), Some(1.0));
-    assert!(value(&samples, "catalog_db_pool_connections", &[("state", "in_use")]).is_some());
-    assert!(value(&samples, "catalog_db_pool_max_connections", &[]).unwrap() >= 1.0);
+    for pool in ["requests", "tiles"] {
+        assert!(
+            value(
+                &samples,
+                "catalog_db_pool_connections",
+                &[("pool", pool), ("state", "in_use")]
+            )
+            .is_some()
+        );
+        assert!(value(&samples, "catalog_db_pool_max_connections", &[("pool", pool)]).unwrap() >= 1.0);
+    }
 }
 
 #[tokio::test]

@@ -32,7 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Response, AppError> {
     caller.may_read_metrics()?;
     let mut families = state.metrics.gather();
-    families.extend(pool_families(&state.pool));
+    families.extend(pool_families(&[("requests", &state.pool), ("tiles", &state.tile_pool)]));
     families.extend(tile_cache_families(&state.tiles));
     families.extend(database::families(&state.pool).await?);
     // A family with no series yet (no job finished) is left out, as the
@@ -49,23 +49,29 @@ async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Respon
     Ok(response)
 }
 
-/// This process's database connections: open and idle.
-fn pool_families(pool: &sqlx::PgPool) -> Vec<proto::MetricFamily> {
-    let open = f64::from(pool.size());
-    let idle = pool.num_idle() as f64;
+/// This process's database connections by pool (`requests`, and `tiles`
+/// for vector tiles): open and idle.
+fn pool_families(pools: &[(&str, &sqlx::PgPool)]) -> Vec<proto::MetricFamily> {
+    let mut connections = Vec::new();
+    let mut most = Vec::new();
+    for (name, pool) in pools {
+        let open = f64::from(pool.size());
+        let idle = pool.num_idle() as f64;
+        let label = || ("pool", name.to_string());
+        connections.push((vec![label(), ("state", "in_use".into())], open - idle));
+        connections.push((vec![label(), ("state", "idle".into())], idle));
+        most.push((vec![label()], f64::from(pool.options().get_max_connections())));
+    }
     vec![
         gauge_family(
             "catalog_db_pool_connections",
-            "Database connections of this API process, by state.",
-            vec![
-                (vec![("state", "in_use".into())], open - idle),
-                (vec![("state", "idle".into())], idle),
-            ],
+            "Database connections of this API process, by pool and state.",
+            connections,
         ),
         gauge_family(
             "catalog_db_pool_max_connections",
-            "The most database connections this API process opens.",
-            vec![(vec![], f64::from(pool.options().get_max_connections()))],
+            "The most database connections this API process opens, by pool.",
+            most,
         ),
     ]
 }
