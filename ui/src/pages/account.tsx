@@ -1,0 +1,150 @@
+import { useState, type FormEvent } from "react";
+import { get, send, type Schemas } from "../api";
+import { useSession } from "../session";
+import { ErrorNote, SignedIn, useLoad, when } from "./common";
+
+function ChangePassword() {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    setDone(false);
+    try {
+      await send("POST", "/api/auth/change-password", { current_password: current, new_password: next });
+      setDone(true);
+      setCurrent("");
+      setNext("");
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form onSubmit={submit} className="stack" aria-labelledby="password">
+      <h2 id="password">Change password</h2>
+      <label>
+        Current password
+        <input type="password" value={current} onChange={(e) => setCurrent(e.target.value)} autoComplete="current-password" required />
+      </label>
+      <label>
+        New password
+        <input type="password" value={next} onChange={(e) => setNext(e.target.value)} autoComplete="new-password" minLength={8} required />
+      </label>
+      <ErrorNote error={error} />
+      {done && <p role="status">Password changed. Your API keys were revoked with the old password.</p>}
+      <button type="submit">Change password</button>
+    </form>
+  );
+}
+
+function ApiKeys() {
+  const keys = useLoad(() => get<Schemas["KeyInfo"][]>("/api/auth/api-keys"), []);
+  const [name, setName] = useState("");
+  const [scope, setScope] = useState("full");
+  const [created, setCreated] = useState<Schemas["CreatedKey"] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      setCreated(await send<Schemas["CreatedKey"]>("POST", "/api/auth/api-keys", { name: name || undefined, scope }));
+      setName("");
+      keys.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const revoke = async (id: string) => {
+    try {
+      await send("DELETE", `/api/auth/api-keys/${id}`);
+      keys.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <section aria-labelledby="keys">
+      <h2 id="keys">API keys</h2>
+      <form onSubmit={create} className="row">
+        <label className="grow">
+          Key name
+          <input value={name} onChange={(e) => setName(e.target.value)} />
+        </label>
+        <label>
+          Scope
+          <select value={scope} onChange={(e) => setScope(e.target.value)}>
+            <option value="full">full</option>
+            <option value="read_only">read only</option>
+          </select>
+        </label>
+        <button type="submit">Create key</button>
+      </form>
+      <ErrorNote error={error ?? keys.error} />
+      {created && (
+        <div className="secret" role="status">
+          <p>Copy this key now: it is shown only once.</p>
+          <code aria-label="New API key">{created.key}</code>
+        </div>
+      )}
+      <div className="table-scroll">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Scope</th>
+              <th scope="col">Created</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {(Array.isArray(keys.value) ? keys.value : []).map((k) => (
+              <tr key={k.id}>
+                <td>{k.name ?? ""}</td>
+                <td>
+                  <code>{k.key_prefix}…</code>
+                </td>
+                <td>{k.scope}</td>
+                <td>{when(k.created_at)}</td>
+                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.expires_at ? `expires ${when(k.expires_at)}` : "active"}</td>
+                <td>
+                  {!k.revoked_at && (
+                    <button type="button" onClick={() => revoke(k.id)} aria-label={`Revoke key ${k.name ?? k.key_prefix}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+export function Account() {
+  const { user } = useSession();
+  return (
+    <SignedIn>
+      <section>
+        <h1>Account</h1>
+        <dl className="facts">
+          <dt>Username</dt>
+          <dd>{user?.username}</dd>
+          <dt>Email</dt>
+          <dd>{user?.email ?? "—"}</dd>
+          <dt>Role</dt>
+          <dd>{user?.roles.join(", ")}</dd>
+        </dl>
+        <ApiKeys />
+        <ChangePassword />
+      </section>
+    </SignedIn>
+  );
+}

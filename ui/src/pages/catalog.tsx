@@ -1,0 +1,129 @@
+import { useState, type FormEvent } from "react";
+import { get, type Schemas } from "../api";
+import { Link, navigate, useLocation } from "../router";
+import { ErrorNote, useLoad } from "./common";
+import { ExtentPreview } from "./extent";
+
+type Facets = Record<string, Record<string, number>>;
+const FACETS: [string, string][] = [
+  ["geometry_type", "Geometry"],
+  ["visibility", "Visibility"],
+  ["keyword", "Keyword"],
+  ["owner", "Owner"],
+  ["format", "Format"],
+];
+const PAGE = 20;
+
+/** The catalog: search words and facet filters live in the address, so a search can be shared. */
+export function Catalog() {
+  const location = useLocation();
+  const params = location.searchParams;
+  const [words, setWords] = useState(params.get("q") ?? "");
+  const query = params.toString();
+  const results = useLoad(
+    () => get<Schemas["SearchResults"]>(`/api/search/datasets?limit=${PAGE}&${query}`),
+    [query],
+  );
+  const facets = useLoad(() => get<Facets>(`/api/search/facets?${query}`), [query]);
+
+  const change = (name: string, value: string | null) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(name, value);
+    else next.delete(name);
+    next.delete("offset");
+    navigate(`/datasets?${next}`);
+  };
+  const search = (e: FormEvent) => {
+    e.preventDefault();
+    change("q", words.trim() || null);
+  };
+  const offset = Number(params.get("offset") ?? 0);
+  const total = results.value?.total ?? 0;
+
+  return (
+    <section>
+      <h1>Datasets</h1>
+      <form role="search" onSubmit={search} className="row">
+        <label className="grow">
+          Search datasets
+          <input type="search" value={words} onChange={(e) => setWords(e.target.value)} />
+        </label>
+        <button type="submit">Search</button>
+      </form>
+      <div className="catalog">
+        <aside aria-label="Filters">
+          {FACETS.map(([name, label]) => {
+            const counts = facets.value?.[name] ?? {};
+            const chosen = params.get(name);
+            const entries = Object.entries(counts);
+            if (!entries.length && !chosen) return null;
+            return (
+              <fieldset key={name}>
+                <legend>{label}</legend>
+                {chosen && (
+                  <button type="button" className="link" onClick={() => change(name, null)}>
+                    Any {label.toLowerCase()}
+                  </button>
+                )}
+                <ul>
+                  {entries.map(([value, count]) => (
+                    <li key={value}>
+                      <button
+                        type="button"
+                        className="link"
+                        aria-pressed={chosen === value}
+                        onClick={() => change(name, chosen === value ? null : value)}
+                      >
+                        {value} ({count})
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              </fieldset>
+            );
+          })}
+        </aside>
+        <div className="grow">
+          <ErrorNote error={results.error} />
+          {results.value && (
+            <p role="status">
+              {total === 0 ? "No dataset matches." : `${total} dataset${total === 1 ? "" : "s"}`}
+            </p>
+          )}
+          <ul className="cards">
+            {results.value?.results.map((d) => (
+              <li key={d.id} className="card">
+                <ExtentPreview bbox={d.extent_bbox} />
+                <div>
+                  <h2>
+                    <Link href={`/datasets/${d.id}`}>{d.title}</Link>
+                  </h2>
+                  <p className="meta">
+                    <span className="tag">{d.kind === "raster" ? "raster" : (d.geometry_type ?? "table")}</span>
+                    <span className="tag">{d.visibility}</span>
+                    {d.status !== "ready" && <span className="tag">{d.status}</span>}
+                    {d.feature_count != null && <span>{d.feature_count.toLocaleString()} features</span>}
+                  </p>
+                  {d.summary && <p className="summary">{d.summary}</p>}
+                </div>
+              </li>
+            ))}
+          </ul>
+          {total > PAGE && (
+            <nav aria-label="Pages" className="row">
+              <button type="button" disabled={offset === 0} onClick={() => change("offset", String(Math.max(0, offset - PAGE)) || null)}>
+                Previous
+              </button>
+              <span>
+                {offset + 1}–{Math.min(offset + PAGE, total)} of {total}
+              </span>
+              <button type="button" disabled={offset + PAGE >= total} onClick={() => change("offset", String(offset + PAGE))}>
+                Next
+              </button>
+            </nav>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,79 @@
+import { useCallback, useEffect, useState, type ReactNode } from "react";
+import { ApiError } from "../api";
+import { Link } from "../router";
+import { useSession } from "../session";
+
+/** A problem document's detail, as people read it. */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  const text = error instanceof Error ? error.message : String(error);
+  return (
+    <p className="error" role="alert">
+      {text}
+    </p>
+  );
+}
+
+export function NotFound({ detail }: { detail?: string }) {
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>{detail ?? "There is no page at this address."}</p>
+      <p>
+        <Link href="/datasets">Back to the datasets</Link>
+      </p>
+    </section>
+  );
+}
+
+/** A page's data: loading, then the value or the API's problem. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [value, setValue] = useState<T | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(load, deps);
+  const reload = useCallback(() => {
+    setError(null);
+    run().then(setValue, setError);
+  }, [run]);
+  useEffect(reload, [reload]);
+  return { value, error, reload, setValue };
+}
+
+/** The page when signed in; otherwise a pointer to the sign-in page. */
+export function SignedIn({ children }: { children: ReactNode }) {
+  const { user } = useSession();
+  if (!user) {
+    const back = encodeURIComponent(window.location.pathname + window.location.search);
+    return (
+      <section>
+        <h1>Sign in first</h1>
+        <p>
+          This page needs an account. <Link href={`/signin?next=${back}`}>Sign in</Link>
+        </p>
+      </section>
+    );
+  }
+  return <>{children}</>;
+}
+
+/** A failed load: a 404 as the not-found page, the rest as the problem. */
+export function LoadFailed({ error }: { error: unknown }) {
+  if (error instanceof ApiError && error.status === 404) return <NotFound detail={error.message} />;
+  return (
+    <section>
+      <h1>Something went wrong</h1>
+      <ErrorNote error={error} />
+    </section>
+  );
+}
+
+export function when(iso?: string | null): string {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}

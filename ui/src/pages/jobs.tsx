@@ -1,0 +1,62 @@
+import { useEffect } from "react";
+import { get, send, type Schemas } from "../api";
+import { Link } from "../router";
+import { ErrorNote, SignedIn, useLoad, when } from "./common";
+import { JobProgress } from "./upload";
+
+/** The caller's jobs (every job for admins), refreshed while any runs. */
+export function Jobs() {
+  const jobs = useLoad(() => get<Schemas["JobList"]>("/api/jobs?limit=50"), []);
+  const running = jobs.value?.jobs.some((j) => j.status === "queued" || j.status === "running");
+  useEffect(() => {
+    if (!running) return;
+    const timer = setInterval(jobs.reload, 1500);
+    return () => clearInterval(timer);
+  }, [running, jobs.reload]);
+  const cancel = async (id: string) => {
+    await send("DELETE", `/api/jobs/${id}`).catch(() => undefined);
+    jobs.reload();
+  };
+  return (
+    <SignedIn>
+      <section>
+        <h1>Jobs</h1>
+        <ErrorNote error={jobs.error} />
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Kind</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Dataset</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {jobs.value?.jobs.map((j) => (
+                <tr key={j.id}>
+                  <td>{j.kind}</td>
+                  <td>
+                    <JobProgress job={j} />
+                  </td>
+                  <td>{when(j.created_at)}</td>
+                  <td>{j.dataset_id && <Link href={`/datasets/${j.dataset_id}`}>open</Link>}</td>
+                  <td>
+                    {(j.status === "queued" || j.status === "running") && (
+                      <button type="button" onClick={() => cancel(j.id)}>
+                        Cancel
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </section>
+    </SignedIn>
+  );
+}

@@ -1,0 +1,173 @@
+import { useEffect, useState, type FormEvent } from "react";
+import { send, signIn, useToken } from "../api";
+import { Link, navigate } from "../router";
+import { useSession } from "../session";
+import { ErrorNote } from "./common";
+
+const RETURN_KEY = "catalog.return_to";
+
+/** Where to go after signing in: a same-site path only. */
+function returnPath(): string {
+  const next = new URLSearchParams(window.location.search).get("next") ?? "/datasets";
+  return next.startsWith("/") && !next.startsWith("//") ? next : "/datasets";
+}
+
+export function SignIn() {
+  const { config, reload } = useSession();
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await signIn(username, password);
+      await reload();
+      navigate(returnPath(), true);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const sso = (loginUrl: string) => {
+    sessionStorage.setItem(RETURN_KEY, returnPath());
+    window.location.assign(loginUrl);
+  };
+
+  return (
+    <section className="narrow">
+      <h1>Sign in</h1>
+      {config?.password_login_enabled !== false && (
+        <form onSubmit={submit} className="stack">
+          <label>
+            Username
+            <input value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="username" required />
+          </label>
+          <label>
+            Password
+            <input
+              type="password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              autoComplete="current-password"
+              required
+            />
+          </label>
+          <ErrorNote error={error} />
+          <button type="submit" disabled={busy}>
+            Sign in
+          </button>
+        </form>
+      )}
+      {config && config.oauth_providers.length > 0 && (
+        <div className="stack sso">
+          {config.oauth_providers.map((p) => (
+            <button key={p.slug} type="button" onClick={() => sso(p.login_url)}>
+              Sign in with {p.display_name}
+            </button>
+          ))}
+        </div>
+      )}
+      {config?.registration_enabled && (
+        <p>
+          No account? <Link href="/register">Register</Link>
+        </p>
+      )}
+    </section>
+  );
+}
+
+export function Register() {
+  const [form, setForm] = useState({ username: "", email: "", password: "" });
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const user = await send<{ status: string }>("POST", "/api/auth/register", {
+        username: form.username,
+        email: form.email,
+        password: form.password,
+      });
+      setDone(
+        user.status === "pending"
+          ? "Your account waits for an administrator's approval. You can sign in once it is approved."
+          : "Your account is ready: sign in.",
+      );
+    } catch (err) {
+      setError(err);
+    }
+  };
+  if (done)
+    return (
+      <section className="narrow">
+        <h1>Registered</h1>
+        <p role="status">{done}</p>
+        <Link href="/signin">Sign in</Link>
+      </section>
+    );
+  const field = (name: keyof typeof form) => ({
+    value: form[name],
+    onChange: (e: { target: { value: string } }) => setForm({ ...form, [name]: e.target.value }),
+  });
+  return (
+    <section className="narrow">
+      <h1>Register</h1>
+      <form onSubmit={submit} className="stack">
+        <label>
+          Username
+          <input {...field("username")} autoComplete="username" required />
+        </label>
+        <label>
+          Email
+          <input type="email" {...field("email")} autoComplete="email" required />
+        </label>
+        <label>
+          Password
+          <input type="password" {...field("password")} autoComplete="new-password" required />
+        </label>
+        <ErrorNote error={error} />
+        <button type="submit">Register</button>
+      </form>
+    </section>
+  );
+}
+
+/** The end of single sign-on: the token in the fragment, or the refusal in the query. */
+export function OAuthCallback() {
+  const { reload } = useSession();
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    const fragment = new URLSearchParams(window.location.hash.slice(1));
+    const query = new URLSearchParams(window.location.search);
+    const token = fragment.get("access_token");
+    if (!token) {
+      setError(query.get("error_description") ?? "The sign-in did not finish; start it again.");
+      return;
+    }
+    useToken(token);
+    const back = sessionStorage.getItem(RETURN_KEY) ?? "/datasets";
+    sessionStorage.removeItem(RETURN_KEY);
+    reload().then(() => navigate(back.startsWith("/") && !back.startsWith("//") ? back : "/datasets", true));
+  }, [reload]);
+  return (
+    <section className="narrow">
+      <h1>Signing in</h1>
+      {error ? (
+        <>
+          <p className="error" role="alert">
+            {error}
+          </p>
+          <Link href="/signin">Back to sign in</Link>
+        </>
+      ) : (
+        <p role="status">Finishing the sign-in…</p>
+      )}
+    </section>
+  );
+}
