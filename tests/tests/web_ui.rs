@@ -75,6 +75,33 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     assert_eq!(post.status(), 404, "only GET and HEAD get the app");
 }
 
+/// The UI's API types are generated from the document the API serves
+/// (`npm run api-types` in `ui/`); a change to the API that the UI has not
+/// taken up fails here.
+#[tokio::test]
+async fn the_ui_types_match_the_served_openapi_document() {
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let document = stack.http.get(stack.url("/api/openapi.json")).send().await.unwrap();
+    assert_eq!(document.status(), 200);
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("openapi.json");
+    std::fs::write(&served, document.bytes().await.unwrap()).unwrap();
+    let generated = dir.path().join("api-types.ts");
+    let status = std::process::Command::new("node")
+        .arg(repository().join("ui/node_modules/openapi-typescript/bin/cli.js"))
+        .arg(&served)
+        .arg("-o")
+        .arg(&generated)
+        .status()
+        .expect("node runs");
+    assert!(status.success());
+    let committed = std::fs::read_to_string(repository().join("ui/src/api-types.ts")).unwrap();
+    assert!(
+        std::fs::read_to_string(&generated).unwrap() == committed,
+        "ui/src/api-types.ts is out of date: run `npm run api-types` in ui/ against the current /api/openapi.json"
+    );
+}
+
 #[tokio::test]
 async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
     let idp = Idp::start().await;

@@ -150,6 +150,8 @@ export function OAuthCallback() {
       setError(query.get("error_description") ?? "The sign-in did not finish; start it again.");
       return;
     }
+    // The token leaves the address (and so the history) at once.
+    history.replaceState(null, "", "/oauth/callback");
     useToken(token);
     const back = sessionStorage.getItem(RETURN_KEY) ?? "/datasets";
     sessionStorage.removeItem(RETURN_KEY);
