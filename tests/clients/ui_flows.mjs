@@ -160,9 +160,14 @@ step('edit visibility');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 404, 'private at first');
 await page.getByLabel('Visibility').selectOption('public');
 await page.getByLabel('Title').fill('North Carolina counties');
+// What people type is shown as text, never run.
+const markup = '<img src=x onerror="window.__ran = 1">counties of 1974';
+await page.getByLabel('Summary').fill(markup);
 await page.getByRole('button', { name: 'Save' }).click();
 await page.getByText('Saved.').waitFor();
 await page.getByRole('heading', { name: 'North Carolina counties' }).waitFor();
+assert.equal(await page.locator('article > p.summary').innerText(), markup);
+assert.equal(await page.evaluate(() => window.__ran), undefined, 'typed markup never runs');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 'public after saving');
 
 // --- Catalog: search finds it, facets filter.
