@@ -146,7 +146,7 @@ fn log_response(response: &Response, latency: Duration, _: &tracing::Span) {
 /// Paths no API route takes: the web UI's, or a problem.
 async fn not_found(method: Method, request: Request) -> Response {
     let path = request.uri().path();
-    crate::web_ui::respond(&method, path).unwrap_or_else(|| {
+    crate::web_ui::respond(&method, path, request.headers()).unwrap_or_else(|| {
         axum::response::IntoResponse::into_response(AppError::not_found(format!("no route for {method} {path}")))
     })
 }

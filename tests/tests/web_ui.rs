@@ -51,6 +51,20 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     assert_eq!(asset.status(), 200);
     assert_eq!(asset.headers()["cache-control"], "public, max-age=31536000, immutable");
     assert_eq!(asset.headers()["content-type"], "text/javascript");
+    let plain = asset.bytes().await.unwrap();
+    let zipped = stack
+        .http
+        .get(stack.url(script))
+        .header("accept-encoding", "gzip, br;q=0.5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    let zipped = zipped.bytes().await.unwrap();
+    assert!(zipped.len() * 2 < plain.len(), "gzip shrinks the script");
+    let mut unzipped = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped[..]), &mut unzipped).unwrap();
+    assert_eq!(unzipped, plain, "the gzipped script is the script");
 
     let callback = stack
         .http
@@ -73,6 +87,29 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     }
     let post = stack.http.post(stack.url("/datasets")).send().await.unwrap();
     assert_eq!(post.status(), 404, "only GET and HEAD get the app");
+}
+
+/// The budget: the app's JavaScript, MapLibre aside, is at most 200 KB
+/// gzipped.
+#[test]
+fn the_app_script_stays_within_its_budget() {
+    let assets = repository().join("ui/dist/assets");
+    let mut gzipped = 0;
+    for entry in std::fs::read_dir(&assets).expect("ui/dist is built (scripts/test.sh builds it)") {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.ends_with(".js") || name.ends_with(".mjs")) || name.starts_with("maplibre") {
+            continue;
+        }
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut encoder, &std::fs::read(&path).unwrap()).unwrap();
+        gzipped += encoder.finish().unwrap().len();
+    }
+    assert!(gzipped > 10_000, "the app's script was found ({gzipped} bytes)");
+    assert!(
+        gzipped <= 200 * 1024,
+        "the app's script is {gzipped} bytes gzipped, over 200 KB"
+    );
 }
 
 /// The UI's API types are generated from the document the API serves
