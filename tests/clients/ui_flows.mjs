@@ -243,13 +243,36 @@ await page.getByLabel('Status of newcomer').waitFor();
 assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active');
 await screen(page, 'admin-users');
 
-// --- Single sign-on: a provider added now shows on the sign-in page at its next load; the callback signs in.
+// --- Single sign-on: a provider added in the admin screen shows on the sign-in page at its next load,
+// and so do its changes; the callback signs in and returns to where the person was.
+step('sign-in providers');
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Sign-in providers' }).click();
+await page.getByRole('heading', { name: 'Sign-in providers' }).waitFor();
+await page.getByLabel('Slug').fill('company');
+await page.getByLabel('Display name', { exact: true }).fill('Company');
+await page.getByLabel('Client ID').fill(env('CATALOG_IDP_CLIENT_ID'));
+await page.getByLabel('Client secret', { exact: true }).fill(env('CATALOG_IDP_CLIENT_SECRET'));
+await page.getByLabel('Discovery URL').fill(env('CATALOG_IDP_DISCOVERY'));
+await page.getByRole('button', { name: 'Add provider' }).click();
+await page.getByRole('heading', { name: 'Company', exact: true }).waitFor();
+const signinPage = await newPage();
+await signinPage.goto(`${base}/signin`);
+await signinPage.getByRole('button', { name: 'Sign in with Company' }).waitFor();
+await page.getByLabel('Display name of company').fill('Company login');
+await page.getByRole('button', { name: 'Save name' }).click();
+await page.getByRole('heading', { name: 'Company login', exact: true }).waitFor();
+await page.getByRole('button', { name: 'Disable company' }).click();
+await page.getByRole('button', { name: 'Enable company' }).waitFor();
+await signinPage.reload();
+await signinPage.getByRole('heading', { name: 'Sign in' }).waitFor();
+assert.equal(await signinPage.getByRole('button', { name: /^Sign in with / }).count(), 0, 'a disabled provider is not offered');
+await page.getByLabel('New client secret for company').fill(env('CATALOG_IDP_CLIENT_SECRET'));
+await page.getByRole('button', { name: 'Rotate secret' }).click();
+await page.getByText('Secret rotated.').waitFor();
+await page.getByRole('button', { name: 'Enable company' }).click();
+await page.getByRole('button', { name: 'Disable company' }).waitFor();
+await screen(page, 'admin-providers');
 step('single sign-on');
-await api('POST', '/api/settings/oauth-providers', adminToken, {
-  slug: 'company', display_name: 'Company login', provider_type: 'oidc',
-  client_id: env('CATALOG_IDP_CLIENT_ID'), client_secret: env('CATALOG_IDP_CLIENT_SECRET'),
-  discovery_url: env('CATALOG_IDP_DISCOVERY'), default_role: 'viewer',
-});
 const sso = await newPage();
 await sso.goto(`${base}/signin?next=/jobs`);
 await sso.getByRole('button', { name: 'Sign in with Company login' }).click();

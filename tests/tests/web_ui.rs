@@ -194,6 +194,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "shared-map",
         "register",
         "admin-users",
+        "admin-providers",
         "not-found",
     ] {
         assert!(

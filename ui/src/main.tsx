@@ -11,6 +11,7 @@ import { Jobs } from "./pages/jobs";
 import { Maps, SharedMap } from "./pages/maps";
 import { Account } from "./pages/account";
 import { AdminUsers } from "./pages/admin";
+import { AdminProviders } from "./pages/providers";
 import { NotFound } from "./pages/common";
 import "./styles.css";
 
@@ -94,6 +95,7 @@ function Routes() {
   if (first === "maps" && second === "shared" && third) return <SharedMap token={third} />;
   if (path === "/account") return <Account />;
   if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
+  if (path === "/admin/providers") return <AdminProviders />;
   return <NotFound />;
 }
 

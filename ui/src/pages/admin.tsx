@@ -1,7 +1,27 @@
 import { useState } from "react";
 import { get, send, type User } from "../api";
+import { Link, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ErrorNote, SignedIn, useLoad, when } from "./common";
+
+/** The admin screens, one link each. */
+export function AdminNav() {
+  const here = useLocation().pathname;
+  const links: [string, string][] = [
+    ["/admin/users", "Users"],
+    ["/admin/providers", "Sign-in providers"],
+  ];
+  return (
+    <nav aria-label="Admin" className="subnav">
+      {links.map(([href, label]) => (
+        <Link key={href} href={href} aria-current={here === href ? "page" : undefined}>
+          {label}
+        </Link>
+      ))}
+      <a href="/api/metrics">Metrics</a>
+    </nav>
+  );
+}
 
 /** Accounts: approve pending ones, change roles and status. */
 export function AdminUsers() {
@@ -20,6 +40,7 @@ export function AdminUsers() {
   return (
     <SignedIn>
       <section>
+        <AdminNav />
         <h1>Users</h1>
         {!isAdmin(user) && <p>Only administrators manage accounts.</p>}
         <ErrorNote error={error ?? users.error} />
