@@ -26,10 +26,18 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// The page names the current bundle, so it is checked on every load.
 const REVALIDATE: &str = "no-cache";
 /// The app's own scripts, styles, images and workers, and the map tiles
-/// and data it reads from this service; nothing from another site.
+/// and data it reads from this service; nothing from another site. Only
+/// the service's own pages may frame it...
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-     img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; \
+     img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'self'; \
      base-uri 'self'; form-action 'self'";
+/// ...but a shared map, which any site may embed: it shows public data
+/// only, and a framed page gets no session (the refresh cookie is
+/// `SameSite=Strict`).
+const SHARED_MAP_CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; \
+     base-uri 'self'; form-action 'self'";
+const SHARED_MAPS: &str = "/maps/shared/";
 
 /// The answer of the web UI to `path`, when the path is the UI's: `None`
 /// for API paths and for methods other than GET and HEAD.
@@ -46,10 +54,14 @@ pub fn respond(method: &Method, path: &str, request: &HeaderMap) -> Option<Respo
     Some(match Bundle::get("index.html") {
         Some(page) => {
             let mut response = file_response("index.html", page, REVALIDATE, gzip);
-            response.headers_mut().insert(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-            );
+            let policy = if path.starts_with(SHARED_MAPS) {
+                SHARED_MAP_CONTENT_SECURITY_POLICY
+            } else {
+                CONTENT_SECURITY_POLICY
+            };
+            response
+                .headers_mut()
+                .insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
             response
         }
         None => (

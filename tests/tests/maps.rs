@@ -367,7 +367,13 @@ async fn share_links_serve_read_only_until_revoked() {
     assert_eq!(response.status(), 201);
     let share: Value = response.json().await.unwrap();
     let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
-    assert!(share["url"].as_str().unwrap().ends_with(&link));
+    assert!(share["api_url"].as_str().unwrap().ends_with(&link));
+    let page = format!("/maps/shared/{}", share["token"].as_str().unwrap());
+    assert_eq!(
+        share["url"].as_str().unwrap(),
+        stack.url(&page),
+        "people get the web UI's page"
+    );
     let (status, shared) = stack.get_json(None, &link).await;
     assert_eq!(status, 200);
     assert_eq!(shared["name"], "Shared");

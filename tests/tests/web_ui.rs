@@ -66,6 +66,29 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped[..]), &mut unzipped).unwrap();
     assert_eq!(unzipped, plain, "the gzipped script is the script");
 
+    let policy = |response: &reqwest::Response| {
+        response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let home = stack.http.get(stack.url("/")).send().await.unwrap();
+    assert!(
+        policy(&home).contains("frame-ancestors 'self'"),
+        "other sites may not frame the app"
+    );
+    let shared = stack
+        .http
+        .get(stack.url("/maps/shared/some-token"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !policy(&shared).contains("frame-ancestors"),
+        "any site may embed a shared map"
+    );
+    assert!(policy(&shared).contains("script-src 'self'"));
+
     let callback = stack
         .http
         .get(stack.url("/oauth/callback?error=x"))
@@ -191,6 +214,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "jobs",
         "account",
         "maps",
+        "map-editor",
         "shared-map",
         "register",
         "admin-users",

@@ -2356,9 +2356,12 @@ export interface components {
             visibility?: string | null;
         };
         Share: {
+            /** @description The map as JSON, for programs. */
+            api_url: string;
             /** Format: date-time */
             created_at: string;
             token: string;
+            /** @description The web UI's page of the shared map, for people. */
             url: string;
         };
         SmtpInput: {

@@ -9,6 +9,7 @@ import { DatasetPage } from "./pages/dataset";
 import { Upload } from "./pages/upload";
 import { Jobs } from "./pages/jobs";
 import { Maps, SharedMap } from "./pages/maps";
+import { MapEditor } from "./pages/mapeditor";
 import { Account } from "./pages/account";
 import { AdminUsers } from "./pages/admin";
 import { AdminProviders } from "./pages/providers";
@@ -93,6 +94,7 @@ function Routes() {
   if (path === "/jobs") return <Jobs />;
   if (path === "/maps") return <Maps />;
   if (first === "maps" && second === "shared" && third) return <SharedMap token={third} />;
+  if (first === "maps" && second && !third) return <MapEditor id={second} />;
   if (path === "/account") return <Account />;
   if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
   if (path === "/admin/providers") return <AdminProviders />;

@@ -179,7 +179,10 @@ async fn fork_map(State(state): State<AppState>, caller: Caller, Path(id): Path<
 #[derive(Serialize, utoipa::ToSchema)]
 struct Share {
     token: String,
+    /// The web UI's page of the shared map, for people.
     url: String,
+    /// The map as JSON, for programs.
+    api_url: String,
     created_at: DateTime<Utc>,
 }
 
@@ -201,8 +204,16 @@ async fn create_share(
     .bind(caller.user_id())
     .fetch_one(&state.pool)
     .await?;
-    let url = format!("{}/api/maps/shared/{token}", state.config.public_url);
-    Ok((StatusCode::CREATED, Json(Share { token, url, created_at })))
+    let public = &state.config.public_url;
+    Ok((
+        StatusCode::CREATED,
+        Json(Share {
+            url: format!("{public}/maps/shared/{token}"),
+            api_url: format!("{public}/api/maps/shared/{token}"),
+            token,
+            created_at,
+        }),
+    ))
 }
 
 #[utoipa::path(delete, path = "/api/maps/{map_id}/shares/{token}", tag = "maps", params(("map_id" = Uuid, Path), ("token" = String, Path)),

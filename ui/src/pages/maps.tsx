@@ -1,11 +1,23 @@
 import { useState, type FormEvent } from "react";
 import type { LayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
 import { ApiError, get, send, type Schemas } from "../api";
+import { Link, navigate } from "../router";
 import { ErrorNote, LoadFailed, SignedIn, useLoad, when } from "./common";
 import { MapView } from "./mapview";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
+
+export const DEFAULT_COLOUR = "#c2410c";
+
+/** The colour a layer is drawn in: the first colour of its paint. */
+export function layerColour(layer: { paint?: unknown }): string {
+  const paint = (layer.paint ?? {}) as Record<string, unknown>;
+  for (const key of ["fill-color", "line-color", "circle-color"]) {
+    if (typeof paint[key] === "string") return paint[key] as string;
+  }
+  return DEFAULT_COLOUR;
+}
 
 /** A map's layers as a MapLibre style over a plain background: each dataset from this service's tiles. */
 export function mapStyle(map: MapResponse): StyleSpecification {
@@ -25,7 +37,7 @@ export function mapStyle(map: MapResponse): StyleSpecification {
     sources[id] = { type: "vector", url };
     const common = { source: id, "source-layer": layer.dataset_table_name, layout: { visibility } };
     const type = (layer.dataset_geometry_type ?? "").toLowerCase();
-    const colour = "#c2410c";
+    const colour = layerColour(layer);
     if (type.includes("polygon"))
       layers.push({ id, type: "fill", ...common, paint: { "fill-color": colour, "fill-opacity": 0.4 * layer.opacity } });
     else if (type.includes("line"))
@@ -36,7 +48,7 @@ export function mapStyle(map: MapResponse): StyleSpecification {
   return { version: 8, sources, layers };
 }
 
-function extentOf(map: MapResponse): number[] | null {
+export function extentOf(map: MapResponse): number[] | null {
   const boxes = (map.layers as MapLayer[]).map((l) => l.dataset_extent_bbox).filter((b): b is number[] => !!b && b.length >= 4);
   if (!boxes.length) return null;
   return [
@@ -55,9 +67,8 @@ export function Maps() {
     e.preventDefault();
     setError(null);
     try {
-      await send("POST", "/api/maps", { name });
-      setName("");
-      maps.reload();
+      const created = await send<MapResponse>("POST", "/api/maps", { name });
+      navigate(`/maps/${created.id}`);
     } catch (err) {
       setError(err);
     }
@@ -71,11 +82,12 @@ export function Maps() {
           {maps.value?.maps.map((m) => (
             <li key={m.id} className="card">
               <div>
-                <h2>{m.name}</h2>
+                <h2>
+                  <Link href={`/maps/${m.id}`}>{m.name}</Link>
+                </h2>
                 <p className="meta">
                   <span>{m.layer_count} layers</span> <span>updated {when(m.updated_at)}</span>
                 </p>
-                <a href={`/api/maps/${m.id}/style.json`}>MapLibre style</a>
               </div>
             </li>
           ))}

@@ -121,7 +121,7 @@ export function AdminProviders() {
         <ErrorNote error={providers.error} />
         <ul className="cards">
           {(Array.isArray(providers.value) ? providers.value : []).map((p) => (
-            <ProviderRow key={`${p.id}-${p.updated_at}`} provider={p} onChange={providers.reload} />
+            <ProviderRow key={p.id} provider={p} onChange={providers.reload} />
           ))}
         </ul>
         {providers.value?.length === 0 && <p>No provider: people sign in with a password.</p>}

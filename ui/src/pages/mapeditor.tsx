@@ -1,0 +1,230 @@
+import { useState, type DragEvent } from "react";
+import { get, request, send, type Schemas } from "../api";
+import { ErrorNote, LoadFailed, SignedIn, useLoad } from "./common";
+import { MapView } from "./mapview";
+import { DEFAULT_COLOUR, extentOf, layerColour, mapStyle } from "./maps";
+
+type MapResponse = Schemas["MapResponse"];
+type MapLayer = Schemas["MapLayerResponse"];
+
+/** The paint key of a layer's colour, by what it draws. */
+function colourKey(layer: MapLayer): string {
+  const type = (layer.dataset_geometry_type ?? "").toLowerCase();
+  return type.includes("polygon") ? "fill-color" : type.includes("line") ? "line-color" : "circle-color";
+}
+
+/** Saves a file the browser built (the style, fetched with the session). */
+function saveFile(name: string, text: string) {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  link.download = name;
+  link.click();
+  URL.revokeObjectURL(link.href);
+}
+
+function Editor({ initial }: { initial: MapResponse }) {
+  const [map, setMap] = useState(initial);
+  const [layers, setLayers] = useState<MapLayer[]>(() => [...initial.layers].sort((a, b) => a.sort_order - b.sort_order));
+  const [adding, setAdding] = useState("");
+  const [dragged, setDragged] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [note, setNote] = useState<string | null>(null);
+  const [share, setShare] = useState<{ url: string } | null>(null);
+  const datasets = useLoad(() => get<Schemas["DatasetList"]>("/api/datasets?limit=1000"), []);
+
+  const change = (index: number, patch: Partial<MapLayer>) =>
+    setLayers((now) => now.map((l, i) => (i === index ? { ...l, ...patch } : l)));
+  const move = (from: number, to: number) =>
+    setLayers((now) => {
+      if (to < 0 || to >= now.length) return now;
+      const next = [...now];
+      const [layer] = next.splice(from, 1);
+      next.splice(to, 0, layer);
+      return next;
+    });
+  const add = () => {
+    const d = datasets.value?.datasets.find((x) => x.id === adding);
+    if (!d) return;
+    setLayers((now) => [
+      ...now,
+      {
+        id: `new-${crypto.randomUUID()}`,
+        dataset_id: d.id,
+        dataset_name: d.title,
+        dataset_kind: d.kind,
+        dataset_table_name: d.table_name,
+        dataset_geometry_type: d.geometry_type,
+        dataset_extent_bbox: d.extent_bbox,
+        dataset_available: true,
+        visible: true,
+        opacity: 1,
+        paint: {},
+        sort_order: now.length,
+      } as unknown as MapLayer,
+    ]);
+    setAdding("");
+  };
+  const save = async () => {
+    setError(null);
+    setNote(null);
+    try {
+      const saved = await send<MapResponse>("PUT", `/api/maps/${map.id}`, {
+        name: map.name,
+        layers: layers.map((l, i) => ({
+          ...(l.id.startsWith("new-") ? {} : { id: l.id }),
+          dataset_id: l.dataset_id,
+          sort_order: i,
+          visible: l.visible,
+          opacity: l.opacity,
+          paint: l.paint,
+        })),
+      });
+      setMap(saved);
+      setLayers([...saved.layers].sort((a, b) => a.sort_order - b.sort_order));
+      setNote("Map saved.");
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const exportStyle = async () => {
+    setError(null);
+    try {
+      const style = await (await request(`/api/maps/${map.id}/style.json`)).text();
+      saveFile(`${map.name}.style.json`, style);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const shareMap = async () => {
+    setError(null);
+    try {
+      setShare(await send<{ url: string }>("POST", `/api/maps/${map.id}/shares`));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const drop = (e: DragEvent, to: number) => {
+    e.preventDefault();
+    if (dragged !== null) move(dragged, to);
+    setDragged(null);
+  };
+  const preview = { ...map, layers: layers.map((l, i) => ({ ...l, sort_order: i })) };
+
+  return (
+    <article>
+      <label className="title-field">
+        Map name
+        <input value={map.name} onChange={(e) => setMap({ ...map, name: e.target.value })} />
+      </label>
+      <MapView style={mapStyle(preview)} bounds={extentOf(preview)} label={`Map ${map.name}`} />
+      <section aria-labelledby="layers">
+        <h2 id="layers">Layers</h2>
+        {layers.length === 0 && <p>No layer yet: add one from a dataset below.</p>}
+        <ol className="layers">
+          {layers.map((l, i) => (
+            <li
+              key={l.id}
+              draggable
+              onDragStart={() => setDragged(i)}
+              onDragOver={(e) => e.preventDefault()}
+              onDrop={(e) => drop(e, i)}
+              className="layer"
+            >
+              <span className="layer-name">{l.dataset_name}</span>
+              <label className="inline">
+                <input type="checkbox" checked={l.visible} onChange={(e) => change(i, { visible: e.target.checked })} />
+                Visible
+              </label>
+              <label className="inline">
+                Opacity of {l.dataset_name}
+                <input
+                  type="range"
+                  min={0}
+                  max={1}
+                  step={0.05}
+                  value={l.opacity}
+                  onChange={(e) => change(i, { opacity: Number(e.target.value) })}
+                />
+              </label>
+              {l.dataset_kind !== "raster" && (
+                <label className="inline">
+                  Colour of {l.dataset_name}
+                  <input
+                    type="color"
+                    value={layerColour(l) || DEFAULT_COLOUR}
+                    onChange={(e) => change(i, { paint: { ...(l.paint as object), [colourKey(l)]: e.target.value } as MapLayer["paint"] })}
+                  />
+                </label>
+              )}
+              <button type="button" onClick={() => move(i, i - 1)} disabled={i === 0} aria-label={`Move ${l.dataset_name} up`}>
+                Up
+              </button>
+              <button
+                type="button"
+                onClick={() => move(i, i + 1)}
+                disabled={i === layers.length - 1}
+                aria-label={`Move ${l.dataset_name} down`}
+              >
+                Down
+              </button>
+              <button type="button" onClick={() => setLayers((now) => now.filter((_, j) => j !== i))} aria-label={`Remove ${l.dataset_name}`}>
+                Remove
+              </button>
+            </li>
+          ))}
+        </ol>
+        <div className="row">
+          <label className="grow">
+            Dataset to add
+            <select value={adding} onChange={(e) => setAdding(e.target.value)}>
+              <option value="">Choose a dataset…</option>
+              {datasets.value?.datasets.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.title}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" onClick={add} disabled={!adding}>
+            Add layer
+          </button>
+        </div>
+      </section>
+      <div className="row actions">
+        <button type="button" onClick={save}>
+          Save map
+        </button>
+        <button type="button" onClick={exportStyle}>
+          Export style JSON
+        </button>
+        <button type="button" onClick={shareMap}>
+          Share
+        </button>
+      </div>
+      <ErrorNote error={error} />
+      {note && <p role="status">{note}</p>}
+      {share && (
+        <div className="secret" role="status">
+          <p>
+            Anyone with this link sees the map (public datasets only): <a href={share.url}>{share.url}</a>
+          </p>
+          <label>
+            Embed snippet
+            <textarea readOnly rows={2} value={`<iframe src="${share.url}" width="800" height="500" title="${map.name}"></iframe>`} />
+          </label>
+        </div>
+      )}
+    </article>
+  );
+}
+
+export function MapEditor({ id }: { id: string }) {
+  const map = useLoad(() => get<MapResponse>(`/api/maps/${id}`), [id]);
+  if (map.error) return <LoadFailed error={map.error} />;
+  if (!map.value) return <p className="loading">Loading…</p>;
+  return (
+    <SignedIn>
+      <Editor key={map.value.id} initial={map.value} />
+    </SignedIn>
+  );
+}
