@@ -172,6 +172,19 @@ assert.equal(await page.locator('article > p.summary').innerText(), markup);
 assert.equal(await page.evaluate(() => window.__ran), undefined, 'typed markup never runs');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 'public after saving');
 
+// --- Reupload: the preview tells what changes, then the data is replaced in place.
+step('reupload');
+await page.getByLabel('New file').setInputFiles(env('CATALOG_UPLOAD'));
+await page.getByRole('button', { name: 'Preview changes' }).click();
+const changes = page.getByRole('status', { name: 'Changes' });
+await changes.waitFor({ timeout: 60_000 });
+assert.match(await changes.innerText(), /Rows: 100 → 100/);
+assert.match(await changes.innerText(), /Columns added: none/);
+await page.getByRole('button', { name: 'Replace the data' }).click();
+await changes.waitFor({ state: 'detached', timeout: 60_000 });
+const replacedJobs = await api('GET', '/api/jobs?kind=reupload', adminToken);
+assert.equal(replacedJobs.jobs.filter((j) => j.status === 'succeeded').length, 2, 'the preview and the replacement ran');
+
 // --- Catalog: search finds it, facets filter.
 step('catalog');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
@@ -277,6 +290,13 @@ if (/approval/.test(registered)) {
 await page.getByLabel('Status of newcomer').waitFor();
 assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active');
 await screen(page, 'admin-users');
+// A grant to the newcomer on the dataset page, then its revocation.
+await page.goto(`${base}/datasets/${datasetId}`);
+await page.getByLabel('Person').selectOption({ label: 'newcomer' });
+await page.getByRole('button', { name: 'Grant access' }).click();
+await page.getByRole('button', { name: 'Revoke access of newcomer' }).click();
+await page.getByRole('button', { name: 'Revoke access of newcomer' }).waitFor({ state: 'detached' });
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
 
 // --- Single sign-on: a provider added in the admin screen shows on the sign-in page at its next load,
 // and so do its changes; the callback signs in and returns to where the person was.

@@ -5,6 +5,7 @@ import { navigate } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ErrorNote, LoadFailed, useLoad, when } from "./common";
 import { MapView } from "./mapview";
+import { Grants, Reupload } from "./reupload";
 
 type Dataset = Schemas["Dataset"];
 type Column = { name: string; type?: string };
@@ -235,6 +236,12 @@ export function DatasetPage({ id }: { id: string }) {
         </section>
       </div>
       {d.kind !== "raster" && <AttributeTable dataset={d} />}
+      {mayEdit && d.kind !== "raster" && !d.is_registered && (
+        <div className="columns">
+          <Reupload dataset={d} onReplaced={dataset.reload} />
+          <Grants dataset={d} />
+        </div>
+      )}
       {mayEdit && (
         <div className="columns">
           <Edit dataset={d} onSaved={(saved) => dataset.setValue(saved)} />

@@ -12,6 +12,7 @@ const FINISHED = ["succeeded", "failed", "cancelled"];
 export function useJob(jobId: string | undefined): Job | null {
   const [job, setJob] = useState<Job | null>(null);
   useEffect(() => {
+    setJob(null);
     if (!jobId) return;
     let stop = false;
     const poll = async () => {
