@@ -365,4 +365,6 @@ for (const p of [page, visitor, sso, phone]) {
   assert.deepEqual(p.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
 }
 await browser.close();
+// Kept beside the screenshots for review: steps, timings, every axe-core finding.
+fs.writeFileSync(path.join(shots, 'report.json'), JSON.stringify(report, null, 1));
 console.log(JSON.stringify(report));
