@@ -97,7 +97,7 @@ measure() {
   out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" "$url")
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
   echo "$rps ${p99:-?} ${non2xx:-0}"
 }
 

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
 import { ApiError } from "../api";
 import { Link } from "../router";
 import { useSession } from "../session";
@@ -26,15 +26,21 @@ export function NotFound({ detail }: { detail?: string }) {
   );
 }
 
-/** A page's data: loading, then the value or the API's problem. */
+/** A page's data: loading, then the value or the API's problem. `load`
+ * runs again when `deps` change; only the latest run's answer is kept, so
+ * a slow earlier answer never replaces a newer one. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   const [value, setValue] = useState<T | null>(null);
   const [error, setError] = useState<unknown>(null);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const latest = useRef(0);
   const run = useCallback(load, deps);
   const reload = useCallback(() => {
+    const ticket = ++latest.current;
     setError(null);
-    run().then(setValue, setError);
+    run().then(
+      (v) => ticket === latest.current && setValue(v),
+      (e) => ticket === latest.current && setError(e),
+    );
   }, [run]);
   useEffect(reload, [reload]);
   return { value, error, reload, setValue };

@@ -29,7 +29,7 @@ function Editor({ initial }: { initial: MapResponse }) {
   const [dragged, setDragged] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [note, setNote] = useState<string | null>(null);
-  const [share, setShare] = useState<{ url: string } | null>(null);
+  const [share, setShare] = useState<Schemas["Share"] | null>(null);
   const datasets = useLoad(() => get<Schemas["DatasetList"]>("/api/datasets?limit=1000"), []);
 
   const change = (index: number, patch: Partial<MapLayer>) =>
@@ -98,7 +98,7 @@ function Editor({ initial }: { initial: MapResponse }) {
   const shareMap = async () => {
     setError(null);
     try {
-      setShare(await send<{ url: string }>("POST", `/api/maps/${map.id}/shares`));
+      setShare(await send<Schemas["Share"]>("POST", `/api/maps/${map.id}/shares`));
     } catch (err) {
       setError(err);
     }

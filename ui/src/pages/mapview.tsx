@@ -46,7 +46,7 @@ export function MapView({ style, bounds, label, onMap }: MapViewProps) {
       cancelled = true;
       map?.remove();
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // A new map only when the style or extent changes in content, not when a render builds equal objects.
   }, [JSON.stringify(style), JSON.stringify(bounds)]);
   return (
     <div className="mapbox">
