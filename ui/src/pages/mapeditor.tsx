@@ -112,6 +112,7 @@ function Editor({ initial }: { initial: MapResponse }) {
 
   return (
     <article>
+      <h1>Edit map “{map.name}”</h1>
       <label className="title-field">
         Map name
         <input value={map.name} onChange={(e) => setMap({ ...map, name: e.target.value })} />
