@@ -15,6 +15,7 @@ mod catalog;
 mod connectors;
 mod dataset_cache;
 mod datasets;
+mod edge;
 mod extract;
 mod features;
 mod health;
@@ -36,6 +37,7 @@ mod services;
 mod stac;
 pub mod state;
 mod tile_cache;
+mod tile_connections;
 mod tiles;
 mod web_ui;
 
@@ -47,8 +49,8 @@ pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
     db::migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
-    let tile_pool = db::connect_for_tiles(&config.database_url, 16).await?;
-    let state = state::AppState::new(pool, tile_pool, config, rate_limiter)?;
+    let tile_connections = tile_connections::TileConnections::new(&config.database_url, 16)?;
+    let state = state::AppState::new(pool, tile_connections, config, rate_limiter)?;
     state.sandbox.prepare_login(&state.pool).await;
     tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
     Ok(state)

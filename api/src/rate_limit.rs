@@ -6,7 +6,7 @@
 //! gets 429 with `Retry-After` (whole seconds to the next window).
 use std::{
     collections::HashMap,
-    net::{IpAddr, SocketAddr},
+    net::IpAddr,
     sync::{
         Arc, Mutex, RwLock,
         atomic::{AtomicBool, Ordering},
@@ -14,11 +14,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use axum::{
-    extract::{ConnectInfo, Request, State},
-    middleware::Next,
-    response::Response,
-};
+use axum::http::request::Parts;
 use catalog_shared::{AppError, config::RateLimits};
 use redis::aio::ConnectionManager;
 
@@ -134,6 +130,20 @@ impl RateLimiter {
             }
         }
         limiter
+    }
+
+    /// Counts a request from `peer` against its bucket; 429 with
+    /// `Retry-After` when over the limit.
+    pub async fn check(&self, peer: IpAddr, request: &Parts) -> Result<(), AppError> {
+        let Some(bucket) = Bucket::of(request.uri.path()) else {
+            return Ok(());
+        };
+        let limit = bucket.limit(&self.limits);
+        let client = client_address(peer, &request.headers, &self.limits.trusted_proxies);
+        match self.count(bucket, client, limit).await {
+            Some(retry_after) => Err(AppError::too_many_requests(retry_after)),
+            None => Ok(()),
+        }
     }
 
     /// Counts a request; the seconds until the window ends when over `limit`.
@@ -253,23 +263,6 @@ fn client_address(peer: IpAddr, headers: &axum::http::HeaderMap, trusted: &[IpAd
         .rev()
         .find(|a| !trusted.contains(a))
         .unwrap_or(peer)
-}
-
-pub async fn limit(
-    State(limiter): State<RateLimiter>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    request: Request,
-    next: Next,
-) -> Result<Response, AppError> {
-    let Some(bucket) = Bucket::of(request.uri().path()) else {
-        return Ok(next.run(request).await);
-    };
-    let limit = bucket.limit(&limiter.limits);
-    let client = client_address(peer.ip(), request.headers(), &limiter.limits.trusted_proxies);
-    if let Some(retry_after) = limiter.count(bucket, client, limit).await {
-        return Err(AppError::too_many_requests(retry_after));
-    }
-    Ok(next.run(request).await)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub pool: PgPool,
     /// Connections for vector tile queries only (generic plans).
-    pub tile_pool: PgPool,
+    pub tile_connections: crate::tile_connections::TileConnections,
     /// Connections as the SQL sandbox's role, for callers' statements only.
     pub sandbox: crate::sandbox::pool::SandboxPool,
     pub storage: Storage,
@@ -37,14 +37,14 @@ pub struct Shared {
 impl AppState {
     pub fn new(
         pool: PgPool,
-        tile_pool: PgPool,
+        tile_connections: crate::tile_connections::TileConnections,
         config: Config,
         rate_limiter: crate::rate_limit::RateLimiter,
     ) -> anyhow::Result<Self> {
         Ok(Self(Arc::new(Shared {
             sandbox: crate::sandbox::pool::SandboxPool::new(&config),
             pool,
-            tile_pool,
+            tile_connections,
             storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),

@@ -146,14 +146,17 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
 
 /// A vector tile cut by `sql`; empty when the tile holds nothing.
 async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddress) -> Result<Tile, AppError> {
-    let tile: Option<Vec<u8>> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+    let mut connection = state.tile_connections.lend().await?;
+    let outcome = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(at.z as i32)
         .bind(at.x as i32)
         .bind(at.y as i32)
         // The tile layer is named after the table, as PostGIS tile servers do.
         .bind(&dataset.table_name)
-        .fetch_one(&state.tile_pool)
-        .await?;
+        .fetch_one(&mut *connection)
+        .await;
+    connection.give_back(&outcome);
+    let tile: Option<Vec<u8>> = outcome?;
     Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
 }
 
@@ -185,7 +188,16 @@ async fn vector_tile(
             ))
         })?;
         let at = tile_address(z, x, row)?;
-        return raster::raster_tile(&state, &request, &dataset, (at.z, at.x, at.y), (format, size), &query).await;
+        // Boxed: the raster path's state would otherwise enlarge every vector tile's future.
+        return Box::pin(raster::raster_tile(
+            &state,
+            &request,
+            &dataset,
+            (at.z, at.x, at.y),
+            (format, size),
+            &query,
+        ))
+        .await;
     }
     serve_tile(
         &state,

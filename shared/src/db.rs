@@ -28,20 +28,22 @@ pub async fn connect_for_requests(url: &str, max_connections: u32) -> anyhow::Re
     Ok(options.connect_lazy(url)?)
 }
 
-/// The same for tile queries, which are planned once per connection: a
-/// tile's area is always a small window on the spatial index, so a generic
-/// plan is as good as a custom one, and re-planning would cost more than
-/// cutting a near-empty tile.
-pub async fn connect_for_tiles(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    let options = pool_options(max_connections).after_connect(|conn, _| {
-        Box::pin(async move {
-            sqlx::raw_sql("SET max_parallel_workers_per_gather = 0")
-                .execute(conn)
-                .await?;
-            Ok(())
-        })
-    });
-    Ok(options.connect_lazy(url)?)
+/// One pool's connections: open, lent out, and the most it opens.
+pub struct PoolFigures {
+    pub open: usize,
+    pub in_use: usize,
+    pub most: usize,
+}
+
+impl PoolFigures {
+    pub fn of(pool: &PgPool) -> Self {
+        let open = pool.size() as usize;
+        Self {
+            open,
+            in_use: open.saturating_sub(pool.num_idle()),
+            most: pool.options().get_max_connections() as usize,
+        }
+    }
 }
 
 fn pool_options(max_connections: u32) -> PgPoolOptions {

@@ -4,12 +4,7 @@
 //! `api_key` query parameter on reads, a bearer access token, or nobody.
 //! Refresh tokens, download tokens and sign-in answers are read by the
 //! routes that take them (`auth`), never here.
-use axum::{
-    extract::{Request, State},
-    http::HeaderMap,
-    middleware::Next,
-    response::Response,
-};
+use axum::http::{HeaderMap, request::Parts};
 use catalog_shared::AppError;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -21,55 +16,48 @@ use super::{
 };
 use crate::state::AppState;
 
-/// Resolves the request's credential into a `Caller` for the handlers;
-/// refuses what a read-only key may not do.
-pub async fn resolve_caller(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, AppError> {
-    let path = request.uri().path().to_string();
-    if reads_no_credential(&path) {
-        request.extensions_mut().insert(Caller::default());
-        return Ok(next.run(request).await);
+/// The `Caller` a request's credential makes it; refuses what a read-only
+/// key may not do.
+pub async fn caller_of(state: &AppState, request: &Parts) -> Result<Caller, AppError> {
+    let path = request.uri.path();
+    if reads_no_credential(path) {
+        return Ok(Caller::default());
     }
-    let method = request.method().clone();
-    let query = request.uri().query().map(str::to_string);
-    if is_read_method(&method)
-        && let Some(capability) = capability_of(&state, request.headers(), &path, query.as_deref()).await?
+    let method = &request.method;
+    let query = request.uri.query();
+    if is_read_method(method)
+        && let Some(capability) = capability_of(state, &request.headers, path, query).await?
     {
         // Served under the capability; any credential sent is not read (rule 5).
-        request.extensions_mut().insert(Caller {
+        return Ok(Caller {
             capability: Some(capability),
             ..Caller::default()
         });
-        return Ok(next.run(request).await);
     }
     let header_key = request
-        .headers()
+        .headers
         .get("x-api-key")
         .map(|v| v.to_str().unwrap_or_default().to_string());
     // The query-string key counts on requests that write nothing (rule 2);
     // elsewhere it is absent, so it never authorises a write.
-    let query_key = if !writes(&method, &path, query.as_deref()) {
-        query_param(query.as_deref(), "api_key")
+    let query_key = if !writes(method, path, query) {
+        query_param(query, "api_key")
     } else {
         None
     };
     let caller = if let Some(key) = header_key.or(query_key) {
         api_key_caller(&state.pool, &key).await?
-    } else if let Some(token) = bearer_token(request.headers()) {
-        access_token_caller(&state, token).await?
+    } else if let Some(token) = bearer_token(&request.headers) {
+        access_token_caller(state, token).await?
     } else {
         Caller::default()
     };
-    if caller.key_scope == Some(KeyScope::ReadOnly) && !read_only_key_allows(&method, &path, query.as_deref()) {
+    if caller.key_scope == Some(KeyScope::ReadOnly) && !read_only_key_allows(method, path, query) {
         return Err(AppError::forbidden(
             "the API key is read-only; it cannot be used for this request",
         ));
     }
-    request.extensions_mut().insert(caller);
-    Ok(next.run(request).await)
+    Ok(caller)
 }
 
 /// A valid capability of a read request: an `X-Embed-Token` covering the

@@ -1,12 +1,7 @@
 //! Which credential a route reads and what each credential may do there:
 //! the routes that read none, what a read-only key and an anonymous caller
 //! may call, and whether a request writes.
-use axum::{
-    extract::{MatchedPath, Request},
-    http::Method,
-    middleware::Next,
-    response::Response,
-};
+use axum::http::{Method, request::Parts};
 use catalog_shared::AppError;
 
 use super::Caller;
@@ -88,25 +83,13 @@ fn serves_anonymous(method: &Method, route: &str, path: &str, query: Option<&str
 /// One rule for every route that needs a credential: an anonymous caller
 /// (no user, no capability) gets 401 before the handler looks anything
 /// up, so it learns nothing of what exists (a map's 404 against 403).
-/// Runs on routed requests only, where the route template is known.
-pub async fn require_credential(
-    caller: Caller,
-    route: MatchedPath,
-    request: Request,
-    next: Next,
-) -> Result<Response, AppError> {
+/// For routed requests only, where the route template is known.
+pub fn require_credential(caller: &Caller, route: &str, request: &Parts) -> Result<(), AppError> {
     let anonymous = caller.user.is_none() && caller.capability.is_none();
-    if anonymous
-        && !serves_anonymous(
-            request.method(),
-            route.as_str(),
-            request.uri().path(),
-            request.uri().query(),
-        )
-    {
+    if anonymous && !serves_anonymous(&request.method, route, request.uri.path(), request.uri.query()) {
         return Err(AppError::unauthorized("sign in or send an API key"));
     }
-    Ok(next.run(request).await)
+    Ok(())
 }
 
 pub(super) fn query_param(query: Option<&str>, name: &str) -> Option<String> {

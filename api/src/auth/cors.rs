@@ -4,9 +4,8 @@
 //! credential gets its origin echoed only when `CORS_ALLOWED_ORIGINS` lists
 //! it; tile routes always answer `*`.
 use axum::{
-    extract::{Request, State},
+    extract::Request,
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 
@@ -65,31 +64,45 @@ enum Allow {
     Nothing,
 }
 
-pub async fn cors(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(origin) = request.headers().get(header::ORIGIN).cloned() else {
-        return next.run(request).await;
-    };
-    let path = request.uri().path().to_string();
-    let listed = origin
-        .to_str()
-        .is_ok_and(|o| state.config.cors_allowed_origins.iter().any(|allowed| allowed == o));
-    let preflight =
-        request.method() == Method::OPTIONS && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    let credentialed = if preflight {
-        preflight_asks_for_credentials(request.headers())
-    } else {
-        carries_credential(request.headers(), request.uri().query())
-    };
-    let allow = if listed {
-        Allow::Origin(origin)
-    } else if (is_tile_route(&path) && !(preflight && credentialed)) || (is_open_route(&path) && !credentialed) {
-        Allow::Any
-    } else {
-        Allow::Nothing
-    };
-    let mut response = if preflight {
+/// The CORS answer to a request that names its origin.
+pub struct Cors {
+    allow: Allow,
+    preflight: bool,
+}
+
+impl Cors {
+    /// None for a request without `Origin`, which CORS leaves alone.
+    pub fn of(state: &AppState, request: &Request) -> Option<Self> {
+        let origin = request.headers().get(header::ORIGIN)?;
+        let path = request.uri().path();
+        let listed = origin
+            .to_str()
+            .is_ok_and(|o| state.config.cors_allowed_origins.iter().any(|allowed| allowed == o));
+        let preflight = request.method() == Method::OPTIONS
+            && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        let credentialed = if preflight {
+            preflight_asks_for_credentials(request.headers())
+        } else {
+            carries_credential(request.headers(), request.uri().query())
+        };
+        let allow = if listed {
+            Allow::Origin(origin.clone())
+        } else if (is_tile_route(path) && !(preflight && credentialed)) || (is_open_route(path) && !credentialed) {
+            Allow::Any
+        } else {
+            Allow::Nothing
+        };
+        Some(Self { allow, preflight })
+    }
+
+    /// The answer to a preflight, which goes no further; None for any
+    /// other request.
+    pub fn preflight(&self, request: &Request) -> Option<Response> {
+        if !self.preflight {
+            return None;
+        }
         let mut response = StatusCode::NO_CONTENT.into_response();
-        if !matches!(allow, Allow::Nothing) {
+        if !matches!(self.allow, Allow::Nothing) {
             let headers = response.headers_mut();
             headers.insert(
                 header::ACCESS_CONTROL_ALLOW_METHODS,
@@ -100,32 +113,33 @@ pub async fn cors(State(state): State<AppState>, request: Request, next: Next) -
             }
             headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
         }
-        response
-    } else {
-        next.run(request).await
-    };
-    let headers = response.headers_mut();
-    headers.append(header::VARY, HeaderValue::from_static("Origin"));
-    match allow {
-        Allow::Any => {
-            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-            headers.insert(
-                header::ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static(EXPOSED_HEADERS),
-            );
-        }
-        Allow::Origin(origin) => {
-            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-                HeaderValue::from_static("true"),
-            );
-            headers.insert(
-                header::ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static(EXPOSED_HEADERS),
-            );
-        }
-        Allow::Nothing => {}
+        self.apply(response.headers_mut());
+        Some(response)
     }
-    response
+
+    /// Adds the CORS headers of this answer to a response.
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+        match &self.allow {
+            Allow::Any => {
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+                headers.insert(
+                    header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                    HeaderValue::from_static(EXPOSED_HEADERS),
+                );
+            }
+            Allow::Origin(origin) => {
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+                headers.insert(
+                    header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                    HeaderValue::from_static("true"),
+                );
+                headers.insert(
+                    header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                    HeaderValue::from_static(EXPOSED_HEADERS),
+                );
+            }
+            Allow::Nothing => {}
+        }
+    }
 }

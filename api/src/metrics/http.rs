@@ -1,12 +1,8 @@
 //! The HTTP figures each API process keeps between scrapes: requests,
 //! latency and rate-limit refusals, by route template.
-use std::time::Instant;
+use std::time::Duration;
 
-use axum::{
-    extract::{MatchedPath, Request, State},
-    middleware::Next,
-    response::Response,
-};
+use axum::http::{Method, StatusCode};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
 /// The figures this process keeps between scrapes.
@@ -61,34 +57,21 @@ impl Default for HttpMetrics {
     }
 }
 
-/// Labels carry the route template (`/api/datasets/{dataset_id}`), never
-/// the path, so ids never become label values; a path that matched no
-/// route is `unmatched`.
-pub async fn record(State(metrics): State<HttpMetrics>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_string();
-    let method = request.method().as_str().to_string();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let status = response.status();
-    metrics
-        .requests
-        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
-        .inc();
-    metrics
-        .latency
-        .with_label_values(&[route.as_str(), method.as_str()])
-        .observe(started.elapsed().as_secs_f64());
-    if status.as_u16() == 429 {
-        metrics.refusals.with_label_values(&[route.as_str()]).inc();
-    }
-    response
-}
-
 impl HttpMetrics {
+    /// Counts one answered request. Labels carry the route template
+    /// (`/api/datasets/{dataset_id}`), never the path, so ids never become
+    /// label values; a path that matched no route is `unmatched`.
+    pub fn observe(&self, route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
+        let method = method.as_str();
+        self.requests.with_label_values(&[route, method, status.as_str()]).inc();
+        self.latency
+            .with_label_values(&[route, method])
+            .observe(elapsed.as_secs_f64());
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            self.refusals.with_label_values(&[route]).inc();
+        }
+    }
+
     pub fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
         self.registry.gather()
     }

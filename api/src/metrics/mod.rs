@@ -8,7 +8,7 @@ use axum::{
     http::{HeaderValue, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::AppError;
+use catalog_shared::{AppError, db};
 use prometheus::{Encoder, TextEncoder, proto};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -32,7 +32,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Response, AppError> {
     caller.may_read_metrics()?;
     let mut families = state.metrics.gather();
-    families.extend(pool_families(&[("requests", &state.pool), ("tiles", &state.tile_pool)]));
+    families.extend(pool_families(&[
+        ("requests", db::PoolFigures::of(&state.pool)),
+        ("tiles", state.tile_connections.figures()),
+    ]));
     families.extend(tile_cache_families(&state.tiles));
     families.extend(database::families(&state.pool).await?);
     // A family with no series yet (no job finished) is left out, as the
@@ -50,17 +53,18 @@ async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Respon
 }
 
 /// This process's database connections by pool (`requests`, and `tiles`
-/// for vector tiles): open and idle.
-fn pool_families(pools: &[(&str, &sqlx::PgPool)]) -> Vec<proto::MetricFamily> {
+/// for vector tiles): in use and idle.
+fn pool_families(pools: &[(&str, db::PoolFigures)]) -> Vec<proto::MetricFamily> {
     let mut connections = Vec::new();
     let mut most = Vec::new();
-    for (name, pool) in pools {
-        let open = f64::from(pool.size());
-        let idle = pool.num_idle() as f64;
+    for (name, figures) in pools {
         let label = || ("pool", name.to_string());
-        connections.push((vec![label(), ("state", "in_use".into())], open - idle));
-        connections.push((vec![label(), ("state", "idle".into())], idle));
-        most.push((vec![label()], f64::from(pool.options().get_max_connections())));
+        connections.push((vec![label(), ("state", "in_use".into())], figures.in_use as f64));
+        connections.push((
+            vec![label(), ("state", "idle".into())],
+            (figures.open - figures.in_use) as f64,
+        ));
+        most.push((vec![label()], figures.most as f64));
     }
     vec![
         gauge_family(
