@@ -5,11 +5,16 @@
 //! abandoned half-way (the client went away) is drained before it goes
 //! back, since a new connection costs far more (PostGIS and PROJ load anew
 //! in each server process: hundreds of milliseconds); one that failed is
-//! closed; one idle for a while is pinged first, so a database restarted
-//! meanwhile costs no request an error.
-use std::time::Duration;
+//! closed. One idle for a while, or since another was found dropped by the
+//! database, is pinged before it is lent, and a query whose connection was
+//! dropped runs once more on another: once a database restart is over, it
+//! costs no request an error.
+use std::{
+    sync::Mutex,
+    time::{Duration, Instant},
+};
 
-use catalog_shared::{AppError, db::PoolFigures};
+use catalog_shared::{AppError, db::PoolFigures, error::is_unavailable};
 
 use deadpool::managed::{self, Metrics, Object, PoolError, RecycleResult, Timeouts};
 use sqlx::{ConnectOptions, Connection, PgConnection, postgres::PgConnectOptions};
@@ -26,6 +31,9 @@ pub struct TileConnections {
 /// Opens and checks the pool's connections.
 struct Opener {
     options: PgConnectOptions,
+    /// When a connection was last found dropped by the database: the
+    /// others, idle since before then, are checked before they are lent.
+    lost_at: Mutex<Option<Instant>>,
 }
 
 impl managed::Manager for Opener {
@@ -43,20 +51,27 @@ impl managed::Manager for Opener {
     }
 
     async fn recycle(&self, connection: &mut PgConnection, metrics: &Metrics) -> RecycleResult<sqlx::Error> {
-        if metrics.last_used() > CHECK_AFTER_IDLE {
+        let idle_since = metrics.recycled.unwrap_or(metrics.created);
+        let lost_at = *self.lost_at.lock().unwrap_or_else(|e| e.into_inner());
+        if lost_at.is_some_and(|lost| idle_since < lost) || metrics.last_used() > CHECK_AFTER_IDLE {
             connection.ping().await?;
         }
         Ok(())
     }
 }
 
-/// A lent connection. It goes back to the pool only through
-/// [`Lent::give_back`], after a query that left it in a known state.
-pub struct Lent(Option<Object<Opener>>);
+/// A lent connection. It goes back to the pool through
+/// [`Lent::give_back`], after a query that left it in a known state, or
+/// drained when dropped mid-query.
+struct Lent(Option<Object<Opener>>);
 
 impl TileConnections {
     pub fn new(url: &str, max_connections: usize) -> anyhow::Result<Self> {
-        let pool = managed::Pool::builder(Opener { options: url.parse()? })
+        let opener = Opener {
+            options: url.parse()?,
+            lost_at: Mutex::new(None),
+        };
+        let pool = managed::Pool::builder(opener)
             .max_size(max_connections)
             .timeouts(Timeouts {
                 wait: Some(WAIT),
@@ -68,7 +83,34 @@ impl TileConnections {
         Ok(Self { pool })
     }
 
-    pub async fn lend(&self) -> Result<Lent, AppError> {
+    /// The tile that `sql` cuts at `address` with its layer named `layer`
+    /// (none when it holds nothing). A connection the database has dropped
+    /// (it restarted, or ended the session) is closed and the query runs
+    /// once more on another, so an outage that is over costs no request an
+    /// error.
+    pub async fn tile(&self, sql: &str, address: (u32, u32, u32), layer: &str) -> Result<Option<Vec<u8>>, AppError> {
+        let mut retried = false;
+        loop {
+            let mut connection = self.lend().await?;
+            let outcome = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(address.0 as i32)
+                .bind(address.1 as i32)
+                .bind(address.2 as i32)
+                .bind(layer)
+                .fetch_one(&mut *connection)
+                .await;
+            connection.give_back(&outcome);
+            match outcome {
+                Err(e) if !retried && is_unavailable(&e) => {
+                    *self.pool.manager().lost_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+                    retried = true;
+                }
+                outcome => return outcome.map_err(AppError::from),
+            }
+        }
+    }
+
+    async fn lend(&self) -> Result<Lent, AppError> {
         match self.pool.get().await {
             Ok(connection) => Ok(Lent(Some(connection))),
             Err(PoolError::Backend(e)) => Err(e.into()),
@@ -89,13 +131,18 @@ impl TileConnections {
 
 impl Lent {
     /// Puts the connection back after a query that ended with `outcome`:
-    /// a statement PostgreSQL refused leaves it usable; a lost or garbled
-    /// connection is closed.
-    pub fn give_back<T>(mut self, outcome: &Result<T, sqlx::Error>) {
+    /// a statement PostgreSQL refused leaves it usable; a lost, ended or
+    /// garbled connection is closed.
+    fn give_back<T>(mut self, outcome: &Result<T, sqlx::Error>) {
         let Some(connection) = self.0.take() else {
             return;
         };
-        if matches!(outcome, Err(e) if !matches!(e, sqlx::Error::Database(_))) {
+        let reusable = match outcome {
+            Ok(_) => true,
+            Err(e @ sqlx::Error::Database(_)) => !is_unavailable(e),
+            Err(_) => false,
+        };
+        if !reusable {
             drop(Object::take(connection));
         }
     }

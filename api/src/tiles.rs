@@ -145,18 +145,12 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
 }
 
 /// A vector tile cut by `sql`; empty when the tile holds nothing.
-async fn render(state: &AppState, sql: String, dataset: &Dataset, at: TileAddress) -> Result<Tile, AppError> {
-    let mut connection = state.tile_connections.lend().await?;
-    let outcome = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(at.z as i32)
-        .bind(at.x as i32)
-        .bind(at.y as i32)
-        // The tile layer is named after the table, as PostGIS tile servers do.
-        .bind(&dataset.table_name)
-        .fetch_one(&mut *connection)
-        .await;
-    connection.give_back(&outcome);
-    let tile: Option<Vec<u8>> = outcome?;
+async fn render(state: &AppState, sql: &str, dataset: &Dataset, at: TileAddress) -> Result<Tile, AppError> {
+    // The tile layer is named after the table, as PostGIS tile servers do.
+    let tile = state
+        .tile_connections
+        .tile(sql, (at.z, at.x, at.y), &dataset.table_name)
+        .await?;
     Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
 }
 
@@ -283,9 +277,7 @@ async fn serve_tile(
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, async {
-            render(state, sql.to_string(), &dataset, at).await
-        })
+        .respond(request, &dataset, key, async { render(state, sql, &dataset, at).await })
         .await
 }
 

@@ -482,7 +482,7 @@ impl Stack {
         job["dataset_id"].as_str().unwrap().to_string()
     }
 
-    /// A new API key of the token's user.
+    /// The job as the token's user sees it.
     pub async fn job(&self, token: &str, job_id: &str) -> Value {
         let response = self
             .http

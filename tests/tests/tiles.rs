@@ -637,3 +637,68 @@ async fn cached_tiles_follow_every_write_in_every_api_process() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "private, max-age=60");
 }
+
+/// Tile queries run on connections lent without a check: one whose request
+/// was abandoned mid-query must give the next request its own tile, and
+/// ones the database dropped must give way to new ones once it is back.
+#[tokio::test]
+async fn tile_connections_outlive_abandoned_requests_and_an_outage() {
+    let stack = Stack::start_with(StackOptions::workers(1).env("TILE_CACHE_MB", "0")).await;
+    let admin = stack.admin_token().await;
+    // Enough points that a world tile takes a while to cut.
+    let features: Vec<Value> = (0..60_000)
+        .map(|i| {
+            let (x, y) = (f64::from(i % 300) * 1.2 - 179.0, f64::from(i / 300) * 0.8 - 79.0);
+            json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]}, "properties": {"n": i}})
+        })
+        .collect();
+    let id = stack
+        .ingest_geojson(
+            &admin,
+            &json!({"type": "FeatureCollection", "features": features}),
+            &[("visibility", "public"), ("title", "Grid")],
+        )
+        .await;
+    let tile = |z: u32, x: u32, y: u32| stack.url(&format!("/api/tiles/{id}/{z}/{x}/{y}.pbf"));
+    let small = get(&stack, &tile(8, 128, 127), &[]).await;
+    assert_eq!(small.status(), 200);
+    let small = small.bytes().await.unwrap();
+
+    // Clients that give up while the world tile is being cut.
+    for _ in 0..12 {
+        let abandoned = stack
+            .http
+            .get(tile(0, 0, 0))
+            .timeout(std::time::Duration::from_millis(15))
+            .send()
+            .await;
+        assert!(
+            abandoned.is_err(),
+            "the world tile took under 15 ms; the test needs a slower tile"
+        );
+    }
+    for _ in 0..20 {
+        let again = get(&stack, &tile(8, 128, 127), &[]).await;
+        assert_eq!(again.status(), 200);
+        assert_eq!(
+            again.bytes().await.unwrap(),
+            small,
+            "a tile answered with another query's result"
+        );
+    }
+    let world = get(&stack, &tile(0, 0, 0), &[]).await;
+    assert_eq!(world.status(), 200);
+    assert_eq!(
+        feature_count(&ogrinfo_tile(&world.bytes().await.unwrap(), 0, 0, 0)),
+        50_000,
+        "a tile carries at most 50,000 features"
+    );
+
+    stack.cut_database().await;
+    let during = get(&stack, &tile(8, 128, 127), &[]).await;
+    assert_eq!(during.status(), 503, "{}", during.text().await.unwrap());
+    stack.restore_database().await;
+    let after = get(&stack, &tile(8, 128, 127), &[]).await;
+    assert_eq!(after.status(), 200, "the tile connections recover by themselves");
+    assert_eq!(after.bytes().await.unwrap(), small);
+}
