@@ -60,6 +60,11 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
                 "filter encoding",
             ),
+            parameter(
+                "f",
+                json!({"type": "string", "enum": ["json", "html"]}),
+                "json or html; without it the Accept header decides",
+            ),
         ];
         for column in published_columns(dataset) {
             parameters.push(parameter(
@@ -75,7 +80,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 "summary": format!("Features of {}", dataset.title),
                 "operationId": format!("items_{}", dataset.id.simple()),
                 "parameters": parameters,
-                "responses": {"200": {"description": "GeoJSON FeatureCollection", "content": {"application/geo+json": {}}}}
+                "responses": {"200": {"description": "GeoJSON FeatureCollection, or its page", "content": {"application/geo+json": {}, "text/html": {"schema": {"type": "string"}}}}}
             }}),
         );
     }
