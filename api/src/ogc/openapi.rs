@@ -41,6 +41,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             .to_string();
         paths.insert(relative, item);
     }
+    let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
     for dataset in &datasets {
         let mut parameters = vec![
             parameter(
@@ -80,7 +81,10 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 "summary": format!("Features of {}", dataset.title),
                 "operationId": format!("items_{}", dataset.id.simple()),
                 "parameters": parameters,
-                "responses": {"200": {"description": "GeoJSON FeatureCollection, or its page", "content": {"application/geo+json": {}, "text/html": {"schema": {"type": "string"}}}}}
+                "responses": {
+                    "200": {"description": "GeoJSON FeatureCollection, or its page", "content": {"application/geo+json": {}, "text/html": {"schema": {"type": "string"}}}},
+                    "400": {"description": "an invalid query parameter", "content": problem},
+                }
             }}),
         );
     }

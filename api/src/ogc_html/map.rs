@@ -37,6 +37,9 @@ pub fn geometries<'a>(geometries: impl IntoIterator<Item = &'a Value>, view: Vie
     for geometry in geometries {
         shapes_of(geometry, &mut shapes);
     }
+    if shapes.is_empty() {
+        return None;
+    }
     let projection = Projection::new(&shapes, view)?;
     Some(projection.draw(&shapes, label))
 }
