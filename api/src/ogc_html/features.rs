@@ -123,8 +123,10 @@ pub fn collection(context: &PageContext, document: &Value, queryables: Option<&V
 
 /// An extent in words and on a world map.
 fn extent(bbox: &[f64]) -> Markup {
-    let &[west, south, east, north] = bbox else {
-        return html! {};
+    // Micro-degrees (about 0.1 m) are as precise as people read an extent.
+    let [west, south, east, north] = match bbox {
+        &[w, s, e, n] => [w, s, e, n].map(|v| (v * 1e6).round() / 1e6),
+        _ => return html! {},
     };
     let words = format!("from {west}° to {east}° longitude, {south}° to {north}° latitude");
     let geometry = map::extent_geometry(bbox);

@@ -14,9 +14,11 @@ pub enum View {
     Fit,
 }
 
-/// Room for the labels: latitudes on the left, longitudes below.
+/// Room for the labels: latitudes on the left, longitudes below (the
+/// last one centred on the right edge).
 const LEFT: f64 = 52.0;
 const BOTTOM: f64 = 22.0;
+const RIGHT: f64 = 20.0;
 const EDGE: f64 = 8.0;
 const MAX_WIDTH: f64 = 640.0;
 const MAX_HEIGHT: f64 = 400.0;
@@ -135,6 +137,8 @@ struct Projection {
     east: f64,
     north: f64,
     scale: f64,
+    /// Degrees between graticule lines.
+    step: f64,
 }
 
 impl Projection {
@@ -146,7 +150,11 @@ impl Projection {
                 (cut, fitted_bounds(shapes, cut)?)
             }
         };
-        let scale = ((MAX_WIDTH - LEFT - EDGE) / (east - west)).min((MAX_HEIGHT - BOTTOM - EDGE) / (north - south));
+        let scale = ((MAX_WIDTH - LEFT - RIGHT) / (east - west)).min((MAX_HEIGHT - BOTTOM - EDGE) / (north - south));
+        let step = match view {
+            View::World => 30.0,
+            View::Fit => graticule_step((east - west).max(north - south)),
+        };
         Some(Self {
             cut,
             west,
@@ -154,6 +162,7 @@ impl Projection {
             east,
             north,
             scale,
+            step,
         })
     }
 
@@ -166,7 +175,7 @@ impl Projection {
     }
 
     fn width(&self) -> f64 {
-        LEFT + (self.east - self.west) * self.scale + EDGE
+        LEFT + (self.east - self.west) * self.scale + RIGHT
     }
 
     fn height(&self) -> f64 {
@@ -196,12 +205,13 @@ impl Projection {
 
     fn draw(&self, shapes: &[Shape], label: &str) -> Markup {
         let (width, height) = (self.width(), self.height());
-        let step = graticule_step((self.east - self.west).max(self.north - self.south));
+        let step = self.step;
         let meridians = multiples(self.west, self.east, step);
         let parallels = multiples(self.south, self.north, step);
-        let (left, right, top, bottom) = (LEFT, width - EDGE, EDGE, height - BOTTOM);
+        let (left, right, top, bottom) = (LEFT, width - RIGHT, EDGE, height - BOTTOM);
         html! {
-            svg.map xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {width:.0} {height:.0}")) role="img" aria-label=(label) {
+            svg.map xmlns="http://www.w3.org/2000/svg" width=(format!("{width:.0}")) height=(format!("{height:.0}"))
+                viewBox=(format!("0 0 {width:.0} {height:.0}")) role="img" aria-label=(label) {
                 rect x=(left) y=(top) width=(right - left) height=(bottom - top) fill="#f1f5f9" {}
                 g stroke="#cbd5e1" stroke-width="1" {
                     @for lon in &meridians {
@@ -315,7 +325,7 @@ mod tests {
     #[test]
     fn data_on_both_sides_of_the_antimeridian_is_drawn_together() {
         let across = shapes(json!({"type": "MultiPoint", "coordinates": [[175, 0], [-175, 1], [179, 2]]}));
-        assert_eq!(antimeridian_cut(&across), Some(-175.0));
+        assert_eq!(antimeridian_cut(&across), Some(175.0), "drawn from 175°E on");
         let [west, _, east, _] = fitted_bounds(&across, antimeridian_cut(&across)).unwrap();
         assert!(west > 170.0 && east < 190.0, "{west}..{east}");
         let apart = shapes(json!({"type": "MultiPoint", "coordinates": [[-10, 0], [9, 1]]}));

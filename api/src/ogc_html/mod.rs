@@ -43,8 +43,7 @@ pub enum Format {
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FormatQuery {
-    /// `json` or `html`; without it the `Accept` header decides: HTML when
-    /// it prefers `text/html` to JSON, JSON otherwise
+    /// `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON)
     #[param(inline)]
     f: Option<Format>,
 }

@@ -31,7 +31,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}
 dt{font-weight:600}
 dd{margin:0}
 code{font-size:.85rem}
-svg.map{display:block;width:100%;max-width:40rem;height:auto;border:1px solid #d1d5db}
+svg.map{display:block;max-width:100%;height:auto;margin:.5rem 0 1rem;border:1px solid #d1d5db}
 .pages{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}
 footer{border-top:1px solid #d1d5db;margin-top:2rem;padding-bottom:1rem}
 ";
