@@ -137,8 +137,8 @@ struct Projection {
     east: f64,
     north: f64,
     scale: f64,
-    /// Degrees between graticule lines.
-    step: f64,
+    /// Degrees between graticule lines: meridians, parallels.
+    steps: [f64; 2],
 }
 
 impl Projection {
@@ -151,9 +151,9 @@ impl Projection {
             }
         };
         let scale = ((MAX_WIDTH - LEFT - RIGHT) / (east - west)).min((MAX_HEIGHT - BOTTOM - EDGE) / (north - south));
-        let step = match view {
-            View::World => 30.0,
-            View::Fit => graticule_step((east - west).max(north - south)),
+        let steps = match view {
+            View::World => [30.0; 2],
+            View::Fit => [graticule_step(east - west), graticule_step(north - south)],
         };
         Some(Self {
             cut,
@@ -162,7 +162,7 @@ impl Projection {
             east,
             north,
             scale,
-            step,
+            steps,
         })
     }
 
@@ -205,9 +205,9 @@ impl Projection {
 
     fn draw(&self, shapes: &[Shape], label: &str) -> Markup {
         let (width, height) = (self.width(), self.height());
-        let step = self.step;
-        let meridians = multiples(self.west, self.east, step);
-        let parallels = multiples(self.south, self.north, step);
+        let [lon_step, lat_step] = self.steps;
+        let meridians = multiples(self.west, self.east, lon_step);
+        let parallels = multiples(self.south, self.north, lat_step);
         let (left, right, top, bottom) = (LEFT, width - RIGHT, EDGE, height - BOTTOM);
         html! {
             svg.map xmlns="http://www.w3.org/2000/svg" width=(format!("{width:.0}")) height=(format!("{height:.0}"))
@@ -223,10 +223,10 @@ impl Projection {
                 }
                 g fill="#374151" font-size="11" font-family="system-ui,sans-serif" {
                     @for lon in &meridians {
-                        text x=(format!("{:.1}", left + (lon - self.west) * self.scale)) y=(format!("{:.1}", height - 6.0)) text-anchor="middle" { (degrees(*lon, step, 'E', 'W')) }
+                        text x=(format!("{:.1}", left + (lon - self.west) * self.scale)) y=(format!("{:.1}", height - 6.0)) text-anchor="middle" { (degrees(*lon, lon_step, 'E', 'W')) }
                     }
                     @for lat in &parallels {
-                        text x=(left - 4.0) y=(format!("{:.1}", self.y(*lat) + 4.0)) text-anchor="end" { (degrees(*lat, step, 'N', 'S')) }
+                        text x=(left - 4.0) y=(format!("{:.1}", self.y(*lat) + 4.0)) text-anchor="end" { (degrees(*lat, lat_step, 'N', 'S')) }
                     }
                 }
                 g fill=(INK) fill-opacity="0.2" stroke=(INK) stroke-width="2" stroke-linejoin="round" stroke-linecap="round" {

@@ -8,7 +8,7 @@ use crate::extract::LinkCredential;
 /// The one style sheet, inline: the page's policy allows exactly this text
 /// (by its SHA-256), so nothing else can style or load. Colours keep at
 /// least 4.5:1 against their background; tables scroll inside their own
-/// box so pages lay out at 390 px.
+/// box (their cells wrap at spaces only) so pages lay out at 390 px.
 pub const STYLE: &str = "
 :root{color-scheme:light;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1f2937;background:#fff;line-height:1.5}
 body{margin:0}
@@ -20,12 +20,12 @@ a{color:#1d4ed8}
 a:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
 h1{font-size:1.6rem;margin:1rem 0 .5rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:1.5rem 0 .5rem}
-p,li,dd,td{overflow-wrap:anywhere}
+p,li,dd{overflow-wrap:anywhere}
 .muted{color:#4b5563}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:.9rem}
 caption{text-align:left;font-weight:600;padding:.25rem 0}
-th,td{border:1px solid #d1d5db;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th,td{border:1px solid #d1d5db;padding:.3rem .5rem;text-align:left;vertical-align:top;max-width:24rem}
 thead th,tbody th{background:#f3f4f6}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}
 dt{font-weight:600}
