@@ -25,6 +25,7 @@ mod maps;
 mod metrics;
 mod notifications;
 mod ogc;
+mod ogc_html;
 mod openapi;
 mod page;
 mod quotas;

@@ -185,6 +185,31 @@ await changes.waitFor({ state: 'detached', timeout: 60_000 });
 const replacedJobs = await api('GET', '/api/jobs?kind=reupload', adminToken);
 assert.equal(replacedJobs.jobs.filter((j) => j.status === 'succeeded').length, 2, 'the preview and the replacement ran');
 
+// --- The OGC pages: the browser's own Accept gets the server-rendered
+// pages, which are accessible, show typed markup as text, and page.
+step('ogc pages');
+const ogc = await newPage();
+await ogc.goto(`${base}/api`);
+await ogc.getByRole('heading', { level: 1, name: 'Spatial Data Catalog' }).waitFor();
+await screen(ogc, 'ogc-landing');
+await ogc.getByRole('link', { name: 'Collections', exact: true }).click();
+await ogc.getByRole('link', { name: 'North Carolina counties' }).click();
+await ogc.getByRole('heading', { level: 1, name: 'North Carolina counties' }).waitFor();
+assert.equal(await ogc.locator('main > p').first().innerText(), markup);
+assert.equal(await ogc.evaluate(() => window.__ran), undefined, 'typed markup never runs on the OGC pages');
+await screen(ogc, 'ogc-collection');
+await ogc.getByRole('link', { name: 'Features', exact: true }).click();
+await ogc.getByRole('columnheader', { name: 'name', exact: true }).waitFor();
+await ogc.getByText('Showing 10 of 100 matching features.').waitFor();
+await screen(ogc, 'ogc-items');
+const firstFeature = await ogc.locator('tbody tr').first().innerText();
+await ogc.getByRole('link', { name: 'Next page' }).click();
+await ogc.getByRole('link', { name: 'Previous page' }).click();
+assert.equal(await ogc.locator('tbody tr').first().innerText(), firstFeature, 'back on the first page');
+await ogc.locator('tbody th a').first().click();
+await ogc.getByRole('heading', { level: 1, name: /^Feature / }).waitFor();
+await screen(ogc, 'ogc-item');
+
 // --- Catalog: search finds it, facets filter.
 step('catalog');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
@@ -360,7 +385,15 @@ for (const route of ['/signin', '/datasets', `/datasets/${datasetId}`, '/registe
   await screen(phone, `phone${route.replaceAll('/', '-').replace(/-[0-9a-f-]{36}$/, '-dataset')}`);
 }
 
-for (const p of [page, visitor, sso, phone]) {
+for (const [route, name] of [[`/api/collections/${datasetId}`, 'phone-ogc-collection'], [`/api/collections/${datasetId}/items`, 'phone-ogc-items']]) {
+  await phone.goto(`${base}${route}`);
+  await phone.locator('main h1').waitFor();
+  const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `${route} is ${width} px wide at 390 px`);
+  await screen(phone, name);
+}
+
+for (const p of [page, visitor, sso, phone, ogc]) {
   assert.deepEqual(p.seen.foreign, [], 'nothing is fetched from another site');
   assert.deepEqual(p.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
 }

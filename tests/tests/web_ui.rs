@@ -3,7 +3,8 @@
 //! paths never HTML), and driven in headless Chromium through sign-in,
 //! upload, the dataset page, editing, the catalog, jobs, API keys, maps and
 //! shares, registration and approval, single sign-on against a local OIDC
-//! provider, sign-out and 390 px screens, with axe-core on every screen
+//! provider, sign-out, the server-rendered OGC pages and 390 px screens,
+//! with axe-core on every screen
 //! (`tests/clients/ui_flows.mjs`; screenshots in `.data/ui-screenshots`).
 use std::path::PathBuf;
 
@@ -220,6 +221,11 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "admin-users",
         "admin-providers",
         "not-found",
+        "ogc-landing",
+        "ogc-collection",
+        "ogc-items",
+        "ogc-item",
+        "phone-ogc-items",
     ] {
         assert!(
             shots.join(format!("{screen}.png")).is_file(),

@@ -2514,7 +2514,10 @@ export type $defs = Record<string, never>;
 export interface operations {
     landing: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2526,7 +2529,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description too many requests */
             429: {
@@ -3726,7 +3741,10 @@ export interface operations {
     };
     collections: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3738,7 +3756,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description too many requests */
             429: {
@@ -3775,7 +3805,10 @@ export interface operations {
     };
     catalog_collection: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3787,7 +3820,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description too many requests */
             429: {
@@ -3834,6 +3879,8 @@ export interface operations {
                 offset?: number | null;
                 /** @description comma-separated: title, created, updated, type, each with an optional + or - prefix */
                 sortby?: string | null;
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
             };
             header?: never;
             path?: never;
@@ -3841,13 +3888,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description GeoJSON FeatureCollection of records */
+            /** @description GeoJSON FeatureCollection of records, or its page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/geo+json": unknown;
+                    "text/html": string;
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description too many requests */
@@ -3885,7 +3941,10 @@ export interface operations {
     };
     catalog_item: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path: {
                 recordId: string;
@@ -3899,7 +3958,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             404: {
                 headers: {
@@ -3944,7 +4015,10 @@ export interface operations {
     };
     collection: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path: {
                 collectionId: string;
@@ -3958,7 +4032,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             404: {
                 headers: {
@@ -4004,6 +4090,8 @@ export interface operations {
     items: {
         parameters: {
             query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
                 /** @description default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE */
                 limit?: number;
                 /** @description legacy offset paging */
@@ -4030,13 +4118,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description GeoJSON FeatureCollection */
+            /** @description GeoJSON FeatureCollection, or its page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/geo+json": unknown;
+                    "text/html": string;
                 };
             };
             400: {
@@ -4090,7 +4179,10 @@ export interface operations {
     };
     item: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path: {
                 collectionId: string;
@@ -4100,13 +4192,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description GeoJSON Feature */
+            /** @description GeoJSON Feature, or its page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/geo+json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             404: {
@@ -4152,7 +4254,10 @@ export interface operations {
     };
     queryables: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path: {
                 collectionId: string;
@@ -4168,6 +4273,24 @@ export interface operations {
                 };
                 content: {
                     "application/schema+json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description too many requests */
@@ -4205,7 +4328,10 @@ export interface operations {
     };
     conformance: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
+                f?: "json" | "html";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4217,7 +4343,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": unknown;
+                    "text/html": string;
+                };
+            };
+            /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description too many requests */
             429: {

@@ -18,8 +18,9 @@ use crate::{
     access::{Caller, datasets::visible_collection},
     bbox::Bbox,
     datasets::record::Dataset,
-    extract::{Path, Query},
+    extract::{LinkCredential, Path, Query},
     interval::Interval,
+    ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
 
@@ -201,14 +202,8 @@ fn parse_request(
             "datetime" => {
                 Interval::parse(value)?;
             }
-            "f" => {
-                if !matches!(
-                    value.as_str(),
-                    "json" | "geojson" | "application/geo+json" | "application/json"
-                ) {
-                    return Err(bad("f must be json or geojson"));
-                }
-            }
+            // Read by `Format`.
+            "f" => {}
             "include_geometry" => request.include_geometry = parse_bool("include_geometry", value)?,
             "filter" => filter = Some(value),
             "filter-lang" => {
@@ -362,9 +357,43 @@ fn geojson_response(body: String) -> Response {
     response
 }
 
+/// The cursor of the page before a keyset page (`after_gid`), for the
+/// HTML pages' "previous" link: `Some(None)` is the first page. Only pages
+/// for people look back; JSON clients page forward by `next`.
+async fn previous_cursor(
+    state: &AppState,
+    dataset: &Dataset,
+    where_sql: &str,
+    params: &[Param],
+    after: i64,
+    limit: i64,
+) -> Result<Option<Option<i64>>, AppError> {
+    let key = quote_ident(&dataset.key_column);
+    let mut params = params.to_vec();
+    params.push(Param::Int(after));
+    let sql = format!(
+        "SELECT t.{key}::bigint FROM {} t WHERE {where_sql} AND t.{key} <= ${} ORDER BY t.{key} DESC LIMIT {}",
+        table_sql(dataset),
+        params.len(),
+        limit + 1
+    );
+    let keys: Vec<i64> = query_with(sql, &params)
+        .fetch_all(&state.pool)
+        .await
+        .map_err(query_error)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(match keys.len() as i64 {
+        0 => None,
+        n if n <= limit => Some(None),
+        _ => Some(keys.last().copied()),
+    })
+}
+
 /// Features of a collection.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/items", tag = "ogc",
-    params(("collectionId" = String, Path),
+    params(("collectionId" = String, Path), FormatQuery,
         ("limit" = Option<i64>, Query, description = "default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE"),
         ("offset" = Option<i64>, Query, description = "legacy offset paging"),
         ("after_gid" = Option<i64>, Query, description = "keyset cursor: features with a larger key"),
@@ -374,12 +403,14 @@ fn geojson_response(body: String) -> Response {
         ("filter" = Option<String>, Query, description = "CQL2 expression"),
         ("filter-lang" = Option<String>, Query, description = "cql2-text (default) or cql2-json"),
         ("filter-crs" = Option<String>, Query, description = "only CRS84")),
-    responses((status = 200, description = "GeoJSON FeatureCollection", content_type = "application/geo+json"),
+    responses((status = 200, description = "GeoJSON FeatureCollection, or its page", content(("application/geo+json"), (String = "text/html"))),
               (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub async fn items(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
+    format: Format,
     Path(id): Path<String>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
@@ -423,8 +454,10 @@ pub async fn items(
     let last_key: Option<i64> = rows.last().map(|r| r.get(0));
     let features: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
     let base = format!("{}/api/collections/{}/items", state.config.public_url, dataset.id);
+    let self_href = with_query(&base, &pairs, &[]);
     let mut links = vec![
-        link(with_query(&base, &pairs, &[]), "self", "application/geo+json"),
+        link(self_href.clone(), "self", "application/geo+json"),
+        alternate_link(&self_href),
         link(
             format!("{}/api/collections/{}", state.config.public_url, dataset.id),
             "collection",
@@ -447,6 +480,13 @@ pub async fn items(
             "application/geo+json",
         ));
     }
+    if let (Format::Html, Some(after)) = (format, request.after) {
+        let previous = previous_cursor(&state, &dataset, &where_sql, &match_params, after, request.limit).await?;
+        if let Some(cursor) = previous {
+            let prev = with_query(&base, &pairs, &[("after_gid", cursor.map(|c| c.to_string()))]);
+            links.push(link(prev, "prev", "application/geo+json"));
+        }
+    }
     let mut body = String::with_capacity(features.iter().map(String::len).sum::<usize>() + 512);
     body.push_str(r#"{"type":"FeatureCollection","features":["#);
     for (i, feature) in features.iter().enumerate() {
@@ -462,17 +502,31 @@ pub async fn items(
         chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         Value::Array(links)
     ));
-    Ok(geojson_response(body))
+    Ok(match format {
+        Format::Json => ogc_html::json_answer(geojson_response(body)),
+        Format::Html => {
+            let document: Value = serde_json::from_str(&body).map_err(AppError::internal)?;
+            let context = PageContext {
+                base: &state.config.public_url,
+                credential: &credential,
+            };
+            let id = dataset.id.to_string();
+            ogc_html::page_answer(ogc_html::features::items(&context, &dataset.title, &id, &document))
+        }
+    })
 }
 
 /// One feature by its key.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/items/{featureId}", tag = "ogc",
-    params(("collectionId" = String, Path), ("featureId" = String, Path)),
-    responses((status = 200, description = "GeoJSON Feature", content_type = "application/geo+json"),
+    params(("collectionId" = String, Path), ("featureId" = String, Path), FormatQuery),
+    responses((status = 200, description = "GeoJSON Feature, or its page", content(("application/geo+json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub async fn item(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
+    format: Format,
     Path((id, feature_id)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
@@ -492,17 +546,23 @@ pub async fn item(
         .await?;
     let mut feature: Value = serde_json::from_str(&feature.ok_or_else(missing)?).map_err(AppError::internal)?;
     let base = &state.config.public_url;
+    let self_href = format!("{base}/api/collections/{}/items/{key}", dataset.id);
     feature["links"] = json!([
-        link(
-            format!("{base}/api/collections/{}/items/{key}", dataset.id),
-            "self",
-            "application/geo+json"
-        ),
+        link(self_href.clone(), "self", "application/geo+json"),
+        alternate_link(&self_href),
         link(
             format!("{base}/api/collections/{}", dataset.id),
             "collection",
             "application/json"
         ),
     ]);
-    Ok(geojson_response(feature.to_string()))
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    let collection_id = dataset.id.to_string();
+    Ok(format.answer(
+        || geojson_response(feature.to_string()),
+        || ogc_html::features::item(&context, &dataset.title, &collection_id, &feature),
+    ))
 }

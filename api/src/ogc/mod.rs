@@ -3,7 +3,11 @@
 //! conformance declaration. Every dataset the caller may see is a
 //! collection whose id is the dataset id.
 
-use axum::{Json, extract::State};
+use axum::{
+    Json,
+    extract::State,
+    response::{IntoResponse, Response},
+};
 use catalog_shared::AppError;
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -12,6 +16,7 @@ use crate::{
     access::{Caller, datasets::visible_collection, policy::visible_to_caller},
     datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{LinkCredential, Path},
+    ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
 
@@ -22,12 +27,15 @@ use items::CRS84;
 pub mod openapi;
 mod params;
 
-pub const CONFORMANCE: [&str; 17] = [
+pub const CONFORMANCE: [&str; 20] = [
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/landing-page",
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/json",
+    // Every OGC route has its page (`ogc_html`).
+    "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/html",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/html",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
@@ -40,6 +48,7 @@ pub const CONFORMANCE: [&str; 17] = [
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/record-core-query-parameters",
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/sorting",
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/json",
+    "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/html",
 ];
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -58,25 +67,50 @@ fn link(href: String, rel: &str, media_type: &str, title: &str) -> Value {
 }
 
 /// The landing page (reads no credential).
-#[utoipa::path(get, path = "/api", tag = "ogc", responses((status = 200, description = "landing page")))]
-async fn landing(State(state): State<AppState>) -> Json<Value> {
+#[utoipa::path(get, path = "/api", tag = "ogc", params(FormatQuery),
+    responses((status = 200, description = "landing page", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn landing(State(state): State<AppState>, format: Format, credential: LinkCredential) -> Response {
     let base = &state.config.public_url;
-    Json(json!({
+    let document = json!({
         "title": "Spatial Data Catalog",
         "description": "Datasets served as OGC API Features collections, with CQL2 filtering.",
         "links": [
             link(format!("{base}/api"), "self", "application/json", "this document"),
+            alternate_link(&format!("{base}/api")),
             link(format!("{base}/api/openapi.json"), "service-desc", "application/vnd.oai.openapi+json;version=3.1", "the API definition"),
             link(format!("{base}/api/conformance"), "conformance", "application/json", "conformance classes implemented"),
             link(format!("{base}/api/collections"), "data", "application/json", "the collections"),
         ]
-    }))
+    });
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    format.answer(
+        || Json(&document).into_response(),
+        || ogc_html::features::landing(&context, &document),
+    )
 }
 
 /// The conformance classes implemented (reads no credential).
-#[utoipa::path(get, path = "/api/conformance", tag = "ogc", responses((status = 200, description = "conformance declaration")))]
-async fn conformance() -> Json<Value> {
-    Json(json!({ "conformsTo": CONFORMANCE }))
+#[utoipa::path(get, path = "/api/conformance", tag = "ogc", params(FormatQuery),
+    responses((status = 200, description = "conformance declaration", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn conformance(State(state): State<AppState>, format: Format, credential: LinkCredential) -> Response {
+    let href = format!("{}/api/conformance", state.config.public_url);
+    let document = json!({
+        "conformsTo": CONFORMANCE,
+        "links": [link(href.clone(), "self", "application/json", "this document"), alternate_link(&href)],
+    });
+    let context = PageContext {
+        base: &state.config.public_url,
+        credential: &credential,
+    };
+    format.answer(
+        || Json(&document).into_response(),
+        || ogc_html::features::conformance(&context, &document),
+    )
 }
 
 pub fn collection_json(base: &str, d: &Dataset, credential: &LinkCredential) -> Value {
@@ -91,6 +125,7 @@ pub fn collection_json(base: &str, d: &Dataset, credential: &LinkCredential) -> 
         "storageCrs": CRS84,
         "links": [
             link(credential.on(format!("{base}/api/collections/{id}")), "self", "application/json", "this collection"),
+            alternate_link(&credential.on(format!("{base}/api/collections/{id}"))),
             link(credential.on(items.clone()), "items", "application/geo+json", "the features"),
             link(credential.on(format!("{base}/api/collections/{id}/queryables")), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
         ],
@@ -102,12 +137,15 @@ pub fn collection_json(base: &str, d: &Dataset, credential: &LinkCredential) -> 
 }
 
 /// The collections the caller may see.
-#[utoipa::path(get, path = "/api/collections", tag = "ogc", responses((status = 200, description = "collections")))]
+#[utoipa::path(get, path = "/api/collections", tag = "ogc", params(FormatQuery),
+    responses((status = 200, description = "collections", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn collections(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
-) -> Result<Json<Value>, AppError> {
+    format: Format,
+) -> Result<Response, AppError> {
     let visible = visible_to_caller("datasets");
     let sql = format!(
         "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' AND kind = 'vector' ORDER BY title, id"
@@ -118,24 +156,45 @@ async fn collections(
         .fetch_all(&state.pool)
         .await?;
     let base = &state.config.public_url;
-    Ok(Json(json!({
+    let href = credential.on(format!("{base}/api/collections"));
+    let document = json!({
         "collections": std::iter::once(crate::records::catalog_collection_json(base, &credential))
             .chain(datasets.iter().map(|d| collection_json(base, d, &credential)))
             .collect::<Vec<_>>(),
-        "links": [link(credential.on(format!("{base}/api/collections")), "self", "application/json", "the collections")],
-    })))
+        "links": [link(href.clone(), "self", "application/json", "the collections"), alternate_link(&href)],
+    });
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    Ok(format.answer(
+        || Json(&document).into_response(),
+        || ogc_html::features::collections(&context, &document),
+    ))
 }
 
-#[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path)),
-    responses((status = 200, description = "one collection"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+#[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path), FormatQuery),
+    responses((status = 200, description = "one collection", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn collection(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
+    format: Format,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Response, AppError> {
     let dataset = feature_collection(&state, &caller, &id).await?;
-    Ok(Json(collection_json(&state.config.public_url, &dataset, &credential)))
+    let base = &state.config.public_url;
+    let document = collection_json(base, &dataset, &credential);
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    Ok(format.answer(
+        || Json(&document).into_response(),
+        || ogc_html::features::collection(&context, &document, Some(&queryables_json(base, &dataset))),
+    ))
 }
 
 /// A dataset the caller may read, as a collection of features: a raster
@@ -151,15 +210,37 @@ async fn feature_collection(state: &AppState, caller: &Caller, id: &str) -> Resu
 }
 
 /// JSON Schema of what a filter may name: the published columns and the geometry.
-#[utoipa::path(get, path = "/api/collections/{collectionId}/queryables", tag = "ogc", params(("collectionId" = String, Path)),
-    responses((status = 200, description = "JSON Schema of the queryables", content_type = "application/schema+json")))]
+#[utoipa::path(get, path = "/api/collections/{collectionId}/queryables", tag = "ogc", params(("collectionId" = String, Path), FormatQuery),
+    responses((status = 200, description = "JSON Schema of the queryables", content(("application/schema+json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn queryables(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
+    format: Format,
     Path(id): Path<String>,
-) -> Result<impl axum::response::IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let dataset = feature_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
+    let document = queryables_json(base, &dataset);
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    Ok(format.answer(
+        || {
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
+                Json(&document),
+            )
+                .into_response()
+        },
+        || ogc_html::features::queryables(&context, &document, &id),
+    ))
+}
+
+fn queryables_json(base: &str, dataset: &Dataset) -> Value {
     let mut properties = serde_json::Map::new();
     properties.insert(
         dataset.geometry_column.clone(),
@@ -173,23 +254,19 @@ async fn queryables(
         dataset.key_column.clone(),
         json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}),
     );
-    for column in items::published_columns(&dataset) {
+    for column in items::published_columns(dataset) {
         let mut schema = json_schema_of(&column.pg_type);
         schema["title"] = Value::String(column.original_name.clone());
         properties.insert(column.name.clone(), schema);
     }
-    let document = json!({
+    json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": format!("{base}/api/collections/{}/queryables", dataset.id),
         "type": "object",
         "title": dataset.title,
         "properties": properties,
         "additionalProperties": false,
-    });
-    Ok((
-        [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
-        Json(document),
-    ))
+    })
 }
 
 fn geometry_format(geometry_type: Option<&str>) -> String {

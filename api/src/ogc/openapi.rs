@@ -41,6 +41,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             .to_string();
         paths.insert(relative, item);
     }
+    let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
     for dataset in &datasets {
         let mut parameters = vec![
             parameter(
@@ -60,6 +61,11 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
                 "filter encoding",
             ),
+            parameter(
+                "f",
+                json!({"type": "string", "enum": ["json", "html"]}),
+                "json or html; without it the Accept header decides",
+            ),
         ];
         for column in published_columns(dataset) {
             parameters.push(parameter(
@@ -75,7 +81,10 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 "summary": format!("Features of {}", dataset.title),
                 "operationId": format!("items_{}", dataset.id.simple()),
                 "parameters": parameters,
-                "responses": {"200": {"description": "GeoJSON FeatureCollection", "content": {"application/geo+json": {}}}}
+                "responses": {
+                    "200": {"description": "GeoJSON FeatureCollection, or its page", "content": {"application/geo+json": {}, "text/html": {"schema": {"type": "string"}}}},
+                    "400": {"description": "an invalid query parameter", "content": problem},
+                }
             }}),
         );
     }

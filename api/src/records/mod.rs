@@ -21,6 +21,7 @@ use crate::{
     bbox::Bbox,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     interval::Interval,
+    ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
 
@@ -39,6 +40,7 @@ pub const CATALOG_ID: &str = "catalog";
 
 /// The catalog collection's description, also listed among the collections.
 pub fn catalog_collection_json(base: &str, credential: &LinkCredential) -> Value {
+    let href = credential.on(format!("{base}/api/collections/{CATALOG_ID}"));
     json!({
         "id": CATALOG_ID,
         "title": "Catalog",
@@ -46,15 +48,27 @@ pub fn catalog_collection_json(base: &str, credential: &LinkCredential) -> Value
         "itemType": "record",
         "type": "Collection",
         "links": [
-            {"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}")), "rel": "self", "type": "application/json"},
+            {"href": href, "rel": "self", "type": "application/json"},
+            alternate_link(&href),
             {"href": credential.on(format!("{base}/api/collections/{CATALOG_ID}/items")), "rel": "items", "type": "application/geo+json"},
         ],
     })
 }
 
-#[utoipa::path(get, path = "/api/collections/catalog", tag = "records", responses((status = 200, description = "the catalog collection")))]
-async fn catalog_collection(State(state): State<AppState>, credential: LinkCredential) -> Json<Value> {
-    Json(catalog_collection_json(&state.config.public_url, &credential))
+#[utoipa::path(get, path = "/api/collections/catalog", tag = "records", params(FormatQuery),
+    responses((status = 200, description = "the catalog collection", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn catalog_collection(State(state): State<AppState>, credential: LinkCredential, format: Format) -> Response {
+    let base = &state.config.public_url;
+    let document = catalog_collection_json(base, &credential);
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    format.answer(
+        || Json(&document).into_response(),
+        || ogc_html::features::collection(&context, &document, None),
+    )
 }
 
 /// Both kinds of record as one relation: `r` with id, type, title,
@@ -98,8 +112,10 @@ async fn contacts_of(state: &AppState, ids: &[Uuid]) -> Result<Vec<(Uuid, Value)
 
 fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
     let geometry = r.extent_bbox.as_deref().and_then(crate::bbox::geojson);
+    let self_href = format!("{base}/api/collections/{CATALOG_ID}/items/{}", r.id);
     let mut links = vec![
-        json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items/{}", r.id), "rel": "self", "type": "application/geo+json"}),
+        json!({"href": self_href, "rel": "self", "type": "application/geo+json"}),
+        alternate_link(&self_href),
     ];
     if r.record_type == "dataset" {
         links.push(json!({"href": format!("{base}/api/collections/{}/items", r.id), "rel": "item", "type": "application/geo+json", "title": "the features"}));
@@ -170,12 +186,14 @@ fn sort_sql(sortby: Option<&str>) -> Result<String, AppError> {
 }
 
 /// Records, filtered by the Records core query parameters and sorted.
-#[utoipa::path(get, path = "/api/collections/catalog/items", tag = "records", params(RecordQuery),
-    responses((status = 200, description = "GeoJSON FeatureCollection of records", content_type = "application/geo+json")))]
+#[utoipa::path(get, path = "/api/collections/catalog/items", tag = "records", params(RecordQuery, FormatQuery),
+    responses((status = 200, description = "GeoJSON FeatureCollection of records, or its page", content(("application/geo+json"), (String = "text/html"))),
+              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn catalog_items(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
+    format: Format,
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
     let search = RecordSearch::of(&q)?;
@@ -190,19 +208,39 @@ async fn catalog_items(
             record_json(r, own.collect(), base)
         })
         .collect();
+    let page = |offset: i64| {
+        credential.on(format!(
+            "{base}/api/collections/{CATALOG_ID}/items?{}",
+            search.page_query(&q, offset)
+        ))
+    };
+    let self_href = page(search.offset);
     let mut links = vec![
-        json!({"href": format!("{base}/api/collections/{CATALOG_ID}/items"), "rel": "self", "type": "application/geo+json"}),
+        json!({"href": self_href, "rel": "self", "type": "application/geo+json"}),
+        alternate_link(&self_href),
     ];
     if search.offset + search.limit < total {
-        let next = format!("{base}/api/collections/{CATALOG_ID}/items?{}", search.next_query(&q));
-        links.push(json!({"href": credential.on(next), "rel": "next", "type": "application/geo+json"}));
+        links.push(json!({"href": page(search.offset + search.limit), "rel": "next", "type": "application/geo+json"}));
     }
-    let body = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
-    let mut response = Json(body).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
-    Ok(response)
+    if search.offset > 0 {
+        let previous = (search.offset - search.limit).max(0);
+        links.push(json!({"href": page(previous), "rel": "prev", "type": "application/geo+json"}));
+    }
+    let document = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
+    let context = PageContext {
+        base,
+        credential: &credential,
+    };
+    Ok(format.answer(
+        || {
+            let mut response = Json(&document).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+            response
+        },
+        || ogc_html::records::records(&context, CATALOG_ID, &document),
+    ))
 }
 
 /// A records query, checked: every value typed, the order and page fixed.
@@ -275,8 +313,8 @@ impl<'q> RecordSearch<'q> {
         Ok((records, total))
     }
 
-    /// The query string of the next page: the same filters, one page on.
-    fn next_query(&self, q: &RecordQuery) -> String {
+    /// The query string of the page at `offset`, with the same filters.
+    fn page_query(&self, q: &RecordQuery, offset: i64) -> String {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in [
             ("q", &q.q),
@@ -292,7 +330,7 @@ impl<'q> RecordSearch<'q> {
         }
         query
             .append_pair("limit", &self.limit.to_string())
-            .append_pair("offset", &(self.offset + self.limit).to_string())
+            .append_pair("offset", &offset.to_string())
             .finish()
     }
 }
@@ -313,15 +351,27 @@ async fn one_record(state: &AppState, caller: &Caller, id: Uuid) -> Result<Value
     Ok(record_json(&record, contacts, &state.config.public_url))
 }
 
-#[utoipa::path(get, path = "/api/collections/catalog/items/{recordId}", tag = "records", params(("recordId" = String, Path)),
-    responses((status = 200, description = "a record"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+#[utoipa::path(get, path = "/api/collections/catalog/items/{recordId}", tag = "records", params(("recordId" = String, Path), FormatQuery),
+    responses((status = 200, description = "a record", content(("application/json"), (String = "text/html"))),
+              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn catalog_item(
     State(state): State<AppState>,
     caller: Caller,
+    credential: LinkCredential,
+    format: Format,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Response, AppError> {
     let id: Uuid = id.parse().map_err(|_| AppError::not_found(format!("no record {id}")))?;
-    Ok(Json(one_record(&state, &caller, id).await?))
+    let record = one_record(&state, &caller, id).await?;
+    let context = PageContext {
+        base: &state.config.public_url,
+        credential: &credential,
+    };
+    Ok(format.answer(
+        || Json(&record).into_response(),
+        || ogc_html::records::record(&context, CATALOG_ID, &record),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
