@@ -11,8 +11,9 @@ import { Jobs } from "./pages/jobs";
 import { Maps, SharedMap } from "./pages/maps";
 import { MapEditor } from "./pages/mapeditor";
 import { Account } from "./pages/account";
-import { AdminUsers } from "./pages/admin";
+import { AdminBanner, AdminQuotas, AdminUsers } from "./pages/admin";
 import { AdminProviders } from "./pages/providers";
+import { AdminNotifications } from "./pages/notifications";
 import { NotFound } from "./pages/common";
 import "./styles.css";
 
@@ -97,7 +98,10 @@ function Routes() {
   if (first === "maps" && second && !third) return <MapEditor id={second} />;
   if (path === "/account") return <Account />;
   if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
+  if (path === "/admin/quotas") return <AdminQuotas />;
   if (path === "/admin/providers") return <AdminProviders />;
+  if (path === "/admin/notifications") return <AdminNotifications />;
+  if (path === "/admin/banner") return <AdminBanner />;
   return <NotFound />;
 }
 
