@@ -40,31 +40,34 @@ function Shell({ children }: { children: ReactNode }) {
       <a className="skip" href="#main">
         Skip to content
       </a>
-      <Banner />
-      <header className="top">
-        <Link href="/" className="brand">
-          Spatial Data Catalog
-        </Link>
-        <nav aria-label="Main">
-          <Link href="/datasets">Datasets</Link>
-          <Link href="/maps">Maps</Link>
-          <Link href="/upload">Upload</Link>
-          {user && <Link href="/jobs">Jobs</Link>}
-          {isAdmin(user) && <Link href="/admin/users">Admin</Link>}
-        </nav>
-        <div className="who">
-          {user ? (
-            <>
-              <Link href="/account" aria-label={`Account of ${user.username}`}>
-                {user.username}
-              </Link>
-              <button type="button" onClick={leave}>
-                Sign out
-              </button>
-            </>
-          ) : (
-            <Link href="/signin">Sign in</Link>
-          )}
+      {/* The banner sits in the header landmark, so every part of the page is in one. */}
+      <header>
+        <Banner />
+        <div className="top">
+          <Link href="/" className="brand">
+            Spatial Data Catalog
+          </Link>
+          <nav aria-label="Main">
+            <Link href="/datasets">Datasets</Link>
+            <Link href="/maps">Maps</Link>
+            <Link href="/upload">Upload</Link>
+            {user && <Link href="/jobs">Jobs</Link>}
+            {isAdmin(user) && <Link href="/admin/users">Admin</Link>}
+          </nav>
+          <div className="who">
+            {user ? (
+              <>
+                <Link href="/account" aria-label={`Account of ${user.username}`}>
+                  {user.username}
+                </Link>
+                <button type="button" onClick={leave}>
+                  Sign out
+                </button>
+              </>
+            ) : (
+              <Link href="/signin">Sign in</Link>
+            )}
+          </div>
         </div>
       </header>
       <main id="main" tabIndex={-1}>

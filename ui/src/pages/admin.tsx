@@ -202,7 +202,7 @@ export function AdminBanner() {
         <code>BANNER_ENABLED</code>, <code>BANNER_TEXT</code> and <code>BANNER_COLOR</code>, read when the service
         starts. To change it, change them and restart the service.
       </p>
-      <dl className="facts" aria-label="Configured banner">
+      <dl className="facts">
         <dt>Shown</dt>
         <dd>{shown ? "yes" : banner?.enabled ? "no: BANNER_TEXT is empty" : "no: BANNER_ENABLED is off"}</dd>
         <dt>Text</dt>

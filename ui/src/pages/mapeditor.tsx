@@ -49,7 +49,7 @@ function BasemapSettings({
       <h2 id="basemap">Basemap</h2>
       <div className="row">
         <label className="grow">
-          Basemap
+          Basemap source
           <select value={choice} onChange={(e) => choose(e.target.value)}>
             <option value={NONE}>None: a plain background</option>
             {rasters.map((d) => (

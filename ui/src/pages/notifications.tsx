@@ -178,7 +178,11 @@ function SendTest() {
       <div role="status" aria-label="Test result">
         {result && (
           <>
-            <p>{result.message}</p>
+            <p>
+              {result.channels.length === 0
+                ? "No channel is saved: nothing was sent."
+                : `Sent through ${result.channels.filter((c) => c.ok).length} of ${result.channels.length} channels.`}
+            </p>
             <ul>
               {result.channels.map((c) => (
                 <li key={c.channel}>

@@ -24,7 +24,7 @@ export type Preview = {
 export function PreviewChanges({ preview, label, children }: { preview: Preview; label: string; children: ReactNode }) {
   const diff = preview.schema_diff;
   return (
-    <div className="stack" role="status" aria-label={label}>
+    <div className="stack changes" role="status" aria-label={label}>
       <p>
         Rows: {diff.row_count_old ?? "?"} → {diff.row_count_new ?? "?"}
       </p>
