@@ -104,7 +104,8 @@ export function ImportService() {
 /** New data for a dataset from a service: first what would change, then the replacement. */
 export function ServiceReupload({ dataset, onReplaced }: { dataset: Schemas["Dataset"]; onReplaced: () => void }) {
   const service = useServiceFields();
-  const [preview, setPreview] = useState<Preview | null>(null);
+  // The preview and the request it answered: the replacement pulls what was previewed.
+  const [preview, setPreview] = useState<{ request: ServiceRequest; changes: Preview } | null>(null);
   const [replaceJob, setReplaceJob] = useState<string>();
   const action = useAction();
   const replace = useJob(replaceJob);
@@ -112,14 +113,18 @@ export function ServiceReupload({ dataset, onReplaced }: { dataset: Schemas["Dat
     e.preventDefault();
     setPreview(null);
     // The API waits for a worker to pull and compare, up to two minutes.
+    const request = service.request;
     action.run(async () =>
-      setPreview(await send<Preview>("POST", `/api/datasets/${dataset.id}/reupload/service/preview`, service.request)),
+      setPreview({
+        request,
+        changes: await send<Preview>("POST", `/api/datasets/${dataset.id}/reupload/service/preview`, request),
+      }),
     );
   };
-  const replaceData = () =>
+  const replaceData = (request: ServiceRequest) =>
     action.run(async () =>
       setReplaceJob(
-        (await send<Schemas["JobAccepted"]>("POST", `/api/datasets/${dataset.id}/reupload/service`, service.request)).job_id,
+        (await send<Schemas["JobAccepted"]>("POST", `/api/datasets/${dataset.id}/reupload/service`, request)).job_id,
       ),
     );
   const replaced = replace?.status === "succeeded";
@@ -139,8 +144,8 @@ export function ServiceReupload({ dataset, onReplaced }: { dataset: Schemas["Dat
         </button>
       </form>
       {preview && (
-        <PreviewChanges preview={preview} label="Changes from the service">
-          <button type="button" onClick={replaceData} disabled={!!replaceJob}>
+        <PreviewChanges preview={preview.changes} label="Changes from the service">
+          <button type="button" onClick={() => replaceData(preview.request)} disabled={!!replaceJob}>
             Replace with the service's data
           </button>
         </PreviewChanges>
