@@ -89,6 +89,9 @@ fn bind_search<'q, O>(
 pub struct SearchHit {
     #[serde(flatten)]
     dataset: Dataset,
+    /// The owner's username (as a map's `created_by_username`); null when
+    /// the account is gone.
+    created_by_username: Option<String>,
     rank: f32,
 }
 
@@ -104,6 +107,7 @@ pub struct SearchResults {
 struct HitRow {
     #[sqlx(flatten)]
     dataset: Dataset,
+    created_by_username: Option<String>,
     rank: f32,
     total: i64,
 }
@@ -120,6 +124,7 @@ async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Resul
         .join(", ");
     let sql = format!(
         "SELECT {columns},
+                (SELECT o.username FROM users o WHERE o.id = d.created_by) AS created_by_username,
                 CASE WHEN $3::text IS NULL THEN 0 ELSE ts_rank_cd({DOCUMENT}, websearch_to_tsquery('simple', $3)) END::real AS rank,
                 count(*) OVER () AS total
          FROM datasets d WHERE {} ORDER BY rank DESC, d.updated_at DESC, d.id LIMIT {limit} OFFSET {offset}",
@@ -134,6 +139,7 @@ async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Resul
             .into_iter()
             .map(|r| SearchHit {
                 dataset: r.dataset,
+                created_by_username: r.created_by_username,
                 rank: r.rank,
             })
             .collect(),

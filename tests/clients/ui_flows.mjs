@@ -6,10 +6,12 @@
 // usage: node ui_flows.mjs
 // env:   CATALOG_BASE (the API's base URL), CATALOG_ADMIN_USER/PASSWORD,
 //        CATALOG_UI_MODULES (ui/node_modules: playwright-core, axe-core),
-//        CHROMIUM, CATALOG_UPLOAD (a GeoPackage to upload),
+//        CHROMIUM, CATALOG_UPLOAD (a GeoPackage to upload), CATALOG_RASTER (a GeoTIFF),
+//        CATALOG_WEBHOOK, CATALOG_WEBHOOK_SECRET (a webhook receiver), CATALOG_BANNER_TEXT (as configured),
 //        CATALOG_IDP_DISCOVERY, CATALOG_IDP_CLIENT_ID/SECRET (a local OIDC provider),
 //        CATALOG_SCREENSHOTS (folder for the screenshots)
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -105,6 +107,36 @@ async function api(method, route, token, body) {
   return text ? JSON.parse(text) : null;
 }
 
+/** Waits until `check` answers true (a state the page reaches through the API). */
+async function until(check, what, timeout = 30_000) {
+  for (const start = Date.now(); Date.now() - start < timeout;) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A new browser session signed in through the sign-in page. */
+async function signedIn(username, password, options) {
+  const p = await newPage(options);
+  await p.goto(`${base}/signin`);
+  await p.getByLabel('Username').fill(username);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await p.getByRole('button', { name: 'Sign out' }).waitFor();
+  return p;
+}
+
+/** How many of the map's pixels are far from its plain background: what the map drew, polled until it has drawn. */
+async function drawnPixels(p, enough = 2000) {
+  let n = 0;
+  for (let i = 0; i < 60 && n < enough; i += 1) {
+    await p.waitForTimeout(500);
+    n = await dataPixels(p);
+  }
+  return n;
+}
+
 const admin = env('CATALOG_ADMIN_USER');
 const adminPassword = env('CATALOG_ADMIN_PASSWORD');
 const page = await newPage();
@@ -113,6 +145,8 @@ const page = await newPage();
 step('sign in page');
 await page.goto(`${base}/signin`);
 await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+// The configured banner, its markup shown as text.
+assert.equal(await page.getByRole('note').innerText(), env('CATALOG_BANNER_TEXT'));
 // How long the first screen took to be usable, from the navigation's start (reported, not asserted).
 report.first_screen_ms = Math.round(await page.evaluate(() => performance.now()));
 assert.equal(await page.getByRole('button', { name: /^Sign in with / }).count(), 0, 'no provider yet, no SSO button');
@@ -149,11 +183,7 @@ await page.getByRole('button', { name: 'Next rows' }).click();
 await page.getByText('rows 11–20 of 100').waitFor();
 assert.notEqual(await page.locator('tbody tr').first().innerText(), firstRow, 'the next page shows other rows');
 // The map preview draws the counties from the vector tiles.
-let drawn = 0;
-for (let i = 0; i < 60 && drawn < 2000; i += 1) {
-  await page.waitForTimeout(500);
-  drawn = await dataPixels(page);
-}
+let drawn = await drawnPixels(page);
 assert.ok(drawn >= 2000, `the map drew ${drawn} pixels of data`);
 await screen(page, 'dataset');
 
@@ -175,7 +205,7 @@ assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 
 // --- Reupload: the preview tells what changes, then the data is replaced in place.
 step('reupload');
 await page.getByLabel('New file').setInputFiles(env('CATALOG_UPLOAD'));
-await page.getByRole('button', { name: 'Preview changes' }).click();
+await page.getByRole('button', { name: 'Preview changes', exact: true }).click();
 const changes = page.getByRole('status', { name: 'Changes' });
 await changes.waitFor({ timeout: 60_000 });
 assert.match(await changes.innerText(), /Rows: 100 → 100/);
@@ -217,7 +247,40 @@ await page.getByLabel('Search datasets').fill('Carolina');
 await page.getByRole('button', { name: 'Search', exact: true }).click();
 await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
 await page.getByText('1 dataset', { exact: true }).waitFor();
+assert.match(await page.locator('.card').first().innerText(), new RegExp(`by ${admin}`), 'a card names its owner');
 await screen(page, 'catalog');
+
+// --- A remote service: this service's own OGC API collection, imported as
+// a new dataset, then pulled again after a preview of what would change.
+step('remote service');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+const serviceForm = page.getByRole('form', { name: 'Import from a map service' });
+await serviceForm.getByLabel('Service URL').fill(`${base}/api`);
+await serviceForm.getByLabel('Service type').selectOption('ogcapi_features');
+await serviceForm.getByLabel('Collection id').fill(datasetId);
+await serviceForm.getByLabel('Title of the new dataset').fill('Counties mirrored');
+await serviceForm.getByRole('button', { name: 'Import the layer' }).click();
+const mirrorLink = serviceForm.getByRole('link', { name: 'Open the imported dataset' });
+await mirrorLink.waitFor({ timeout: 120_000 });
+await screen(page, 'upload-service');
+await mirrorLink.click();
+await page.getByRole('heading', { level: 1, name: 'Counties mirrored' }).waitFor();
+await page.getByText('rows 1–10 of 100').waitFor();
+const pull = page.getByRole('region', { name: 'Replace from a map service' });
+await pull.getByLabel('Service URL').fill(`${base}/api`);
+await pull.getByLabel('Collection id').fill(datasetId);
+await pull.getByRole('button', { name: 'Preview changes from the service' }).click();
+const serviceChanges = page.getByRole('status', { name: 'Changes from the service', exact: true });
+await serviceChanges.waitFor({ timeout: 130_000 });
+assert.match(await serviceChanges.innerText(), /Rows: 100 → 100/);
+assert.match(await serviceChanges.innerText(), /Columns added: none/);
+const sampleRows = serviceChanges.getByRole('region', { name: 'Changes from the service: first rows' });
+assert.equal(await sampleRows.getByRole('row').count(), 4, 'a header and three rows of the new data');
+await screen(page, 'dataset-service-preview');
+await serviceChanges.getByRole('button', { name: "Replace with the service's data" }).click();
+await serviceChanges.waitFor({ state: 'detached', timeout: 120_000 });
+const pulledJobs = await api('GET', '/api/jobs?kind=reupload', adminToken);
+assert.equal(pulledJobs.jobs.filter((j) => j.status === 'succeeded').length, 4, 'the service preview and replacement ran too');
 
 // --- Jobs: the upload's job, succeeded.
 step('jobs');
@@ -269,7 +332,10 @@ const [download] = await Promise.all([
   page.waitForEvent('download'),
   page.getByRole('button', { name: 'Export style JSON' }).click(),
 ]);
-const style = JSON.parse(fs.readFileSync(await download.path(), 'utf8'));
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ui-flows-'));
+const stylePath = path.join(scratch, 'counties.style.json');
+fs.copyFileSync(await download.path(), stylePath);
+const style = JSON.parse(fs.readFileSync(stylePath, 'utf8'));
 assert.equal(style.version, 8, 'the export is a MapLibre style');
 await page.getByRole('button', { name: 'Share' }).click();
 const shareUrl = await page.getByRole('status').getByRole('link').getAttribute('href');
@@ -279,16 +345,60 @@ await screen(page, 'map-editor');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByRole('link', { name: 'Counties map' }).waitFor();
 await screen(page, 'maps');
+
+// --- The exported style, imported: a new map with the same layers.
+step('style import');
+await page.getByLabel('Style JSON file').setInputFiles(stylePath);
+await screen(page, 'maps-import');
+await page.getByRole('button', { name: 'Import style' }).click();
+await page.waitForURL((url) => /^\/maps\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(mapId));
+await page.getByRole('heading', { name: 'Edit map “Counties map”' }).waitFor();
+await until(async () => (await page.locator('.layer').count()) === 2, 'the imported map\'s two layers');
+drawn = await drawnPixels(page);
+assert.ok(drawn >= 2000, `the imported map drew ${drawn} pixels of data`);
+await screen(page, 'map-imported');
+
+// --- A basemap: a raster dataset of the catalog under a map of its own,
+// toned, saved, drawn, exported, and still chosen after a reload.
+step('basemap');
+const rasterForm = new FormData();
+rasterForm.append('file', new Blob([fs.readFileSync(env('CATALOG_RASTER'))]), 'elev_luxembourg.tif');
+const rasterJob = await (await fetch(`${base}/api/datasets/upload`, {
+  method: 'POST', headers: { Authorization: `Bearer ${adminToken}` }, body: rasterForm,
+})).json();
+let rasterDone;
+await until(async () => {
+  rasterDone = await api('GET', `/api/jobs/${rasterJob.job_id}`, adminToken);
+  return ['succeeded', 'failed', 'cancelled'].includes(rasterDone.status);
+}, 'the raster upload', 120_000);
+assert.equal(rasterDone.status, 'succeeded', JSON.stringify(rasterDone));
+const rasterId = rasterDone.dataset_id ?? rasterDone.dataset_ids[0];
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
+await page.getByLabel('New map name').fill('Relief of Luxembourg');
+await page.getByRole('button', { name: 'Create map' }).click();
+await page.getByLabel('Basemap source').selectOption({ label: 'Raster dataset: elev_luxembourg' });
+await page.getByLabel('Basemap tone').selectOption('monochrome');
+await page.getByRole('button', { name: 'Save map' }).click();
+await page.getByText('Map saved.').waitFor();
+drawn = await drawnPixels(page);
+assert.ok(drawn >= 2000, `the basemap drew ${drawn} pixels`);
+await screen(page, 'map-basemap');
+const reliefId = page.url().split('/').pop();
+const relief = await api('GET', `/api/maps/${reliefId}`, adminToken);
+assert.equal(relief.basemap_style, `${base}/api/tiles/${rasterId}/{z}/{x}/{y}.png`);
+assert.equal(relief.basemap_config.land_water_tone, 'monochrome');
+const reliefStyle = await api('GET', `/api/maps/${reliefId}/style.json`, adminToken);
+assert.deepEqual(reliefStyle.sources.basemap.tiles, [relief.basemap_style], 'the exported style draws the basemap');
+await page.reload();
+await page.getByLabel('Basemap source').waitFor();
+assert.equal(await page.getByLabel('Basemap source').inputValue(), rasterId, 'the choice is kept');
+assert.equal(await page.getByLabel('Basemap tone').inputValue(), 'monochrome');
 const share = { token: shareUrl.split('/').pop() };
 const map = { id: mapId };
 const visitor = await newPage();
 await visitor.goto(shareUrl);
 await visitor.getByRole('heading', { name: 'Counties map' }).waitFor();
-drawn = 0;
-for (let i = 0; i < 60 && drawn < 2000; i += 1) {
-  await visitor.waitForTimeout(500);
-  drawn = await dataPixels(visitor);
-}
+drawn = await drawnPixels(visitor);
 assert.ok(drawn >= 2000, `the shared map drew ${drawn} pixels of data`);
 await screen(visitor, 'shared-map');
 await api('DELETE', `/api/maps/${map.id}/shares/${share.token}`, adminToken);
@@ -317,7 +427,7 @@ assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active')
 await screen(page, 'admin-users');
 // A grant to the newcomer on the dataset page, then its revocation.
 await page.goto(`${base}/datasets/${datasetId}`);
-await page.getByLabel('Person').selectOption({ label: 'newcomer' });
+await page.getByLabel('Username of the person').fill('newcomer');
 await page.getByRole('button', { name: 'Grant access' }).click();
 await page.getByRole('button', { name: 'Revoke access of newcomer' }).click();
 await page.getByRole('button', { name: 'Revoke access of newcomer' }).waitFor({ state: 'detached' });
@@ -363,6 +473,107 @@ await sso.getByRole('heading', { name: 'Jobs' }).waitFor();
 await sso.reload();
 await sso.getByRole('button', { name: 'Sign out' }).waitFor();
 
+// --- An owner who is not an admin grants a restricted dataset to a person
+// by username; that person then finds it, with its owner's name, and opens it.
+step('owner grants');
+await page.goto(`${base}/admin/users`);
+await page.getByLabel('Role of newcomer').selectOption('editor');
+await until(async () => (await api('GET', '/api/admin/users', adminToken))
+  .find((u) => u.username === 'newcomer').roles[0] === 'editor', 'newcomer to be an editor');
+await api('POST', '/api/admin/users', adminToken, { username: 'reader', password: 'Reader-Password-12', role: 'viewer' });
+const owner = await signedIn('newcomer', 'Newcomer-Password-1');
+const stopsFile = path.join(scratch, 'bus_stops.geojson');
+fs.writeFileSync(stopsFile, JSON.stringify({ type: 'FeatureCollection', features: [
+  { type: 'Feature', properties: { name: 'Main Street' }, geometry: { type: 'Point', coordinates: [-78.64, 35.78] } },
+  { type: 'Feature', properties: { name: 'Station' }, geometry: { type: 'Point', coordinates: [-78.63, 35.77] } },
+] }));
+await owner.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+await owner.getByLabel('Files to upload').setInputFiles(stopsFile);
+await owner.waitForURL(/\/datasets\/[0-9a-f-]{36}$/, { timeout: 120_000 });
+await owner.getByRole('heading', { level: 1, name: 'bus_stops' }).waitFor();
+await owner.getByLabel('Visibility').selectOption('restricted');
+await owner.getByRole('button', { name: 'Save', exact: true }).click();
+await owner.getByText('Saved.').waitFor();
+const access = owner.getByRole('region', { name: 'Access for other people' });
+await access.getByLabel('Username of the person').fill('nobody-here');
+await access.getByRole('button', { name: 'Grant access' }).click();
+await access.getByRole('alert').waitFor();
+assert.match(await access.getByRole('alert').innerText(), /no account has the username "nobody-here"/);
+await access.getByLabel('Username of the person').fill('reader');
+await access.getByRole('button', { name: 'Grant access' }).click();
+await access.getByRole('button', { name: 'Revoke access of reader' }).waitFor();
+assert.match(await access.innerText(), /reader: read/);
+await screen(owner, 'dataset-grants');
+const reader = await signedIn('reader', 'Reader-Password-12');
+const stopsCard = reader.locator('.card', { hasText: 'bus_stops' });
+await stopsCard.waitFor();
+assert.match(await stopsCard.innerText(), /by newcomer/, 'the card names the owner');
+await screen(reader, 'catalog-reader');
+await stopsCard.getByRole('link', { name: 'bus_stops' }).click();
+await reader.getByRole('heading', { level: 1, name: 'bus_stops' }).waitFor();
+
+// --- Quotas: each account's usage and caps; a cap set here refuses the
+// owner's next upload with the service's reason.
+step('quotas');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Quotas' }).click();
+const newcomerQuota = page.getByRole('form', { name: 'newcomer', exact: true });
+await until(async () => /Datasets: 1 of no limit/.test(await newcomerQuota.innerText()), 'newcomer\'s usage');
+await newcomerQuota.getByLabel('Dataset cap of newcomer').fill('1');
+await newcomerQuota.getByRole('button', { name: 'Save quota of newcomer' }).click();
+await newcomerQuota.getByText('Quota of newcomer saved.').waitFor();
+await until(async () => /Datasets: 1 of 1/.test(await newcomerQuota.innerText()), 'the new cap');
+await screen(page, 'admin-quotas');
+await owner.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+await owner.getByLabel('Files to upload').setInputFiles(stopsFile);
+const refusal = owner.getByRole('alert');
+await refusal.waitFor();
+assert.match(await refusal.innerText(), /dataset_count quota would be exceeded: limit 1, usage 1/);
+await screen(owner, 'upload-refused');
+await owner.getByRole('link', { name: 'Account of newcomer' }).click();
+await owner.getByText('1 of 1', { exact: true }).waitFor();
+
+// --- Notification channels: saved (the secret is never shown again), and a
+// test sent: the webhook takes it, the mail server (nothing listens) fails,
+// and each outcome shows.
+step('notifications');
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Notifications' }).click();
+await page.getByLabel('Send mail').check();
+await page.getByLabel('SMTP host').fill('127.0.0.1');
+await page.getByLabel('SMTP port').fill('1');
+await page.getByLabel('Connection security').selectOption('none');
+await page.getByLabel('Sender address').fill('catalog@example.org');
+await page.getByLabel('Recipients').fill('ops@example.org, gis@example.org');
+await page.getByLabel('Call a webhook').check();
+await page.getByLabel('Webhook URL').fill(env('CATALOG_WEBHOOK'));
+await page.getByLabel('Signing secret').fill(env('CATALOG_WEBHOOK_SECRET'));
+await page.getByLabel('A job succeeded').check();
+await page.getByRole('button', { name: 'Save notification settings' }).click();
+await page.getByText('Notification settings saved.').waitFor();
+await page.getByText('A signing secret is stored; leave this empty to keep it.').waitFor();
+await page.reload();
+await page.getByLabel('Webhook URL').waitFor();
+assert.equal(await page.getByLabel('Webhook URL').inputValue(), env('CATALOG_WEBHOOK'), 'the settings are kept');
+assert.equal(await page.getByLabel('Recipients').inputValue(), 'ops@example.org, gis@example.org');
+assert.equal(await page.getByLabel('Signing secret').inputValue(), '', 'a secret never comes back');
+assert.ok(await page.getByLabel('A job succeeded').isChecked());
+await page.getByRole('button', { name: 'Send test' }).click();
+const outcome = page.getByRole('status', { name: 'Test result' });
+await outcome.getByText('Webhook: delivered').waitFor({ timeout: 30_000 });
+assert.match(await outcome.innerText(), /Mail: failed: \S/);
+assert.match(await outcome.innerText(), /Sent through 1 of 2 channels\./);
+await screen(page, 'admin-notifications');
+
+// --- The site banner: shown as configured, and said to be configuration.
+step('banner');
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Site banner' }).click();
+await page.getByText("The banner is set by the service's configuration, not on this screen").waitFor();
+const bannerFacts = page.locator('.facts dd');
+assert.equal(await bannerFacts.nth(0).innerText(), 'yes');
+assert.equal(await bannerFacts.nth(1).innerText(), env('CATALOG_BANNER_TEXT'), 'typed markup shown as text');
+assert.match(await bannerFacts.nth(2).innerText(), /#fde68a/);
+await screen(page, 'admin-banner');
+
 // --- Not found, and sign out.
 step('not found and sign out');
 await page.goto(`${base}/no/such/page`);
@@ -393,7 +604,25 @@ for (const [route, name] of [[`/api/collections/${datasetId}`, 'phone-ogc-collec
   await screen(phone, name);
 }
 
-for (const p of [page, visitor, sso, phone, ogc]) {
+// Signed in, the screens with forms lay out at 390 px too.
+const phoneAdmin = await signedIn(admin, adminPassword, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+for (const [route, name, ready] of [
+  ['/admin/quotas', 'phone-admin-quotas', 'Dataset cap of newcomer'],
+  ['/admin/notifications', 'phone-admin-notifications', 'Webhook URL'],
+  ['/admin/banner', 'phone-admin-banner', null],
+  ['/upload', 'phone-upload', 'Service URL'],
+  [`/maps/${reliefId}`, 'phone-map-editor', 'Basemap tone'],
+]) {
+  await phoneAdmin.goto(`${base}${route}`);
+  await phoneAdmin.locator('main h1').first().waitFor();
+  if (ready) await phoneAdmin.getByLabel(ready).waitFor();
+  await phoneAdmin.waitForTimeout(300);
+  const width = await phoneAdmin.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `${route} is ${width} px wide at 390 px`);
+  await screen(phoneAdmin, name);
+}
+
+for (const p of [page, visitor, sso, phone, ogc, owner, reader, phoneAdmin]) {
   assert.deepEqual(p.seen.foreign, [], 'nothing is fetched from another site');
   assert.deepEqual(p.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
 }

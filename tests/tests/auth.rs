@@ -596,6 +596,27 @@ async fn restricted_datasets_follow_grants() {
     assert_eq!(grant(writer_id, "write").await.status(), 200);
     assert_eq!(grant(writer_id, "admin").await.status(), 422);
     assert_eq!(grant(Uuid::now_v7(), "read").await.status(), 404);
+    // Owners cannot list accounts: they grant by the person's username.
+    let by_name = |username: &str, permission: &str| {
+        stack.send(
+            stack
+                .http
+                .post(stack.url(&format!("{path}/grants")))
+                .bearer_auth(&owner)
+                .json(&json!({"username": username, "permission": permission})),
+        )
+    };
+    let renamed = by_name("WALT", "write").await;
+    assert_eq!(renamed.status(), 200, "letter case aside");
+    let renamed: Value = renamed.json().await.unwrap();
+    assert_eq!(renamed["user_id"], json!(writer_id));
+    assert_eq!(renamed["username"], "walt");
+    let unknown = by_name("nobody-here", "read").await;
+    assert_eq!(unknown.status(), 404);
+    let unknown: Value = unknown.json().await.unwrap();
+    assert!(unknown["detail"].as_str().unwrap().contains("nobody-here"), "{unknown}");
+    assert_eq!(by_name("", "read").await.status(), 422);
+    assert_eq!(by_name("rita", "admin").await.status(), 422);
     assert_eq!(stack.get_json(Some(&reader), &path).await.0, 200);
     let (status, grants) = stack.get_json(Some(&owner), &format!("{path}/grants")).await;
     assert_eq!(status, 200);

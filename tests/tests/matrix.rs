@@ -102,6 +102,8 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/grants", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("PUT", "/api/datasets/{dataset_id}/grants/{user_id}", Json(r#"{"permission": "read"}"#),
             [401, 401, 401, 403, 404, 404, 200, 200]),
+        row("POST", "/api/datasets/{dataset_id}/grants", Json(r#"{"username": "viewer", "permission": "read"}"#),
+            [401, 401, 401, 403, 404, 404, 200, 200]),
         row("DELETE", "/api/datasets/{dataset_id}/grants/{user_id}", None, [401, 401, 401, 403, 404, 404, 204, 404]),
         row("GET", "/api/datasets/{dataset_id}/features", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/datasets/{dataset_id}/features",

@@ -66,6 +66,10 @@ async fn search_ranks_filters_counts_and_saves() {
     );
     assert_eq!(found["total"], 2);
     assert!(found["results"][0]["rank"].as_f64().unwrap() > found["results"][1]["rank"].as_f64().unwrap());
+    assert_eq!(
+        found["results"][0]["created_by_username"], "admin",
+        "a hit names its owner"
+    );
     let (_, mine) = stack.get_json(Some(&admin), "/api/search/datasets?q=trees").await;
     assert!(
         mine["results"]

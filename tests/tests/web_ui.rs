@@ -4,9 +4,15 @@
 //! upload, the dataset page, editing, the catalog, jobs, API keys, maps and
 //! shares, registration and approval, single sign-on against a local OIDC
 //! provider, sign-out, the server-rendered OGC pages and 390 px screens,
+//! and the admin screens (quotas, notification channels with a test sent to
+//! a webhook receiver here, the configured banner), grants by an owner,
+//! remote-service imports, basemaps and style imports,
 //! with axe-core on every screen
 //! (`tests/clients/ui_flows.mjs`; screenshots in `.data/ui-screenshots`).
-use std::path::PathBuf;
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
 
 use catalog_tests::{
     ADMIN_PASSWORD, ADMIN_USER, Api, Stack, StackOptions, data_dir,
@@ -163,6 +169,41 @@ async fn the_ui_types_match_the_served_openapi_document() {
     );
 }
 
+/// The banner the stack is configured with: typed markup, shown as text.
+const BANNER_TEXT: &str = "<b>Maintenance</b> on Sunday";
+const WEBHOOK_SECRET: &str = "Webhook-Secret-For-The-UI-1";
+
+/// A webhook receiver on loopback: the bodies it was sent and whether
+/// each carried the signature of `WEBHOOK_SECRET`.
+async fn webhook_receiver() -> (String, Arc<Mutex<Vec<(bool, serde_json::Value)>>>) {
+    use hmac::{Hmac, KeyInit, Mac};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let deliveries = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let deliveries = deliveries.clone();
+            async move {
+                let mut mac = Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
+                mac.update(body.as_bytes());
+                let expected: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+                let signed = headers
+                    .get("x-catalog-signature")
+                    .is_some_and(|v| v.to_str().unwrap() == format!("sha256={expected}"));
+                deliveries
+                    .lock()
+                    .unwrap()
+                    .push((signed, serde_json::from_str(&body).unwrap()));
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
 #[tokio::test]
 async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
     let idp = Idp::start().await;
@@ -173,7 +214,17 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         name: Some("UI Person".into()),
         addresses: Vec::new(),
     });
-    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &idp.host())).await;
+    let (webhook, deliveries) = webhook_receiver().await;
+    // Loopback on any port: the OIDC provider, the webhook receiver, and
+    // this service itself as a remote OGC API Features server.
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1")
+            .env("BANNER_ENABLED", "true")
+            .env("BANNER_TEXT", BANNER_TEXT)
+            .env("BANNER_COLOR", "#fde68a"),
+    )
+    .await;
     let modules = repository().join("ui/node_modules");
     let shots = std::env::var("CATALOG_UI_SCREENSHOTS")
         .map(PathBuf::from)
@@ -186,6 +237,10 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         .env("CATALOG_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .env("CATALOG_UI_MODULES", &modules)
         .env("CATALOG_UPLOAD", data_dir().join("gpkg/nc.gpkg"))
+        .env("CATALOG_RASTER", data_dir().join("raster/elev_luxembourg.tif"))
+        .env("CATALOG_WEBHOOK", &webhook)
+        .env("CATALOG_WEBHOOK_SECRET", WEBHOOK_SECRET)
+        .env("CATALOG_BANNER_TEXT", BANNER_TEXT)
         .env(
             "CATALOG_IDP_DISCOVERY",
             format!("{}/.well-known/openid-configuration", idp.base),
@@ -207,6 +262,16 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         String::from_utf8_lossy(&output.stderr),
         stack.logs()
     );
+    // The test notification sent from the admin screen reached the webhook, signed.
+    let tests: Vec<_> = deliveries
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, body)| body["event"] == "test")
+        .cloned()
+        .collect();
+    assert_eq!(tests.len(), 1, "one test notification: {tests:?}");
+    assert!(tests[0].0, "signed with the secret typed in the browser");
     for screen in [
         "signin",
         "upload",
@@ -220,6 +285,22 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "register",
         "admin-users",
         "admin-providers",
+        "upload-service",
+        "dataset-service-preview",
+        "maps-import",
+        "map-imported",
+        "map-basemap",
+        "dataset-grants",
+        "catalog-reader",
+        "admin-quotas",
+        "upload-refused",
+        "admin-notifications",
+        "admin-banner",
+        "phone-admin-quotas",
+        "phone-admin-notifications",
+        "phone-admin-banner",
+        "phone-upload",
+        "phone-map-editor",
         "not-found",
         "ogc-landing",
         "ogc-collection",

@@ -668,7 +668,12 @@ export interface paths {
         /** Who was granted access to the dataset (owner or admin). */
         get: operations["list_grants"];
         put?: never;
-        post?: never;
+        /**
+         * Grants read or write access to the person with this exact username
+         *     (owner or admin): owners who are not admins cannot list accounts, so
+         *     they name the person. 404 when no account has that username.
+         */
+        post: operations["grant_by_username"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1821,6 +1826,12 @@ export interface components {
             user_id: string;
             username: string;
         };
+        GrantByName: {
+            /** @description `read` or `write` */
+            permission: string;
+            /** @description The person's exact username (letter case aside). */
+            username: string;
+        };
         GrantRequest: {
             /** @description `read` or `write` */
             permission: string;
@@ -2275,6 +2286,11 @@ export interface components {
             query: Record<string, never>;
         };
         SearchHit: components["schemas"]["Dataset"] & {
+            /**
+             * @description The owner's username (as a map's `created_by_username`); null when
+             *     the account is gone.
+             */
+            created_by_username?: string | null;
             /** Format: float */
             rank: number;
         };
@@ -5182,6 +5198,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Grant"][];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    grant_by_username: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantByName"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Grant"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description too many requests */

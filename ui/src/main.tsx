@@ -11,8 +11,9 @@ import { Jobs } from "./pages/jobs";
 import { Maps, SharedMap } from "./pages/maps";
 import { MapEditor } from "./pages/mapeditor";
 import { Account } from "./pages/account";
-import { AdminUsers } from "./pages/admin";
+import { AdminBanner, AdminQuotas, AdminUsers } from "./pages/admin";
 import { AdminProviders } from "./pages/providers";
+import { AdminNotifications } from "./pages/notifications";
 import { NotFound } from "./pages/common";
 import "./styles.css";
 
@@ -39,31 +40,34 @@ function Shell({ children }: { children: ReactNode }) {
       <a className="skip" href="#main">
         Skip to content
       </a>
-      <Banner />
-      <header className="top">
-        <Link href="/" className="brand">
-          Spatial Data Catalog
-        </Link>
-        <nav aria-label="Main">
-          <Link href="/datasets">Datasets</Link>
-          <Link href="/maps">Maps</Link>
-          <Link href="/upload">Upload</Link>
-          {user && <Link href="/jobs">Jobs</Link>}
-          {isAdmin(user) && <Link href="/admin/users">Admin</Link>}
-        </nav>
-        <div className="who">
-          {user ? (
-            <>
-              <Link href="/account" aria-label={`Account of ${user.username}`}>
-                {user.username}
-              </Link>
-              <button type="button" onClick={leave}>
-                Sign out
-              </button>
-            </>
-          ) : (
-            <Link href="/signin">Sign in</Link>
-          )}
+      {/* The banner sits in the header landmark, so every part of the page is in one. */}
+      <header>
+        <Banner />
+        <div className="top">
+          <Link href="/" className="brand">
+            Spatial Data Catalog
+          </Link>
+          <nav aria-label="Main">
+            <Link href="/datasets">Datasets</Link>
+            <Link href="/maps">Maps</Link>
+            <Link href="/upload">Upload</Link>
+            {user && <Link href="/jobs">Jobs</Link>}
+            {isAdmin(user) && <Link href="/admin/users">Admin</Link>}
+          </nav>
+          <div className="who">
+            {user ? (
+              <>
+                <Link href="/account" aria-label={`Account of ${user.username}`}>
+                  {user.username}
+                </Link>
+                <button type="button" onClick={leave}>
+                  Sign out
+                </button>
+              </>
+            ) : (
+              <Link href="/signin">Sign in</Link>
+            )}
+          </div>
         </div>
       </header>
       <main id="main" tabIndex={-1}>
@@ -97,7 +101,10 @@ function Routes() {
   if (first === "maps" && second && !third) return <MapEditor id={second} />;
   if (path === "/account") return <Account />;
   if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
+  if (path === "/admin/quotas") return <AdminQuotas />;
   if (path === "/admin/providers") return <AdminProviders />;
+  if (path === "/admin/notifications") return <AdminNotifications />;
+  if (path === "/admin/banner") return <AdminBanner />;
   return <NotFound />;
 }
 

@@ -47,6 +47,42 @@ pub(super) struct GrantRequest {
     permission: String,
 }
 
+/// Grants (or changes) the permission of the user `who` names: `users.id
+/// = $2` or, for a username, `lower(users.username) = lower($2)`.
+async fn upsert_grant(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    who: &str,
+    by_username: bool,
+    permission: &str,
+) -> Result<Option<Grant>, AppError> {
+    dataset_for(state, caller, id, DatasetAction::ManageGrants).await?;
+    if !matches!(permission, "read" | "write") {
+        return Err(AppError::unprocessable("permission must be read or write"));
+    }
+    let user = if by_username {
+        "lower(username) = lower($2)"
+    } else {
+        "id = $2::uuid"
+    };
+    let sql = format!(
+        "WITH upsert AS (
+            INSERT INTO dataset_grants (dataset_id, user_id, permission, granted_by)
+            SELECT $1, id, $3, $4 FROM users WHERE {user}
+            ON CONFLICT (dataset_id, user_id) DO UPDATE SET permission = excluded.permission
+            RETURNING user_id, permission, created_at)
+         SELECT upsert.user_id, u.username, upsert.permission, upsert.created_at FROM upsert JOIN users u ON u.id = upsert.user_id"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .bind(who)
+        .bind(permission)
+        .bind(caller.user_id())
+        .fetch_optional(&state.pool)
+        .await?)
+}
+
 /// Grants a user read or write access to a dataset (owner or admin).
 #[utoipa::path(put, path = "/api/datasets/{dataset_id}/grants/{user_id}", tag = "datasets",
     params(("dataset_id" = Uuid, Path), ("user_id" = Uuid, Path)), request_body = GrantRequest,
@@ -57,27 +93,42 @@ pub(super) async fn put_grant(
     Path((id, user_id)): Path<(Uuid, Uuid)>,
     JsonBody(body): JsonBody<GrantRequest>,
 ) -> Result<Json<Grant>, AppError> {
-    dataset_for(&state, &caller, id, DatasetAction::ManageGrants).await?;
-    if !matches!(body.permission.as_str(), "read" | "write") {
-        return Err(AppError::unprocessable("permission must be read or write"));
-    }
-    let grant: Option<Grant> = sqlx::query_as(
-        "WITH upsert AS (
-            INSERT INTO dataset_grants (dataset_id, user_id, permission, granted_by)
-            SELECT $1, id, $3, $4 FROM users WHERE id = $2
-            ON CONFLICT (dataset_id, user_id) DO UPDATE SET permission = excluded.permission
-            RETURNING user_id, permission, created_at)
-         SELECT upsert.user_id, u.username, upsert.permission, upsert.created_at FROM upsert JOIN users u ON u.id = upsert.user_id",
-    )
-    .bind(id)
-    .bind(user_id)
-    .bind(&body.permission)
-    .bind(caller.user_id())
-    .fetch_optional(&state.pool)
-    .await?;
-    grant
+    upsert_grant(&state, &caller, id, &user_id.to_string(), false, &body.permission)
+        .await?
         .map(Json)
         .ok_or_else(|| AppError::not_found(format!("no user {user_id}")))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GrantByName {
+    /// The person's exact username (letter case aside).
+    username: String,
+    /// `read` or `write`
+    permission: String,
+}
+
+/// Grants read or write access to the person with this exact username
+/// (owner or admin): owners who are not admins cannot list accounts, so
+/// they name the person. 404 when no account has that username.
+#[utoipa::path(post, path = "/api/datasets/{dataset_id}/grants", tag = "datasets",
+    params(("dataset_id" = Uuid, Path)), request_body = GrantByName,
+    responses((status = 200, body = Grant), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn grant_by_username(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBody(body): JsonBody<GrantByName>,
+) -> Result<Json<Grant>, AppError> {
+    let username = body.username.trim();
+    if username.is_empty() || username.chars().count() > 255 {
+        return Err(AppError::invalid_field("username", "must be 1 to 255 characters"));
+    }
+    upsert_grant(&state, &caller, id, username, true, &body.permission)
+        .await?
+        .map(Json)
+        .ok_or_else(|| AppError::not_found(format!("no account has the username {username:?}")))
 }
 
 /// Revokes a user's grant on a dataset (owner or admin).

@@ -44,7 +44,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(download::download))
         .routes(routes!(list_datasets))
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
-        .routes(routes!(grants::list_grants))
+        .routes(routes!(grants::list_grants, grants::grant_by_username))
         .routes(routes!(grants::put_grant, grants::delete_grant))
 }
 

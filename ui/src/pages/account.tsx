@@ -1,25 +1,22 @@
 import { useState, type FormEvent } from "react";
-import { get, send, type Schemas } from "../api";
+import { get, send, type Schemas, type User } from "../api";
 import { useSession } from "../session";
-import { ErrorNote, SignedIn, useLoad, when } from "./common";
+import { ErrorNote, SignedIn, bytes, useAction, useLoad, when } from "./common";
 
 function ChangePassword() {
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
-  const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState(false);
-  const submit = async (e: FormEvent) => {
+  const action = useAction();
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
     setDone(false);
-    try {
+    action.run(async () => {
       await send("POST", "/api/auth/change-password", { current_password: current, new_password: next });
       setDone(true);
       setCurrent("");
       setNext("");
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <form onSubmit={submit} className="stack" aria-labelledby="password">
@@ -32,7 +29,7 @@ function ChangePassword() {
         New password
         <input type="password" value={next} onChange={(e) => setNext(e.target.value)} autoComplete="new-password" minLength={8} required />
       </label>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {done && <p role="status">Password changed. Your API keys were revoked with the old password.</p>}
       <button type="submit">Change password</button>
     </form>
@@ -44,26 +41,20 @@ function ApiKeys() {
   const [name, setName] = useState("");
   const [scope, setScope] = useState("full");
   const [created, setCreated] = useState<Schemas["CreatedKey"] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const create = async (e: FormEvent) => {
+  const action = useAction();
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    action.run(async () => {
       setCreated(await send<Schemas["CreatedKey"]>("POST", "/api/auth/api-keys", { name: name || undefined, scope }));
       setName("");
       keys.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const revoke = async (id: string) => {
-    try {
+  const revoke = (id: string) =>
+    action.run(async () => {
       await send("DELETE", `/api/auth/api-keys/${id}`);
       keys.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   return (
     <section aria-labelledby="keys">
       <h2 id="keys">API keys</h2>
@@ -81,7 +72,7 @@ function ApiKeys() {
         </label>
         <button type="submit">Create key</button>
       </form>
-      <ErrorNote error={error ?? keys.error} />
+      <ErrorNote error={action.error ?? keys.error} />
       {created && (
         <div className="secret" role="status">
           <p>Copy this key now: it is shown only once.</p>
@@ -130,6 +121,9 @@ function ApiKeys() {
 
 export function Account() {
   const { user } = useSession();
+  // Read afresh: usage moves with every upload since sign-in.
+  const me = useLoad(() => (user ? get<User>("/api/auth/me") : Promise.resolve(null)), [user?.id]);
+  const usage = me.value?.quota_usage;
   return (
     <SignedIn>
       <section>
@@ -141,6 +135,20 @@ export function Account() {
           <dd>{user?.email ?? "—"}</dd>
           <dt>Role</dt>
           <dd>{user?.roles.join(", ")}</dd>
+          {usage && (
+            <>
+              <dt>Storage used</dt>
+              <dd>
+                {bytes(usage.bytes_used)}
+                {usage.storage_cap ? ` of ${bytes(usage.storage_cap)}` : " (no limit)"}
+              </dd>
+              <dt>Datasets</dt>
+              <dd>
+                {usage.dataset_count}
+                {usage.count_cap ? ` of ${usage.count_cap}` : " (no limit)"}
+              </dd>
+            </>
+          )}
         </dl>
         <ApiKeys />
         <ChangePassword />

@@ -103,6 +103,7 @@ export function Catalog() {
                     <span className="tag">{d.visibility}</span>
                     {d.status !== "ready" && <span className="tag">{d.status}</span>}
                     {d.feature_count != null && <span>{d.feature_count.toLocaleString()} features</span>}
+                    {d.created_by_username && <span>by {d.created_by_username}</span>}
                   </p>
                   {d.summary && <p className="summary">{d.summary}</p>}
                 </div>

@@ -46,6 +46,25 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   return { value, error, reload, setValue };
 }
 
+/** What a button does: `run` clears the last problem, does the work and
+ * keeps the API's problem for `ErrorNote`; `busy` while it runs. */
+export function useAction() {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const run = useCallback(async (work: () => Promise<unknown>) => {
+    setError(null);
+    setBusy(true);
+    try {
+      await work();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { run, error, busy };
+}
+
 /** The page when signed in; otherwise a pointer to the sign-in page. */
 export function SignedIn({ children }: { children: ReactNode }) {
   const { user } = useSession();
@@ -72,6 +91,13 @@ export function LoadFailed({ error }: { error: unknown }) {
       <ErrorNote error={error} />
     </section>
   );
+}
+
+/** An attribute value as text: objects as JSON, nothing for null. */
+export function cellText(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
 }
 
 export function when(iso?: string | null): string {

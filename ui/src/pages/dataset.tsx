@@ -3,9 +3,10 @@ import type { StyleSpecification, LayerSpecification } from "maplibre-gl";
 import { get, send, type Schemas } from "../api";
 import { navigate } from "../router";
 import { isAdmin, useSession } from "../session";
-import { ErrorNote, LoadFailed, useLoad, when } from "./common";
+import { ErrorNote, LoadFailed, cellText, useAction, useLoad, when } from "./common";
 import { MapView } from "./mapview";
 import { Grants, Reupload } from "./reupload";
+import { ServiceReupload } from "./services";
 
 type Dataset = Schemas["Dataset"];
 type Column = { name: string; type?: string };
@@ -75,7 +76,7 @@ function AttributeTable({ dataset }: { dataset: Dataset }) {
             {items.value?.page.features.map((f, i) => (
               <tr key={String(f.id ?? i)}>
                 {columns.map((c) => (
-                  <td key={c}>{format(f.properties?.[c])}</td>
+                  <td key={c}>{cellText(f.properties?.[c])}</td>
                 ))}
               </tr>
             ))}
@@ -97,28 +98,19 @@ function AttributeTable({ dataset }: { dataset: Dataset }) {
   );
 }
 
-function format(value: unknown): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
-}
-
 function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) => void }) {
   const [title, setTitle] = useState(dataset.title);
   const [summary, setSummary] = useState(dataset.summary ?? "");
   const [visibility, setVisibility] = useState(dataset.visibility);
-  const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
-  const save = async (e: FormEvent) => {
+  const action = useAction();
+  const save = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
     setSaved(false);
-    try {
+    action.run(async () => {
       onSaved(await send<Dataset>("PATCH", `/api/datasets/${dataset.id}`, { title, summary, visibility }));
       setSaved(true);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <form onSubmit={save} className="stack" aria-labelledby="edit">
@@ -139,7 +131,7 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
           <option value="public">public</option>
         </select>
       </label>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {saved && <p role="status">Saved.</p>}
       <button type="submit">Save</button>
     </form>
@@ -149,29 +141,23 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
 export function DatasetPage({ id }: { id: string }) {
   const { user } = useSession();
   const dataset = useLoad(() => get<Dataset>(`/api/datasets/${id}`), [id]);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   if (dataset.error) return <LoadFailed error={dataset.error} />;
   const d = dataset.value;
   if (!d) return <p className="loading">Loading…</p>;
   const mayEdit = !!user && (isAdmin(user) || d.created_by === user.id);
 
-  const download = async () => {
-    setError(null);
-    try {
+  const download = () =>
+    action.run(async () => {
       const grant = await send<Schemas["DownloadToken"]>("POST", `/api/auth/download-token/${d.id}`);
       window.location.assign(grant.download_url);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  const remove = async () => {
+    });
+  const remove = () => {
     if (!window.confirm(`Delete “${d.title}” and its data? This cannot be undone.`)) return;
-    try {
+    action.run(async () => {
       await send("DELETE", `/api/datasets/${d.id}`);
       navigate("/datasets", true);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   return (
@@ -232,13 +218,19 @@ export function DatasetPage({ id }: { id: string }) {
               </button>
             </li>
           </ul>
-          <ErrorNote error={error} />
+          <ErrorNote error={action.error} />
         </section>
       </div>
       {d.kind !== "raster" && <AttributeTable dataset={d} />}
-      {mayEdit && d.kind !== "raster" && !d.is_registered && (
+      {mayEdit && (
         <div className="columns">
-          <Reupload dataset={d} onReplaced={dataset.reload} />
+          {/* Rasters take a new GeoTIFF through the API; registered tables are changed in place. */}
+          {d.kind !== "raster" && !d.is_registered && (
+            <>
+              <Reupload dataset={d} onReplaced={dataset.reload} />
+              <ServiceReupload dataset={d} onReplaced={dataset.reload} />
+            </>
+          )}
           <Grants dataset={d} />
         </div>
       )}

@@ -2,7 +2,7 @@ import { useEffect } from "react";
 import { get, send, type Schemas } from "../api";
 import { Link } from "../router";
 import { ErrorNote, SignedIn, useLoad, when } from "./common";
-import { JobProgress } from "./upload";
+import { JobProgress } from "./job";
 
 /** The caller's jobs (every job for admins), refreshed while any runs. */
 export function Jobs() {

@@ -1,11 +1,131 @@
 import { useState, type DragEvent } from "react";
 import { get, request, send, type Schemas } from "../api";
-import { ErrorNote, LoadFailed, SignedIn, useLoad } from "./common";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad } from "./common";
 import { MapView } from "./mapview";
-import { DEFAULT_COLOUR, extentOf, layerColour, mapStyle } from "./maps";
+import {
+  DEFAULT_BACKGROUND,
+  DEFAULT_COLOUR,
+  basemapDataset,
+  drawsBasemap,
+  extentOf,
+  layerColour,
+  mapStyle,
+  rasterBasemap,
+} from "./maps";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
+type Dataset = Schemas["Dataset"];
+type BasemapConfig = Schemas["BasemapConfig"];
+
+/** What the basemap is: none, a raster dataset of this catalog (its id), or another URL. */
+const NONE = "";
+const OTHER = "other";
+
+/** The basemap's settings: its source, and how it is drawn. */
+function BasemapSettings({
+  map,
+  rasters,
+  onChange,
+}: {
+  map: MapResponse;
+  rasters: Dataset[];
+  onChange: (patch: Partial<MapResponse>) => void;
+}) {
+  const config = map.basemap_config;
+  const [choice, setChoice] = useState(() => {
+    const dataset = basemapDataset(map.basemap_style);
+    return !map.basemap_style ? NONE : rasters.some((d) => d.id === dataset) ? dataset! : OTHER;
+  });
+  const undrawn = !!map.basemap_style && !drawsBasemap(map.basemap_style);
+  const configure = (patch: Partial<BasemapConfig>) => onChange({ basemap_config: { ...config, ...patch } });
+  const choose = (value: string) => {
+    setChoice(value);
+    if (value === NONE) onChange({ basemap_style: "" });
+    else if (value !== OTHER) onChange({ basemap_style: rasterBasemap(value) });
+  };
+  return (
+    <section aria-labelledby="basemap">
+      <h2 id="basemap">Basemap</h2>
+      <div className="row">
+        <label className="grow">
+          Basemap source
+          <select value={choice} onChange={(e) => choose(e.target.value)}>
+            <option value={NONE}>None: a plain background</option>
+            {rasters.map((d) => (
+              <option key={d.id} value={d.id}>
+                Raster dataset: {d.title}
+              </option>
+            ))}
+            <option value={OTHER}>Another tile template or style URL</option>
+          </select>
+        </label>
+        <label className="inline">
+          Background colour
+          <input
+            type="color"
+            value={config.background_color || DEFAULT_BACKGROUND}
+            onChange={(e) => configure({ background_color: e.target.value })}
+          />
+        </label>
+      </div>
+      {choice === OTHER && (
+        <label>
+          Tile template ({"{z}/{x}/{y}"}) or style URL
+          <input
+            type="url"
+            value={map.basemap_style}
+            onChange={(e) => onChange({ basemap_style: e.target.value })}
+            aria-describedby={undrawn ? "basemap-note" : undefined}
+          />
+        </label>
+      )}
+      {undrawn && (
+        <p id="basemap-note" className="meta">
+          The preview here draws only tile templates this service serves, since the app loads nothing from other
+          sites; the saved map and its exported style use this basemap.
+        </p>
+      )}
+      {choice !== NONE && (
+        <div className="row">
+          <label className="inline">
+            Basemap opacity
+            <input
+              type="range"
+              min={0}
+              max={1}
+              step={0.05}
+              value={config.opacity ?? 1}
+              onChange={(e) => configure({ opacity: Number(e.target.value) })}
+            />
+          </label>
+          <label>
+            Basemap tone
+            <select
+              value={config.land_water_tone ?? "default"}
+              onChange={(e) => configure({ land_water_tone: e.target.value as BasemapConfig["land_water_tone"] })}
+            >
+              <option value="default">as it comes</option>
+              <option value="muted">muted</option>
+              <option value="contrast">more contrast</option>
+              <option value="monochrome">monochrome</option>
+            </select>
+          </label>
+          <label>
+            Basemap position
+            <select
+              value={config.basemap_position ?? "bottom"}
+              onChange={(e) => configure({ basemap_position: e.target.value as BasemapConfig["basemap_position"] })}
+            >
+              <option value="bottom">below the data</option>
+              <option value="top">above the data</option>
+            </select>
+          </label>
+        </div>
+      )}
+    </section>
+  );
+}
 
 /** The paint key of a layer's colour, by what it draws. */
 function colourKey(layer: MapLayer): string {
@@ -27,7 +147,7 @@ function Editor({ initial }: { initial: MapResponse }) {
   const [layers, setLayers] = useState<MapLayer[]>(() => [...initial.layers].sort((a, b) => a.sort_order - b.sort_order));
   const [adding, setAdding] = useState("");
   const [dragged, setDragged] = useState<number | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const [note, setNote] = useState<string | null>(null);
   const [share, setShare] = useState<Schemas["Share"] | null>(null);
   const datasets = useLoad(() => get<Schemas["DatasetList"]>("/api/datasets?limit=1000"), []);
@@ -64,12 +184,13 @@ function Editor({ initial }: { initial: MapResponse }) {
     ]);
     setAdding("");
   };
-  const save = async () => {
-    setError(null);
+  const save = () => {
     setNote(null);
-    try {
+    action.run(async () => {
       const saved = await send<MapResponse>("PUT", `/api/maps/${map.id}`, {
         name: map.name,
+        basemap_style: map.basemap_style,
+        basemap_config: map.basemap_config,
         layers: layers.map((l, i) => ({
           ...(l.id.startsWith("new-") ? {} : { id: l.id }),
           dataset_id: l.dataset_id,
@@ -82,33 +203,24 @@ function Editor({ initial }: { initial: MapResponse }) {
       setMap(saved);
       setLayers([...saved.layers].sort((a, b) => a.sort_order - b.sort_order));
       setNote("Map saved.");
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const exportStyle = async () => {
-    setError(null);
-    try {
+  const exportStyle = () =>
+    action.run(async () => {
       const style = await (await request(`/api/maps/${map.id}/style.json`)).text();
       saveFile(`${map.name}.style.json`, style);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  const shareMap = async () => {
-    setError(null);
-    try {
-      setShare(await send<Schemas["Share"]>("POST", `/api/maps/${map.id}/shares`));
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
+  const shareMap = () =>
+    action.run(async () => setShare(await send<Schemas["Share"]>("POST", `/api/maps/${map.id}/shares`)));
   const drop = (e: DragEvent, to: number) => {
     e.preventDefault();
     if (dragged !== null) move(dragged, to);
     setDragged(null);
   };
   const preview = { ...map, layers: layers.map((l, i) => ({ ...l, sort_order: i })) };
+  const rasters = datasets.value?.datasets.filter((d) => d.kind === "raster") ?? [];
+  // A map with no layer yet shows its basemap's extent, when the basemap is a dataset.
+  const basemapExtent = rasters.find((d) => d.id === basemapDataset(map.basemap_style))?.extent_bbox;
 
   return (
     <article>
@@ -117,7 +229,7 @@ function Editor({ initial }: { initial: MapResponse }) {
         Map name
         <input value={map.name} onChange={(e) => setMap({ ...map, name: e.target.value })} />
       </label>
-      <MapView style={mapStyle(preview)} bounds={extentOf(preview)} label={`Map ${map.name}`} />
+      <MapView style={mapStyle(preview)} bounds={extentOf(preview) ?? basemapExtent} label={`Map ${map.name}`} />
       <section aria-labelledby="layers">
         <h2 id="layers">Layers</h2>
         {layers.length === 0 && <p>No layer yet: add one from a dataset below.</p>}
@@ -191,6 +303,7 @@ function Editor({ initial }: { initial: MapResponse }) {
           </button>
         </div>
       </section>
+      {datasets.value && <BasemapSettings map={map} rasters={rasters} onChange={(patch) => setMap({ ...map, ...patch })} />}
       <div className="row actions">
         <button type="button" onClick={save}>
           Save map
@@ -202,7 +315,7 @@ function Editor({ initial }: { initial: MapResponse }) {
           Share
         </button>
       </div>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {note && <p role="status">{note}</p>}
       {share && (
         <div className="secret" role="status">

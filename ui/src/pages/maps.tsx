@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
-import type { LayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
+import type { LayerSpecification, RasterLayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
 import { ApiError, get, send, type Schemas } from "../api";
 import { Link, navigate } from "../router";
-import { ErrorNote, LoadFailed, SignedIn, useLoad, when } from "./common";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when } from "./common";
 import { MapView } from "./mapview";
 
 type MapResponse = Schemas["MapResponse"];
@@ -19,10 +19,53 @@ export function layerColour(layer: { paint?: unknown }): string {
   return DEFAULT_COLOUR;
 }
 
-/** A map's layers as a MapLibre style over a plain background: each dataset from this service's tiles. */
+/** The background of a map without one of its own, as in the exported style. */
+export const DEFAULT_BACKGROUND = "#f4f4f2";
+const TILE_PATH = "/{z}/{x}/{y}.png";
+
+/** The basemap_style of a raster dataset of this catalog: its tile template. */
+export function rasterBasemap(datasetId: string): string {
+  return `${window.location.origin}/api/tiles/${datasetId}${TILE_PATH}`;
+}
+
+/** The catalog raster a basemap_style names, if it names one. */
+export function basemapDataset(basemapStyle: string): string | null {
+  const prefix = `${window.location.origin}/api/tiles/`;
+  if (!basemapStyle.startsWith(prefix) || !basemapStyle.endsWith(TILE_PATH)) return null;
+  return basemapStyle.slice(prefix.length, -TILE_PATH.length);
+}
+
+/** Whether the preview may draw the basemap: a tile template served by this
+ * service (the UI loads nothing from another site; the exported style does). */
+export function drawsBasemap(basemapStyle: string): boolean {
+  return basemapStyle.startsWith(`${window.location.origin}/`) && basemapStyle.includes("{z}");
+}
+
+/** A raster basemap's layer, toned as the API's export tones it. */
+function basemapLayer(config: Schemas["BasemapConfig"]): RasterLayerSpecification {
+  const paint: RasterLayerSpecification["paint"] = { "raster-opacity": config.opacity ?? 1 };
+  if (config.land_water_tone === "muted") paint["raster-saturation"] = -0.5;
+  if (config.land_water_tone === "monochrome") paint["raster-saturation"] = -1;
+  if (config.land_water_tone === "contrast") paint["raster-contrast"] = 0.3;
+  return { id: "basemap", type: "raster", source: "basemap", paint };
+}
+
+/** A map as a MapLibre style: its background, its basemap when this service
+ * serves it, and each dataset from this service's tiles. */
 export function mapStyle(map: MapResponse): StyleSpecification {
+  const config = map.basemap_config;
   const sources: Record<string, SourceSpecification> = {};
-  const layers: LayerSpecification[] = [{ id: "background", type: "background", paint: { "background-color": "#eef2f5" } }];
+  const background: LayerSpecification = {
+    id: "background",
+    type: "background",
+    paint: { "background-color": config.background_color || DEFAULT_BACKGROUND },
+  };
+  const basemap: LayerSpecification[] = [];
+  if (drawsBasemap(map.basemap_style)) {
+    sources.basemap = { type: "raster", tiles: [map.basemap_style], tileSize: 256 };
+    basemap.push(basemapLayer(config));
+  }
+  const layers: LayerSpecification[] = [];
   const ordered = [...map.layers].sort((a, b) => a.sort_order - b.sort_order);
   for (const layer of ordered as MapLayer[]) {
     if (!layer.dataset_available) continue;
@@ -45,7 +88,8 @@ export function mapStyle(map: MapResponse): StyleSpecification {
     else
       layers.push({ id, type: "circle", ...common, paint: { "circle-color": colour, "circle-opacity": layer.opacity } });
   }
-  return { version: 8, sources, layers };
+  const above = config.basemap_position === "top";
+  return { version: 8, sources, layers: [background, ...(above ? [...layers, ...basemap] : [...basemap, ...layers])] };
 }
 
 export function extentOf(map: MapResponse): number[] | null {
@@ -59,19 +103,52 @@ export function extentOf(map: MapResponse): number[] | null {
   ];
 }
 
+/** A style JSON document (a MapLibre style, such as an exported one) becomes a new map. */
+function ImportStyle() {
+  const [file, setFile] = useState<File | null>(null);
+  const action = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    if (!file) return;
+    action.run(async () => {
+      let style: unknown;
+      try {
+        style = JSON.parse(await file.text());
+      } catch {
+        throw new Error(`${file.name} is not a JSON document.`);
+      }
+      const created = await send<MapResponse>("POST", "/api/maps/import", style);
+      navigate(`/maps/${created.id}`);
+    });
+  };
+  return (
+    <section aria-labelledby="import-style">
+      <h2 id="import-style">Import a style</h2>
+      <p>A MapLibre style document, such as one exported here, becomes a new map; its layers drawn from this catalog's datasets come with it.</p>
+      <form onSubmit={submit} className="row">
+        <label className="grow">
+          Style JSON file
+          <input type="file" accept=".json,application/json" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
+        </label>
+        <button type="submit" disabled={!file || action.busy}>
+          Import style
+        </button>
+      </form>
+      <ErrorNote error={action.error} />
+    </section>
+  );
+}
+
 export function Maps() {
   const maps = useLoad(() => get<Schemas["MapList"]>("/api/maps?limit=100"), []);
   const [name, setName] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const create = async (e: FormEvent) => {
+  const action = useAction();
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    action.run(async () => {
       const created = await send<MapResponse>("POST", "/api/maps", { name });
       navigate(`/maps/${created.id}`);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <SignedIn>
@@ -100,7 +177,8 @@ export function Maps() {
           </label>
           <button type="submit">Create map</button>
         </form>
-        <ErrorNote error={error} />
+        <ErrorNote error={action.error} />
+        <ImportStyle />
       </section>
     </SignedIn>
   );

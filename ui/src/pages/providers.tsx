@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
 import { get, send, type Schemas } from "../api";
 import { isAdmin, useSession } from "../session";
-import { AdminNav } from "./admin";
-import { ErrorNote, SignedIn, useLoad } from "./common";
+import { AdminScreen } from "./admin";
+import { ErrorNote, useAction, useLoad } from "./common";
 
 type Provider = Schemas["ProviderResponse"];
 const TYPES: [string, string][] = [
@@ -17,28 +17,22 @@ const EMPTY = { slug: "", display_name: "", provider_type: "oidc", client_id: ""
 function ProviderRow({ provider, onChange }: { provider: Provider; onChange: () => void }) {
   const [name, setName] = useState(provider.display_name);
   const [secret, setSecret] = useState("");
-  const [error, setError] = useState<unknown>(null);
   const [note, setNote] = useState<string | null>(null);
-  const update = async (body: Record<string, unknown>, done: string) => {
-    setError(null);
+  const action = useAction();
+  const update = (body: Record<string, unknown>, done: string) => {
     setNote(null);
-    try {
+    return action.run(async () => {
       await send("PUT", `/api/settings/oauth-providers/${provider.id}`, body);
       setNote(done);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const remove = async () => {
+  const remove = () => {
     if (!window.confirm(`Delete the provider “${provider.display_name}”? People who sign in with it can no longer.`)) return;
-    setError(null);
-    try {
+    action.run(async () => {
       await send("DELETE", `/api/settings/oauth-providers/${provider.id}`);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <li className="card provider">
@@ -82,7 +76,7 @@ function ProviderRow({ provider, onChange }: { provider: Provider; onChange: () 
             Rotate secret
           </button>
         </div>
-        <ErrorNote error={error} />
+        <ErrorNote error={action.error} />
         {note && <p role="status">{note}</p>}
       </form>
     </li>
@@ -97,79 +91,72 @@ export function AdminProviders() {
     [user?.id],
   );
   const [form, setForm] = useState(EMPTY);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const field = (name: keyof typeof EMPTY) => ({
     value: form[name],
     onChange: (e: { target: { value: string } }) => setForm({ ...form, [name]: e.target.value }),
   });
-  const create = async (e: FormEvent) => {
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    action.run(async () => {
       await send("POST", "/api/settings/oauth-providers", { ...form, discovery_url: form.discovery_url || undefined });
       setForm(EMPTY);
       providers.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <SignedIn>
-      <section>
-        <AdminNav />
-        <h1>Sign-in providers</h1>
-        <ErrorNote error={providers.error} />
-        <ul className="cards">
-          {(Array.isArray(providers.value) ? providers.value : []).map((p) => (
-            <ProviderRow key={p.id} provider={p} onChange={providers.reload} />
-          ))}
-        </ul>
-        {providers.value?.length === 0 && <p>No provider: people sign in with a password.</p>}
-        <form onSubmit={create} className="stack" aria-labelledby="new-provider">
-          <h2 id="new-provider">Add a provider</h2>
+    <AdminScreen title="Sign-in providers">
+      <ErrorNote error={providers.error} />
+      <ul className="cards">
+        {(Array.isArray(providers.value) ? providers.value : []).map((p) => (
+          <ProviderRow key={p.id} provider={p} onChange={providers.reload} />
+        ))}
+      </ul>
+      {providers.value?.length === 0 && <p>No provider: people sign in with a password.</p>}
+      <form onSubmit={create} className="stack" aria-labelledby="new-provider">
+        <h2 id="new-provider">Add a provider</h2>
+        <label>
+          Type
+          <select {...field("provider_type")}>
+            {TYPES.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Slug
+          <input {...field("slug")} pattern="[a-z0-9\-]+" required />
+        </label>
+        <label>
+          Display name
+          <input {...field("display_name")} required />
+        </label>
+        <label>
+          Client ID
+          <input {...field("client_id")} required />
+        </label>
+        <label>
+          Client secret
+          <input type="password" {...field("client_secret")} autoComplete="off" required />
+        </label>
+        {form.provider_type === "oidc" && (
           <label>
-            Type
-            <select {...field("provider_type")}>
-              {TYPES.map(([value, label]) => (
-                <option key={value} value={value}>
-                  {label}
-                </option>
-              ))}
-            </select>
+            Discovery URL
+            <input type="url" {...field("discovery_url")} required />
           </label>
-          <label>
-            Slug
-            <input {...field("slug")} pattern="[a-z0-9\-]+" required />
-          </label>
-          <label>
-            Display name
-            <input {...field("display_name")} required />
-          </label>
-          <label>
-            Client ID
-            <input {...field("client_id")} required />
-          </label>
-          <label>
-            Client secret
-            <input type="password" {...field("client_secret")} autoComplete="off" required />
-          </label>
-          {form.provider_type === "oidc" && (
-            <label>
-              Discovery URL
-              <input type="url" {...field("discovery_url")} required />
-            </label>
-          )}
-          <label>
-            Role of new accounts
-            <select {...field("default_role")}>
-              <option value="viewer">viewer</option>
-              <option value="editor">editor</option>
-            </select>
-          </label>
-          <ErrorNote error={error} />
-          <button type="submit">Add provider</button>
-        </form>
-      </section>
-    </SignedIn>
+        )}
+        <label>
+          Role of new accounts
+          <select {...field("default_role")}>
+            <option value="viewer">viewer</option>
+            <option value="editor">editor</option>
+          </select>
+        </label>
+        <ErrorNote error={action.error} />
+        <button type="submit">Add provider</button>
+      </form>
+    </AdminScreen>
   );
 }

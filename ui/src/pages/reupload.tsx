@@ -1,13 +1,16 @@
-import { useEffect, useState } from "react";
+import { useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { get, send, upload, type Schemas } from "../api";
-import { ErrorNote, useLoad, when } from "./common";
-import { JobProgress, useJob } from "./upload";
+import { isAdmin, useSession } from "../session";
+import { ErrorNote, cellText, useAction, useLoad, when } from "./common";
+import { JobProgress, useJob } from "./job";
 
 type Dataset = Schemas["Dataset"];
 type Column = { name: string; type?: string };
-type Preview = {
+/** The reupload preview (the specification's shape; the API's document leaves it open). */
+export type Preview = {
   feature_count?: number | null;
   geometry_type?: string;
+  sample_rows?: Record<string, unknown>[];
   schema_diff: {
     columns_added: Column[];
     columns_removed: Column[];
@@ -17,29 +20,76 @@ type Preview = {
   };
 };
 
+/** What new data would change: rows and columns; `children` act on it. */
+export function PreviewChanges({ preview, label, children }: { preview: Preview; label: string; children: ReactNode }) {
+  const diff = preview.schema_diff;
+  return (
+    <div className="stack changes" role="status" aria-label={label}>
+      <p>
+        Rows: {diff.row_count_old ?? "?"} → {diff.row_count_new ?? "?"}
+      </p>
+      <p>Columns added: {diff.columns_added.map((c) => c.name).join(", ") || "none"}</p>
+      <p>Columns removed: {diff.columns_removed.map((c) => c.name).join(", ") || "none"}</p>
+      <p>
+        Types changed: {diff.type_changes.map((c) => `${c.name} (${c.old_type} → ${c.new_type})`).join(", ") || "none"}
+      </p>
+      {!!preview.sample_rows?.length && <SampleRows rows={preview.sample_rows} label={`${label}: first rows`} />}
+      {children}
+    </div>
+  );
+}
+
+const SAMPLE_ROWS = 3;
+
+/** The first rows of the new data, values shown as text. */
+function SampleRows({ rows, label }: { rows: Record<string, unknown>[]; label: string }) {
+  const columns = Object.keys(rows[0]);
+  return (
+    <div className="table-scroll" tabIndex={0} role="region" aria-label={label}>
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c} scope="col">
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.slice(0, SAMPLE_ROWS).map((row, i) => (
+            <tr key={i}>
+              {columns.map((c) => (
+                <td key={c}>{cellText(row[c])}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 /** New data for a dataset: first a preview of what changes, then the replacement. */
 export function Reupload({ dataset, onReplaced }: { dataset: Dataset; onReplaced: () => void }) {
   const [file, setFile] = useState<File | null>(null);
   const [previewJob, setPreviewJob] = useState<string>();
   const [replaceJob, setReplaceJob] = useState<string>();
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const preview = useJob(previewJob);
   const replace = useJob(replaceJob);
   const result = preview?.status === "succeeded" ? (preview.result as unknown as Preview) : null;
 
-  const start = async (previewOnly: boolean) => {
+  const start = (previewOnly: boolean) => {
     if (!file) return;
-    setError(null);
     const form = new FormData();
     form.append("file", file);
     if (previewOnly) form.append("preview", "true");
-    try {
+    action.run(async () => {
       const accepted = await upload(`/api/datasets/${dataset.id}/reupload`, form, () => undefined);
       if (previewOnly) setPreviewJob(accepted.job_id);
       else setReplaceJob(accepted.job_id);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   const replaced = replace?.status === "succeeded";
   useEffect(() => {
@@ -49,7 +99,6 @@ export function Reupload({ dataset, onReplaced }: { dataset: Dataset; onReplaced
     setFile(null);
     onReplaced();
   }, [replaced, onReplaced]);
-  const diff = result?.schema_diff;
   return (
     <section aria-labelledby="reupload">
       <h2 id="reupload">Replace the data</h2>
@@ -69,54 +118,44 @@ export function Reupload({ dataset, onReplaced }: { dataset: Dataset; onReplaced
         </button>
       </div>
       {previewJob && !result && <JobProgress job={preview} />}
-      {diff && (
-        <div className="stack" role="status" aria-label="Changes">
-          <p>
-            Rows: {diff.row_count_old ?? "?"} → {diff.row_count_new ?? "?"}
-          </p>
-          <p>Columns added: {diff.columns_added.map((c) => c.name).join(", ") || "none"}</p>
-          <p>Columns removed: {diff.columns_removed.map((c) => c.name).join(", ") || "none"}</p>
-          <p>
-            Types changed:{" "}
-            {diff.type_changes.map((c) => `${c.name} (${c.old_type} → ${c.new_type})`).join(", ") || "none"}
-          </p>
+      {result && (
+        <PreviewChanges preview={result} label="Changes">
           <button type="button" onClick={() => start(false)}>
             Replace the data
           </button>
-        </div>
+        </PreviewChanges>
       )}
       {replaceJob && <JobProgress job={replace} />}
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
     </section>
   );
 }
 
-/** Who else may read or change a dataset. */
+/** Who else may read or change a dataset. Owners name the person by
+ * username (only admins may list accounts); admins get the names offered. */
 export function Grants({ dataset }: { dataset: Dataset }) {
+  const { user } = useSession();
   const grants = useLoad(() => get<Schemas["Grant"][]>(`/api/datasets/${dataset.id}/grants`), [dataset.id]);
-  const users = useLoad(() => get<Schemas["UserResponse"][]>("/api/admin/users").catch(() => []), []);
-  const [userId, setUserId] = useState("");
+  const known = useLoad(
+    () => (isAdmin(user) ? get<Schemas["UserResponse"][]>("/api/admin/users") : Promise.resolve([])),
+    [user?.id],
+  );
+  const [username, setUsername] = useState("");
   const [permission, setPermission] = useState("read");
-  const [error, setError] = useState<unknown>(null);
-  const grant = async () => {
-    setError(null);
-    try {
-      await send("PUT", `/api/datasets/${dataset.id}/grants/${userId}`, { permission });
-      setUserId("");
+  const action = useAction();
+  const grant = (e: FormEvent) => {
+    e.preventDefault();
+    action.run(async () => {
+      await send("POST", `/api/datasets/${dataset.id}/grants`, { username: username.trim(), permission });
+      setUsername("");
       grants.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const revoke = async (id: string) => {
-    setError(null);
-    try {
+  const revoke = (id: string) =>
+    action.run(async () => {
       await send("DELETE", `/api/datasets/${dataset.id}/grants/${id}`);
       grants.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   const list = Array.isArray(grants.value) ? grants.value : [];
   return (
     <section aria-labelledby="grants">
@@ -132,32 +171,26 @@ export function Grants({ dataset }: { dataset: Dataset }) {
           </li>
         ))}
       </ul>
-      {Array.isArray(users.value) && users.value.length > 0 && (
-        <div className="row">
-          <label className="grow">
-            Person
-            <select value={userId} onChange={(e) => setUserId(e.target.value)}>
-              <option value="">Choose a person…</option>
-              {users.value.map((u) => (
-                <option key={u.id} value={u.id}>
-                  {u.username}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Permission
-            <select value={permission} onChange={(e) => setPermission(e.target.value)}>
-              <option value="read">read</option>
-              <option value="write">write</option>
-            </select>
-          </label>
-          <button type="button" disabled={!userId} onClick={grant}>
-            Grant access
-          </button>
-        </div>
-      )}
-      <ErrorNote error={error ?? grants.error} />
+      <form className="row" onSubmit={grant}>
+        <label className="grow">
+          Username of the person
+          <input value={username} onChange={(e) => setUsername(e.target.value)} list="known-users" autoComplete="off" required />
+        </label>
+        <datalist id="known-users">
+          {known.value?.map((u) => <option key={u.id} value={u.username} />)}
+        </datalist>
+        <label>
+          Permission
+          <select value={permission} onChange={(e) => setPermission(e.target.value)}>
+            <option value="read">read</option>
+            <option value="write">write</option>
+          </select>
+        </label>
+        <button type="submit" disabled={action.busy}>
+          Grant access
+        </button>
+      </form>
+      <ErrorNote error={action.error ?? grants.error} />
     </section>
   );
 }

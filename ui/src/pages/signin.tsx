@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { send, signIn, useToken } from "../api";
 import { Link, navigate } from "../router";
 import { useSession } from "../session";
-import { ErrorNote } from "./common";
+import { ErrorNote, useAction } from "./common";
 
 const RETURN_KEY = "catalog.return_to";
 
@@ -16,22 +16,15 @@ export function SignIn() {
   const { config, reload } = useSession();
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
 
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    action.run(async () => {
       await signIn(username, password);
       await reload();
       navigate(returnPath(), true);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   const sso = (loginUrl: string) => {
     sessionStorage.setItem(RETURN_KEY, returnPath());
@@ -57,8 +50,8 @@ export function SignIn() {
               required
             />
           </label>
-          <ErrorNote error={error} />
-          <button type="submit" disabled={busy}>
+          <ErrorNote error={action.error} />
+          <button type="submit" disabled={action.busy}>
             Sign in
           </button>
         </form>
@@ -83,12 +76,11 @@ export function SignIn() {
 
 export function Register() {
   const [form, setForm] = useState({ username: "", email: "", password: "" });
-  const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
-  const submit = async (e: FormEvent) => {
+  const action = useAction();
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    action.run(async () => {
       const user = await send<{ status: string }>("POST", "/api/auth/register", {
         username: form.username,
         email: form.email,
@@ -99,9 +91,7 @@ export function Register() {
           ? "Your account waits for an administrator's approval. You can sign in once it is approved."
           : "Your account is ready: sign in.",
       );
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   if (done)
     return (
@@ -131,7 +121,7 @@ export function Register() {
           Password
           <input type="password" {...field("password")} autoComplete="new-password" required />
         </label>
-        <ErrorNote error={error} />
+        <ErrorNote error={action.error} />
         <button type="submit">Register</button>
       </form>
     </section>

@@ -1,56 +1,11 @@
 import { useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
-import { get, send, upload, type Schemas } from "../api";
+import { send, upload, type Schemas } from "../api";
 import { Link, navigate } from "../router";
-import { ErrorNote, SignedIn, bytes } from "./common";
+import { ErrorNote, SignedIn, bytes, useAction } from "./common";
+import { JobProgress, useJob } from "./job";
+import { ImportService } from "./services";
 
-type Job = Schemas["JobView"];
 type Sending = { name: string; sent: number; total: number; jobId?: string; error?: unknown };
-
-const FINISHED = ["succeeded", "failed", "cancelled"];
-
-/** A job followed until it finishes: its step and how much is done. */
-export function useJob(jobId: string | undefined): Job | null {
-  const [job, setJob] = useState<Job | null>(null);
-  useEffect(() => {
-    setJob(null);
-    if (!jobId) return;
-    let stop = false;
-    const poll = async () => {
-      while (!stop) {
-        try {
-          const seen = await get<Job>(`/api/jobs/${jobId}`);
-          setJob(seen);
-          if (FINISHED.includes(seen.status)) return;
-        } catch {
-          // A blip: try again on the next round.
-        }
-        await new Promise((r) => setTimeout(r, 700));
-      }
-    };
-    poll();
-    return () => {
-      stop = true;
-    };
-  }, [jobId]);
-  return job;
-}
-
-export function JobProgress({ job }: { job: Job | null }) {
-  if (!job) return <span>queued</span>;
-  const p = job.progress;
-  const percent = p?.total ? Math.round((100 * p.done) / p.total) : null;
-  return (
-    <span className="progress-text">
-      {job.status}
-      {job.step && job.status === "running" ? ` · ${job.step}` : ""}
-      {p && job.status === "running" ? ` · ${p.done.toLocaleString()}${p.total ? ` of ${p.total.toLocaleString()}` : ""}` : ""}
-      {percent !== null && job.status === "running" && (
-        <progress max={100} value={percent} aria-label={`${job.step ?? "progress"}: ${percent}%`} />
-      )}
-      {job.error && <span className="error"> {job.error.detail}</span>}
-    </span>
-  );
-}
 
 function UploadRow({ item, single }: { item: Sending; single: boolean }) {
   const job = useJob(item.jobId);
@@ -136,7 +91,10 @@ export function Upload() {
             <UploadRow key={i} item={item} single={items.length === 1} />
           ))}
         </ul>
-        <ImportUrl />
+        <div className="columns">
+          <ImportUrl />
+          <ImportService />
+        </div>
       </section>
     </SignedIn>
   );
@@ -145,16 +103,13 @@ export function Upload() {
 function ImportUrl() {
   const [url, setUrl] = useState("");
   const [jobId, setJobId] = useState<string>();
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const job = useJob(jobId);
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
-      setJobId((await send<Schemas["JobAccepted"]>("POST", "/api/datasets/import-url", { url })).job_id);
-    } catch (err) {
-      setError(err);
-    }
+    action.run(async () =>
+      setJobId((await send<Schemas["JobAccepted"]>("POST", "/api/datasets/import-url", { url })).job_id),
+    );
   };
   const dataset = job?.status === "succeeded" ? (job.dataset_id ?? job.dataset_ids[0]) : undefined;
   return (
@@ -165,7 +120,7 @@ function ImportUrl() {
         <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} required />
       </label>
       <button type="submit">Import</button>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {jobId && <JobProgress job={job} />}
       {dataset && <Link href={`/datasets/${dataset}`}>Open the dataset</Link>}
     </form>
