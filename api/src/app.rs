@@ -19,8 +19,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    assist, auth, catalog, connectors, datasets, edge, features, health, jobs, maps, metrics, notifications, ogc,
-    openapi::ApiDoc, quotas, records, sandbox, search, services, stac, state::AppState, tiles,
+    assist, auth, basemap, catalog, connectors, datasets, edge, features, health, jobs, maps, metrics, notifications,
+    ogc, openapi::ApiDoc, quotas, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
 pub fn build(
@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .merge(stac::routes())
         .merge(records::routes())
         .merge(tiles::routes())
+        .merge(basemap::routes())
         .merge(notifications::routes())
         .merge(connectors::routes())
         .merge(services::routes())

@@ -10,6 +10,7 @@ mod access;
 pub mod app;
 mod assist;
 mod auth;
+mod basemap;
 mod bbox;
 mod catalog;
 mod connectors;
@@ -18,6 +19,7 @@ mod datasets;
 mod edge;
 mod extract;
 mod features;
+mod glyphs;
 mod health;
 mod interval;
 mod jobs;
@@ -42,12 +44,19 @@ mod tile_connections;
 mod tiles;
 mod web_ui;
 
+/// Applies the migrations, then loads the built-in basemap's data when the
+/// database holds other data or none.
+pub async fn migrate(pool: &sqlx::PgPool) -> anyhow::Result<()> {
+    db::migrate(pool).await?;
+    basemap::data::load(pool).await
+}
+
 /// Connects, migrates, makes the bootstrap admin and starts the background
 /// work of one API process; answers the state its router serves from.
 pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
     let pool = db::connect_for_requests(&config.database_url, 20).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
-    db::migrate(&pool).await?;
+    migrate(&pool).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
     let tile_connections = tile_connections::TileConnections::new(&config.database_url, 16)?;

@@ -22,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
                 std::env::var("DATABASE_URL").unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
             let pool = db::connect(&url, 2).await?;
             db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
-            db::migrate(&pool).await?;
+            catalog_api::migrate(&pool).await?;
             tracing::info!("migrations applied");
             Ok(())
         }

@@ -39,7 +39,7 @@ impl Bucket {
             "/api/health" | "/api/ready" | "/api/metrics" => None,
             "/api/auth/login" | "/api/auth/register" | "/api/auth/refresh" => Some(Bucket::SignIn),
             p if p.starts_with("/api/auth/oauth/") => Some(Bucket::SignIn),
-            p if p.starts_with("/api/tiles/") => Some(Bucket::Tiles),
+            p if p.starts_with("/api/tiles/") || p.starts_with("/api/basemap/") => Some(Bucket::Tiles),
             _ => Some(Bucket::General),
         }
     }

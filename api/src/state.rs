@@ -32,6 +32,7 @@ pub struct Shared {
     pub metrics: crate::metrics::http::HttpMetrics,
     pub reads: crate::read_clock::ReadClock,
     pub tiles: crate::tile_cache::TileCache,
+    pub fonts: crate::glyphs::Fonts,
 }
 
 impl AppState {
@@ -54,6 +55,7 @@ impl AppState {
             metrics: Default::default(),
             reads: Default::default(),
             tiles: crate::tile_cache::TileCache::new(config.tile_cache_bytes),
+            fonts: crate::glyphs::Fonts::load(&config.fonts_dir),
             config: Arc::new(config),
         })))
     }

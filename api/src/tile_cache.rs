@@ -43,6 +43,8 @@ pub enum TileRoute {
     Cluster,
     Raster,
     Terrain,
+    /// The built-in basemap's tiles (no dataset).
+    Basemap,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -73,6 +75,19 @@ impl TileKey {
             data_version: dataset.data_version,
             publication_version: dataset.publication_version,
             route,
+            address,
+            recipe,
+        }
+    }
+
+    /// The key of the built-in basemap's tile `address`, cut from the data
+    /// and SQL of this digest.
+    pub fn basemap(address: (u32, u32, u32), recipe: [u8; 16]) -> Self {
+        Self {
+            dataset: Uuid::nil(),
+            data_version: 0,
+            publication_version: 0,
+            route: TileRoute::Basemap,
             address,
             recipe,
         }
@@ -233,12 +248,37 @@ impl TileCache {
         key: TileKey,
         render: impl Future<Output = Result<Tile, AppError>>,
     ) -> Result<Response, AppError> {
+        let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
+        self.respond_with(request, key, (lifetime, cache_control(dataset)), render)
+            .await
+    }
+
+    /// The response for tile `key` of data that changes only with its key
+    /// and that anyone may read (the built-in basemap's).
+    pub async fn respond_unchanging(
+        &self,
+        request: &HeaderMap,
+        key: TileKey,
+        render: impl Future<Output = Result<Tile, AppError>>,
+    ) -> Result<Response, AppError> {
+        self.respond_with(request, key, (None, "public, max-age=86400"), render)
+            .await
+    }
+
+    /// `respond`, given how long a cached tile stays fresh here (`None`:
+    /// as long as its key lives) and what the answer says to other caches.
+    async fn respond_with(
+        &self,
+        request: &HeaderMap,
+        key: TileKey,
+        (lifetime, cache_control): (Option<Duration>, &'static str),
+        render: impl Future<Output = Result<Tile, AppError>>,
+    ) -> Result<Response, AppError> {
         let etag = key.etag();
         let mut response = if names_etag(request, &etag) {
             self.counts.not_modified.fetch_add(1, Ordering::Relaxed);
             StatusCode::NOT_MODIFIED.into_response()
         } else {
-            let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
             let tile = self.get_or_render(key, lifetime, render).await?;
             match tile.content_type {
                 Some(content_type) => (
@@ -250,7 +290,7 @@ impl TileCache {
             }
         };
         let headers = response.headers_mut();
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control(dataset)));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
         if let Ok(etag) = HeaderValue::from_str(&etag) {
             headers.insert(header::ETAG, etag);
         }

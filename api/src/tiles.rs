@@ -57,13 +57,13 @@ const CLUSTER_GRID: u32 = 8;
 
 /// A tile address, checked against the tile matrix of its zoom.
 #[derive(Clone, Copy)]
-struct TileAddress {
-    z: u32,
-    x: u32,
-    y: u32,
+pub struct TileAddress {
+    pub z: u32,
+    pub x: u32,
+    pub y: u32,
 }
 
-fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
+pub fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
     let y = y.strip_suffix(".pbf").or_else(|| y.strip_suffix(".mvt")).unwrap_or(y);
     let number = |name: &str, v: &str| {
         v.parse::<u32>()

@@ -35,6 +35,8 @@ pub struct Config {
     pub job_retries: JobRetries,
     /// Bytes of encoded tiles each API process keeps; 0 turns the cache off.
     pub tile_cache_bytes: u64,
+    /// Where the fonts for map labels are (TrueType or OpenType files).
+    pub fonts_dir: std::path::PathBuf,
 }
 
 /// How a job whose provider failed for a while is run again.
@@ -58,6 +60,8 @@ pub struct RateLimits {
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catalog";
+/// Debian's fonts-dejavu-core.
+pub const DEFAULT_FONTS_DIR: &str = "/usr/share/fonts/truetype/dejavu";
 pub const MIN_JWT_SECRET_CHARS: usize = 32;
 pub const MIN_METRICS_TOKEN_CHARS: usize = 24;
 
@@ -186,6 +190,10 @@ impl Config {
             tile_cache_bytes: settings
                 .parsed::<u64>("TILE_CACHE_MB", 256)?
                 .saturating_mul(1024 * 1024),
+            fonts_dir: settings
+                .var("FONTS_DIR")
+                .unwrap_or_else(|| DEFAULT_FONTS_DIR.into())
+                .into(),
             rate_limits: RateLimits {
                 per_minute: settings.at_least_one("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: settings.at_least_one("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,

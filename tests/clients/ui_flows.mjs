@@ -74,10 +74,17 @@ async function screen(page, name) {
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
 }
 
-/** How many pixels of the map's screenshot are data: far from the plain background (#eef2f5). */
-async function dataPixels(page) {
+/** The colours of what is not data: the plain background (#eef2f5) and the
+ * built-in basemap's water, land, coast, borders, names and their halo. */
+const NOT_DATA = [[238, 242, 245], [205, 223, 234], [246, 244, 238], [167, 191, 207], [163, 159, 176], [91, 90, 99], [255, 255, 255]];
+/** The built-in basemap's water and land. */
+const BASEMAP = NOT_DATA.slice(1, 3);
+
+/** How many pixels of the map's screenshot are far from every one of `palette` (what the map drew of data),
+ * or, with `near`, within a few levels of one of them. */
+async function dataPixels(page, palette = NOT_DATA, near = false) {
   const png = await page.locator('.map canvas').screenshot();
-  return page.evaluate(async (b64) => {
+  return page.evaluate(async ([b64, palette, near]) => {
     const img = new Image();
     img.src = `data:image/png;base64,${b64}`;
     await img.decode();
@@ -90,10 +97,11 @@ async function dataPixels(page) {
     let n = 0;
     for (let i = 0; i < data.length; i += 4) {
       const [r, g, b] = [data[i], data[i + 1], data[i + 2]];
-      if (Math.abs(r - 238) + Math.abs(g - 242) + Math.abs(b - 245) > 90) n += 1;
+      const nearest = Math.min(...palette.map(([pr, pg, pb]) => Math.abs(r - pr) + Math.abs(g - pg) + Math.abs(b - pb)));
+      if (near ? nearest <= 12 : nearest > 90) n += 1;
     }
     return n;
-  }, png.toString('base64'));
+  }, [png.toString('base64'), palette, near]);
 }
 
 async function api(method, route, token, body) {
@@ -128,11 +136,11 @@ async function signedIn(username, password, options) {
 }
 
 /** How many of the map's pixels are far from its plain background: what the map drew, polled until it has drawn. */
-async function drawnPixels(p, enough = 2000) {
+async function drawnPixels(p, enough = 2000, palette = NOT_DATA) {
   let n = 0;
   for (let i = 0; i < 60 && n < enough; i += 1) {
     await p.waitForTimeout(500);
-    n = await dataPixels(p);
+    n = await dataPixels(p, palette);
   }
   return n;
 }
@@ -182,9 +190,12 @@ const firstRow = await page.locator('tbody tr').first().innerText();
 await page.getByRole('button', { name: 'Next rows' }).click();
 await page.getByText('rows 11–20 of 100').waitFor();
 assert.notEqual(await page.locator('tbody tr').first().innerText(), firstRow, 'the next page shows other rows');
-// The map preview draws the counties from the vector tiles.
+// The map preview draws the counties from the vector tiles, over the
+// service's own basemap (its land and sea).
 let drawn = await drawnPixels(page);
 assert.ok(drawn >= 2000, `the map drew ${drawn} pixels of data`);
+const basemapDrawn = await dataPixels(page, BASEMAP, true);
+assert.ok(basemapDrawn >= 2000, `the basemap drew ${basemapDrawn} pixels of land and sea`);
 await screen(page, 'dataset');
 
 // --- Edit: make it public; anyone can then read it.
@@ -312,6 +323,7 @@ await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: '
 await page.getByLabel('New map name').fill('Counties map');
 await page.getByRole('button', { name: 'Create map' }).click();
 await page.getByLabel('Map name').waitFor();
+assert.equal(await page.getByLabel('Basemap source').inputValue(), 'builtin', 'a new map sits on the service\'s basemap');
 for (let i = 0; i < 2; i += 1) {
   await page.getByLabel('Dataset to add').selectOption({ label: 'North Carolina counties' });
   await page.getByRole('button', { name: 'Add layer' }).click();
@@ -380,7 +392,8 @@ await page.getByLabel('Basemap source').selectOption({ label: 'Raster dataset: e
 await page.getByLabel('Basemap tone').selectOption('monochrome');
 await page.getByRole('button', { name: 'Save map' }).click();
 await page.getByText('Map saved.').waitFor();
-drawn = await drawnPixels(page);
+// A raster basemap replaces the built-in one: all but the plain background is the raster.
+drawn = await drawnPixels(page, 2000, NOT_DATA.slice(0, 1));
 assert.ok(drawn >= 2000, `the basemap drew ${drawn} pixels`);
 await screen(page, 'map-basemap');
 const reliefId = page.url().split('/').pop();

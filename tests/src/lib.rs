@@ -621,3 +621,21 @@ pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
     let borrowed: Vec<(&str, Vec<u8>)> = members.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
     zip_of(&borrowed)
 }
+
+/// Fails unless MapLibre's style-spec validator (npm) accepts `style`
+/// without a word.
+pub fn validate_style(style: &Value) {
+    let validator = std::env::var("CATALOG_STYLE_VALIDATOR").expect("CATALOG_STYLE_VALIDATOR (set by scripts/test.sh)");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), serde_json::to_vec_pretty(style).unwrap()).unwrap();
+    let output = Command::new(validator).arg(file.path()).output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && report.trim().is_empty(),
+        "the style-spec validator refused the style:\n{report}\n{style:#}"
+    );
+}

@@ -1,8 +1,7 @@
 //! Maps: validation at every bound, visibility, optimistic concurrency,
 //! forks, share links, and MapLibre style export and import.
-use std::process::Command;
 
-use catalog_tests::{Api, App, Stack, StackOptions};
+use catalog_tests::{Api, App, Stack, StackOptions, validate_style};
 use serde_json::{Value, json};
 
 async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
@@ -396,22 +395,6 @@ async fn share_links_serve_read_only_until_revoked() {
         .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
         .await;
     assert_eq!(with_key.status(), 410, "whatever credential is sent");
-}
-
-fn validate_style(style: &Value) {
-    let validator = std::env::var("CATALOG_STYLE_VALIDATOR").expect("CATALOG_STYLE_VALIDATOR (set by scripts/test.sh)");
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), serde_json::to_vec_pretty(style).unwrap()).unwrap();
-    let output = Command::new(validator).arg(file.path()).output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && report.trim().is_empty(),
-        "the style-spec validator refused the style:\n{report}\n{style:#}"
-    );
 }
 
 #[tokio::test]

@@ -185,3 +185,34 @@ async fn maplibre_draws_a_raster_layer_over_terrain() {
         .count();
     assert!(red * 2 > width * height, "{red} of {} pixels red", width * height);
 }
+
+#[tokio::test]
+async fn maplibre_draws_the_builtin_basemap_with_its_labels() {
+    let stack = Stack::start().await;
+    let token = stack.admin_token().await;
+    // A new map, on the basemap by default, with no layer of its own.
+    let response = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "Benelux", "visibility": "public", "center_lng": 5.0, "center_lat": 50.3, "zoom": 7}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let style_url = stack.url(&format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()));
+    // Names are placed only once their glyphs have loaded from the service.
+    let report = render(&style_url, "basemap-place-country", None);
+    assert_eq!(report["idle"], true, "{report}");
+    assert_eq!(report["errors"], json!([]), "{report}");
+    let names: Vec<&str> = report["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.contains(&"Belgium") && names.contains(&"Luxembourg"), "{report}");
+    let land = render(&style_url, "basemap-land", None);
+    assert!(land["rendered"].as_u64().unwrap() >= 3, "{land}");
+}

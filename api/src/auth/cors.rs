@@ -2,7 +2,8 @@
 //! standards and catalog-search routes (and to map and style reads, which
 //! viewers on other sites load) get `*`; a request that carries a
 //! credential gets its origin echoed only when `CORS_ALLOWED_ORIGINS` lists
-//! it; tile routes always answer `*`.
+//! it; tile routes, and the built-in basemap's style, tiles and glyphs,
+//! always answer `*`.
 use axum::{
     extract::Request,
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
@@ -37,7 +38,7 @@ fn is_map_read(path: &str) -> bool {
 }
 
 fn is_tile_route(path: &str) -> bool {
-    path.starts_with("/api/tiles/")
+    path.starts_with("/api/tiles/") || path.starts_with("/api/basemap/")
 }
 
 fn carries_credential(headers: &HeaderMap, query: Option<&str>) -> bool {

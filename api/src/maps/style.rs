@@ -205,7 +205,8 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
     }
     if config.basemap_position == super::model::Position::Top {
         layers.extend(data_layers);
-        layers.extend(basemap_layers);
+        // A basemap's own background drawn over the data would hide it.
+        layers.extend(basemap_layers.into_iter().filter(|l| l["type"] != "background"));
     } else {
         layers.extend(basemap_layers);
         layers.extend(data_layers);
@@ -278,7 +279,9 @@ pub async fn export_style(
     if let Some(dem) = terrain_signature(&state, &caller, &map).await? {
         signatures.insert(dem.0, dem.1);
     }
-    let basemap = if basemap::is_style_url(&map.basemap_style) {
+    let basemap = if crate::basemap::is_builtin(&map.basemap_style, &state.config.public_url) {
+        Some(std::sync::Arc::new(crate::basemap::style(&state.config.public_url)))
+    } else if basemap::is_style_url(&map.basemap_style) {
         state.basemaps.fetch(&state.outbound, &map.basemap_style).await
     } else {
         None

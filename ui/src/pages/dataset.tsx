@@ -15,7 +15,7 @@ type Items = { features: { id?: string | number; properties: Record<string, unkn
 const ROWS = 10;
 const COLOUR = "#c2410c";
 
-/** The preview's style: the dataset alone over a plain background (nothing loaded from another site). */
+/** The preview's style: the dataset alone (the MapView puts the service's own basemap under it). */
 function previewStyle(d: Dataset): StyleSpecification {
   const tilejson = `${window.location.origin}/api/tiles/${d.id}/tilejson.json`;
   const layers: LayerSpecification[] = [{ id: "background", type: "background", paint: { "background-color": "#eef2f5" } }];
@@ -170,7 +170,7 @@ export function DatasetPage({ id }: { id: string }) {
         <span className="tag">{d.status}</span>
       </p>
       {d.geometry_column || d.kind === "raster" ? (
-        <MapView style={previewStyle(d)} bounds={d.extent_bbox} label={`Map of ${d.title}`} />
+        <MapView style={previewStyle(d)} bounds={d.extent_bbox} basemap={{}} label={`Map of ${d.title}`} />
       ) : null}
       <div className="columns">
         <section aria-labelledby="about">

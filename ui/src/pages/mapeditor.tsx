@@ -2,10 +2,12 @@ import { useState, type DragEvent } from "react";
 import { get, request, send, type Schemas } from "../api";
 import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad } from "./common";
 import { MapView } from "./mapview";
+import { BUILTIN_BASEMAP, isBuiltinBasemap } from "./basemap";
 import {
   DEFAULT_BACKGROUND,
   DEFAULT_COLOUR,
   basemapDataset,
+  basemapPlacement,
   drawsBasemap,
   extentOf,
   layerColour,
@@ -18,8 +20,9 @@ type MapLayer = Schemas["MapLayerResponse"];
 type Dataset = Schemas["Dataset"];
 type BasemapConfig = Schemas["BasemapConfig"];
 
-/** What the basemap is: none, a raster dataset of this catalog (its id), or another URL. */
+/** What the basemap is: none, the built-in one, a raster dataset of this catalog (its id), or another URL. */
 const NONE = "";
+const BUILTIN = "builtin";
 const OTHER = "other";
 
 /** The basemap's settings: its source, and how it is drawn. */
@@ -35,13 +38,16 @@ function BasemapSettings({
   const config = map.basemap_config;
   const [choice, setChoice] = useState(() => {
     const dataset = basemapDataset(map.basemap_style);
-    return !map.basemap_style ? NONE : rasters.some((d) => d.id === dataset) ? dataset! : OTHER;
+    if (!map.basemap_style) return NONE;
+    if (isBuiltinBasemap(map.basemap_style)) return BUILTIN;
+    return rasters.some((d) => d.id === dataset) ? dataset! : OTHER;
   });
-  const undrawn = !!map.basemap_style && !drawsBasemap(map.basemap_style);
+  const undrawn = !!map.basemap_style && !drawsBasemap(map.basemap_style) && !isBuiltinBasemap(map.basemap_style);
   const configure = (patch: Partial<BasemapConfig>) => onChange({ basemap_config: { ...config, ...patch } });
   const choose = (value: string) => {
     setChoice(value);
     if (value === NONE) onChange({ basemap_style: "" });
+    else if (value === BUILTIN) onChange({ basemap_style: BUILTIN_BASEMAP });
     else if (value !== OTHER) onChange({ basemap_style: rasterBasemap(value) });
   };
   return (
@@ -52,6 +58,7 @@ function BasemapSettings({
           Basemap source
           <select value={choice} onChange={(e) => choose(e.target.value)}>
             <option value={NONE}>None: a plain background</option>
+            <option value={BUILTIN}>This service's basemap: land, borders and country names</option>
             {rasters.map((d) => (
               <option key={d.id} value={d.id}>
                 Raster dataset: {d.title}
@@ -229,7 +236,12 @@ function Editor({ initial }: { initial: MapResponse }) {
         Map name
         <input value={map.name} onChange={(e) => setMap({ ...map, name: e.target.value })} />
       </label>
-      <MapView style={mapStyle(preview)} bounds={extentOf(preview) ?? basemapExtent} label={`Map ${map.name}`} />
+      <MapView
+        style={mapStyle(preview)}
+        bounds={extentOf(preview) ?? basemapExtent}
+        basemap={basemapPlacement(preview)}
+        label={`Map ${map.name}`}
+      />
       <section aria-labelledby="layers">
         <h2 id="layers">Layers</h2>
         {layers.length === 0 && <p>No layer yet: add one from a dataset below.</p>}

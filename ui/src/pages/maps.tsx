@@ -4,6 +4,7 @@ import { ApiError, get, send, type Schemas } from "../api";
 import { Link, navigate } from "../router";
 import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when } from "./common";
 import { MapView } from "./mapview";
+import { isBuiltinBasemap, type BasemapPlacement } from "./basemap";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
@@ -90,6 +91,12 @@ export function mapStyle(map: MapResponse): StyleSpecification {
   }
   const above = config.basemap_position === "top";
   return { version: 8, sources, layers: [background, ...(above ? [...layers, ...basemap] : [...basemap, ...layers])] };
+}
+
+/** Where a map draws the built-in basemap, if its basemap is that one. */
+export function basemapPlacement(map: MapResponse): BasemapPlacement | null {
+  if (!isBuiltinBasemap(map.basemap_style)) return null;
+  return { above: map.basemap_config.basemap_position === "top", opacity: map.basemap_config.opacity ?? 1 };
 }
 
 export function extentOf(map: MapResponse): number[] | null {
@@ -201,7 +208,7 @@ export function SharedMap({ token }: { token: string }) {
     <article>
       <h1>{m.name}</h1>
       {m.description && <p className="summary">{m.description}</p>}
-      <MapView style={mapStyle(m)} bounds={extentOf(m)} label={`Map ${m.name}`} />
+      <MapView style={mapStyle(m)} bounds={extentOf(m)} basemap={basemapPlacement(m)} label={`Map ${m.name}`} />
     </article>
   );
 }

@@ -3,32 +3,37 @@
 import { useEffect, useRef, useState } from "react";
 import type { Map as MapLibreMap, StyleSpecification, LngLatBoundsLike } from "maplibre-gl";
 import { authHeaders } from "../api";
+import { builtinBasemap, withBasemap, type BasemapPlacement } from "./basemap";
 
 export type MapViewProps = {
   style: StyleSpecification;
   bounds?: number[] | null;
   label: string;
+  /** Where the built-in basemap goes, if the map draws it. */
+  basemap?: BasemapPlacement | null;
   onMap?: (map: MapLibreMap) => void;
 };
 
-export function MapView({ style, bounds, label, onMap }: MapViewProps) {
+export function MapView({ style, bounds, label, basemap, onMap }: MapViewProps) {
   const container = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let map: MapLibreMap | undefined;
     let cancelled = false;
     (async () => {
-      const [maplibre, worker] = await Promise.all([
+      const [maplibre, worker, , base] = await Promise.all([
         import("maplibre-gl"),
         // The worker is a file of its own, which the bundler copies only when named.
         import("maplibre-gl/dist/maplibre-gl-worker.mjs?url"),
         import("maplibre-gl/dist/maplibre-gl.css"),
+        // Without its basemap the map still draws its data.
+        basemap ? builtinBasemap().catch(() => null) : null,
       ]);
       maplibre.setWorkerUrl(worker.default);
       if (cancelled || !container.current) return;
       map = new maplibre.Map({
         container: container.current,
-        style,
+        style: base && basemap ? withBasemap(style, base, basemap) : style,
         attributionControl: { compact: true },
         transformRequest: (url) =>
           url.startsWith(`${window.location.origin}/api/`) ? { url, headers: authHeaders() } : { url },
@@ -47,7 +52,7 @@ export function MapView({ style, bounds, label, onMap }: MapViewProps) {
       map?.remove();
     };
     // A new map only when the style or extent changes in content, not when a render builds equal objects.
-  }, [JSON.stringify(style), JSON.stringify(bounds)]);
+  }, [JSON.stringify(style), JSON.stringify(bounds), JSON.stringify(basemap)]);
   return (
     <div className="mapbox">
       <div ref={container} className="map" role="region" aria-label={label} />

@@ -1,0 +1,22 @@
+-- Fills the basemap's countries from $1, a GeoJSON FeatureCollection in
+-- EPSG:4326: clipped to Web Mercator's latitudes, made valid, each with a
+-- label point and the zoom from which its name shows (about zoom 1 for
+-- Russia, 4 for Belgium, 6 for Monaco).
+WITH features AS (
+  SELECT ordinality::int AS id, f->'properties'->>'name' AS name,
+         ST_SetSRID(ST_GeomFromGeoJSON(f->'geometry'), 4326) AS geom
+  FROM json_array_elements($1::json->'features') WITH ORDINALITY AS t(f, ordinality)
+  WHERE json_typeof(f->'geometry') = 'object'
+), mercator AS (
+  SELECT id, coalesce(name, '') AS name,
+         ST_Multi(ST_CollectionExtract(ST_MakeValid(ST_Transform(
+           ST_ClipByBox2D(geom, ST_MakeEnvelope(-180, -85.0511, 180, 85.0511, 4326)), 3857)), 3)) AS geom
+  FROM features
+)
+INSERT INTO basemap_countries (id, name, geom, label, label_min_zoom)
+SELECT id, name, geom,
+       (ST_MaximumInscribedCircle(largest.part)).center,
+       least(6, greatest(1, floor(8.5 - log(greatest(ST_Area(geography(ST_Transform(geom, 4326))) / 1e6, 1)))))::int
+FROM mercator,
+LATERAL (SELECT d.geom AS part FROM ST_Dump(mercator.geom) d ORDER BY ST_Area(d.geom) DESC LIMIT 1) largest
+WHERE NOT ST_IsEmpty(mercator.geom)

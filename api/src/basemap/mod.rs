@@ -1,0 +1,147 @@
+//! The built-in basemap, so that maps have land, borders and names to sit
+//! on with nothing loaded from another site: a MapLibre style, its vector
+//! tiles (Natural Earth 1:50m countries in PostGIS, `data`) and the glyphs
+//! its labels and any map's labels are drawn with (`fonts`). Everyone may
+//! read all three, as any basemap's tiles are public.
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderMap, HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::AppError;
+use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    extract::Path,
+    state::AppState,
+    tile_cache::{Tile, TileKey},
+};
+
+pub mod data;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(style_json))
+        .routes(routes!(tile))
+        .routes(routes!(glyphs))
+}
+
+/// Where the built-in style is served, below `PUBLIC_URL`.
+pub const STYLE_PATH: &str = "/api/basemap/style.json";
+/// The deepest zoom the basemap's tiles are cut at; viewers over-zoom past it.
+const MAX_ZOOM: u32 = 6;
+const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
+
+/// Whether a map's `basemap_style` names this service's built-in basemap.
+pub fn is_builtin(basemap_style: &str, public_url: &str) -> bool {
+    basemap_style.strip_prefix(public_url) == Some(STYLE_PATH) || basemap_style == STYLE_PATH
+}
+
+/// The built-in basemap as a MapLibre style whose URLs start at `base`.
+pub fn style(base: &str) -> Value {
+    let font = json!([crate::glyphs::DEFAULT_FONTSTACK]);
+    json!({
+        "version": 8,
+        "name": "Catalog basemap",
+        "metadata": {"attribution": "Natural Earth (public domain)"},
+        "glyphs": format!("{base}/api/basemap/fonts/{{fontstack}}/{{range}}.pbf"),
+        "sources": {
+            "countries": {
+                "type": "vector",
+                "tiles": [format!("{base}/api/basemap/tiles/{{z}}/{{x}}/{{y}}.pbf")],
+                "minzoom": 0,
+                "maxzoom": MAX_ZOOM,
+                "attribution": "Made with Natural Earth",
+            }
+        },
+        "layers": [
+            {"id": "water", "type": "background", "paint": {"background-color": "#cddfea"}},
+            {"id": "land", "type": "fill", "source": "countries", "source-layer": "earth",
+             "paint": {"fill-color": "#f6f4ee"}},
+            {"id": "coastline", "type": "line", "source": "countries", "source-layer": "earth",
+             "paint": {"line-color": "#a7bfcf", "line-width": ["interpolate", ["linear"], ["zoom"], 0, 0.4, 6, 1.2]}},
+            {"id": "boundary-country", "type": "line", "source": "countries", "source-layer": "boundary",
+             "layout": {"line-join": "round"},
+             "paint": {"line-color": "#a39fb0", "line-dasharray": [3, 2],
+                       "line-width": ["interpolate", ["linear"], ["zoom"], 0, 0.5, 6, 1.4]}},
+            {"id": "place-country", "type": "symbol", "source": "countries", "source-layer": "place",
+             "filter": ["<=", ["get", "min_zoom"], ["zoom"]],
+             "layout": {"text-field": ["get", "name"], "text-font": font, "text-max-width": 8,
+                        "text-size": ["interpolate", ["linear"], ["zoom"], 1, 10, 6, 15]},
+             "paint": {"text-color": "#5b5a63", "text-halo-color": "#ffffff", "text-halo-width": 1.2}}
+        ]
+    })
+}
+
+/// The built-in basemap: a MapLibre style (version 8) of land, national
+/// borders and country names, drawn from this service's own tiles and glyphs.
+#[utoipa::path(get, path = "/api/basemap/style.json", tag = "maps",
+    responses((status = 200, description = "MapLibre style, version 8")))]
+async fn style_json(State(state): State<AppState>) -> Response {
+    let mut response = Json(style(&state.config.public_url)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    response
+}
+
+/// One vector tile of the built-in basemap: layers `earth` (countries,
+/// with `name`), `boundary` (borders, `admin_level` 2) and `place` (a
+/// point per country with `name`, `class` and `min_zoom`, the zoom from
+/// which its label shows). Zoom 0 to 6; viewers over-zoom past it.
+#[utoipa::path(get, path = "/api/basemap/tiles/{z}/{x}/{y}", tag = "maps",
+    params(("z" = u32, Path, description = "zoom, 0 to 6"), ("x" = u32, Path),
+           ("y" = String, Path, description = "row, with or without .pbf or .mvt")),
+    responses((status = 200, description = "Mapbox Vector Tile", content_type = "application/vnd.mapbox-vector-tile"),
+              (status = 204, description = "nothing in this tile"),
+              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn tile(
+    State(state): State<AppState>,
+    request: HeaderMap,
+    Path((z, x, y)): Path<(String, String, String)>,
+) -> Result<Response, AppError> {
+    let address = crate::tiles::tile_address(&z, &x, &y)?;
+    let address = (address.z, address.x, address.y);
+    if address.0 > MAX_ZOOM {
+        return Err(AppError::not_found(format!(
+            "the basemap's tiles stop at zoom {MAX_ZOOM}; viewers over-zoom past it"
+        )));
+    }
+    let key = TileKey::basemap(address, *data::DIGEST);
+    let render = async {
+        let tile = state
+            .tile_connections
+            .tile(include_str!("tile.sql"), address, "")
+            .await?;
+        Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
+    };
+    state.tiles.respond_unchanging(&request, key, render).await
+}
+
+/// Glyphs for map labels: 256 code points of a font stack as signed
+/// distance fields, as MapLibre's `glyphs` template asks for them. A stack
+/// naming no font this service has gets its default font.
+#[utoipa::path(get, path = "/api/basemap/fonts/{fontstack}/{range}", tag = "maps",
+    params(("fontstack" = String, Path, description = "font names, comma-separated, such as DejaVu Sans Book"),
+           ("range" = String, Path, description = "code points `start-end.pbf`: start a multiple of 256, end start + 255")),
+    responses((status = 200, description = "glyphs (protocol buffers)", content_type = "application/x-protobuf"),
+              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn glyphs(
+    State(state): State<AppState>,
+    Path((stack, range)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let start = crate::glyphs::range_start(&range)?;
+    let body = state.fonts.glyphs(&stack, start).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("application/x-protobuf")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
+        ],
+        body,
+    )
+        .into_response())
+}

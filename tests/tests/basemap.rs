@@ -1,0 +1,218 @@
+//! The built-in basemap: its style (valid for MapLibre's validator, all
+//! URLs on this service), its vector tiles as GDAL reads them, the glyphs
+//! its labels need, and new maps exported on it.
+use std::process::Command;
+
+use catalog_tests::{Api, App, validate_style};
+use pbf_font_tools::{Glyphs, prost::Message};
+use serde_json::{Value, json};
+
+/// The features of each layer of a tile, as GDAL's MVT driver reads them:
+/// (layer, properties as `ogrinfo` prints them).
+fn tile_features(tile: &[u8], (z, x, y): (u32, u32, u32)) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tile.pbf");
+    std::fs::write(&path, tile).unwrap();
+    let output = Command::new("ogrinfo")
+        .args(["-ro", "-al", "-geom=NO"])
+        .args([
+            "-oo",
+            &format!("Z={z}"),
+            "-oo",
+            &format!("X={x}"),
+            "-oo",
+            &format!("Y={y}"),
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What `ogrinfo` printed of `layer`.
+fn layer_in<'a>(ogrinfo: &'a str, layer: &str) -> &'a str {
+    ogrinfo
+        .split("\nLayer name: ")
+        .find(|section| section.starts_with(&format!("{layer}\n")))
+        .unwrap_or_default()
+}
+
+/// How many features `ogrinfo` printed for `layer`.
+fn count_in(ogrinfo: &str, layer: &str) -> usize {
+    layer_in(ogrinfo, layer).matches("\nOGRFeature(").count()
+}
+
+#[tokio::test]
+async fn the_basemap_serves_land_borders_and_names_to_anyone() {
+    let app = App::start().await;
+    let (status, style) = app.get_json(None, "/api/basemap/style.json").await;
+    assert_eq!(status, 200);
+    validate_style(&style);
+    let base = app.base();
+    assert_eq!(
+        style["glyphs"],
+        format!("{base}/api/basemap/fonts/{{fontstack}}/{{range}}.pbf")
+    );
+    assert_eq!(
+        style["sources"]["countries"]["tiles"],
+        json!([format!("{base}/api/basemap/tiles/{{z}}/{{x}}/{{y}}.pbf")])
+    );
+
+    // The whole world: every country and the borders between them; no
+    // name yet at zoom 0, then the biggest countries' first.
+    let response = app.send(app.http.get(app.url("/api/basemap/tiles/0/0/0.pbf"))).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/vnd.mapbox-vector-tile");
+    let etag = response.headers()["etag"].to_str().unwrap().to_string();
+    let world = tile_features(&response.bytes().await.unwrap(), (0, 0, 0));
+    assert!(count_in(&world, "earth") > 200, "{world}");
+    assert!(count_in(&world, "boundary") > 100);
+    assert_eq!(count_in(&world, "place"), 0);
+    let response = app.send(app.http.get(app.url("/api/basemap/tiles/1/1/0.pbf"))).await;
+    let north_east = tile_features(&response.bytes().await.unwrap(), (1, 1, 0));
+    let names = layer_in(&north_east, "place");
+    assert!(names.contains("name (String) = Russia"), "{north_east}");
+    assert!(
+        !names.contains("name (String) = Luxembourg"),
+        "small countries are named later"
+    );
+
+    // Western Europe at zoom 5: Luxembourg's name, its borders; for a
+    // viewer on any site.
+    let response = app
+        .send(
+            app.http
+                .get(app.url("/api/basemap/tiles/5/16/10.pbf"))
+                .header("origin", "https://viewer.example"),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let europe = tile_features(&response.bytes().await.unwrap(), (5, 16, 10));
+    let names = layer_in(&europe, "place");
+    assert!(names.contains("name (String) = Luxembourg"), "{europe}");
+    assert!(names.contains("class (String) = country"));
+    assert!(count_in(&europe, "boundary") >= 3);
+
+    // Conditional requests, and what is not a basemap tile.
+    let response = app
+        .send(
+            app.http
+                .get(app.url("/api/basemap/tiles/0/0/0"))
+                .header("if-none-match", &etag),
+        )
+        .await;
+    assert_eq!(response.status(), 304);
+    for (path, status) in [
+        ("/api/basemap/tiles/7/0/0.pbf", 404),
+        ("/api/basemap/tiles/2/4/0.pbf", 404),
+        ("/api/basemap/tiles/a/0/0.pbf", 400),
+    ] {
+        let response = app.send(app.http.get(app.url(path))).await;
+        assert_eq!(response.status(), status, "{path}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json");
+    }
+}
+
+async fn glyphs(app: &App, stack: &str, range: &str) -> Glyphs {
+    let response = app
+        .send(app.http.get(app.url(&format!("/api/basemap/fonts/{stack}/{range}"))))
+        .await;
+    assert_eq!(response.status(), 200, "{stack} {range}");
+    assert_eq!(response.headers()["content-type"], "application/x-protobuf");
+    Glyphs::decode(response.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn labels_get_glyphs_whatever_font_they_name() {
+    let app = App::start().await;
+    // The basemap's own font: Latin letters as signed distance fields.
+    let latin = glyphs(&app, "DejaVu%20Sans%20Book", "0-255.pbf").await;
+    let stack = &latin.stacks[0];
+    assert_eq!(stack.range, "0-255");
+    let a = stack.glyphs.iter().find(|g| g.id == u32::from('A')).expect("an A");
+    assert!(a.width > 0 && a.height > 0 && a.advance > 0);
+    assert!(a.bitmap.as_ref().is_some_and(|b| !b.is_empty()));
+    // "São Tomé", "Curaçao", "Côte d'Ivoire" and Cyrillic names.
+    let extended = glyphs(&app, "DejaVu%20Sans%20Book", "1024-1279.pbf").await;
+    assert!(extended.stacks[0].glyphs.iter().any(|g| g.id == 0x0416), "Ж");
+
+    // A stack of fonts this service lacks (as styles written for other
+    // servers name them) still gets glyphs, from the default font.
+    let fallback = glyphs(
+        &app,
+        "Open%20Sans%20Regular,Arial%20Unicode%20MS%20Regular",
+        "0-255.pbf",
+    )
+    .await;
+    assert_eq!(fallback.stacks[0].glyphs.len(), stack.glyphs.len());
+
+    for range in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "x.pbf"] {
+        let response = app
+            .send(
+                app.http
+                    .get(app.url(&format!("/api/basemap/fonts/DejaVu%20Sans%20Book/{range}"))),
+            )
+            .await;
+        assert_eq!(response.status(), 400, "{range}");
+    }
+}
+
+#[tokio::test]
+async fn new_maps_sit_on_the_basemap() {
+    let app = App::start().await;
+    let token = app.admin_token().await;
+    let response = app
+        .send(
+            app.http
+                .post(app.url("/api/maps"))
+                .bearer_auth(&token)
+                .json(&json!({"name": "Plain"})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    assert_eq!(map["basemap_style"], "/api/basemap/style.json");
+    let id = map["id"].as_str().unwrap();
+    let (status, style) = app.get_json(Some(&token), &format!("/api/maps/{id}/style.json")).await;
+    assert_eq!(status, 200);
+    validate_style(&style);
+    let base = app.base();
+    assert_eq!(
+        style["sources"]["basemap-countries"]["tiles"],
+        json!([format!("{base}/api/basemap/tiles/{{z}}/{{x}}/{{y}}.pbf")])
+    );
+    assert_eq!(
+        style["glyphs"],
+        format!("{base}/api/basemap/fonts/{{fontstack}}/{{range}}.pbf")
+    );
+    let ids: Vec<&str> = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"basemap-place-country"), "{ids:?}");
+
+    // Labels hidden and the basemap over the data: the settings apply to
+    // it, and its own background (which would hide the data) is left out.
+    let response = app
+        .send(
+            app.http
+                .put(app.url(&format!("/api/maps/{id}")))
+                .bearer_auth(&token)
+                .json(&json!({
+                    "show_basemap_labels": false,
+                    "basemap_config": {"basemap_position": "top", "boundary_visibility": "hidden"}
+                })),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let (_, style) = app.get_json(Some(&token), &format!("/api/maps/{id}/style.json")).await;
+    let layers = style["layers"].as_array().unwrap();
+    let layer = |id: &str| layers.iter().find(|l| l["id"] == id).unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(layer("basemap-place-country")["layout"]["visibility"], "none");
+    assert_eq!(layer("basemap-boundary-country")["layout"]["visibility"], "none");
+    assert!(layers.iter().all(|l| l["id"] != "basemap-water"), "{layers:?}");
+}
