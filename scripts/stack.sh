@@ -16,7 +16,7 @@ as_root() {
 # build need, plus any extra ones a script needs, installed when missing.
 # Their services are not started (policy-rc.d): the project runs its own.
 ensure_packages() {
-  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin libclang-dev pkg-config build-essential zip unzip curl python3 python3-venv "$@")
+  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin libclang-dev pkg-config build-essential zip unzip curl python3 python3-venv fonts-dejavu-core "$@")
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
