@@ -1,7 +1,11 @@
--- The built-in basemap (Natural Earth 1:50m countries), in Web Mercator.
--- The API fills these tables from the data it embeds whenever that data
--- differs from what `basemap_data` records (api/src/basemap/data.rs).
-CREATE TABLE basemap_countries (
+-- The built-in basemap (Natural Earth 1:50m countries), in Web Mercator,
+-- in a schema of its own (no user table, so never offered for
+-- registration). The API fills these tables from the data it embeds
+-- whenever that data differs from what `basemap.loaded` records
+-- (api/src/basemap/data.rs).
+CREATE SCHEMA basemap;
+
+CREATE TABLE basemap.countries (
   id integer PRIMARY KEY,
   name text NOT NULL,
   geom geometry(MultiPolygon, 3857) NOT NULL,
@@ -10,14 +14,14 @@ CREATE TABLE basemap_countries (
   -- The zoom from which the name shows: big countries first.
   label_min_zoom integer NOT NULL
 );
-CREATE INDEX basemap_countries_geom ON basemap_countries USING gist (geom);
+CREATE INDEX countries_geom ON basemap.countries USING gist (geom);
 
--- Borders between countries (coasts are the edges of `basemap_countries`).
-CREATE TABLE basemap_borders (geom geometry(MultiLineString, 3857) NOT NULL);
-CREATE INDEX basemap_borders_geom ON basemap_borders USING gist (geom);
+-- Borders between countries (coasts are the edges of `countries`).
+CREATE TABLE basemap.borders (geom geometry(MultiLineString, 3857) NOT NULL);
+CREATE INDEX borders_geom ON basemap.borders USING gist (geom);
 
 -- The digest of the data loaded, one row.
-CREATE TABLE basemap_data (
+CREATE TABLE basemap.loaded (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
   digest text NOT NULL
 );

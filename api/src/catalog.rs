@@ -33,7 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// Schemas that hold no user data.
 const SYSTEM_SCHEMAS: &str =
-    "('pg_catalog', 'information_schema', 'topology', 'tiger', 'tiger_data', 'apalis', 'pg_toast')";
+    "('pg_catalog', 'information_schema', 'topology', 'tiger', 'tiger_data', 'apalis', 'pg_toast', 'basemap')";
 
 /// Tables with a geometry column that the catalog does not know yet,
 /// leaving out the service's staging tables and tables set aside as old.

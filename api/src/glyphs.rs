@@ -11,12 +11,16 @@ use std::{
 
 use catalog_shared::AppError;
 use pbf_font_tools::{Fontstack, Glyphs, freetype, glyph_range_for_face, prost::Message};
-use quick_cache::sync::Cache;
+use quick_cache::{Weighter, sync::Cache};
+use tokio::sync::Semaphore;
 
 /// The basemap's font, and the one a stack of unknown fonts gets.
 pub const DEFAULT_FONTSTACK: &str = "DejaVu Sans Book";
-/// The glyph ranges kept: a few scripts of a few fonts.
-const KEPT_RANGES: usize = 512;
+/// Bytes of glyph ranges kept (a Latin range of one font is about 100 KB).
+const KEPT_BYTES: u64 = 64 << 20;
+/// Ranges cut at once: each takes a core for a moment, and raster tiles
+/// share the blocking threads.
+const CUTS_AT_ONCE: usize = 2;
 /// How many fonts one stack may name.
 const MAX_STACK: usize = 8;
 /// MapLibre's conventions for SDF glyphs (as node-fontnik writes them).
@@ -34,7 +38,22 @@ struct Face {
 /// The fonts found at start, and the glyph ranges cut so far.
 pub struct Fonts {
     faces: Vec<Face>,
-    ranges: Cache<(usize, u32), Arc<Fontstack>>,
+    ranges: Cache<(usize, u32), Arc<Fontstack>, RangeWeight>,
+    cutting: Semaphore,
+}
+
+#[derive(Clone)]
+struct RangeWeight;
+
+impl Weighter<(usize, u32), Arc<Fontstack>> for RangeWeight {
+    fn weight(&self, _key: &(usize, u32), range: &Arc<Fontstack>) -> u64 {
+        let bitmaps: usize = range
+            .glyphs
+            .iter()
+            .map(|g| g.bitmap.as_ref().map_or(0, Vec::len) + 32)
+            .sum();
+        bitmaps as u64 + 64
+    }
 }
 
 impl Fonts {
@@ -51,7 +70,8 @@ impl Fonts {
         }
         Self {
             faces,
-            ranges: Cache::new(KEPT_RANGES),
+            ranges: Cache::with_weighter(1024, KEPT_BYTES, RangeWeight),
+            cutting: Semaphore::new(CUTS_AT_ONCE),
         }
     }
 
@@ -90,16 +110,18 @@ impl Fonts {
             glyphs: Vec::new(),
         };
         for face in faces {
-            let cut = match self.ranges.get(&(face, start)) {
-                Some(cut) => cut,
-                None => {
+            // Concurrent requests for one range wait for the first one's cut.
+            let cut = match self.ranges.get_value_or_guard_async(&(face, start)).await {
+                Ok(cut) => cut,
+                Err(guard) => {
+                    let _permit = self.cutting.acquire().await.map_err(AppError::internal)?;
                     let (path, index) = (self.faces[face].path.clone(), self.faces[face].index);
                     let cut = tokio::task::spawn_blocking(move || cut_range(&path, index, start))
                         .await
                         .map_err(AppError::internal)?
                         .map_err(|e| AppError::internal(format!("glyphs could not be cut: {e}")))?;
                     let cut = Arc::new(cut);
-                    self.ranges.insert((face, start), cut.clone());
+                    let _ = guard.insert(cut.clone());
                     cut
                 }
             };

@@ -95,6 +95,16 @@ async fn the_basemap_serves_land_borders_and_names_to_anyone() {
     assert!(names.contains("class (String) = country"));
     assert!(count_in(&europe, "boundary") >= 3);
 
+    // The same for everyone: a stale or wrong credential is not read.
+    let response = app
+        .send(
+            app.http
+                .get(app.url("/api/basemap/tiles/5/16/10.pbf"))
+                .bearer_auth("expired-or-garbage"),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+
     // Conditional requests, and what is not a basemap tile.
     let response = app
         .send(
@@ -147,6 +157,10 @@ async fn labels_get_glyphs_whatever_font_they_name() {
     )
     .await;
     assert_eq!(fallback.stacks[0].glyphs.len(), stack.glyphs.len());
+
+    // A stack is only ever compared with the fonts' names, never made a path.
+    let traversal = glyphs(&app, "..%2F..%2F..%2F..%2Fetc%2Fpasswd", "0-255.pbf").await;
+    assert_eq!(traversal.stacks[0].glyphs.len(), stack.glyphs.len());
 
     for range in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "x.pbf"] {
         let response = app

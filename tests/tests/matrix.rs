@@ -135,6 +135,10 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/download", None, [401; 8]),
         row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        // The built-in basemap reads no credential, as a public basemap's tiles read none.
+        row("GET", "/api/basemap/style.json", None, [200; 8]),
+        row("GET", "/api/basemap/tiles/{z}/{x}/{y}", None, [200; 8]),
+        row("GET", "/api/basemap/fonts/{fontstack}/{range}", None, [200; 8]),
         row("GET", "/api/settings/oauth-providers", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("POST", "/api/settings/oauth-providers",
             Json(r#"{"slug": "p{unique}", "display_name": "P", "provider_type": "oidc", "client_id": "c", "client_secret": "s", "discovery_url": "https://example.org/d"}"#),
@@ -356,6 +360,7 @@ async fn authorization_matrix() {
                 .replace("{credential_id}", &Uuid::now_v7().to_string())
                 .replace("{connector_name}", "http")
                 .replace("{slug}", "nobody")
+                .replace("{fontstack}/{range}", "DejaVu%20Sans%20Book/0-255.pbf")
                 .replace("{z}/{x}/{y}", "0/0/0.pbf")
                 .replace("{user_id}", &fx.viewer_id.to_string());
             if row.method == "DELETE" && row.path.ends_with("/grants/{user_id}") {

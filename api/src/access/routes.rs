@@ -9,14 +9,16 @@ use super::Caller;
 /// Routes that read no credential: the landing page and conformance (the
 /// specification says so), liveness, the routes that take their credential
 /// in the body or a cookie (sign-in, refresh, sign-out), the single sign-on
-/// redirects (their credential is the provider's answer), and shared map
-/// links (404 or 410 whatever is sent).
+/// redirects (their credential is the provider's answer), shared map
+/// links (404 or 410 whatever is sent), and the built-in basemap (the same
+/// for everyone, so a viewer's stale token never blanks it).
 pub(super) fn reads_no_credential(path: &str) -> bool {
     matches!(
         path,
         "/api" | "/api/conformance" | "/api/health" | "/api/auth/login" | "/api/auth/refresh" | "/api/auth/logout"
     ) || path.starts_with("/api/maps/shared/")
         || path.starts_with("/api/auth/oauth/")
+        || path.starts_with("/api/basemap/")
 }
 
 pub(super) fn is_read_method(method: &Method) -> bool {

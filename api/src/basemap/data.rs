@@ -37,7 +37,7 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<()> {
         .bind(LOAD_LOCK)
         .execute(&mut *tx)
         .await?;
-    let loaded: Option<String> = sqlx::query_scalar("SELECT digest FROM basemap_data")
+    let loaded: Option<String> = sqlx::query_scalar("SELECT digest FROM basemap.loaded")
         .fetch_optional(&mut *tx)
         .await?;
     if loaded.as_deref() == Some(digest.as_str()) {
@@ -45,7 +45,7 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<()> {
     }
     let mut countries = String::new();
     flate2::read::GzDecoder::new(COUNTRIES_GZ).read_to_string(&mut countries)?;
-    sqlx::raw_sql("TRUNCATE basemap_countries, basemap_borders")
+    sqlx::raw_sql("TRUNCATE basemap.countries, basemap.borders")
         .execute(&mut *tx)
         .await?;
     sqlx::query(include_str!("load.sql"))
@@ -54,7 +54,7 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<()> {
         .await?;
     sqlx::raw_sql(include_str!("borders.sql")).execute(&mut *tx).await?;
     sqlx::query(
-        "INSERT INTO basemap_data (digest) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET digest = EXCLUDED.digest",
+        "INSERT INTO basemap.loaded (digest) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET digest = EXCLUDED.digest",
     )
     .bind(&digest)
     .execute(&mut *tx)

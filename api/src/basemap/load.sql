@@ -13,7 +13,7 @@ WITH features AS (
            ST_ClipByBox2D(geom, ST_MakeEnvelope(-180, -85.0511, 180, 85.0511, 4326)), 3857)), 3)) AS geom
   FROM features
 )
-INSERT INTO basemap_countries (id, name, geom, label, label_min_zoom)
+INSERT INTO basemap.countries (id, name, geom, label, label_min_zoom)
 SELECT id, name, geom,
        (ST_MaximumInscribedCircle(largest.part)).center,
        least(6, greatest(1, floor(8.5 - log(greatest(ST_Area(geography(ST_Transform(geom, 4326))) / 1e6, 1)))))::int

@@ -8,16 +8,16 @@ WITH tile AS (
 SELECT coalesce((
   SELECT ST_AsMVT(earth, 'earth', 4096, 'geom') FROM (
     SELECT c.name, ST_AsMVTGeom(ST_Simplify(c.geom, tile.pixel, true), tile.envelope, 4096, 64, true) AS geom
-    FROM basemap_countries c, tile WHERE c.geom && tile.area
+    FROM basemap.countries c, tile WHERE c.geom && tile.area
   ) earth WHERE geom IS NOT NULL), '')
   || coalesce((
   SELECT ST_AsMVT(boundary, 'boundary', 4096, 'geom') FROM (
     SELECT 2 AS admin_level, ST_AsMVTGeom(ST_Simplify(b.geom, tile.pixel), tile.envelope, 4096, 64, true) AS geom
-    FROM basemap_borders b, tile WHERE b.geom && tile.area
+    FROM basemap.borders b, tile WHERE b.geom && tile.area
   ) boundary WHERE geom IS NOT NULL), '')
   || coalesce((
   SELECT ST_AsMVT(place, 'place', 4096, 'geom') FROM (
     SELECT c.name, 'country' AS class, c.label_min_zoom AS min_zoom,
            ST_AsMVTGeom(c.label, tile.envelope, 4096, 64, true) AS geom
-    FROM basemap_countries c, tile WHERE c.label && tile.area AND c.label_min_zoom <= $1
+    FROM basemap.countries c, tile WHERE c.label && tile.area AND c.label_min_zoom <= $1
   ) place WHERE geom IS NOT NULL), '')
