@@ -207,15 +207,20 @@ impl TileCache {
 
     /// The tile under `key`, rendered by `render` when no fresh copy is
     /// kept. Concurrent requests for one missing tile render it once.
-    async fn get_or_render(
+    ///
+    /// `render` makes its future only on a miss, and that future lives on
+    /// the heap: a rendering future (a database query, a GDAL read) is tens
+    /// of kilobytes, which every request, hit or miss, would otherwise copy
+    /// as its handler's future is built and moved.
+    async fn get_or_render<F: Future<Output = Result<Tile, AppError>>>(
         &self,
         key: TileKey,
         lifetime: Option<Duration>,
-        render: impl Future<Output = Result<Tile, AppError>>,
+        render: impl FnOnce() -> F,
     ) -> Result<Tile, AppError> {
         let Some(tiles) = &self.tiles else {
             self.counts.misses.fetch_add(1, Ordering::Relaxed);
-            return render.await;
+            return Box::pin(render()).await;
         };
         let fresh = |tile: &Tile| lifetime.is_none_or(|l| tile.made.elapsed() < l);
         let found = tiles.get_value_or_guard_async(&key).await;
@@ -227,12 +232,12 @@ impl TileCache {
         match found {
             Ok(tile) if fresh(&tile) => Ok(tile),
             Ok(_) => {
-                let tile = render.await?;
+                let tile = Box::pin(render()).await?;
                 tiles.insert(key, tile.clone());
                 Ok(tile)
             }
             Err(guard) => {
-                let tile = render.await?;
+                let tile = Box::pin(render()).await?;
                 let _ = guard.insert(tile.clone());
                 Ok(tile)
             }
@@ -241,12 +246,12 @@ impl TileCache {
 
     /// The response for tile `key` of `dataset`: 304 when the request's
     /// `If-None-Match` already names it, else the cached or rendered tile.
-    pub async fn respond(
+    pub async fn respond<F: Future<Output = Result<Tile, AppError>>>(
         &self,
         request: &HeaderMap,
         dataset: &Dataset,
         key: TileKey,
-        render: impl Future<Output = Result<Tile, AppError>>,
+        render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
         self.respond_with(request, key, (lifetime, cache_control(dataset)), render)
@@ -255,11 +260,11 @@ impl TileCache {
 
     /// The response for tile `key` of data that changes only with its key
     /// and that anyone may read (the built-in basemap's).
-    pub async fn respond_unchanging(
+    pub async fn respond_unchanging<F: Future<Output = Result<Tile, AppError>>>(
         &self,
         request: &HeaderMap,
         key: TileKey,
-        render: impl Future<Output = Result<Tile, AppError>>,
+        render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         self.respond_with(request, key, (None, "public, max-age=86400"), render)
             .await
@@ -267,12 +272,12 @@ impl TileCache {
 
     /// `respond`, given how long a cached tile stays fresh here (`None`:
     /// as long as its key lives) and what the answer says to other caches.
-    async fn respond_with(
+    async fn respond_with<F: Future<Output = Result<Tile, AppError>>>(
         &self,
         request: &HeaderMap,
         key: TileKey,
         (lifetime, cache_control): (Option<Duration>, &'static str),
-        render: impl Future<Output = Result<Tile, AppError>>,
+        render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         let etag = key.etag();
         let mut response = if names_etag(request, &etag) {

@@ -277,7 +277,7 @@ async fn serve_tile(
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, async { render(state, sql, &dataset, at).await })
+        .respond(request, &dataset, key, || render(state, sql, &dataset, at))
         .await
 }
 

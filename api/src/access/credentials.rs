@@ -45,10 +45,11 @@ pub async fn caller_of(state: &AppState, request: &Parts) -> Result<Caller, AppE
     } else {
         None
     };
+    // Boxed: their database futures would otherwise enlarge every request's.
     let caller = if let Some(key) = header_key.or(query_key) {
-        api_key_caller(&state.pool, &key).await?
+        Box::pin(api_key_caller(&state.pool, &key)).await?
     } else if let Some(token) = bearer_token(&request.headers) {
-        access_token_caller(state, token).await?
+        Box::pin(access_token_caller(state, token)).await?
     } else {
         Caller::default()
     };
@@ -76,7 +77,7 @@ async fn capability_of(
         return Ok(Some(Capability::Metrics));
     }
     if let Some(token) = headers.get("x-embed-token").and_then(|v| v.to_str().ok()) {
-        let capability = embed::capability(&state.pool, token).await?;
+        let capability = Box::pin(embed::capability(&state.pool, token)).await?;
         if let Some(capability) = capability.filter(|c| embed::covers(c, path)) {
             return Ok(Some(capability));
         }
@@ -84,7 +85,7 @@ async fn capability_of(
     let Some(query) = query.filter(|q| q.contains("sig=")) else {
         return Ok(None);
     };
-    Ok(signed_tiles::verify(state, path, query).await)
+    Ok(Box::pin(signed_tiles::verify(state, path, query)).await)
 }
 
 /// Compares digests, so the time taken says nothing of how much of the

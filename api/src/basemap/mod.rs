@@ -111,7 +111,7 @@ async fn tile(
         )));
     }
     let key = TileKey::basemap(address, *data::DIGEST);
-    let render = async {
+    let render = || async {
         let tile = state
             .tile_connections
             .tile(include_str!("tile.sql"), address, "")

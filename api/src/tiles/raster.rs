@@ -220,7 +220,7 @@ async fn serve_cut(
     let key = TileKey::new(dataset, cut.route, cut.address, recipe_digest(&cut.recipe));
     state
         .tiles
-        .respond(request, dataset, key, async move {
+        .respond(request, dataset, key, move || async move {
             if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
                 return Ok(Tile::empty());
             }
