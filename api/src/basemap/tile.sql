@@ -1,5 +1,7 @@
 -- The built-in basemap's tile $1/$2/$3: land (earth), national borders
 -- (boundary) and country names (place), simplified to the tile's pixel.
+-- ($4, the layer name the tile connections bind for dataset tiles, is not
+-- read: each layer is named here.)
 WITH tile AS (
   SELECT ST_TileEnvelope($1, $2, $3) AS envelope,
          ST_TileEnvelope($1, $2, $3, margin => 0.015625) AS area,
