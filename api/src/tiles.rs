@@ -292,11 +292,36 @@ async fn tilejson(
 ) -> Result<Json<Value>, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
+    let query = tile_query(&state, &caller, &dataset);
+    let mut document = if dataset.is_raster() {
+        let maxzoom = raster::native_zoom(&dataset);
+        json!({
+            "tilejson": "3.0.0",
+            "name": dataset.title,
+            "description": dataset.summary,
+            "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.png{query}", dataset.id)],
+            "format": "png",
+            "minzoom": 0,
+            "maxzoom": maxzoom,
+        })
+    } else {
+        vector_tilejson(&dataset, base, &query)
+    };
+    // TileJSON bounds cannot cross the antimeridian: such data gets none.
+    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
+        document["bounds"] = json!(bbox);
+    }
+    Ok(Json(document))
+}
+
+/// The query that signs `dataset`'s tile URLs for `caller` (empty when no
+/// signature is needed), with its leading `?`.
+pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> String {
     // Tiles not everyone may read come signed, so a viewer given this
     // document needs no credential; an embedding page sends its token. A
     // document read through a signed template hands back that template's
     // expiry: a capability never buys a longer-lived one.
-    let query = match caller.capability {
+    match caller.capability {
         _ if dataset.visibility == "public" && dataset.status == "ready" => String::new(),
         Some(Capability::Embed { .. } | Capability::Metrics) => String::new(),
         Some(Capability::Tiles { expires, .. }) => format!(
@@ -317,26 +342,7 @@ async fn tilejson(
                 template_expiry(now_secs())
             )
         ),
-    };
-    let mut document = if dataset.is_raster() {
-        let maxzoom = raster::native_zoom(&dataset);
-        json!({
-            "tilejson": "3.0.0",
-            "name": dataset.title,
-            "description": dataset.summary,
-            "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.png{query}", dataset.id)],
-            "format": "png",
-            "minzoom": 0,
-            "maxzoom": maxzoom,
-        })
-    } else {
-        vector_tilejson(&dataset, base, &query)
-    };
-    // TileJSON bounds cannot cross the antimeridian: such data gets none.
-    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
-        document["bounds"] = json!(bbox);
     }
-    Ok(Json(document))
 }
 
 fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {

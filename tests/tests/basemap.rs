@@ -230,3 +230,49 @@ async fn new_maps_sit_on_the_basemap() {
     assert_eq!(layer("basemap-boundary-country")["layout"]["visibility"], "none");
     assert!(layers.iter().all(|l| l["id"] != "basemap-water"), "{layers:?}");
 }
+
+#[tokio::test]
+async fn a_dataset_opens_in_any_maplibre_viewer_over_the_basemap() {
+    let stack = catalog_tests::Stack::start_with(catalog_tests::StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let body = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6.1, 49.6]}, "properties": {"name": "a"}}]});
+    let id = stack
+        .ingest_geojson(&token, &body, &[("visibility", "private"), ("title", "Stops")])
+        .await;
+    let (status, style) = stack
+        .get_json(Some(&token), &format!("/api/tiles/{id}/style.json"))
+        .await;
+    assert_eq!(status, 200);
+    validate_style(&style);
+    assert_eq!(style["name"], "Stops");
+    let ids: Vec<&str> = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "water",
+            "land",
+            "coastline",
+            "boundary-country",
+            "data-point",
+            "place-country"
+        ],
+        "the points over the land, under the names"
+    );
+    // A private dataset's TileJSON comes signed, so a viewer needs no credential.
+    let tilejson = style["sources"]["data"]["url"].as_str().unwrap().to_string();
+    assert!(tilejson.contains("&sig="), "{tilejson}");
+    let response = stack.send(stack.http.get(&tilejson)).await;
+    assert_eq!(response.status(), 200);
+    let tiles: Value = response.json().await.unwrap();
+    let tile = tiles["tiles"][0].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(stack.send(stack.http.get(&tile)).await.status(), 200);
+    // Nobody else learns it exists.
+    let (status, _) = stack.get_json(None, &format!("/api/tiles/{id}/style.json")).await;
+    assert_eq!(status, 404);
+}

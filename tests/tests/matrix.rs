@@ -135,6 +135,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/download", None, [401; 8]),
         row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/tiles/{dataset_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         // The built-in basemap reads no credential, as a public basemap's tiles read none.
         row("GET", "/api/basemap/style.json", None, [200; 8]),
         row("GET", "/api/basemap/tiles/{z}/{x}/{y}", None, [200; 8]),

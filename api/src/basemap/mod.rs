@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
+    access::{Caller, datasets::visible_collection},
     extract::Path,
     state::AppState,
     tile_cache::{Tile, TileKey},
@@ -26,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(style_json))
         .routes(routes!(tile))
         .routes(routes!(glyphs))
+        .routes(routes!(dataset_style))
 }
 
 /// Where the built-in style is served, below `PUBLIC_URL`.
@@ -144,4 +146,74 @@ async fn glyphs(
         body,
     )
         .into_response())
+}
+
+/// The layers that draw a dataset from the source `data`, as the web UI's
+/// preview draws it: a raster as it is, polygons filled and outlined,
+/// lines, and points as circles.
+fn dataset_layers(dataset: &crate::datasets::record::Dataset) -> Value {
+    const COLOUR: &str = "#c2410c";
+    if dataset.is_raster() {
+        return json!([{"id": "data", "type": "raster", "source": "data"}]);
+    }
+    let layer = |id: &str, kind: &str, paint: Value| json!({"id": id, "type": kind, "source": "data", "source-layer": dataset.table_name, "paint": paint});
+    let geometry = dataset
+        .geometry_type
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if geometry.contains("polygon") {
+        json!([
+            layer("data-fill", "fill", json!({"fill-color": COLOUR, "fill-opacity": 0.35})),
+            layer("data-outline", "line", json!({"line-color": COLOUR, "line-width": 1})),
+        ])
+    } else if geometry.contains("line") {
+        json!([layer(
+            "data-line",
+            "line",
+            json!({"line-color": COLOUR, "line-width": 2})
+        )])
+    } else {
+        json!([layer(
+            "data-point",
+            "circle",
+            json!({"circle-color": COLOUR, "circle-radius": 4,
+            "circle-stroke-color": "#ffffff", "circle-stroke-width": 1})
+        )])
+    }
+}
+
+/// A dataset drawn over the built-in basemap, as a MapLibre style (version
+/// 8): open it in any MapLibre viewer, or in QGIS as a vector tile layer's
+/// style. Its tiles are signed for a dataset not everyone may read, as in
+/// its TileJSON.
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/style.json", tag = "tiles", params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, description = "MapLibre style, version 8"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn dataset_style(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let dataset = visible_collection(&state, &caller, &id).await?;
+    let base = &state.config.public_url;
+    let query = crate::tiles::tile_query(&state, &caller, &dataset);
+    let mut style = style(base);
+    style["name"] = json!(dataset.title);
+    style["sources"]["data"] = json!({
+        "type": if dataset.is_raster() { "raster" } else { "vector" },
+        "url": format!("{base}/api/tiles/{}/tilejson.json{query}", dataset.id),
+    });
+    if dataset.is_raster() {
+        style["sources"]["data"]["tileSize"] = json!(256);
+    }
+    if let (Some(layers), Value::Array(data)) = (style["layers"].as_array_mut(), dataset_layers(&dataset)) {
+        // Under the names, over the land and borders.
+        let names = layers.len() - 1;
+        layers.splice(names..names, data);
+    }
+    if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
+        style["center"] = json!([(bbox[0] + bbox[2]) / 2.0, (bbox[1] + bbox[3]) / 2.0]);
+    }
+    Ok(Json(style))
 }

@@ -213,6 +213,9 @@ export function DatasetPage({ id }: { id: string }) {
               <a href={`/api/tiles/${d.id}/tilejson.json`}>TileJSON</a>
             </li>
             <li>
+              <a href={`/api/tiles/${d.id}/style.json`}>MapLibre style</a>
+            </li>
+            <li>
               <button type="button" className="link" onClick={download}>
                 Download
               </button>
