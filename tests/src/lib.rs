@@ -639,3 +639,13 @@ pub fn validate_style(style: &Value) {
         "the style-spec validator refused the style:\n{report}\n{style:#}"
     );
 }
+
+/// The ids of a MapLibre style's layers, in drawing order.
+pub fn layer_ids(style: &Value) -> Vec<&str> {
+    style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect()
+}

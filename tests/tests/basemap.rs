@@ -3,7 +3,7 @@
 //! its labels need, and new maps exported on it.
 use std::process::Command;
 
-use catalog_tests::{Api, App, validate_style};
+use catalog_tests::{Api, App, layer_ids, validate_style};
 use pbf_font_tools::{Glyphs, prost::Message};
 use serde_json::{Value, json};
 
@@ -201,12 +201,7 @@ async fn new_maps_sit_on_the_basemap() {
         style["glyphs"],
         format!("{base}/api/basemap/fonts/{{fontstack}}/{{range}}.pbf")
     );
-    let ids: Vec<&str> = style["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap())
-        .collect();
+    let ids = layer_ids(&style);
     assert!(ids.contains(&"basemap-place-country"), "{ids:?}");
 
     // Labels hidden and the basemap over the data: the settings apply to
@@ -246,12 +241,7 @@ async fn a_dataset_opens_in_any_maplibre_viewer_over_the_basemap() {
     assert_eq!(status, 200);
     validate_style(&style);
     assert_eq!(style["name"], "Stops");
-    let ids: Vec<&str> = style["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap())
-        .collect();
+    let ids = layer_ids(&style);
     assert_eq!(
         ids,
         [

@@ -1,7 +1,7 @@
 //! Maps: validation at every bound, visibility, optimistic concurrency,
 //! forks, share links, and MapLibre style export and import.
 
-use catalog_tests::{Api, App, Stack, StackOptions, validate_style};
+use catalog_tests::{Api, App, Stack, StackOptions, layer_ids, validate_style};
 use serde_json::{Value, json};
 
 async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
@@ -613,12 +613,7 @@ async fn vector_basemaps_follow_the_basemap_settings() {
     assert_eq!(status, 200);
     validate_style(&style);
 
-    let ids: Vec<&str> = style["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap())
-        .collect();
+    let ids = layer_ids(&style);
     assert_eq!(ids.first(), Some(&"background"));
     assert_eq!(ids.last(), Some(&"layer-0"), "data above the basemap: {ids:?}");
     assert_eq!(ids.len(), 2 + 16, "every basemap layer, renamed: {ids:?}");
@@ -752,12 +747,7 @@ async fn vector_basemaps_follow_the_basemap_settings() {
         )
         .await;
     assert_eq!(status, 200);
-    let ids: Vec<&str> = style["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap())
-        .collect();
+    let ids = layer_ids(&style);
     assert_eq!(ids, vec!["background", "layer-0"]);
     validate_style(&style);
 }
