@@ -101,6 +101,42 @@ measure() {
   echo "$rps ${p99:-?} ${non2xx:-0}"
 }
 
+# measure_pair URL_OURS URL_PEER: `measure` of both servers over ROUNDS
+# rounds (default 3) of DURATION/ROUNDS seconds each, alternating which
+# goes first, so a drift of this shared machine's speed falls on both.
+# Prints each server's median requests/s, median p99 and total non-2xx:
+# "ours_rps ours_p99 ours_bad peer_rps peer_p99 peer_bad".
+measure_pair() {
+  local rounds=${ROUNDS:-3} round first second
+  local -a ours=() peer=()
+  local seconds=$(( (DURATION + rounds - 1) / rounds ))
+  for ((round = 0; round < rounds; round++)); do
+    if ((round % 2 == 0)); then first=$1 second=$2; else first=$2 second=$1; fi
+    local a b
+    a=$(DURATION=$seconds measure "$first")
+    b=$(DURATION=$seconds measure "$second")
+    if [[ $first == "$1" ]]; then ours+=("$a") peer+=("$b"); else ours+=("$b") peer+=("$a"); fi
+  done
+  python3 - "${ours[@]}" -- "${peer[@]}" <<'PY'
+import statistics, sys
+args = sys.argv[1:]
+cut = args.index("--")
+def seconds(p99):
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+    for unit in ("us", "ms", "s"):
+        if p99.endswith(unit):
+            return float(p99[: -len(unit)]) * units[unit]
+    return float("nan")
+def summary(runs):
+    runs = [r.split() for r in runs]
+    rps = statistics.median(float(r[0]) for r in runs)
+    p99 = sorted((r[1] for r in runs), key=seconds)[len(runs) // 2]
+    bad = sum(int(r[2]) for r in runs)
+    return f"{rps:.2f} {p99} {bad}"
+print(summary(args[:cut]), summary(args[cut + 1:]))
+PY
+}
+
 # restart_api [VAR=value ...]: stops the API and starts it again with these
 # settings added to the environment start_service set.
 restart_api() {

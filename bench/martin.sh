@@ -5,6 +5,8 @@
 # tiles, from a crowded one to an empty one. Two pairings: both caches off
 # (every request cuts its tile in PostgreSQL), then both on (the warm path).
 # The tiles are checked to hold the same features before anything is counted.
+# Each tile is measured in ROUNDS (3) rounds alternating which server goes
+# first, and the medians are compared: this 2-core machine's speed drifts.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
@@ -14,7 +16,7 @@ POINTS=${POINTS:-1000000}
 PORT=${CATALOG_BENCH_PG_PORT:-54331}
 DIR="$ROOT/.data/bench-pg"
 WORK="$ROOT/.data/bench"
-DURATION=${DURATION:-10}
+DURATION=${DURATION:-15}
 CONNECTIONS=${CONNECTIONS:-8}
 API_PORT=${BENCH_API_PORT:-18080}
 MARTIN_PORT=${BENCH_MARTIN_PORT:-18082}
@@ -64,8 +66,7 @@ for pairing in off on; do
       echo "tile $tile: we serve $ours features, martin $theirs; not comparable" >&2
       exit 1
     fi
-    read -r ours_rps ours_p99 ours_bad < <(measure "$OURS/$tile.pbf")
-    read -r martin_rps martin_p99 martin_bad < <(measure "$THEIRS/$tile")
+    read -r ours_rps ours_p99 ours_bad martin_rps martin_p99 martin_bad < <(measure_pair "$OURS/$tile.pbf" "$THEIRS/$tile")
     ratio=$(python3 -c "print(f'{$ours_rps / max($martin_rps, 0.001):.2f}x')")
     printf '%-6s %-12s %9s %12s %10s %12s %10s %8s\n' "$pairing" "$tile" "$ours" "$ours_rps" "$ours_p99" "$martin_rps" "$martin_p99" "$ratio"
     [[ $ours_bad == 0 ]] || echo "  (our $tile answered $ours_bad non-2xx responses)"
