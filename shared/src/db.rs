@@ -21,9 +21,11 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
 pub async fn connect_for_requests(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let options = pool_options(max_connections).after_connect(|conn, _| {
         Box::pin(async move {
-            sqlx::raw_sql("SET max_parallel_workers_per_gather = 0; SET plan_cache_mode = force_custom_plan; SET jit = off")
-                .execute(conn)
-                .await?;
+            sqlx::raw_sql(
+                "SET max_parallel_workers_per_gather = 0; SET plan_cache_mode = force_custom_plan; SET jit = off",
+            )
+            .execute(conn)
+            .await?;
             Ok(())
         })
     });
