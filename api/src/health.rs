@@ -9,10 +9,21 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(health)).routes(routes!(ready))
 }
 
-/// The process is alive.
-#[utoipa::path(get, path = "/api/health", tag = "operations", responses((status = 200, description = "alive")))]
-async fn health() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Health {
+    /// Always `ok`: the process answers.
+    status: &'static str,
+    /// The product's release (semver), not the interface version.
+    version: &'static str,
+}
+
+/// The process is alive, and its release.
+#[utoipa::path(get, path = "/api/health", tag = "operations", responses((status = 200, description = "alive", body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        version: catalog_shared::VERSION,
+    })
 }
 
 /// The database and the object store can be reached.

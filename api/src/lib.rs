@@ -29,6 +29,7 @@ mod notifications;
 mod ogc;
 mod ogc_html;
 mod openapi;
+pub use openapi::INTERFACE_VERSION;
 mod page;
 mod quotas;
 mod rate_limit;

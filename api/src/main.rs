@@ -1,5 +1,6 @@
 //! The API process: validates requests, stores uploads, enqueues jobs and
-//! serves the catalog. `catalog-api migrate` applies migrations and exits.
+//! serves the catalog. `catalog-api migrate` applies migrations and exits;
+//! `catalog-api --version` prints the release.
 #![forbid(unsafe_code)]
 use std::time::Duration;
 
@@ -14,8 +15,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init();
     let command = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
+    if catalog_shared::asks_for_version(Some(&command)) {
+        println!(
+            "catalog-api {} (HTTP interface {})",
+            catalog_shared::VERSION,
+            catalog_api::INTERFACE_VERSION
+        );
+        return Ok(());
+    }
+    telemetry::init();
     match command.as_str() {
         "migrate" => {
             let url =
@@ -27,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         "serve" => serve().await,
-        other => anyhow::bail!("unknown command {other:?}; use `serve` (default) or `migrate`"),
+        other => anyhow::bail!("unknown command {other:?}; use `serve` (default), `migrate` or `--version`"),
     }
 }
 

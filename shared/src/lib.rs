@@ -22,3 +22,13 @@ pub mod telemetry;
 pub mod uploads;
 
 pub use error::{AppError, Problem, ServerErrorCause};
+
+/// The product's release (semver, the workspace's version); the HTTP
+/// interface's own version is the OpenAPI document's `info.version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Whether the command line asks for the version (`--version`, `-V` or
+/// `version` as the first argument), as operators and packagers expect.
+pub fn asks_for_version(first_argument: Option<&str>) -> bool {
+    matches!(first_argument, Some("--version" | "-V" | "version"))
+}

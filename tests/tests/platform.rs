@@ -227,6 +227,50 @@ async fn sign_in_and_roles() {
     assert!(accepted.headers()["location"].to_str().unwrap().contains("/api/jobs/"));
 }
 
+/// The release (the workspace's semver) is what `--version`, `/api/health`
+/// and the landing page report; the OpenAPI `info.version` stays the
+/// interface's.
+#[tokio::test]
+async fn every_surface_reports_the_release() {
+    let release = env!("CARGO_PKG_VERSION");
+    assert_eq!(release.split('.').count(), 3, "semver: {release}");
+    for (binary, flag) in [
+        ("catalog-api", "--version"),
+        ("catalog-worker", "--version"),
+        ("catalog-api", "-V"),
+    ] {
+        let output = Command::new(bin_dir().join(binary))
+            .arg(flag)
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{binary} {flag}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.starts_with(&format!("{binary} {release}")),
+            "{binary} {flag}: {stdout}"
+        );
+    }
+    let stack = App::start().await;
+    let (status, health) = stack.get_json(None, "/api/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health, serde_json::json!({"status": "ok", "version": release}));
+    let (_, landing) = stack.get_json(None, "/api").await;
+    assert_eq!(landing["version"], release);
+    let page = stack
+        .send(stack.http.get(stack.url("/api?f=html")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(&format!("Release {release}")), "{page}");
+    let (_, doc) = stack.get_json(None, "/api/openapi.json").await;
+    assert_eq!(
+        doc["info"]["version"], "1.19.0",
+        "the interface version, not the release"
+    );
+}
+
 #[test]
 fn a_short_jwt_secret_stops_start_up() {
     let output = Command::new(bin_dir().join("catalog-api"))

@@ -38,6 +38,10 @@ const STABLE_RUN: Duration = Duration::from_secs(60);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if catalog_shared::asks_for_version(std::env::args().nth(1).as_deref()) {
+        println!("catalog-worker {}", catalog_shared::VERSION);
+        return Ok(());
+    }
     telemetry::init();
     let config = Arc::new(Config::from_env()?);
     let concurrency: usize = setting("WORKER_CONCURRENCY")?.filter(|n| *n > 0).unwrap_or(2);

@@ -75,6 +75,7 @@ async fn landing(State(state): State<AppState>, format: Format, credential: Link
     let document = json!({
         "title": "Spatial Data Catalog",
         "description": "Datasets served as OGC API Features collections, with CQL2 filtering.",
+        "version": catalog_shared::VERSION,
         "links": [
             link(format!("{base}/api"), "self", "application/json", "this document"),
             alternate_link(&format!("{base}/api")),

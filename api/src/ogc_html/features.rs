@@ -31,6 +31,7 @@ pub fn landing(context: &PageContext, document: &Value) -> Markup {
     let self_href = link_href(document, "self").unwrap_or_default();
     let content = html! {
         p { (text(document, "description")) }
+        p { "Release " (text(document, "version")) }
         h2 { "Explore" }
         ul {
             @if let Some(href) = link_href(document, "data") {
