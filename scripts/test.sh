@@ -2,7 +2,8 @@
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
 # cluster under .data/test-pg, checks format and lints (rustfmt, clippy with
 # warnings as errors, no import circles between modules), builds the
-# binaries the integration tests spawn, and runs the workspace's tests.
+# binaries the integration tests spawn, runs the workspace's tests, and
+# checks that their logs hold no secret.
 set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
@@ -50,5 +51,13 @@ export CATALOG_STYLE_VALIDATOR="$NODE_MODULES/.bin/gl-style-validate"
 export CATALOG_NODE_MODULES="$NODE_MODULES"
 export CHROMIUM=$(command -v chromium)
 
+# The API's and workers' logs of every test are kept here and read last:
+# no password, token, key or secret any test used may appear in them.
+export CATALOG_TEST_LOG_DIR="$ROOT/.data/test-logs"
+rm -rf "$CATALOG_TEST_LOG_DIR"
+
 log "testing"
 cargo test --workspace "$@"
+
+log "checking the test run's logs for secrets"
+python3 scripts/secrets_in_logs.py "$CATALOG_TEST_LOG_DIR" tests

@@ -45,7 +45,7 @@ pub async fn serve(
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
-        path = %request.uri().path(),
+        path = %logged_path(&request),
         request_id = request_id.to_str().unwrap_or_default()
     );
     let started = Instant::now();
@@ -53,6 +53,17 @@ pub async fn serve(
     span.in_scope(|| log_response(&response, started.elapsed()));
     response.headers_mut().entry(REQUEST_ID).or_insert(request_id);
     response
+}
+
+/// The path as logged: a map's share link is a credential, so its token
+/// stays out of the logs (the route template, or the web UI's page, instead).
+fn logged_path(request: &Request) -> &str {
+    const SHARED_MAP_PAGE: &str = "/maps/shared/";
+    match request.extensions().get::<MatchedPath>() {
+        Some(route) if route.as_str().contains("{token}") => route.as_str(),
+        _ if request.uri().path().starts_with(SHARED_MAP_PAGE) => "/maps/shared/{token}",
+        _ => request.uri().path(),
+    }
 }
 
 async fn answer(state: &AppState, peer: SocketAddr, request: Request, next: Next) -> Response {

@@ -581,6 +581,24 @@ impl Drop for Stack {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
         }
+        self.keep_logs();
+    }
+}
+
+impl Stack {
+    /// Copies the processes' logs to `CATALOG_TEST_LOG_DIR` (when set), where
+    /// the test command reads them all once the tests are done: no secret
+    /// any test used may appear in them (`scripts/secrets_in_logs.py`).
+    fn keep_logs(&self) {
+        let Some(kept) = std::env::var_os("CATALOG_TEST_LOG_DIR") else {
+            return;
+        };
+        let kept = Path::new(&kept);
+        let _ = std::fs::create_dir_all(kept);
+        for entry in std::fs::read_dir(self.logs.path()).into_iter().flatten().flatten() {
+            let name = format!("{}-{}", self.db_name, entry.file_name().to_string_lossy());
+            let _ = std::fs::copy(entry.path(), kept.join(name));
+        }
     }
 }
 
