@@ -77,6 +77,39 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// A database restored from a `pg_dump --format=custom` archive, as an
+    /// operator restores a backup (docs/upgrade.md).
+    pub async fn restore(dump: &Path) -> Self {
+        let admin_url = admin_database_url();
+        let name = format!("t_{}", Uuid::new_v4().simple());
+        let admin = PgPool::connect(&admin_url)
+            .await
+            .expect("test cluster reachable (run scripts/test.sh)");
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {name} TEMPLATE template0"
+        )))
+        .execute(&admin)
+        .await
+        .expect("create test database");
+        admin.close().await;
+        let url = admin_url.rsplit_once('/').unwrap().0.to_string() + "/" + &name;
+        let database = Self { url, name };
+        let output = Command::new("pg_restore")
+            .args(["--no-owner", "--no-acl", "--exit-on-error", "--dbname", &database.url])
+            .arg(dump)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "pg_restore {}: {}",
+            dump.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        database
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let _ = Command::new("psql")
@@ -264,8 +297,12 @@ impl Stack {
     }
 
     pub async fn start_with(options: StackOptions) -> Self {
-        let database = TestDatabase::create().await;
-        let storage = tempfile::tempdir().unwrap();
+        Self::start_on(TestDatabase::create().await, tempfile::tempdir().unwrap(), options).await
+    }
+
+    /// The stack over a database and an object store (a `file://` folder)
+    /// that already hold data.
+    pub async fn start_on(database: TestDatabase, storage: tempfile::TempDir, options: StackOptions) -> Self {
         let logs = tempfile::tempdir().unwrap();
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
