@@ -209,11 +209,34 @@ impl From<object_store::Error> for AppError {
     fn from(e: object_store::Error) -> Self {
         match e {
             object_store::Error::NotFound { .. } => Self::not_found("stored object not found"),
+            full if is_out_of_space(&full) => Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "the object store is full: nothing was kept; an operator must free space",
+            )
+            .with_cause(full),
             other => {
                 Self::unavailable("the object store could not serve the request; try again shortly").with_cause(other)
             }
         }
     }
+}
+
+/// Whether the store refused a write for want of space (a full disk or a
+/// quota), which waiting alone will not cure.
+fn is_out_of_space(e: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            )
+        {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 // Axum's own rejections, rendered as problems like every other error.
@@ -240,5 +263,33 @@ impl From<axum::extract::rejection::PathRejection> for AppError {
     fn from(r: axum::extract::rejection::PathRejection) -> Self {
         // A malformed id in the path names no resource.
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, r.body_text())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_error(kind: std::io::ErrorKind) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(std::io::Error::from(kind)),
+        }
+    }
+
+    #[test]
+    fn a_full_store_answers_507_and_other_store_failures_503() {
+        for kind in [std::io::ErrorKind::StorageFull, std::io::ErrorKind::QuotaExceeded] {
+            let error = AppError::from(store_error(kind));
+            assert_eq!(error.status(), StatusCode::INSUFFICIENT_STORAGE, "{kind:?}");
+            assert!(error.problem.detail.contains("full"), "{}", error.problem.detail);
+        }
+        for kind in [
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::ReadOnlyFilesystem,
+        ] {
+            let error = AppError::from(store_error(kind));
+            assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE, "{kind:?}");
+        }
     }
 }
