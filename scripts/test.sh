@@ -35,10 +35,11 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib and
 # pystac-client (PyPI); a real SMTP server, aiosmtpd; and the OpenAPI
 # validator client generators rely on, openapi-spec-validator; and the
-# Prometheus project's text-format parser, prometheus-client; and an
-# S3-compatible server on loopback for the object-store tests, moto.
+# Prometheus project's text-format parser, prometheus-client; an
+# S3-compatible server on loopback for the object-store tests, moto; and
+# schemathesis, which tests every operation against the OpenAPI document.
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]"
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,

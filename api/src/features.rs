@@ -131,7 +131,7 @@ async fn list_features(
         json!({"rel": rel, "href": credential.on(href), "type": "application/geo+json"})
     };
     let mut links = vec![page_link("self", offset)];
-    if offset + limit < matched {
+    if offset.saturating_add(limit) < matched {
         links.push(page_link("next", offset + limit));
     }
     let body = format!(

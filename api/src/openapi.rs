@@ -38,7 +38,8 @@ impl utoipa::Modify for BearerAuth {
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 /// Adds the answers every route can give (the specification's Endpoints
-/// conventions: 429 with Retry-After, 500, 503) to every operation.
+/// conventions: 429 with Retry-After, 500, 503) to every operation, and
+/// the refusals an operation can meet by what it takes.
 pub fn add_common_responses(doc: &mut serde_json::Value) {
     use serde_json::json;
     let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
@@ -57,23 +58,68 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
             json!({"description": "the database could not serve the request", "headers": retry_after, "content": problem}),
         ),
     ];
+    // What the edge and the extractors answer, by what an operation takes:
+    // any request may carry a credential that resolves to no one or lacks
+    // the right; a path names a resource that may not exist (or not be
+    // visible); a body may come in another media type; and any value may be
+    // refused. A full object store refuses uploads.
+    let problem_response = |description: &str| json!({"description": description, "content": problem});
+    let every = [
+        ("400", problem_response("a malformed request (query, header or body)")),
+        ("401", problem_response("a credential was sent that resolves to no one")),
+        ("403", problem_response("the caller may not do this")),
+    ];
+    let with_path = [
+        ("404", problem_response("no such resource, or none the caller may see")),
+        ("422", problem_response("a value in the request is invalid")),
+    ];
+    let with_body = [
+        (
+            "415",
+            problem_response("the body is not of a media type this operation takes"),
+        ),
+        ("422", problem_response("a value in the request is invalid")),
+    ];
+    let with_query = [("422", problem_response("a value in the request is invalid"))];
+    let with_file = [("507", problem_response("the object store is full; nothing was kept"))];
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;
     };
-    for item in paths.values_mut() {
+    for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else { continue };
         for (method, operation) in item.iter_mut() {
             if !METHODS.contains(&method.as_str()) {
                 continue;
             }
+            let takes_query = operation["parameters"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["in"] == "query"));
+            let body = &operation["requestBody"]["content"];
+            let (takes_body, takes_file) = (body.is_object(), body.get("multipart/form-data").is_some());
             if !operation["responses"].is_object() {
                 operation["responses"] = json!({});
             }
             let Some(responses) = operation["responses"].as_object_mut() else {
                 continue;
             };
-            for (code, response) in &common {
-                responses.entry(*code).or_insert_with(|| response.clone());
+            let mut add = |answers: &[(&str, serde_json::Value)]| {
+                for (code, response) in answers {
+                    responses.entry(*code).or_insert_with(|| response.clone());
+                }
+            };
+            add(&common);
+            add(&every);
+            if path.contains('{') {
+                add(&with_path);
+            }
+            if takes_body {
+                add(&with_body);
+            }
+            if takes_query {
+                add(&with_query);
+            }
+            if takes_file {
+                add(&with_file);
             }
         }
     }

@@ -282,6 +282,7 @@ async fn reupload_service(
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service/preview", tag = "datasets",
     params(("dataset_id" = Uuid, Path)), request_body = ServiceRequest,
     responses((status = 200, description = "the reupload preview"),
+              (status = 409, description = "the dataset is a registered table, read in place", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 504, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn preview_service_reupload(

@@ -200,6 +200,12 @@ impl From<sqlx::Error> for AppError {
         }
         match e {
             sqlx::Error::RowNotFound => Self::not_found("not found"),
+            // Class 22, data exception: a value the request brought that
+            // PostgreSQL cannot hold (a NUL character, a number out of
+            // range), so the caller's to fix.
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")) => {
+                Self::unprocessable(format!("a value in the request cannot be stored: {}", db.message()))
+            }
             other => Self::internal(other),
         }
     }

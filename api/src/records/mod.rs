@@ -219,7 +219,7 @@ async fn catalog_items(
         json!({"href": self_href, "rel": "self", "type": "application/geo+json"}),
         alternate_link(&self_href),
     ];
-    if search.offset + search.limit < total {
+    if search.offset.saturating_add(search.limit) < total {
         links.push(json!({"href": page(search.offset + search.limit), "rel": "next", "type": "application/geo+json"}));
     }
     if search.offset > 0 {
