@@ -253,3 +253,42 @@ async fn a_server_error_is_logged_once_with_its_request_id_and_cause() {
         lines.join("\n")
     );
 }
+
+/// Values PostgreSQL cannot hold (a NUL character) are the caller's to fix,
+/// and paging arithmetic stays in range whatever the offset.
+#[tokio::test]
+async fn values_postgres_cannot_hold_and_huge_offsets_are_no_server_errors() {
+    let app = App::start().await;
+    let token = app.admin_token().await;
+    for path in [
+        "/api/search/datasets?q=%00",
+        "/api/search/facets?q=a%00b",
+        "/api/collections/catalog/items?q=%00",
+    ] {
+        let response = app.send(app.http().get(app.url(path)).bearer_auth(&token)).await;
+        assert_eq!(response.status(), 422, "{path}");
+        let problem: Value = response.json().await.unwrap();
+        assert!(
+            problem["detail"].as_str().unwrap().contains("cannot be stored"),
+            "{path}: {problem}"
+        );
+    }
+    let saved = app
+        .send(
+            app.http()
+                .post(app.url("/api/search/saved"))
+                .bearer_auth(&token)
+                .json(&serde_json::json!({"name": "x\u{0}", "query": {"q": "roads"}})),
+        )
+        .await;
+    assert_eq!(saved.status(), 422);
+
+    let (status, page) = app
+        .get_json(
+            Some(&token),
+            "/api/collections/catalog/items?offset=9223372036854775807",
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page["links"].as_array().unwrap().iter().all(|l| l["rel"] != "next"));
+}
