@@ -64,6 +64,7 @@ cleanup() {
   # Scenario 5 leaves 2 GB of uploads: the database goes with the next
   # run anyway.
   rm -rf "$WORK/storage"
+  rm -f "$WORK/auth.header"
   stop_cluster "$DIR"
   exit "$status"
 }
