@@ -6,7 +6,6 @@ use std::sync::Arc;
 use axum::response::Response;
 use axum::{
     Extension, Router,
-    body::Body,
     extract::Request,
     http::{Method, StatusCode},
     middleware,
@@ -22,14 +21,6 @@ use crate::{
     assist, auth, basemap, catalog, connectors, datasets, edge, features, health, jobs, maps, metrics, notifications,
     ogc, openapi::ApiDoc, quotas, records, sandbox, search, services, stac, state::AppState, tiles,
 };
-
-pub fn build(
-    state: AppState,
-) -> axum::extract::connect_info::IntoMakeServiceWithConnectInfo<NormalizePath<Router>, std::net::SocketAddr> {
-    axum::ServiceExt::<Request<Body>>::into_make_service_with_connect_info::<std::net::SocketAddr>(service(router(
-        state,
-    )))
-}
 
 /// The router as one service, answering paths with or without a trailing
 /// slash.
@@ -63,6 +54,7 @@ pub fn router(state: AppState) -> Router {
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
     crate::openapi::add_common_responses(&mut doc);
+    crate::openapi::add_links(&mut doc);
     let doc = Arc::new(doc);
     api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))
         .fallback(not_found)

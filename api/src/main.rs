@@ -4,14 +4,29 @@
 #![forbid(unsafe_code)]
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
+use axum::{
+    Router,
+    body::Body,
+    extract::{ConnectInfo, Request},
+};
 use catalog_api::app;
 use catalog_shared::{config::Config, db, telemetry};
+use hyper::body::Incoming;
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo, TokioTimer},
+    server::{conn::auto, graceful::GracefulShutdown},
+    service::TowerToHyperService,
+};
+use tokio::net::TcpListener;
+use tower_http::normalize_path::NormalizePath;
 
 /// Requests allocate many small, short-lived buffers and futures; glibc's
 /// allocator spent a tenth of a cached tile's time on them.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -43,17 +58,55 @@ async fn main() -> anyhow::Result<()> {
 async fn serve() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let bind_addr = config.bind_addr;
-    let app = app::build(catalog_api::start(config).await?);
-    let listener = tokio::net::TcpListener::bind(bind_addr).await?;
+    let app = app::service(app::router(catalog_api::start(config).await?));
+    let listener = TcpListener::bind(bind_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "API listening");
-    // Small answers (tiles, pages) go out at once, not after the client's ACK.
-    let listener = listener.tap_io(|stream| {
+    serve_connections(listener, app).await;
+    Ok(())
+}
+
+/// Accepts connections until a stop signal, then lets the requests in
+/// flight finish. The HTTP server runs with a timer, so a client that
+/// sends its request headers slower than `HEADER_READ_TIMEOUT` (slowloris)
+/// is disconnected instead of holding its connection forever.
+async fn serve_connections(listener: TcpListener, app: NormalizePath<Router>) {
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    http.http2().timer(TokioTimer::new());
+    let connections = GracefulShutdown::new();
+    let mut stop = std::pin::pin!(stop_signal());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, most likely: let some close.
+                    tracing::warn!(error = %e, "could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        // Small answers (tiles, pages) go out at once, not after the client's ACK.
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
         }
-    });
-    axum::serve(listener, app).with_graceful_shutdown(stop_signal()).await?;
-    Ok(())
+        let service = tower::ServiceExt::map_request(app.clone(), move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            request.map(Body::new)
+        });
+        let connection = http.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+        let connection = connections.watch(connection.into_owned());
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    connections.shutdown().await;
 }
 
 /// Ctrl-C, or SIGTERM as container runtimes and service managers send it:

@@ -124,3 +124,117 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
         }
     }
 }
+
+/// Links from an answer to the operations that take what it made (OpenAPI
+/// `links`): (operation, status, link name, target operation, target path
+/// parameter, where in the answer its value is). Client generators and
+/// stateful testers follow them.
+const LINKS: [(&str, &str, &str, &str, &str, &str); 12] = [
+    ("upload", "202", "GetJob", "get_job", "job_id", "$response.body#/job_id"),
+    (
+        "upload",
+        "202",
+        "CancelJob",
+        "cancel_job",
+        "job_id",
+        "$response.body#/job_id",
+    ),
+    (
+        "import_url",
+        "202",
+        "GetJob",
+        "get_job",
+        "job_id",
+        "$response.body#/job_id",
+    ),
+    ("create_map", "201", "GetMap", "get_map", "map_id", "$response.body#/id"),
+    (
+        "create_map",
+        "201",
+        "UpdateMap",
+        "update_map",
+        "map_id",
+        "$response.body#/id",
+    ),
+    (
+        "create_map",
+        "201",
+        "DeleteMap",
+        "delete_map",
+        "map_id",
+        "$response.body#/id",
+    ),
+    (
+        "create_record",
+        "201",
+        "GetRecord",
+        "get_record",
+        "record_id",
+        "$response.body#/id",
+    ),
+    (
+        "create_record",
+        "201",
+        "UpdateRecord",
+        "update_record",
+        "record_id",
+        "$response.body#/id",
+    ),
+    (
+        "create_record",
+        "201",
+        "DeleteRecord",
+        "delete_record",
+        "record_id",
+        "$response.body#/id",
+    ),
+    (
+        "save_search",
+        "201",
+        "RunSavedSearch",
+        "run_saved",
+        "search_id",
+        "$response.body#/id",
+    ),
+    (
+        "save_search",
+        "201",
+        "DeleteSavedSearch",
+        "delete_saved",
+        "search_id",
+        "$response.body#/id",
+    ),
+    (
+        "get_job",
+        "200",
+        "CancelJob",
+        "cancel_job",
+        "job_id",
+        "$response.body#/id",
+    ),
+];
+
+/// Adds [`LINKS`] to the document's operations.
+pub fn add_links(doc: &mut serde_json::Value) {
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for operation in paths
+        .values_mut()
+        .filter_map(|i| i.as_object_mut())
+        .flat_map(|i| i.values_mut())
+    {
+        let Some(id) = operation["operationId"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        for (_, status, name, target, parameter, value) in LINKS.iter().filter(|l| l.0 == id) {
+            let response = &mut operation["responses"][*status];
+            if response.is_object() {
+                response["links"][*name] = serde_json::json!({
+                    "operationId": target,
+                    "parameters": {*parameter: value},
+                });
+            }
+        }
+    }
+}

@@ -33,6 +33,9 @@ pub enum JobError {
     /// A provider (the server a file or service is fetched from) failed in
     /// a way that may pass; the job waits in the queue and runs again.
     Upstream(String),
+    /// The object store or the local disk is full: retrying cannot help
+    /// until an operator frees space.
+    StoreFull(String),
     /// The job was cancelled while it ran.
     Cancelled,
     /// A defect of ours; logged and reported without details.
@@ -83,6 +86,9 @@ impl From<object_store::Error> for JobError {
             object_store::Error::NotFound { .. } => {
                 JobError::Invalid("the uploaded file is no longer in the object store".into())
             }
+            full if catalog_shared::storage::is_out_of_space(&full) => {
+                JobError::StoreFull(format!("object store: {full}"))
+            }
             other => JobError::Transient(format!("object store: {other}")),
         }
     }
@@ -90,6 +96,9 @@ impl From<object_store::Error> for JobError {
 
 impl From<std::io::Error> for JobError {
     fn from(e: std::io::Error) -> Self {
+        if catalog_shared::storage::is_out_of_space(&e) {
+            return JobError::StoreFull(format!("local disk: {e}"));
+        }
         JobError::Transient(format!("local disk: {e}"))
     }
 }

@@ -111,6 +111,15 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
                     ),
                 ),
                 JobError::Invalid(detail) => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, detail),
+                JobError::StoreFull(why) => {
+                    tracing::error!(%job_id, %why, "job failed: no space left");
+                    Problem::new(
+                        StatusCode::INSUFFICIENT_STORAGE,
+                        format!(
+                            "there is no space left to write the job's result, so nothing was kept; an operator must free space before the job is run again ({why})"
+                        ),
+                    )
+                }
                 JobError::Transient(why) => {
                     tracing::error!(%job_id, %why, "job gave up after retries");
                     Problem::new(

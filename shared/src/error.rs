@@ -215,7 +215,7 @@ impl From<object_store::Error> for AppError {
     fn from(e: object_store::Error) -> Self {
         match e {
             object_store::Error::NotFound { .. } => Self::not_found("stored object not found"),
-            full if is_out_of_space(&full) => Self::new(
+            full if crate::storage::is_out_of_space(&full) => Self::new(
                 StatusCode::INSUFFICIENT_STORAGE,
                 "the object store is full: nothing was kept; an operator must free space",
             )
@@ -227,29 +227,20 @@ impl From<object_store::Error> for AppError {
     }
 }
 
-/// Whether the store refused a write for want of space (a full disk or a
-/// quota), which waiting alone will not cure.
-fn is_out_of_space(e: &object_store::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(error) = source {
-        if let Some(io) = error.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            )
-        {
-            return true;
-        }
-        source = error.source();
-    }
-    false
-}
-
 // Axum's own rejections, rendered as problems like every other error.
 macro_rules! rejection_into_problem {
     ($($rejection:ty),*) => {$(
         impl From<$rejection> for AppError {
             fn from(r: $rejection) -> Self {
+                // The extractors answer 5xx only when reading the body
+                // failed: the client hung up or stopped sending, which is
+                // not the server's failure (nor an alert's business).
+                if r.status().is_server_error() {
+                    return Self::bad_request(format!(
+                        "the request body could not be read to its end: {}",
+                        r.body_text()
+                    ));
+                }
                 Self::new(r.status(), r.body_text())
             }
         }

@@ -62,6 +62,14 @@ impl Storage {
         Some(object.parts().fold(root.clone(), |path, part| path.join(part.as_ref())))
     }
 
+    /// Removes a local folder left empty by a write that never completed
+    /// (its file is gone, so no delete cleans it up); a no-op elsewhere.
+    pub fn remove_empty_folder(&self, folder: &Path) {
+        if let Some(dir) = self.local_file(folder) {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
     /// Round trip to the store, for readiness checks.
     pub async fn ping(&self) -> object_store::Result<()> {
         match self.store.head(&self.prefix.clone().join(".ready-probe")).await {
@@ -69,6 +77,24 @@ impl Storage {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Whether an error (or one of its causes) is a write refused for want of
+/// space, a full disk or a quota, which waiting alone will not cure.
+pub fn is_out_of_space(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            )
+        {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// A file name that is safe as one object-store path segment and on local

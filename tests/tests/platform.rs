@@ -147,6 +147,27 @@ async fn openapi_document_is_3_1_and_lists_the_routes() {
             }
         }
     }
+    // Links lead from what an answer made to the operations that take it,
+    // and every one names an operation the document has.
+    let operations: Vec<&Value> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .collect();
+    let ids: std::collections::HashSet<&str> = operations.iter().filter_map(|o| o["operationId"].as_str()).collect();
+    let links: Vec<&Value> = operations
+        .iter()
+        .flat_map(|o| o["responses"].as_object().unwrap().values())
+        .filter_map(|r| r["links"].as_object())
+        .flat_map(|l| l.values())
+        .collect();
+    assert!(links.len() >= 12, "{} links", links.len());
+    for link in links {
+        assert!(ids.contains(link["operationId"].as_str().unwrap()), "{link}");
+    }
+    let upload = &doc["paths"]["/datasets/upload"]["post"]["responses"]["202"]["links"]["GetJob"];
+    assert_eq!(upload["parameters"]["job_id"], "$response.body#/job_id");
     let throttled = &doc["paths"]["/collections/{collectionId}/items"]["get"]["responses"]["429"];
     assert_eq!(throttled["headers"]["Retry-After"]["schema"]["type"], "integer");
     // What client generators check first: a valid OpenAPI 3.1 document
@@ -374,4 +395,45 @@ async fn the_sign_in_screen_gets_its_options_and_banner() {
     );
     assert_eq!(config["password_login_enabled"], true);
     assert!(config.get("demo_mode").is_none(), "demo mode is gone since 1.7.0");
+}
+
+/// A client that sends its request headers a byte at a time (slowloris)
+/// is disconnected once 30 s have gone by, instead of holding its
+/// connection for as long as it likes.
+#[tokio::test]
+async fn slow_request_headers_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stack = Stack::start_with(StackOptions::workers(0)).await;
+    let address = stack.base.trim_start_matches("http://").to_string();
+    let mut connection = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request =
+        b"GET /api/health HTTP/1.1\r\nHost: catalog\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let started = std::time::Instant::now();
+    let mut closed_after = None;
+    for byte in request {
+        if connection.write_all(&[*byte]).await.is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        let mut answer = [0u8; 512];
+        // Waiting for an answer doubles as the pause between bytes.
+        match tokio::time::timeout(std::time::Duration::from_secs(2), connection.read(&mut answer)).await {
+            Ok(Ok(0) | Err(_)) => {
+                closed_after = Some(started.elapsed());
+                break;
+            }
+            Ok(Ok(n)) => {
+                // A 408 before closing is fine too; anything else is not.
+                let text = String::from_utf8_lossy(&answer[..n]);
+                assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+            }
+            Err(_) => {}
+        }
+    }
+    let closed_after = closed_after.expect("the server kept the connection to the last byte");
+    assert!(
+        closed_after.as_secs() >= 29,
+        "cut off after {closed_after:?}, before the limit"
+    );
+    assert!(closed_after.as_secs() <= 40, "cut off after {closed_after:?}");
 }

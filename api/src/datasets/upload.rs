@@ -320,6 +320,7 @@ async fn receive_upload(
     if let Err(e) = outcome {
         if let Some(received) = &stored {
             let _ = state.storage.store.delete(&received.path).await;
+            state.storage.remove_empty_folder(&state.storage.upload_folder(job_id));
         }
         return Err(e);
     }
