@@ -63,10 +63,14 @@ impl Storage {
     }
 
     /// Removes a local folder left empty by a write that never completed
-    /// (its file is gone, so no delete cleans it up); a no-op elsewhere.
+    /// (its file is gone, so no delete cleans it up), and the folders above
+    /// it that this leaves empty; a no-op elsewhere.
     pub fn remove_empty_folder(&self, folder: &Path) {
-        if let Some(dir) = self.local_file(folder) {
-            let _ = std::fs::remove_dir(dir);
+        let (Some(root), Some(mut dir)) = (self.local_root.as_deref(), self.local_file(folder)) else {
+            return;
+        };
+        while dir.starts_with(root) && dir != root && std::fs::remove_dir(&dir).is_ok() {
+            dir.pop();
         }
     }
 
