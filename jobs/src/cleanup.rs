@@ -30,6 +30,7 @@ pub struct Retention {
 #[derive(Debug, Default)]
 pub struct Swept {
     pub staging_tables: u64,
+    pub workdirs: u64,
     pub uploads: u64,
     pub jobs: u64,
     pub archived: u64,
@@ -38,6 +39,7 @@ pub struct Swept {
 pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept> {
     Ok(Swept {
         staging_tables: cleanup_abandoned_staging(&deps.pool).await?,
+        workdirs: remove_abandoned_workdirs(&deps.pool, &std::env::temp_dir()).await?,
         uploads: remove_uploads(deps, retention.uploads).await?,
         jobs: remove_jobs(deps, retention.jobs).await?,
         archived: match retention.archive_after_idle {
@@ -97,6 +99,40 @@ async fn remove_jobs(deps: &JobDeps, retention: Duration) -> anyhow::Result<u64>
         .execute(&deps.pool)
         .await?;
     Ok(removed.len() as u64)
+}
+
+/// Removes the scratch folders (under `tmp`, this host's temporary
+/// directory) of jobs no longer running: a worker killed mid-job leaves its
+/// folder, with a copy of the source from a remote store, behind.
+pub async fn remove_abandoned_workdirs(pool: &PgPool, tmp: &std::path::Path) -> anyhow::Result<u64> {
+    let mut folders: Vec<(std::path::PathBuf, Uuid)> = Vec::new();
+    for entry in std::fs::read_dir(tmp)?.flatten() {
+        let name = entry.file_name();
+        let job = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(crate::context::WORKDIR_PREFIX))
+            .and_then(|rest| rest.get(..36))
+            .and_then(|id| id.parse::<Uuid>().ok());
+        if let Some(job) = job {
+            folders.push((entry.path(), job));
+        }
+    }
+    if folders.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<Uuid> = folders.iter().map(|(_, id)| *id).collect();
+    let running: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM jobs WHERE id = ANY($1) AND status = $2")
+        .bind(&ids)
+        .bind(JobStatus::Running)
+        .fetch_all(pool)
+        .await?;
+    let mut removed = 0;
+    for (folder, job) in folders {
+        if !running.contains(&job) && std::fs::remove_dir_all(&folder).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Drops staging tables left by jobs that are no longer running (a worker

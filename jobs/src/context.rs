@@ -103,7 +103,20 @@ impl From<std::io::Error> for JobError {
     }
 }
 
+/// Prefix of a job's scratch folder in the temporary directory; the name
+/// goes on with the job id, so the cleanup sweep can tell a killed
+/// worker's leftovers from a running job's folder.
+pub const WORKDIR_PREFIX: &str = "catalog-job-";
+
 impl JobContext {
+    /// A scratch folder for this job, removed when dropped (and by the
+    /// cleanup sweep when its worker was killed first).
+    pub fn workdir(&self) -> std::io::Result<tempfile::TempDir> {
+        tempfile::Builder::new()
+            .prefix(&format!("{WORKDIR_PREFIX}{}-", self.job_id))
+            .tempdir()
+    }
+
     /// Records what the job is doing; answers `Cancelled` once the job was
     /// cancelled, so every progress report doubles as a cancellation check.
     pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {

@@ -65,7 +65,7 @@ pub async fn ingest_object(
 ) -> Result<(), JobError> {
     ctx.progress("reading", None, None).await?;
     let started = std::time::Instant::now();
-    let workdir = tempfile::tempdir()?;
+    let workdir = ctx.workdir()?;
     let local = local_source(ctx, object, workdir.path(), filename).await?;
     tracing::info!(job_id = %ctx.job_id, fetch_ms = started.elapsed().as_millis() as u64, "source fetched");
     let (source_path, name) = (local.clone(), filename.to_string());

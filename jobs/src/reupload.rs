@@ -56,7 +56,7 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         ..payload.clone()
     };
     ctx.progress("reading", None, None).await?;
-    let workdir = tempfile::tempdir()?;
+    let workdir = ctx.workdir()?;
     let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;
     if current.kind == "raster" {
         return replace_raster(ctx, &payload, &local).await;

@@ -340,3 +340,49 @@ async fn finished_work_is_cleaned_up_on_the_set_schedule() {
         .unwrap();
     assert_eq!(tasks, 1, "the failed job's queue task went with it");
 }
+
+/// A worker killed mid-job leaves its scratch folder (with a copy of the
+/// source, from a remote store) in the temporary directory; the cleanup
+/// sweep removes it once its job is no longer running, and leaves running
+/// jobs' folders and anything not a job's alone.
+#[tokio::test]
+async fn scratch_folders_of_jobs_no_longer_running_are_swept() {
+    let scratch = tempfile::tempdir().unwrap();
+    let stack = Stack::start_with(
+        StackOptions::workers(0)
+            .env("TMPDIR", scratch.path().to_str().unwrap())
+            .env("CLEANUP_INTERVAL_SECONDS", "1"),
+    )
+    .await;
+    let token = stack.admin_token().await;
+    // A job the database says is running, whose queue task is gone so no
+    // worker takes it here.
+    let running = stack.upload_ok(&token, "a.geojson", small_geojson(3), &[]).await;
+    sqlx::query(
+        "WITH j AS (UPDATE jobs SET status = 'running' WHERE id = $1::uuid RETURNING queue_task_id)
+         DELETE FROM apalis.jobs WHERE id IN (SELECT queue_task_id FROM j)",
+    )
+    .bind(&running)
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    let folder = |name: String| {
+        let path = scratch.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("source.gpkg"), b"left behind").unwrap();
+        path
+    };
+    let abandoned = folder(format!("catalog-job-{}-a1b2c3", uuid::Uuid::now_v7()));
+    let in_use = folder(format!("catalog-job-{running}-d4e5f6"));
+    let unrelated = folder("someone-elses".into());
+
+    let mut stack = stack;
+    stack.add_worker();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while abandoned.exists() {
+        assert!(Instant::now() < deadline, "the abandoned folder is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(in_use.join("source.gpkg").exists(), "a running job's folder stays");
+    assert!(unrelated.exists(), "a folder that is not a job's stays");
+}

@@ -175,13 +175,16 @@ async fn clean_up(deps: JobDeps, every: Duration, retention: Retention) {
     loop {
         interval.tick().await;
         match catalog_jobs::sweep(&deps, retention).await {
-            Ok(swept) if swept.staging_tables + swept.uploads + swept.jobs + swept.archived > 0 => tracing::info!(
-                staging_tables = swept.staging_tables,
-                uploads = swept.uploads,
-                jobs = swept.jobs,
-                archive_jobs = swept.archived,
-                "cleaned up finished work"
-            ),
+            Ok(swept) if swept.staging_tables + swept.workdirs + swept.uploads + swept.jobs + swept.archived > 0 => {
+                tracing::info!(
+                    staging_tables = swept.staging_tables,
+                    scratch_folders = swept.workdirs,
+                    uploads = swept.uploads,
+                    jobs = swept.jobs,
+                    archive_jobs = swept.archived,
+                    "cleaned up finished work"
+                )
+            }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cleanup sweep failed"),
         }

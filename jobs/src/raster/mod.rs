@@ -47,7 +47,7 @@ pub async fn ingest(
     naming: Naming<'_>,
     options: &IngestOptions,
 ) -> Result<(), JobError> {
-    let workdir = tempfile::tempdir()?;
+    let workdir = ctx.workdir()?;
     let prepared = prepare(ctx, source, &options.raster, workdir.path()).await?;
     ctx.progress("publishing", None, None).await?;
     let dataset_id = Uuid::now_v7();
@@ -71,7 +71,7 @@ pub async fn replace(
     filename: &str,
     options: &RasterOptions,
 ) -> Result<(), JobError> {
-    let workdir = tempfile::tempdir()?;
+    let workdir = ctx.workdir()?;
     let prepared = prepare(ctx, source, options, workdir.path()).await?;
     ctx.progress("publishing", None, None).await?;
     let object = object_of(ctx, dataset_id);
