@@ -102,8 +102,10 @@ async fn remove_jobs(deps: &JobDeps, retention: Duration) -> anyhow::Result<u64>
 }
 
 /// Removes the scratch folders (under `tmp`, this host's temporary
-/// directory) of jobs no longer running: a worker killed mid-job leaves its
-/// folder, with a copy of the source from a remote store, behind.
+/// directory) of this deployment's jobs that are no longer running: a
+/// worker killed mid-job leaves its folder, with a copy of the source from
+/// a remote store, behind. A folder of a job this database does not know
+/// may belong to another deployment on the host, and stays.
 pub async fn remove_abandoned_workdirs(pool: &PgPool, tmp: &std::path::Path) -> anyhow::Result<u64> {
     let mut folders: Vec<(std::path::PathBuf, Uuid)> = Vec::new();
     for entry in std::fs::read_dir(tmp)?.flatten() {
@@ -121,14 +123,14 @@ pub async fn remove_abandoned_workdirs(pool: &PgPool, tmp: &std::path::Path) -> 
         return Ok(0);
     }
     let ids: Vec<Uuid> = folders.iter().map(|(_, id)| *id).collect();
-    let running: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM jobs WHERE id = ANY($1) AND status = $2")
+    let stopped: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM jobs WHERE id = ANY($1) AND status <> $2")
         .bind(&ids)
         .bind(JobStatus::Running)
         .fetch_all(pool)
         .await?;
     let mut removed = 0;
     for (folder, job) in folders {
-        if !running.contains(&job) && std::fs::remove_dir_all(&folder).is_ok() {
+        if stopped.contains(&job) && std::fs::remove_dir_all(&folder).is_ok() {
             removed += 1;
         }
     }

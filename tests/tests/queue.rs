@@ -344,7 +344,8 @@ async fn finished_work_is_cleaned_up_on_the_set_schedule() {
 /// A worker killed mid-job leaves its scratch folder (with a copy of the
 /// source, from a remote store) in the temporary directory; the cleanup
 /// sweep removes it once its job is no longer running, and leaves running
-/// jobs' folders and anything not a job's alone.
+/// jobs' folders, other deployments' jobs' folders and anything not a
+/// job's alone.
 #[tokio::test]
 async fn scratch_folders_of_jobs_no_longer_running_are_swept() {
     let scratch = tempfile::tempdir().unwrap();
@@ -355,25 +356,19 @@ async fn scratch_folders_of_jobs_no_longer_running_are_swept() {
     )
     .await;
     let token = stack.admin_token().await;
-    // A job the database says is running, whose queue task is gone so no
-    // worker takes it here.
-    let running = stack.upload_ok(&token, "a.geojson", small_geojson(3), &[]).await;
-    sqlx::query(
-        "WITH j AS (UPDATE jobs SET status = 'running' WHERE id = $1::uuid RETURNING queue_task_id)
-         DELETE FROM apalis.jobs WHERE id IN (SELECT queue_task_id FROM j)",
-    )
-    .bind(&running)
-    .execute(&stack.pool)
-    .await
-    .unwrap();
+    // Jobs the database says are running and failed (a worker killed while
+    // it ran one), whose queue tasks are gone so no worker takes them here.
+    let running = job_with_status(&stack, &token, "running").await;
+    let failed = job_with_status(&stack, &token, "failed").await;
     let folder = |name: String| {
         let path = scratch.path().join(name);
         std::fs::create_dir_all(&path).unwrap();
         std::fs::write(path.join("source.gpkg"), b"left behind").unwrap();
         path
     };
-    let abandoned = folder(format!("catalog-job-{}-a1b2c3", uuid::Uuid::now_v7()));
+    let abandoned = folder(format!("catalog-job-{failed}-a1b2c3"));
     let in_use = folder(format!("catalog-job-{running}-d4e5f6"));
+    let another_deployments = folder(format!("catalog-job-{}-g7h8i9", uuid::Uuid::now_v7()));
     let unrelated = folder("someone-elses".into());
 
     let mut stack = stack;
@@ -385,4 +380,24 @@ async fn scratch_folders_of_jobs_no_longer_running_are_swept() {
     }
     assert!(in_use.join("source.gpkg").exists(), "a running job's folder stays");
     assert!(unrelated.exists(), "a folder that is not a job's stays");
+    assert!(
+        another_deployments.exists(),
+        "a job this database does not know may be another deployment's"
+    );
+}
+
+/// An upload's job put in `status` by hand, its queue task removed so no
+/// worker runs it.
+async fn job_with_status(stack: &Stack, token: &str, status: &str) -> String {
+    let job = stack.upload_ok(token, "a.geojson", small_geojson(3), &[]).await;
+    sqlx::query(
+        "WITH j AS (UPDATE jobs SET status = $2 WHERE id = $1::uuid RETURNING queue_task_id)
+         DELETE FROM apalis.jobs WHERE id IN (SELECT queue_task_id FROM j)",
+    )
+    .bind(&job)
+    .bind(status)
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    job
 }
