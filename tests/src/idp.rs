@@ -193,7 +193,7 @@ async fn token(State(idp): State<Idp>, Form(form): Form<HashMap<String, String>>
 }
 
 fn sign(claims: &Value) -> String {
-    let der = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/idp/signing-key.der")).unwrap();
+    let der = std::fs::read(crate::package_dir().join("fixtures/idp/signing-key.der")).unwrap();
     let key = jsonwebtoken::EncodingKey::from_rsa_der(&der);
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
     header.kid = Some("test-idp-1".into());
@@ -201,7 +201,7 @@ fn sign(claims: &Value) -> String {
 }
 
 async fn jwks() -> Json<Value> {
-    let jwks = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/idp/jwks.json")).unwrap();
+    let jwks = std::fs::read(crate::package_dir().join("fixtures/idp/jwks.json")).unwrap();
     Json(serde_json::from_slice(&jwks).unwrap())
 }
 

@@ -33,9 +33,17 @@ pub fn bin_dir() -> PathBuf {
     exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
 }
 
+/// This package's folder (`tests/`), found when the test runs: `cargo test`
+/// names it in `CARGO_MANIFEST_DIR`. The path fixed at build time is only
+/// the fallback, because another clone sharing the build cache may have
+/// built this binary from a folder that is not here.
+pub fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// The repository's own test data (`tests/data`, see its README).
 pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
+    package_dir().join("data")
 }
 
 pub fn data_file(relative: &str) -> Vec<u8> {

@@ -555,7 +555,7 @@ async fn serve_basemap() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsi
     };
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
-    let style = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/basemap/style.json")).unwrap();
+    let style = std::fs::read(catalog_tests::package_dir().join("fixtures/basemap/style.json")).unwrap();
     let app = axum::Router::new().route(
         "/styles/bright.json",
         axum::routing::get(move || {

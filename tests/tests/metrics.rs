@@ -13,7 +13,8 @@ const METRICS_TOKEN: &str = "scrape-token-0123456789abcdef";
 /// Every sample of a scrape, as the Prometheus parser reads it.
 fn parse(text: &str) -> Vec<Value> {
     let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/prometheus_parse.py");
+    let script = catalog_tests::package_dir().join("clients/prometheus_parse.py");
+    let script = script.to_str().expect("a UTF-8 path");
     let mut child = Command::new(python)
         .arg(script)
         .stdin(Stdio::piped())

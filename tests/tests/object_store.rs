@@ -231,7 +231,7 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
     // Signatures are enforced once the provider's bucket is set up.
     let s3 = S3Server::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "10")]).await;
     let output = Command::new(python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/s3_provider.py"))
+        .arg(catalog_tests::package_dir().join("clients/s3_provider.py"))
         .args([s3.endpoint.as_str(), "provider", "exports"])
         .arg(&bikes)
         .output()

@@ -881,7 +881,8 @@ async fn gdal_and_owslib_read_the_service() {
     );
 
     let python = std::env::var("CATALOG_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/owslib_pages.py");
+    let script = catalog_tests::package_dir().join("clients/owslib_pages.py");
+    let script = script.to_str().expect("a UTF-8 path");
     let output = Command::new(python)
         .args([script, &format!("{}/api", stack.base), &id, "50"])
         .output()

@@ -5,7 +5,7 @@ use std::process::Command;
 use catalog_tests::{ADMIN_PASSWORD, Stack, StackOptions};
 
 fn walkthrough_block() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = std::fs::read_to_string(catalog_tests::package_dir().join("../README.md")).unwrap();
     let after_marker = readme
         .split_once("<!-- walkthrough")
         .expect("the README marks its walk-through")
@@ -23,7 +23,7 @@ async fn the_readme_walkthrough_works_as_written() {
     // A folder of its own, with the repository's tests/ where the README
     // expects it, so the tile file lands there.
     let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(concat!(env!("CARGO_MANIFEST_DIR")), dir.path().join("tests")).unwrap();
+    std::os::unix::fs::symlink(catalog_tests::package_dir(), dir.path().join("tests")).unwrap();
     let output = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &walkthrough_block()])
         .current_dir(dir.path())

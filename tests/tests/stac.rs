@@ -33,7 +33,8 @@ async fn stac_search_pages_and_filters() {
     );
 
     let python = std::env::var("CATALOG_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/pystac_search.py");
+    let script = catalog_tests::package_dir().join("clients/pystac_search.py");
+    let script = script.to_str().expect("a UTF-8 path");
     let output = Command::new(python)
         .args([script, &stack.url("/api/stac"), "-1,0,5,20", "2"])
         .output()

@@ -13,7 +13,8 @@ fn render(style_url: &str, layer: &str, embed_token: Option<&str>) -> Value {
 /// `render`, writing a PNG of the map to `screenshot` when given.
 fn render_to(style_url: &str, layer: &str, embed_token: Option<&str>, screenshot: Option<&std::path::Path>) -> Value {
     let modules = std::env::var("CATALOG_NODE_MODULES").expect("CATALOG_NODE_MODULES (set by scripts/test.sh)");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/maplibre_render.mjs");
+    let script = catalog_tests::package_dir().join("clients/maplibre_render.mjs");
+    let script = script.to_str().expect("a UTF-8 path");
     let mut command = Command::new("node");
     command
         .arg(script)

@@ -20,7 +20,7 @@ use catalog_tests::{
 };
 
 fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    catalog_tests::package_dir().join("..")
 }
 
 #[tokio::test]
