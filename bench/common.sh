@@ -10,13 +10,15 @@ fresh_bench_database() {
   ensure_database "$PORT" bench
 }
 
-# bench_gpkg: the seeded POINTS-point GeoPackage, generated once.
+# bench_gpkg [N]: the seeded N-point (default POINTS) GeoPackage, generated
+# once; prints its path.
 bench_gpkg() {
-  local gpkg="$WORK/points_$POINTS.gpkg"
+  local n=${1:-$POINTS}
+  local gpkg="$WORK/points_$n.gpkg"
   if [[ ! -s $gpkg ]]; then
     log "generating $gpkg (seeded)"
-    python3 bench/gen_points.py "$POINTS" "$WORK/points_$POINTS.csv"
-    ogr2ogr -f GPKG "$gpkg" "$WORK/points_$POINTS.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
+    python3 bench/gen_points.py "$n" "$WORK/points_$n.csv"
+    ogr2ogr -f GPKG "$gpkg" "$WORK/points_$n.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
       -oo KEEP_GEOM_COLUMNS=NO -oo AUTODETECT_TYPE=YES -a_srs EPSG:4326 -nln points -nlt POINT >&2
   fi
   echo "$gpkg"

@@ -12,6 +12,7 @@
 # here: run `cargo build --bins` first (or FAULTS_BUILD=1 to have it done).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
 PORT=${FAULTS_PG_PORT:-54332}
@@ -79,17 +80,8 @@ rm -rf "$WORK/storage" "$WORK/worker-tmp" "$WORK"/*.log
 mkdir -p "$WORK/storage" "$WORK/worker-tmp"
 
 # Test data, generated once (seeded).
-gpkg() {
-  local n=$1 out="$WORK/points_$1.gpkg"
-  if [[ ! -s $out ]]; then
-    log "generating $out (seeded)"
-    python3 bench/gen_points.py "$n" "$WORK/points_$n.csv"
-    ogr2ogr -f GPKG "$out" "$WORK/points_$n.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
-      -oo KEEP_GEOM_COLUMNS=NO -oo AUTODETECT_TYPE=YES -a_srs EPSG:4326 -nln points -nlt POINT >&2
-  fi
-}
-gpkg "$POINTS"
-gpkg 1000
+bench_gpkg "$POINTS" >/dev/null
+bench_gpkg 1000 >/dev/null
 if [[ ! -s $WORK/big_$BIG_ROWS.csv ]]; then
   log "generating $WORK/big_$BIG_ROWS.csv (seeded)"
   python3 bench/gen_points.py "$BIG_ROWS" "$WORK/big_$BIG_ROWS.csv"

@@ -110,21 +110,20 @@ def uploads(rng):
         if status != 202:
             continue
         job = json.loads(answer)["job_id"]
-        state = "queued"
+        state, finished = "queued", {}
         while state in ("queued", "running") and time.monotonic() < deadline + 120:
             time.sleep(0.5)
             started = time.monotonic()
             status, answer = client.request("GET", f"/api/jobs/{job}")
             record("job", started, status, {200}, answer[:120])
-            state = json.loads(answer)["status"] if status == 200 else "unknown"
+            finished = json.loads(answer) if status == 200 else {}
+            state = finished.get("status", "unknown")
         with lock:
             if state != "succeeded":
                 errors.setdefault("ingest", []).append(f"job {job} ended {state}")
             latencies.setdefault("ingest", []).append(0.0)
         # Delete it again so the catalog stays the same size over the run.
-        started = time.monotonic()
-        status, answer = client.request("GET", f"/api/jobs/{job}")
-        dataset = json.loads(answer).get("dataset_id") if status == 200 else None
+        dataset = finished.get("dataset_id")
         if dataset:
             started = time.monotonic()
             status, answer = client.request("DELETE", f"/api/datasets/{dataset}")

@@ -69,18 +69,19 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
         ("401", problem_response("a credential was sent that resolves to no one")),
         ("403", problem_response("the caller may not do this")),
     ];
+    let invalid = ("422", problem_response("a value in the request is invalid"));
     let with_path = [
         ("404", problem_response("no such resource, or none the caller may see")),
-        ("422", problem_response("a value in the request is invalid")),
+        invalid.clone(),
     ];
     let with_body = [
         (
             "415",
             problem_response("the body is not of a media type this operation takes"),
         ),
-        ("422", problem_response("a value in the request is invalid")),
+        invalid.clone(),
     ];
-    let with_query = [("422", problem_response("a value in the request is invalid"))];
+    let with_query = [invalid];
     let with_file = [("507", problem_response("the object store is full; nothing was kept"))];
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;
