@@ -10,7 +10,7 @@
 #   raster     raster and terrain tiles vs titiler     bench/titiler.sh
 #   rehydrate  archived dataset back vs ogr2ogr        bench/rehydrate.sh
 #
-# `bench/compare.sh items tiles` runs only those. Takes about 45 minutes
+# `bench/compare.sh items tiles` runs only those. Takes about 20 minutes
 # on 2 cores for all five.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
