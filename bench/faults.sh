@@ -5,7 +5,8 @@
 # when a check failed):
 #   1. workers SIGKILLed (and replaced) every 1-4 s during 20 ingests;
 #   2. PostgreSQL stopped for 7 s under read load, and the workers after it;
-#   3. the object store full (a 2 MB tmpfs; root only, else skipped);
+#   3. the object store full, then read-only (a 2 MB tmpfs; root only, else
+#      skipped);
 #   4. slow clients: headers at one byte every 2 s, a body at 1 byte/s;
 #   5. 20 concurrent 100 MB uploads: the API's resident memory.
 # The scenarios themselves are in bench/faults_driver.py. Nothing is built

@@ -566,6 +566,44 @@ def scenario_store_full():
                 f"GeoTIFF job {tif_status} ({tif_error}), datasets {len(tif_datasets)}; GeoPackage job {gpkg_status}"
                 f"{f' ({gpkg_error})' if gpkg_error else ''}, datasets {len(gpkg_datasets)}; both ended within {took:.1f} s "
                 f"of the worker's start; stray objects {len(extra)}")
+
+        # (c) a store the service may not write (the tmpfs remounted
+        # read-only: root ignores file permissions, not a read-only mount):
+        # an upload answers a clear 500, and a job queued before fails at
+        # once saying so, with nothing kept
+        children.stop(worker)
+        worker = None
+        os.remove(f"{MNT}/filler")
+        s, _, b, _ = curl_upload(SMALL_TIF, port)
+        check(s == 202, f"3c: the GeoTIFF upload before the store turned read-only answered {s} {b[:200]}")
+        queued = json.loads(b)["job_id"] if s == 202 else None
+        remount = subprocess.run(["mount", "-o", "remount,ro", MNT], capture_output=True, text=True)
+        check(remount.returncode == 0, f"3c: remounting the store read-only: {remount.stderr.strip()}")
+        jobs_before = int(sql1("SELECT count(*) FROM jobs"))
+        ro_status, ro_ctype, ro_body, _ = curl_upload(SMALL_GPKG, port)
+        try:
+            ro_problem = json.loads(ro_body)
+        except ValueError:
+            ro_problem = {}
+        jobs_after = int(sql1("SELECT count(*) FROM jobs"))
+        check(ro_status == 500 and ro_ctype.startswith("application/problem+json")
+              and "refused" in ro_problem.get("detail", ""),
+              f"3c: an upload into the read-only store answered {ro_status} {ro_ctype} {ro_body[:300]}")
+        check(jobs_after == jobs_before, f"3c: {jobs_after - jobs_before} job rows created by the refused upload")
+        worker = start_worker(MNT)
+        started = time.monotonic()
+        job = wait_jobs([queued], token, 120, port).get(queued, {}) if queued else {}
+        ro_took = time.monotonic() - started
+        ro_error = job.get("error") or {}
+        ro_datasets = sql(f"SELECT id FROM datasets WHERE job_id = '{queued}'") if queued else []
+        check(job.get("status") == "failed" and ro_error.get("status") == 500
+              and "refused" in (ro_error.get("detail") or ""),
+              f"3c: the GeoTIFF job under a read-only store: {job.get('status')} {ro_error}")
+        check(ro_took < 15, f"3c: the job took {ro_took:.1f} s to fail (retrying what cannot pass?)")
+        check(not ro_datasets, f"3c: the failed job left datasets {ro_datasets}")
+        figures(f"3 store read-only: upload -> {ro_status} ({ro_problem.get('detail', '')[:60]}...), job rows "
+                f"+{jobs_after - jobs_before}; queued GeoTIFF job {job.get('status')} with "
+                f"{ro_error.get('status')} within {ro_took:.1f} s, datasets {len(ro_datasets)}")
     finally:
         for p in (worker, api):
             if p:
@@ -763,18 +801,21 @@ def scenario_big_uploads(api):
 # ---------------------------------------------------------------- logs
 
 def scan_logs():
-    five, panics, lines = 0, 0, []
+    five, refused, panics, lines = 0, 0, 0, []
     for path in sorted({p.log for p in children.procs}):
         name = os.path.basename(path)[:-4]
         for line in open(path, errors="replace"):
-            if "status=500" in line:
+            if "status=500" in line and "Read-only file system" in line:
+                refused += 1  # scenario 3c's refused upload, as it should be
+            elif "status=500" in line:
                 five += 1
                 lines.append(f"{name}: {line.strip()[:300]}")
             if "panicked" in line:
                 panics += 1
                 lines.append(f"{name}: {line.strip()[:300]}")
     check(five == 0 and panics == 0, f"logs: {five} response(s) 500, {panics} panic(s): {lines[:5]}")
-    figures(f"logs: {len(children.procs)} processes, {len({p.log for p in children.procs})} logs; responses 500 logged {five}, panics {panics}")
+    figures(f"logs: {len(children.procs)} processes, {len({p.log for p in children.procs})} logs; responses 500 logged {five} "
+            f"(besides {refused} refused by the read-only store), panics {panics}")
 
 
 def main():

@@ -36,6 +36,10 @@ pub enum JobError {
     /// The object store or the local disk is full: retrying cannot help
     /// until an operator frees space.
     StoreFull(String),
+    /// The object store or the local disk refuses the worker (permission
+    /// denied, read-only, rejected credentials): retrying cannot help until
+    /// an operator fixes it.
+    StoreRefused(String),
     /// The job was cancelled while it ran.
     Cancelled,
     /// A defect of ours; logged and reported without details.
@@ -89,6 +93,9 @@ impl From<object_store::Error> for JobError {
             full if catalog_shared::storage::is_out_of_space(&full) => {
                 JobError::StoreFull(format!("object store: {full}"))
             }
+            refused if catalog_shared::storage::is_refused(&refused) => {
+                JobError::StoreRefused(format!("object store: {refused}"))
+            }
             other => JobError::Transient(format!("object store: {other}")),
         }
     }
@@ -98,6 +105,9 @@ impl From<std::io::Error> for JobError {
     fn from(e: std::io::Error) -> Self {
         if catalog_shared::storage::is_out_of_space(&e) {
             return JobError::StoreFull(format!("local disk: {e}"));
+        }
+        if catalog_shared::storage::is_refused(&e) {
+            return JobError::StoreRefused(format!("local disk: {e}"));
         }
         JobError::Transient(format!("local disk: {e}"))
     }

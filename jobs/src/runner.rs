@@ -120,6 +120,15 @@ pub async fn run_job(deps: &JobDeps, job_id: Uuid) -> anyhow::Result<Option<JobR
                         ),
                     )
                 }
+                JobError::StoreRefused(why) => {
+                    tracing::error!(%job_id, %why, "job failed: the store refused access");
+                    Problem::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!(
+                            "the store refused the job access (permission denied, a read-only file system or rejected credentials), so nothing was kept; an operator must fix its permissions before the job is run again ({why})"
+                        ),
+                    )
+                }
                 JobError::Transient(why) => {
                     tracing::error!(%job_id, %why, "job gave up after retries");
                     Problem::new(

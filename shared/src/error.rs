@@ -220,6 +220,11 @@ impl From<object_store::Error> for AppError {
                 "the object store is full: nothing was kept; an operator must free space",
             )
             .with_cause(full),
+            refused if crate::storage::is_refused(&refused) => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the object store refused this service access (permission denied, a read-only file system or rejected credentials): nothing was kept; an operator must fix the store's permissions",
+            )
+            .with_cause(refused),
             other => {
                 Self::unavailable("the object store could not serve the request; try again shortly").with_cause(other)
             }
@@ -275,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_store_answers_507_and_other_store_failures_503() {
+    fn a_full_store_answers_507_a_refusing_one_500_and_other_store_failures_503() {
         for kind in [std::io::ErrorKind::StorageFull, std::io::ErrorKind::QuotaExceeded] {
             let error = AppError::from(store_error(kind));
             assert_eq!(error.status(), StatusCode::INSUFFICIENT_STORAGE, "{kind:?}");
@@ -285,6 +290,16 @@ mod tests {
             std::io::ErrorKind::PermissionDenied,
             std::io::ErrorKind::ReadOnlyFilesystem,
         ] {
+            let error = AppError::from(store_error(kind));
+            assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR, "{kind:?}");
+            assert!(error.problem.detail.contains("refused"), "{}", error.problem.detail);
+        }
+        let denied_by_s3 = object_store::Error::PermissionDenied {
+            path: "uploads/x".into(),
+            source: "403 AccessDenied".into(),
+        };
+        assert_eq!(AppError::from(denied_by_s3).status(), StatusCode::INTERNAL_SERVER_ERROR);
+        for kind in [std::io::ErrorKind::ConnectionRefused, std::io::ErrorKind::TimedOut] {
             let error = AppError::from(store_error(kind));
             assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE, "{kind:?}");
         }

@@ -86,13 +86,34 @@ impl Storage {
 /// Whether an error (or one of its causes) is a write refused for want of
 /// space, a full disk or a quota, which waiting alone will not cure.
 pub fn is_out_of_space(error: &(dyn std::error::Error + 'static)) -> bool {
+    has_io_kind(
+        error,
+        &[std::io::ErrorKind::StorageFull, std::io::ErrorKind::QuotaExceeded],
+    )
+}
+
+/// Whether the store (or the local disk) refuses this service access:
+/// permission denied, a read-only file system, or credentials the store
+/// rejects. Like a full store, it lasts until an operator acts.
+pub fn is_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        error.downcast_ref::<object_store::Error>(),
+        Some(object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. })
+    ) || has_io_kind(
+        error,
+        &[
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::ReadOnlyFilesystem,
+        ],
+    )
+}
+
+/// Whether an error or one of its causes is an I/O error of one of `kinds`.
+fn has_io_kind(error: &(dyn std::error::Error + 'static), kinds: &[std::io::ErrorKind]) -> bool {
     let mut source = Some(error);
     while let Some(error) = source {
         if let Some(io) = error.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            )
+            && kinds.contains(&io.kind())
         {
             return true;
         }
