@@ -1,8 +1,18 @@
 # Shared by the bench scripts: a fresh `bench` database on the bench
 # cluster, the seeded test data, a release build of the service running
-# against them, tipg beside it, and wrk. Expects POINTS, PORT, DIR, WORK
-# and API_PORT (and TIPG_PORT, CONNECTIONS, DURATION for tipg and wrk).
+# against them, tipg beside it, and wrk. Sets the defaults below (a script
+# may set its own after sourcing this, as bench/faults.sh does); expects
+# TIPG_PORT, CONNECTIONS and DURATION for tipg and wrk.
 # shellcheck shell=bash
+
+# The bench cluster, its work folder, the service's port and the seeded
+# table's size.
+POINTS=${POINTS:-1000000}
+PORT=${CATALOG_BENCH_PG_PORT:-54331}
+DIR="$ROOT/.data/bench-pg"
+WORK="$ROOT/.data/bench"
+API_PORT=${BENCH_API_PORT:-18080}
+mkdir -p "$WORK"
 
 # fresh_bench_database: (re)creates the bench database on a running cluster.
 fresh_bench_database() {

@@ -10,13 +10,7 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-POINTS=${POINTS:-1000000}
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
-API_PORT=${BENCH_API_PORT:-18080}
 LOAD_SECONDS=${LOAD_SECONDS:-600}
-mkdir -p "$WORK"
 
 # Sessions outlast the run, however long it is asked to be.
 export ACCESS_TOKEN_TTL_SECONDS=$((LOAD_SECONDS + 3600))

@@ -12,18 +12,12 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-POINTS=${POINTS:-1000000}
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
 DURATION=${DURATION:-15}
 CONNECTIONS=${CONNECTIONS:-8}
-API_PORT=${BENCH_API_PORT:-18080}
 MARTIN_PORT=${BENCH_MARTIN_PORT:-18082}
 MARTIN_VERSION=1.14.0
 MARTIN_ROOT="$HOME/.cache/spatial-catalog/martin"
 MARTIN="$MARTIN_ROOT/bin/martin"
-mkdir -p "$WORK"
 
 if ! "$MARTIN" --version 2>/dev/null | grep -q "$MARTIN_VERSION"; then
   log "installing martin $MARTIN_VERSION (PostgreSQL sources only; cached)"

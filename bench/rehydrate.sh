@@ -9,13 +9,6 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-POINTS=${POINTS:-1000000}
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
-API_PORT=${BENCH_API_PORT:-18080}
-mkdir -p "$WORK"
-
 ensure_packages
 start_cluster "$DIR" "$PORT"
 trap 'kill ${API:-} ${WORKER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT

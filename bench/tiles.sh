@@ -8,15 +8,9 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-POINTS=${POINTS:-1000000}
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-8}
-API_PORT=${BENCH_API_PORT:-18080}
 TIPG_PORT=${BENCH_TIPG_PORT:-18081}
-mkdir -p "$WORK"
 
 # tipg keeps no tiles, so neither do we here: every request cuts its tile.
 export TILE_CACHE_MB=0

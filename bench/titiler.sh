@@ -12,16 +12,11 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-8}
-API_PORT=${BENCH_API_PORT:-18080}
 TITILER_PORT=${BENCH_TITILER_PORT:-18083}
 VENV="$ROOT/.data/bench-venv"
 COGS="$WORK/cogs"
-mkdir -p "$WORK"
 
 ensure_packages wrk
 [[ -x $VENV/bin/python ]] || python3 -m venv "$VENV"

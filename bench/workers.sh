@@ -7,13 +7,8 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-PORT=${CATALOG_BENCH_PG_PORT:-54331}
-DIR="$ROOT/.data/bench-pg"
-WORK="$ROOT/.data/bench"
-API_PORT=${BENCH_API_PORT:-18080}
 SLOW_PORT=${BENCH_SLOW_PORT:-18099}
 JOBS=${JOBS:-16}
-mkdir -p "$WORK"
 
 ensure_packages
 start_cluster "$DIR" "$PORT"
