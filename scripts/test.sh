@@ -2,8 +2,9 @@
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
 # cluster under .data/test-pg, checks format and lints (rustfmt, clippy with
 # warnings as errors, no import circles between modules), builds the
-# binaries the integration tests spawn, runs the workspace's tests, and
-# checks that their logs hold no secret.
+# binaries the integration tests spawn, runs every test of the workspace
+# (naming all failures at the end), and checks that their logs hold no
+# secret.
 set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
@@ -58,7 +59,19 @@ export CATALOG_TEST_LOG_DIR="$ROOT/.data/test-logs"
 rm -rf "$CATALOG_TEST_LOG_DIR"
 
 log "testing"
-cargo test --workspace "$@"
+# Every test runs even when one fails (--no-fail-fast), and the failures
+# are named together at the end, each with its test binary.
+OUTPUT="$ROOT/.data/test-output.log"
+set +e
+cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$OUTPUT"
+status=${PIPESTATUS[0]}
+set -e
+if ((status != 0)); then
+  log "failed tests"
+  awk '/^ *Running /{binary=$2} /^test .* \.\.\. FAILED$/{print "  " binary ": " $2}' "$OUTPUT" >&2
+  grep -E '^error: ' "$OUTPUT" >&2 || true
+  exit "$status"
+fi
 
 log "checking the test run's logs for secrets"
 python3 scripts/secrets_in_logs.py "$CATALOG_TEST_LOG_DIR" tests

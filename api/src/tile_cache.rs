@@ -28,7 +28,7 @@ use quick_cache::{Weighter, sync::Cache};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::datasets::record::Dataset;
+use crate::{access::policy::readable_by_anyone, datasets::record::Dataset};
 
 /// Tiles of a table registered from outside are cut from data the service
 /// does not write, so no data version follows it: they stay this long.
@@ -306,7 +306,7 @@ impl TileCache {
 /// Published public datasets may be cached by anyone; others only by the
 /// viewer.
 fn cache_control(dataset: &Dataset) -> &'static str {
-    if dataset.visibility == "public" && dataset.status == "ready" {
+    if readable_by_anyone(&dataset.visibility, &dataset.status) {
         "public, max-age=300"
     } else {
         "private, max-age=60"

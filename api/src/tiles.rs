@@ -21,6 +21,7 @@ use crate::{
     access::{
         Caller, Capability,
         datasets::visible_collection,
+        policy::readable_by_anyone,
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
     datasets::record::Dataset,
@@ -90,16 +91,53 @@ fn geometry_3857(dataset: &Dataset) -> String {
     }
 }
 
+/// Half the side of Web Mercator's square world, in metres.
+const WORLD_HALF_SIDE: f64 = 20_037_508.342_789_244;
+
+/// The tile's area with its buffer in WGS 84, a scalar subquery on the
+/// tile's `$1, $2, $3`: the buffered Mercator envelope cut at the world's
+/// edges, reaching the poles on the first and last rows. Transforming the
+/// buffered envelope itself wraps corners past ±180° to the far side of the
+/// world (tile 1/0/0 became 2.8°E to 177°E) and leaves out what lies beyond
+/// ±85.05°.
+fn tile_area_4326() -> String {
+    let margin = f64::from(BUFFER) / f64::from(EXTENT);
+    let lat = |y: &str| format!("degrees(2 * atan(exp({y} / 6378137.0)) - pi() / 2)");
+    format!(
+        "(SELECT ST_MakeEnvelope(greatest(-180, ST_XMin(e) * 180 / {WORLD_HALF_SIDE}), \
+           CASE WHEN ST_YMin(e) <= -{WORLD_HALF_SIDE} THEN -90 ELSE {south} END, \
+           least(180, ST_XMax(e) * 180 / {WORLD_HALF_SIDE}), \
+           CASE WHEN ST_YMax(e) >= {WORLD_HALF_SIDE} THEN 90 ELSE {north} END, 4326) \
+         FROM (SELECT ST_TileEnvelope($1, $2, $3, margin => {margin}) AS e) tile)",
+        south = lat("ST_YMin(e)"),
+        north = lat("ST_YMax(e)"),
+    )
+}
+
 /// The tile's area (with its buffer) in the dataset's storage CRS, for the index.
 fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
-    let area = format!(
-        "ST_TileEnvelope($1, $2, $3, margin => {})",
-        f64::from(BUFFER) / f64::from(EXTENT)
-    );
     match dataset.srid {
-        3857 => area,
-        srid if srid <= 0 => format!("ST_SetSRID(ST_Transform({area}, 4326), 0)"),
-        srid => format!("ST_Transform({area}, {srid})"),
+        3857 => format!(
+            "ST_TileEnvelope($1, $2, $3, margin => {})",
+            f64::from(BUFFER) / f64::from(EXTENT)
+        ),
+        4326 => tile_area_4326(),
+        srid if srid <= 0 => format!("ST_SetSRID({}, 0)", tile_area_4326()),
+        srid => {
+            // A projected CRS (a registered table) holds only its own part of
+            // the world, and a box far outside it transforms to nonsense or
+            // fails: the area is first cut to the data's extent, and its
+            // edges densified so that their curves survive the transform.
+            let [west, south, east, north] = match dataset.extent_bbox.as_deref() {
+                Some(&[w, s, e, n]) if w <= e => [w, s, e, n],
+                Some(&[_, s, _, n]) => [-180.0, s, 180.0, n],
+                _ => [-180.0, -90.0, 180.0, 90.0],
+            };
+            format!(
+                "ST_Transform(ST_Segmentize(ST_ClipByBox2D({}, ST_MakeEnvelope({west}, {south}, {east}, {north}, 4326)), 0.5), {srid})",
+                tile_area_4326()
+            )
+        }
     }
 }
 
@@ -322,7 +360,7 @@ pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> Strin
     // document read through a signed template hands back that template's
     // expiry: a capability never buys a longer-lived one.
     match caller.capability {
-        _ if dataset.visibility == "public" && dataset.status == "ready" => String::new(),
+        _ if readable_by_anyone(&dataset.visibility, &dataset.status) => String::new(),
         Some(Capability::Embed { .. } | Capability::Metrics) => String::new(),
         Some(Capability::Tiles { expires, .. }) => format!(
             "?{}",

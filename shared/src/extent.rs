@@ -77,7 +77,12 @@ impl ExtentTracker {
             .cloned()
             .fold(f64::NEG_INFINITY, f64::max);
         let west = self.bin_min_x[west_bin..].iter().cloned().fold(f64::INFINITY, f64::min);
-        if !(east.is_finite() && west.is_finite()) {
+        // The crossing form only for data that really is a region across
+        // the antimeridian: spread over the globe (the world's capitals),
+        // a box of more than half the world that skips the largest gap
+        // helps no client, and most take it for a band across 180°.
+        let wrapped_span = east + 360.0 - west;
+        if !(east.is_finite() && west.is_finite()) || wrapped_span >= 180.0 || wrapped_span >= self.max_x - self.min_x {
             return Some(plain);
         }
         Some([west, self.min_y, east, self.max_y])
@@ -142,6 +147,24 @@ mod tests {
         t.add(-124.0, -67.0, 25.0, 49.0);
         t.add(123.0, 146.0, 24.0, 45.0);
         assert_eq!(t.bbox(), Some([-124.0, 24.0, 146.0, 49.0]));
+    }
+
+    #[test]
+    fn data_spread_over_the_globe_stays_plain() {
+        // Capitals: a wide gap in the Pacific, but whichever way round, the
+        // data spans more than half the world.
+        let mut t = ExtentTracker::default();
+        for (x, y) in [
+            (-123.1, 49.3),
+            (-171.8, -13.8),
+            (178.4, -18.1),
+            (-0.1, 51.5),
+            (151.2, -33.9),
+            (-175.2, -21.1),
+        ] {
+            t.add(x, x, y, y);
+        }
+        assert_eq!(t.bbox(), Some([-175.2, -33.9, 178.4, 51.5]));
     }
 
     #[test]

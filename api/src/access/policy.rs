@@ -131,6 +131,14 @@ pub fn dataset_decision(caller: &Caller, facts: &DatasetFacts, action: DatasetAc
     }
 }
 
+/// Whether anyone at all, signed in or not, may read a dataset of this
+/// visibility and publication status: its tiles may be cached by shared
+/// caches and its tile links need no signature. The anonymous arm of
+/// `sees_dataset`.
+pub fn readable_by_anyone(visibility: &str, status: &str) -> bool {
+    Visibility::parse(visibility) == Visibility::Public && status == "ready"
+}
+
 /// Whether deciding whether the caller may read needs its grant: only on a
 /// restricted dataset, and only for a signed-in caller who is neither admin
 /// nor owner.

@@ -20,6 +20,7 @@ use crate::{
     access::{
         Caller,
         datasets::visible_dataset,
+        policy::readable_by_anyone,
         signed_tiles::{signed_query, template_expiry},
     },
     extract::Path,
@@ -310,7 +311,7 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
         .filter(|l| {
             l.dataset_available
                 && (l.layer_type == LayerType::VectorService || is_raster(l))
-                && (l.dataset_visibility != "public" || l.dataset_status != "ready")
+                && !readable_by_anyone(&l.dataset_visibility, &l.dataset_status)
         })
         .map(|l| {
             let query = signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp);
@@ -337,7 +338,7 @@ async fn terrain_signature(
     let Ok(dataset) = visible_dataset(state, caller, dem).await else {
         return Ok(None);
     };
-    if dataset.visibility == "public" && dataset.status == "ready" {
+    if readable_by_anyone(&dataset.visibility, &dataset.status) {
         return Ok(None);
     }
     let exp = template_expiry(chrono::Utc::now().timestamp());
