@@ -62,15 +62,27 @@ fn feature_ids(tile: &[u8]) -> BTreeSet<i64> {
 
 type Tiles = BTreeMap<(u32, u32, u32), BTreeSet<i64>>;
 
-/// Per tile of zooms 0 to 5, the gids of the table's features whose
+/// The dataset's table as PostGIS names it, its key and its geometry in
+/// Web Mercator, from its record.
+fn table_of(dataset: &Value) -> (String, String, String) {
+    let name = |field: &str| format!("\"{}\"", dataset[field].as_str().unwrap());
+    (
+        format!("{}.{}", name("schema_name"), name("table_name")),
+        name("key_column"),
+        format!("ST_Transform(t.{}, 3857)", name("geometry_column")),
+    )
+}
+
+/// Per tile of zooms 0 to 5, the keys of the dataset's features whose
 /// geometry meets the tile's envelope grown by `margin` (a share of its side).
-async fn postgis_tiles(stack: &Stack, table: &str, margin: f64) -> Tiles {
+async fn postgis_tiles(stack: &Stack, dataset: &Value, margin: f64) -> Tiles {
+    let (table, key, geometry) = table_of(dataset);
     let rows: Vec<(i32, i32, i32, Vec<i64>)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT z, x, y, array_agg(t.gid::bigint ORDER BY t.gid)
+        "SELECT z, x, y, array_agg(t.{key}::bigint ORDER BY t.{key})
          FROM generate_series(0, {MAX_ZOOM}) z, generate_series(0, (1 << z) - 1) x, generate_series(0, (1 << z) - 1) y,
               LATERAL (SELECT ST_TileEnvelope(z, x, y, margin => {margin}) AS envelope) tile,
-              data.{table} t
-         WHERE ST_Intersects(ST_Transform(t.geom, 3857), tile.envelope)
+              {table} t
+         WHERE ST_Intersects({geometry}, tile.envelope)
          GROUP BY z, x, y"
     )))
     .fetch_all(&stack.pool)
@@ -107,9 +119,8 @@ async fn served_tiles(stack: &Stack, id: &str, route: &str) -> BTreeMap<(u32, u3
 /// nothing beyond twice the buffer is there.
 async fn check_every_tile(stack: &Stack, what: &str, id: &str, tolerated: &Tiles) {
     let dataset = stack.dataset(&stack.admin_token().await, id).await;
-    let table = dataset["table_name"].as_str().unwrap();
-    let inside = postgis_tiles(stack, table, 0.0).await;
-    let near = postgis_tiles(stack, table, 2.0 * 64.0 / 4096.0).await;
+    let inside = postgis_tiles(stack, &dataset, 0.0).await;
+    let near = postgis_tiles(stack, &dataset, 2.0 * 64.0 / 4096.0).await;
     let served = served_tiles(stack, id, "").await;
     let mut wrong = Vec::new();
     for (&(z, x, y), (status, body)) in &served {
@@ -148,14 +159,14 @@ async fn check_every_tile(stack: &Stack, what: &str, id: &str, tolerated: &Tiles
 /// one of its 4096 units across, which the vector tile encoder drops.
 async fn below_a_unit(stack: &Stack, id: &str) -> Tiles {
     let dataset = stack.dataset(&stack.admin_token().await, id).await;
-    let table = dataset["table_name"].as_str().unwrap();
+    let (table, key, geometry) = table_of(&dataset);
     let rows: Vec<(i32, i32, i32, Vec<i64>)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT z, x, y, array_agg(t.gid::bigint)
+        "SELECT z, x, y, array_agg(t.{key}::bigint)
          FROM generate_series(0, {MAX_ZOOM}) z, generate_series(0, (1 << z) - 1) x, generate_series(0, (1 << z) - 1) y,
               LATERAL (SELECT ST_TileEnvelope(z, x, y) AS envelope) tile,
-              data.{table} t,
-              LATERAL (SELECT ST_ClipByBox2D(ST_Transform(t.geom, 3857), tile.envelope::box2d)::box2d AS part) clipped
-         WHERE ST_Transform(t.geom, 3857) && tile.envelope
+              {table} t,
+              LATERAL (SELECT ST_ClipByBox2D({geometry}, tile.envelope::box2d)::box2d AS part) clipped
+         WHERE {geometry} && tile.envelope
            AND greatest(ST_XMax(clipped.part) - ST_XMin(clipped.part), ST_YMax(clipped.part) - ST_YMin(clipped.part))
                < 2 * (ST_XMax(tile.envelope) - ST_XMin(tile.envelope)) / 4096
          GROUP BY z, x, y"
@@ -226,12 +237,7 @@ async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
     check_every_tile(&stack, "capitals", &cities, &Tiles::new()).await;
 
     // Their clusters: a tile with capitals in it is never empty.
-    let inside = postgis_tiles(
-        &stack,
-        stack.dataset(&admin, &cities).await["table_name"].as_str().unwrap(),
-        0.0,
-    )
-    .await;
+    let inside = postgis_tiles(&stack, &stack.dataset(&admin, &cities).await, 0.0).await;
     for (&(z, x, y), (status, _)) in &served_tiles(&stack, &cities, "cluster/").await {
         if inside.contains_key(&(z, x, y)) {
             assert_eq!(*status, 200, "capitals' cluster tile {z}/{x}/{y}");
@@ -280,6 +286,37 @@ async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
         [176.0, -21.0, -178.0, -12.0]
     );
     check_every_tile(&stack, "data across 180°", &across, &Tiles::new()).await;
+
+    // A registered table in a projected CRS (ETRS89 / LAEA Europe): the
+    // capitals of Europe, read in place.
+    let capitals = stack.dataset(&admin, &cities).await;
+    let (table, key, _) = table_of(&capitals);
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE public.europe AS
+         SELECT {key}::integer AS id, ST_Transform(geom, 3035)::geometry(Point, 3035) AS geom
+         FROM {table} WHERE ST_X(geom) BETWEEN -25 AND 40 AND ST_Y(geom) BETWEEN 34 AND 72"
+    )))
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    sqlx::query("ALTER TABLE public.europe ADD PRIMARY KEY (id)")
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    let response = stack
+        .http
+        .post(stack.url("/api/ingest/register/bulk/"))
+        .bearer_auth(&admin)
+        .json(&json!({"tables": [{"table_name": "europe", "title": "Europe", "visibility": "public"}]}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["results"][0]["status"], "success", "{body}");
+    let europe = body["results"][0]["dataset_id"].as_str().unwrap().to_string();
+    let registered = stack.dataset(&admin, &europe).await;
+    assert_eq!(registered["srid"], 3035, "{registered}");
+    check_every_tile(&stack, "a registered table in EPSG:3035", &europe, &Tiles::new()).await;
 
     // A tile served again comes from the cache, alike.
     let first = served_tiles(&stack, &countries, "").await;
