@@ -65,6 +65,33 @@ impl RasterInfo {
             _ => vec![1],
         }
     }
+
+    /// Whether the raster holds heights: a single band, the one kind that
+    /// terrain tiles encode.
+    pub fn is_dem(&self) -> bool {
+        self.band_count == 1
+    }
+
+    /// The zoom whose Web Mercator pixels (256 px tiles) are about as fine
+    /// as the raster's, measured at the middle of its extent (`[west,
+    /// south, east, north]`, west > east across the antimeridian): where
+    /// its tiles stop adding detail.
+    pub fn native_zoom(&self, extent: &[f64]) -> u32 {
+        const EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0: f64 = 156_543.033_928;
+        let [west, south, east, north] = extent else {
+            return 0;
+        };
+        let width_degrees = if west <= east { east - west } else { east - west + 360.0 };
+        let middle = ((south + north) / 2.0).to_radians().cos().max(0.01);
+        let metres_per_pixel = width_degrees / self.width as f64 * 111_319.490_8 * middle;
+        if metres_per_pixel <= 0.0 || !metres_per_pixel.is_finite() {
+            return 0;
+        }
+        (EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0 * middle / metres_per_pixel)
+            .log2()
+            .ceil()
+            .clamp(0.0, 24.0) as u32
+    }
 }
 
 /// Describes a stored raster.
@@ -179,5 +206,23 @@ mod tests {
         let heights = info(&[("Float32", "Gray"), ("Float32", "Undefined"), ("Float32", "Undefined")]);
         assert_eq!(heights.default_bands(), [1]);
         assert_eq!(info(&[("Byte", "Gray"), ("Byte", "Undefined")]).default_bands(), [1]);
+    }
+
+    #[test]
+    fn tiles_stop_adding_detail_at_the_rasters_own_resolution() {
+        // 95 pixels over 0.79° at 50°N: about 600 m a pixel, zoom 8's 610 m.
+        let dem = RasterInfo {
+            width: 95,
+            ..info(&[("Int16", "Gray")])
+        };
+        assert_eq!(dem.native_zoom(&[5.74, 49.44, 6.53, 50.19]), 8);
+        // The same width of data across 180° is as fine.
+        assert_eq!(dem.native_zoom(&[179.6, 49.44, -179.61, 50.19]), 8);
+        let world = RasterInfo {
+            width: 256,
+            ..dem.clone()
+        };
+        assert_eq!(world.native_zoom(&[-180.0, -85.0, 180.0, 85.0]), 0);
+        assert_eq!(dem.native_zoom(&[]), 0);
     }
 }

@@ -956,3 +956,147 @@ async fn a_basemap_at_a_refused_address_is_never_fetched() {
         "{style:#}"
     );
 }
+
+/// The repository's DEM rewritten by a GDAL tool (`gdal_translate`,
+/// `gdalwarp`) with `args` before the input and output files.
+fn gdal_made(dir: &std::path::Path, tool: &str, args: &[&str], name: &str) -> Vec<u8> {
+    let output = dir.join(name);
+    let status = std::process::Command::new(tool)
+        .args(["-q"])
+        .args(args)
+        .arg(catalog_tests::data_dir().join("raster/elev_luxembourg.tif"))
+        .arg(&output)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{tool} {args:?}");
+    std::fs::read(output).unwrap()
+}
+
+/// A map over three private rasters (the repository's DEM, an image of
+/// three bands, the DEM placed across the antimeridian in UTM zone 60
+/// south) and a vector dataset, with the DEM as terrain; answers the map
+/// and the rasters' ids.
+async fn raster_map(stack: &Stack, token: &str) -> (Value, [String; 3]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for (name, bytes) in [
+        ("dem.tif", catalog_tests::data_file("raster/elev_luxembourg.tif")),
+        (
+            "bands.tif",
+            gdal_made(
+                dir.path(),
+                "gdal_translate",
+                &["-b", "1", "-b", "1", "-b", "1"],
+                "bands.tif",
+            ),
+        ),
+        (
+            "fiji.tif",
+            gdal_made(
+                dir.path(),
+                "gdal_translate",
+                &[
+                    "-a_srs",
+                    "EPSG:32760",
+                    "-a_ullr",
+                    "400000",
+                    "8230000",
+                    "1000000",
+                    "7900000",
+                ],
+                "fiji.tif",
+            ),
+        ),
+    ] {
+        let job = stack.upload_ok(token, name, bytes, &[("visibility", "private")]).await;
+        let job = stack.wait_job(token, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        ids.push(job["dataset_id"].as_str().unwrap().to_string());
+    }
+    let points = point_dataset(stack, token, "private").await;
+    let body = json!({
+        "name": "Relief",
+        "terrain_config": {"enabled": true, "source_dataset_id": ids[0], "exaggeration": 1.2},
+        "layers": [
+            {"dataset_id": ids[0], "sort_order": 0},
+            {"dataset_id": ids[1], "sort_order": 1},
+            {"dataset_id": ids[2], "sort_order": 2},
+            {"dataset_id": points, "sort_order": 3}
+        ]
+    });
+    let response = post_map(stack, token, &body).await;
+    assert_eq!(response.status(), 201);
+    (response.json().await.unwrap(), ids.try_into().unwrap())
+}
+
+#[tokio::test]
+async fn raster_layers_say_what_their_dataset_is() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let (map, _) = raster_map(&stack, &token).await;
+    let described: Vec<Value> = map["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| json!([l["layer_type"], l["is_dem"], l["band_count"]]))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            json!(["raster_service", true, 1]),
+            json!(["raster_service", false, 3]),
+            json!(["raster_service", true, 1]),
+            json!(["vector_service", false, null]),
+        ],
+        "a layer says what its dataset is: {map}"
+    );
+    let (status, again) = stack
+        .get_json(Some(&token), &format!("/api/maps/{}", map["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(again["layers"], map["layers"]);
+}
+
+#[tokio::test]
+async fn raster_and_terrain_sources_stop_where_the_data_does() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let (map, [dem, bands, fiji]) = raster_map(&stack, &token).await;
+    // Raster and terrain sources stop at the raster's own resolution (as
+    // its TileJSON says) and, unless the data crosses 180°, at its extent.
+    let (_, style) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    validate_style(&style);
+    for id in [&dem, &bands, &fiji] {
+        let (status, tilejson) = stack
+            .get_json(Some(&token), &format!("/api/tiles/{id}/tilejson.json"))
+            .await;
+        assert_eq!(status, 200);
+        let maxzoom = tilejson["maxzoom"].as_u64().unwrap();
+        assert!((3..=14).contains(&maxzoom), "{tilejson}");
+        let source = &style["sources"][format!("dataset-{id}-raster")];
+        assert_eq!(source["maxzoom"], maxzoom, "{source}");
+        let extent = &stack.dataset(&token, id).await["extent_bbox"];
+        if *id == fiji {
+            assert!(extent[0].as_f64() > extent[2].as_f64(), "crosses 180°: {extent}");
+            assert!(source.get("bounds").is_none(), "bounds cannot cross 180°: {source}");
+        } else {
+            assert_eq!(source["bounds"], *extent, "{source}");
+        }
+    }
+    let terrain = &style["sources"]["terrain"];
+    assert_eq!(terrain["type"], "raster-dem");
+    assert_eq!(terrain["bounds"], stack.dataset(&token, &dem).await["extent_bbox"]);
+    let (_, tilejson) = stack
+        .get_json(Some(&token), &format!("/api/tiles/{dem}/tilejson.json"))
+        .await;
+    assert_eq!(
+        terrain["maxzoom"].as_u64().map(|z| z + 1),
+        tilejson["maxzoom"].as_u64(),
+        "terrain tiles are 512 px: one zoom fewer for the same detail: {terrain}"
+    );
+}

@@ -2071,7 +2071,10 @@ export interface components {
             visible?: boolean;
         };
         MapLayerResponse: {
-            /** Format: int32 */
+            /**
+             * Format: int32
+             * @description A raster's bands; null for a vector dataset.
+             */
             band_count?: number | null;
             dataset_attribution?: string | null;
             /**
@@ -2100,8 +2103,16 @@ export interface components {
             /** Format: uuid */
             id: string;
             is_3d: boolean;
+            /**
+             * @description Whether the dataset is a raster of heights: a single band, as its
+             *     terrain tiles require.
+             */
             is_dem: boolean;
             label_config?: Record<string, never> | null;
+            /**
+             * @description `raster_service` for a layer on a raster dataset, whatever was
+             *     stored for it.
+             */
             layer_type: components["schemas"]["LayerType"];
             layout: Record<string, never>;
             /** Format: double */

@@ -332,6 +332,8 @@ pub struct MapLayerResponse {
     pub paint: Value,
     #[schema(value_type = Object)]
     pub layout: Value,
+    /// `raster_service` for a layer on a raster dataset, whatever was
+    /// stored for it.
     pub layer_type: LayerType,
     #[schema(value_type = Option<Vec<Object>>)]
     pub filter: Option<Value>,
@@ -343,11 +345,18 @@ pub struct MapLayerResponse {
     pub style_config: Option<Value>,
     pub show_in_legend: bool,
     pub is_3d: bool,
+    /// Whether the dataset is a raster of heights: a single band, as its
+    /// terrain tiles require.
     pub is_dem: bool,
     pub dem_vertical_units: Option<String>,
+    /// A raster's bands; null for a vector dataset.
     pub band_count: Option<i32>,
     pub tile_version: i32,
     pub publication_version: i32,
+    /// A raster's native zoom (`RasterInfo::native_zoom`), where its style
+    /// source stops.
+    #[serde(skip)]
+    pub native_zoom: Option<u32>,
 }
 
 /// What `dataset_status` and `dataset_visibility` say of a layer whose
@@ -394,6 +403,7 @@ impl MapLayerResponse {
             band_count: None,
             tile_version: 0,
             publication_version: 0,
+            native_zoom: None,
         }
     }
 }

@@ -6,13 +6,14 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
+use catalog_raster::RasterInfo;
 use catalog_shared::{AppError, datasets::ColumnInfo};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, types::Json as SqlJson};
 use uuid::Uuid;
 
-use super::model::{BasemapConfig, MapInput, MapLayerResponse, MapResponse, TerrainConfig};
+use super::model::{BasemapConfig, LayerType, MapInput, MapLayerResponse, MapResponse, TerrainConfig};
 use crate::{
     access::{
         Caller,
@@ -71,6 +72,7 @@ struct LayerRow {
     dataset_sample_values: SqlJson<Value>,
     dataset_visibility: String,
     dataset_status: String,
+    dataset_raster: Option<SqlJson<RasterInfo>>,
     publication_version: i32,
     display_name: Option<String>,
     sort_order: i32,
@@ -108,7 +110,8 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
         "SELECT l.map_id, l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
                 d.kind AS dataset_kind, d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
-                d.visibility AS dataset_visibility, d.status AS dataset_status, d.publication_version,
+                d.visibility AS dataset_visibility, d.status AS dataset_status, d.raster AS dataset_raster,
+                d.publication_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
                 l.popup_config, l.style_config, l.layer_type, l.show_in_legend, {visible} AS readable
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
@@ -143,6 +146,18 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
 }
 
 fn layer_response(l: LayerRow) -> MapLayerResponse {
+    let raster = l.dataset_raster.map(|r| r.0);
+    // What a layer draws follows its dataset: a raster has only raster
+    // tiles, whatever type the map stored for the layer.
+    let layer_type = if raster.is_some() {
+        LayerType::RasterService
+    } else {
+        serde_json::from_value(Value::String(l.layer_type)).unwrap_or_default()
+    };
+    let native_zoom = raster
+        .as_ref()
+        .zip(l.dataset_extent_bbox.as_deref())
+        .map(|(r, extent)| r.native_zoom(extent));
     MapLayerResponse {
         id: l.id,
         dataset_id: l.dataset_id,
@@ -165,18 +180,19 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         opacity: l.opacity,
         paint: l.paint.0,
         layout: l.layout.0,
-        layer_type: serde_json::from_value(Value::String(l.layer_type)).unwrap_or_default(),
+        layer_type,
         filter: l.filter.map(|v| v.0),
         label_config: l.label_config.map(|v| v.0),
         popup_config: l.popup_config.map(|v| v.0),
         style_config: l.style_config.map(|v| v.0),
         show_in_legend: l.show_in_legend,
         is_3d: false,
-        is_dem: false,
+        is_dem: raster.as_ref().is_some_and(RasterInfo::is_dem),
         dem_vertical_units: None,
-        band_count: None,
+        band_count: raster.as_ref().map(|r| i32::try_from(r.band_count).unwrap_or(i32::MAX)),
         tile_version: l.publication_version,
         publication_version: l.publication_version,
+        native_zoom,
     }
 }
 

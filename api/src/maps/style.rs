@@ -23,6 +23,7 @@ use crate::{
         policy::readable_by_anyone,
         signed_tiles::{signed_query, template_expiry},
     },
+    datasets::record::Dataset,
     extract::Path,
     state::AppState,
     tiles::SOURCE_MAX_ZOOM,
@@ -66,13 +67,7 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
             "tiles": [format!("{base}/api/tiles/{id}/{{z}}/{{x}}/{{y}}.png{query}")],
             "tileSize": 256,
         });
-        if let Some(bounds) = layer
-            .dataset_extent_bbox
-            .as_ref()
-            .filter(|b| b.len() == 4 && b[0] <= b[2])
-        {
-            source["bounds"] = json!(bounds);
-        }
+        stop_at_data(&mut source, layer.native_zoom, layer.dataset_extent_bbox.as_ref());
         return (format!("dataset-{id}-raster"), source);
     }
     if layer.layer_type == LayerType::VectorService {
@@ -90,6 +85,20 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
             format!("dataset-{id}-geojson"),
             json!({"type": "geojson", "data": data}),
         )
+    }
+}
+
+/// Where a raster source's tiles stop: `maxzoom`, past which MapLibre
+/// over-zooms the last tiles instead of asking for finer ones the raster
+/// does not have, and `bounds`, the data's extent, outside which it asks
+/// for none. An extent across the antimeridian gives no bounds: MapLibre
+/// asks for no tile at all inside bounds that wrap.
+fn stop_at_data(source: &mut Value, maxzoom: Option<u32>, extent: Option<&Vec<f64>>) {
+    if let Some(maxzoom) = maxzoom {
+        source["maxzoom"] = json!(maxzoom);
+    }
+    if let Some(bounds) = extent.filter(|b| b.len() == 4 && b[0] <= b[2]) {
+        source["bounds"] = json!(bounds);
     }
 }
 
@@ -163,8 +172,15 @@ fn raster_basemap_layer(config: &BasemapConfig) -> Value {
 
 /// The style of a map. `signatures` holds, by dataset, the query string
 /// that signs its tile URLs (datasets the reader may see but not everyone);
-/// `basemap` the vector basemap style its `basemap_style` names, if loaded.
-pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String>, basemap: Option<&Value>) -> Value {
+/// `basemap` the vector basemap style its `basemap_style` names, if loaded;
+/// `dem` the record of its terrain's dataset, when the reader may see it.
+pub fn style_of(
+    map: &MapResponse,
+    base: &str,
+    signatures: &HashMap<Uuid, String>,
+    basemap: Option<&Value>,
+    dem: Option<&Dataset>,
+) -> Value {
     let mut sources = Map::new();
     let mut data_layers = Vec::new();
     // Layers the reader may not see are left out: a style names the
@@ -238,14 +254,24 @@ pub fn style_of(map: &MapResponse, base: &str, signatures: &HashMap<Uuid, String
     if let Some(zoom) = map.zoom {
         style["zoom"] = json!(zoom);
     }
-    if let Some((terrain, dem)) = terrain {
-        let query = signatures.get(&dem).map(|q| format!("?{q}")).unwrap_or_default();
-        style["sources"]["terrain"] = json!({
+    if let Some((terrain, dem_id)) = terrain {
+        let query = signatures.get(&dem_id).map(|q| format!("?{q}")).unwrap_or_default();
+        let mut source = json!({
             "type": "raster-dem",
-            "tiles": [format!("{base}/api/tiles/{dem}/terrain/{{z}}/{{x}}/{{y}}.png{query}")],
+            "tiles": [format!("{base}/api/tiles/{dem_id}/terrain/{{z}}/{{x}}/{{y}}.png{query}")],
             "tileSize": 512,
             "encoding": "mapbox",
         });
+        if let Some(dem) = dem.filter(|d| d.id == dem_id) {
+            // 512 px tiles are as fine one zoom before the raster's 256 px ones.
+            let maxzoom = dem
+                .raster
+                .as_ref()
+                .zip(dem.extent_bbox.as_deref())
+                .map(|(r, extent)| r.0.native_zoom(extent).saturating_sub(1));
+            stop_at_data(&mut source, maxzoom, dem.extent_bbox.as_ref());
+        }
+        style["sources"]["terrain"] = source;
         style["terrain"] = json!({"source": "terrain", "exaggeration": terrain.exaggeration});
     }
     if config.projection == Projection::Globe {
@@ -276,9 +302,12 @@ pub async fn export_style(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, AppError> {
     let map = readable_map(&state, &caller, id).await?;
+    let dem = terrain_dataset(&state, &caller, &map).await?;
     let mut signatures = tile_signatures(&state, &caller, &map);
-    if let Some(dem) = terrain_signature(&state, &caller, &map).await? {
-        signatures.insert(dem.0, dem.1);
+    if let Some(dem) = &dem
+        && let Some(query) = terrain_signature(&state, &caller, dem)
+    {
+        signatures.insert(dem.id, query);
     }
     let basemap = if crate::basemap::is_builtin(&map.basemap_style, &state.config.public_url) {
         Some(std::sync::Arc::new(crate::basemap::style(&state.config.public_url)))
@@ -292,6 +321,7 @@ pub async fn export_style(
         &state.config.public_url,
         &signatures,
         basemap.as_deref(),
+        dem.as_ref(),
     )))
 }
 
@@ -320,30 +350,38 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
         .collect()
 }
 
-/// The signed query of the map's terrain source, by the same rule as its
-/// layers': a DEM the reader may read but not everyone.
-async fn terrain_signature(
-    state: &AppState,
-    caller: &Caller,
-    map: &MapResponse,
-) -> Result<Option<(Uuid, String)>, AppError> {
-    let dem = map
+/// The record of the map's terrain dataset, when it has terrain and the
+/// reader may see that dataset.
+async fn terrain_dataset(state: &AppState, caller: &Caller, map: &MapResponse) -> Result<Option<Dataset>, AppError> {
+    let Some(dem) = map
         .terrain_config
         .as_ref()
         .filter(|t| t.enabled)
-        .and_then(|t| t.source_dataset_id);
-    let Some(dem) = dem.filter(|_| caller.capability.is_none()) else {
+        .and_then(|t| t.source_dataset_id)
+    else {
         return Ok(None);
     };
-    let Ok(dataset) = visible_dataset(state, caller, dem).await else {
-        return Ok(None);
-    };
-    if readable_by_anyone(&dataset.visibility, &dataset.status) {
-        return Ok(None);
+    match visible_dataset(state, caller, dem).await {
+        Ok(dataset) => Ok(Some(dataset)),
+        Err(e) if e.status() == StatusCode::NOT_FOUND => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The signed query of the map's terrain source, by the same rule as its
+/// layers': a DEM the reader may read but not everyone, for a reader
+/// without an embed token.
+fn terrain_signature(state: &AppState, caller: &Caller, dem: &Dataset) -> Option<String> {
+    if caller.capability.is_some() || readable_by_anyone(&dem.visibility, &dem.status) {
+        return None;
     }
     let exp = template_expiry(chrono::Utc::now().timestamp());
-    let query = signed_query(&state.config.jwt_secret, dem, dataset.publication_version, exp);
-    Ok(Some((dem, query)))
+    Some(signed_query(
+        &state.config.jwt_secret,
+        dem.id,
+        dem.publication_version,
+        exp,
+    ))
 }
 
 /// A MapInput that recreates this map (fork).

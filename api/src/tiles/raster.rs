@@ -154,24 +154,13 @@ fn meets_extent(extent: &[f64], z: u32, x: u32, y: u32) -> bool {
     across && tile_south <= *north && tile_north >= *south
 }
 
-/// The zoom whose Web Mercator pixels are about as fine as the raster's
-/// (measured at the middle of its extent), for TileJSON's `maxzoom`.
+/// The zoom where the raster's tiles stop adding detail, for TileJSON's
+/// `maxzoom` (`RasterInfo::native_zoom`).
 pub fn native_zoom(dataset: &Dataset) -> u32 {
-    const EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0: f64 = 156_543.033_928;
-    let (Some(info), Some([west, south, east, north])) = (dataset.raster.as_ref(), dataset.extent_bbox.as_deref())
-    else {
-        return 0;
-    };
-    let width_degrees = if west <= east { east - west } else { east - west + 360.0 };
-    let middle = ((south + north) / 2.0).to_radians().cos().max(0.01);
-    let metres_per_pixel = width_degrees / info.width as f64 * 111_319.490_8 * middle;
-    if metres_per_pixel <= 0.0 || !metres_per_pixel.is_finite() {
-        return 0;
+    match (dataset.raster.as_ref(), dataset.extent_bbox.as_deref()) {
+        (Some(info), Some(extent)) => info.0.native_zoom(extent),
+        _ => 0,
     }
-    (EQUATOR_METRES_PER_PIXEL_AT_ZOOM_0 * middle / metres_per_pixel)
-        .log2()
-        .ceil()
-        .clamp(0.0, 24.0) as u32
 }
 
 /// One raster tile, or 204 when it lies wholly outside the data.
@@ -241,7 +230,7 @@ pub async fn terrain_tile(
     (z, x, y): (u32, u32, u32),
     query: &TerrainQuery,
 ) -> Result<Response, AppError> {
-    let single_band = dataset.raster.as_ref().is_some_and(|r| r.0.band_count == 1);
+    let single_band = dataset.raster.as_ref().is_some_and(|r| r.0.is_dem());
     if !single_band {
         return Err(AppError::unprocessable(format!(
             "dataset {} is not a single-band raster; terrain tiles encode one band of heights",
