@@ -22,6 +22,11 @@ pub struct RasterInfo {
     pub resolution: [f64; 2],
     /// The CRS's EPSG code; None when it has none.
     pub srid: Option<i32>,
+    /// The CRS as WKT2 (2019) when no EPSG code names it, so the record
+    /// still says what it is; None when `srid` does (and in records
+    /// written before it was kept).
+    #[serde(default)]
+    pub crs_wkt: Option<String>,
     pub overview_count: usize,
     pub is_cog: bool,
     pub size_bytes: u64,
@@ -117,17 +122,29 @@ pub fn describe(ds: &Dataset, size_bytes: u64, is_cog: bool) -> Result<RasterInf
     }
     let gt = ds.geo_transform()?;
     let overview_count = ds.rasterband(1)?.overview_count()?.max(0) as usize;
+    let srs = ds.spatial_ref().ok();
+    let srid = srs.as_ref().and_then(epsg_code);
     Ok(RasterInfo {
         width,
         height,
         band_count: bands.len(),
         bands,
         resolution: [gt[1].abs(), gt[5].abs()],
-        srid: ds.spatial_ref().ok().and_then(|srs| epsg_code(&srs)),
+        srid,
+        crs_wkt: srs.filter(|_| srid.is_none()).map(|srs| wkt2(&srs)).transpose()?,
         overview_count,
         is_cog,
         size_bytes,
     })
+}
+
+/// WKT2 (2019), which, unlike GDAL's default WKT1, holds every CRS PROJ
+/// knows.
+fn wkt2(srs: &SpatialRef) -> Result<String, RasterError> {
+    gdal::config::set_thread_local_config_option("OSR_WKT_FORMAT", "WKT2_2019")?;
+    let wkt = srs.to_wkt();
+    gdal::config::clear_thread_local_config_option("OSR_WKT_FORMAT")?;
+    Ok(wkt?)
 }
 
 fn epsg_code(srs: &SpatialRef) -> Option<i32> {
@@ -186,6 +203,7 @@ mod tests {
                 .collect(),
             resolution: [1.0, 1.0],
             srid: None,
+            crs_wkt: None,
             overview_count: 0,
             is_cog: true,
             size_bytes: 0,

@@ -902,3 +902,66 @@ async fn a_conversion_shows_its_overviews_then_its_full_image() {
     let record = stack.dataset(&token, finished["dataset_id"].as_str().unwrap()).await;
     assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 3, "{record}");
 }
+
+#[tokio::test]
+async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The DEM reprojected to a transverse Mercator that no EPSG code names.
+    let custom = dir.path().join("tmerc.tif");
+    let status = std::process::Command::new("gdalwarp")
+        .args([
+            "-q",
+            "-t_srs",
+            "+proj=tmerc +lat_0=0 +lon_0=6 +k=1 +x_0=0 +y_0=0 +ellps=GRS80 +units=m",
+        ])
+        .arg(catalog_tests::data_dir().join("raster/elev_luxembourg.tif"))
+        .arg(&custom)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let job = ingest(&stack, &token, "tmerc.tif", std::fs::read(&custom).unwrap(), &[]).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let record = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    assert!(
+        record["srid"].is_null() && record["raster"]["srid"].is_null(),
+        "no EPSG code, in both places: {record}"
+    );
+    let wkt = record["raster"]["crs_wkt"].as_str().unwrap_or_default();
+    assert!(
+        wkt.contains("Transverse Mercator") && wkt.contains("GRS") && wkt.contains("6"),
+        "the CRS itself: {record}"
+    );
+    let extent: Vec<f64> = serde_json::from_value(record["extent_bbox"].clone()).unwrap();
+    assert!(
+        (extent[0] - 5.74).abs() < 0.05 && (extent[3] - 50.19).abs() < 0.05,
+        "{extent:?}"
+    );
+
+    // A CRS with an EPSG code says it the same way in both places, and
+    // the code is all that is needed.
+    let job = ingest(
+        &stack,
+        &token,
+        "elev_luxembourg.tif",
+        data_file("raster/elev_luxembourg.tif"),
+        &[],
+    )
+    .await;
+    let record = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    assert_eq!(
+        (&record["srid"], &record["raster"]["srid"]),
+        (&4326.into(), &4326.into()),
+        "{record}"
+    );
+    assert!(record["raster"]["crs_wkt"].is_null(), "{record}");
+
+    // The document says the record's srid may be null.
+    let (_, document) = stack.get_json(None, "/api/openapi.json").await;
+    let srid = &document["components"]["schemas"]["Dataset"]["properties"]["srid"];
+    assert!(
+        srid["type"].as_array().is_some_and(|t| t.contains(&"null".into())),
+        "{srid}"
+    );
+}

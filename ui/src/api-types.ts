@@ -1818,7 +1818,8 @@ export interface components {
             publication_version: number;
             /**
              * @description For a raster: `{width, height, band_count, bands, resolution, srid,
-             *     overview_count, is_cog, size_bytes}`; null for a vector dataset.
+             *     crs_wkt, overview_count, is_cog, size_bytes}`; null for a vector
+             *     dataset.
              */
             raster?: Record<string, never> | null;
             sample_values: Record<string, never>;
@@ -1828,8 +1829,12 @@ export interface components {
             source_layer?: string | null;
             /** Format: int32 */
             source_srid?: number | null;
-            /** Format: int32 */
-            srid: number;
+            /**
+             * Format: int32
+             * @description The EPSG code of the data's CRS; null when none names it (the
+             *     column keeps PostGIS's 0 for that, which is no CRS at all).
+             */
+            srid: number | null;
             status: string;
             /**
              * @description `hot` (in PostGIS) or `cold` (archived in the object store; a read

@@ -22,6 +22,10 @@ pub struct Dataset {
     pub(crate) key_column: String,
     pub(crate) geometry_column: String,
     pub(crate) geometry_type: Option<String>,
+    /// The EPSG code of the data's CRS; null when none names it (the
+    /// column keeps PostGIS's 0 for that, which is no CRS at all).
+    #[serde(serialize_with = "epsg_code")]
+    #[schema(value_type = Option<i32>, required = true)]
     pub(crate) srid: i32,
     pub(crate) source_srid: Option<i32>,
     /// `[west, south, east, north]`; west > east across the antimeridian (RFC 7946).
@@ -52,7 +56,8 @@ pub struct Dataset {
     /// `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF).
     pub(crate) kind: String,
     /// For a raster: `{width, height, band_count, bands, resolution, srid,
-    /// overview_count, is_cog, size_bytes}`; null for a vector dataset.
+    /// crs_wkt, overview_count, is_cog, size_bytes}`; null for a vector
+    /// dataset.
     #[schema(value_type = Option<Object>)]
     pub(crate) raster: Option<SqlJson<RasterInfo>>,
     /// Where a raster's file is in the object store.
@@ -68,6 +73,11 @@ pub struct Dataset {
     #[serde(skip)]
     #[sqlx(skip)]
     pub(crate) tile_sql: TileSql,
+}
+
+/// An SRID as an EPSG code: null for 0 (unknown), as `raster.srid` says it.
+fn epsg_code<S: serde::Serializer>(srid: &i32, serializer: S) -> Result<S::Ok, S::Error> {
+    Some(*srid).filter(|s| *s > 0).serialize(serializer)
 }
 
 /// SQL text and its digest, per kind of vector tile.
