@@ -965,3 +965,18 @@ async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
         "{srid}"
     );
 }
+
+#[tokio::test]
+async fn the_upload_forms_name_geotiffs() {
+    let app = catalog_tests::App::start().await;
+    let (status, document) = app.get_json(None, "/api/openapi.json").await;
+    assert_eq!(status, 200);
+    for form in ["UploadForm", "ReuploadForm"] {
+        let file = &document["components"]["schemas"][form]["properties"]["file"]["description"];
+        let file = file.as_str().unwrap_or_default();
+        assert!(
+            file.contains(".tif") && file.contains(".tiff") && file.contains(".gpkg"),
+            "{form}: {file}"
+        );
+    }
+}

@@ -2369,9 +2369,12 @@ export interface components {
         /** @enum {string} */
         Relief: "soft" | "standard" | "strong";
         ReuploadForm: {
+            /** @description GeoTIFF: as on upload. */
+            compression?: string | null;
             /**
              * Format: binary
-             * @description The new data: .gpkg, .geojson/.json, .csv or .zip
+             * @description The new data: .gpkg, .geojson/.json, .csv or .zip for a vector
+             *     dataset; .tif/.tiff (or a .zip holding one) for a raster.
              */
             file: string;
             /**
@@ -2379,10 +2382,27 @@ export interface components {
              *     source layer if the file has it, else the file's only layer.
              */
             layer?: string | null;
-            /** @description `true`: only compare the file with the dataset (job `result`). */
+            /**
+             * Format: double
+             * @description GeoTIFF: as on upload.
+             */
+            nodata_override?: number | null;
+            /**
+             * @description `true`: only compare the file with the dataset (job `result`); not
+             *     for a raster.
+             */
             preview?: boolean | null;
+            /** @description GeoTIFF: as on upload. */
+            resampling?: string | null;
             /** Format: int32 */
             srid?: number | null;
+            /**
+             * Format: int32
+             * @description GeoTIFF: as on upload.
+             */
+            srid_override?: number | null;
+            /** @description GeoTIFF: as on upload. */
+            strict_cog?: boolean | null;
         };
         SavedSearch: {
             /** Format: date-time */
@@ -2563,7 +2583,8 @@ export interface components {
             compression?: string | null;
             /**
              * Format: binary
-             * @description .gpkg, .geojson/.json, .csv or .zip (a shapefile set or any of those)
+             * @description .gpkg, .geojson/.json, .csv, .tif/.tiff (GeoTIFF; a COG is one), or
+             *     .zip (a shapefile set or any of those)
              */
             file: string;
             /** @description Only this layer of a multi-layer source; default: every layer. */

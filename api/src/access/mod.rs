@@ -10,7 +10,7 @@
 //!
 //! Credentials read elsewhere, by the one route that takes each: refresh
 //! tokens and sign-in answers (`auth`); download tokens are minted by
-//! `auth` and will be read by the download route.
+//! `auth` and read by the download route (`datasets::download`).
 mod caller;
 pub mod credentials;
 pub mod datasets;

@@ -25,7 +25,8 @@ use crate::{
 #[allow(dead_code)]
 #[derive(utoipa::ToSchema)]
 pub(super) struct UploadForm {
-    /// .gpkg, .geojson/.json, .csv or .zip (a shapefile set or any of those)
+    /// .gpkg, .geojson/.json, .csv, .tif/.tiff (GeoTIFF; a COG is one), or
+    /// .zip (a shapefile set or any of those)
     #[schema(format = Binary, value_type = String)]
     file: Vec<u8>,
     title: Option<String>,
@@ -330,15 +331,27 @@ async fn receive_upload(
 #[allow(dead_code)]
 #[derive(utoipa::ToSchema)]
 pub(super) struct ReuploadForm {
-    /// The new data: .gpkg, .geojson/.json, .csv or .zip
+    /// The new data: .gpkg, .geojson/.json, .csv or .zip for a vector
+    /// dataset; .tif/.tiff (or a .zip holding one) for a raster.
     #[schema(format = Binary, value_type = String)]
     file: Vec<u8>,
     /// Which layer of a multi-layer file; default: the dataset's previous
     /// source layer if the file has it, else the file's only layer.
     layer: Option<String>,
     srid: Option<i32>,
-    /// `true`: only compare the file with the dataset (job `result`).
+    /// `true`: only compare the file with the dataset (job `result`); not
+    /// for a raster.
     preview: Option<bool>,
+    /// GeoTIFF: as on upload.
+    strict_cog: Option<bool>,
+    /// GeoTIFF: as on upload.
+    resampling: Option<String>,
+    /// GeoTIFF: as on upload.
+    nodata_override: Option<f64>,
+    /// GeoTIFF: as on upload.
+    srid_override: Option<i32>,
+    /// GeoTIFF: as on upload.
+    compression: Option<String>,
 }
 
 /// Replaces a dataset's data with a new file, keeping its id, table name,
