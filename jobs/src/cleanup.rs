@@ -8,8 +8,6 @@ use catalog_shared::{
     datasets::STAGING_PREFIX,
     jobs::{self, DatasetPayload, JobInput, JobStatus},
 };
-use futures::TryStreamExt;
-use object_store::{ObjectStoreExt, path::Path};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -63,16 +61,7 @@ async fn remove_uploads(deps: &JobDeps, retention: Duration) -> anyhow::Result<u
     .await?;
     let storage = &deps.storage;
     for job_id in &finished {
-        let folder = storage.upload_folder(*job_id);
-        let objects: Vec<Path> = storage
-            .store
-            .list(Some(&folder))
-            .map_ok(|meta| meta.location)
-            .try_collect()
-            .await?;
-        for object in objects {
-            storage.store.delete(&object).await?;
-        }
+        storage.delete_folder(&storage.upload_folder(*job_id)).await?;
         sqlx::query("UPDATE jobs SET upload_removed = true WHERE id = $1")
             .bind(job_id)
             .execute(&deps.pool)

@@ -56,6 +56,37 @@ impl Storage {
         self.prefix.clone().join("uploads").join(job_id.to_string())
     }
 
+    /// Where a raster dataset's files are kept (one per job that stored one).
+    pub fn raster_folder(&self, dataset_id: uuid::Uuid) -> Path {
+        self.prefix.clone().join("rasters").join(dataset_id.to_string())
+    }
+
+    /// Where a cold dataset's archives are kept (one per archiving job).
+    pub fn archive_folder(&self, dataset_id: uuid::Uuid) -> Path {
+        self.prefix.clone().join("archives").join(dataset_id.to_string())
+    }
+
+    /// Every folder holding objects a dataset owns: deleting the dataset
+    /// empties them all.
+    pub fn dataset_folders(&self, dataset_id: uuid::Uuid) -> [Path; 2] {
+        [self.raster_folder(dataset_id), self.archive_folder(dataset_id)]
+    }
+
+    /// Deletes every object under `folder`; answers how many there were.
+    pub async fn delete_folder(&self, folder: &Path) -> object_store::Result<u64> {
+        use futures::TryStreamExt;
+        let objects: Vec<Path> = self
+            .store
+            .list(Some(folder))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await?;
+        for object in &objects {
+            self.store.delete(object).await?;
+        }
+        Ok(objects.len() as u64)
+    }
+
     /// The object's file on local disk, when the store is a local directory.
     pub fn local_file(&self, object: &Path) -> Option<PathBuf> {
         let root = self.local_root.as_ref()?;

@@ -179,3 +179,79 @@ async fn concurrent_uploads_overshoot_by_at_most_one_file() {
     assert_eq!(held, size);
     assert_eq!(usage(&stack, &erin).await["bytes_used"], size);
 }
+
+/// The store's files whose path names `id`.
+fn stored_files_of(stack: &Stack, id: &str) -> Vec<(String, u64)> {
+    fn walk(dir: &std::path::Path, found: &mut Vec<(String, u64)>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else {
+                found.push((path.display().to_string(), entry.metadata().unwrap().len()));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(stack.storage_dir(), &mut found);
+    found.retain(|(path, _)| path.contains(id));
+    found
+}
+
+async fn delete_dataset(stack: &Stack, token: &str, id: &str) {
+    let request = stack
+        .http
+        .delete(stack.url(&format!("/api/datasets/{id}")))
+        .bearer_auth(token);
+    assert_eq!(stack.send(request).await.status(), 204);
+}
+
+#[tokio::test]
+async fn a_datasets_files_count_until_it_is_deleted_and_go_with_it() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (_, erin) = stack.user_token("erin", "editor").await;
+    let before = usage(&stack, &erin).await["bytes_used"].as_i64().unwrap();
+
+    // A raster: its COG counts, byte for byte.
+    let dem = catalog_tests::data_file("raster/elev_luxembourg.tif");
+    let job = stack.upload_ok(&erin, "elev_luxembourg.tif", dem, &[]).await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let size = stack.dataset(&erin, &id).await["raster"]["size_bytes"]
+        .as_i64()
+        .unwrap();
+    let files = stored_files_of(&stack, &id);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0].1 as i64, size, "{files:?}");
+    assert_eq!(
+        usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(),
+        before + size
+    );
+    delete_dataset(&stack, &erin, &id).await;
+    assert_eq!(stored_files_of(&stack, &id), [], "the COG goes with its dataset");
+    assert_eq!(usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(), before);
+
+    // A cold table: its archive counts, and goes with it too.
+    let job = stack.upload_ok(&erin, "points.geojson", points(500), &[]).await;
+    let job = stack.wait_job(&erin, &job).await;
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let request = stack
+        .http
+        .post(stack.url(&format!("/api/datasets/{id}/archive")))
+        .bearer_auth(&admin)
+        .json(&json!({}));
+    let archiving: Value = stack.send(request).await.json().await.unwrap();
+    let job = stack.wait_job(&admin, archiving["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let files = stored_files_of(&stack, &id);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(),
+        before + files[0].1 as i64
+    );
+    delete_dataset(&stack, &erin, &id).await;
+    assert_eq!(stored_files_of(&stack, &id), [], "the archive goes with its dataset");
+    assert_eq!(usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(), before);
+}

@@ -6,7 +6,6 @@ use axum::{
     http::StatusCode,
 };
 use catalog_shared::{AppError, db::quote_ident};
-use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -185,8 +184,9 @@ async fn update_dataset(
     Ok(Json(visible_dataset(&state, &caller, id).await?))
 }
 
-/// Deletes a dataset. An ingested dataset's table is dropped with it; a
-/// registered table is left in place.
+/// Deletes a dataset with everything it keeps: an ingested dataset's
+/// table, a raster's file, a cold dataset's archive. A registered table is
+/// left in place.
 #[utoipa::path(delete, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)),
     responses((status = 204, description = "deleted"), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn delete_dataset(
@@ -199,15 +199,15 @@ async fn delete_dataset(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Removes a dataset: its record (grants and map layers go with it) and,
-/// for an ingested dataset, its table; a registered table stays in place.
+/// Removes a dataset: its record (grants and map layers go with it), for
+/// an ingested dataset its table, and every object it keeps in the store;
+/// a registered table stays in place.
 pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -> Result<(), AppError> {
     let mut tx = state.pool.begin().await?;
-    let archive: Option<String> =
-        sqlx::query_scalar("DELETE FROM datasets WHERE id = $1 RETURNING archive ->> 'object'")
-            .bind(dataset.id)
-            .fetch_one(&mut *tx)
-            .await?;
+    sqlx::query("DELETE FROM datasets WHERE id = $1")
+        .bind(dataset.id)
+        .execute(&mut *tx)
+        .await?;
     if !dataset.is_registered {
         let sql = format!(
             "DROP TABLE IF EXISTS {}.{}",
@@ -218,13 +218,13 @@ pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -
     }
     tx.commit().await?;
     state.datasets.forget(dataset.id);
-    // A cold dataset's table is its archive.
-    if let Some(object) = archive {
-        let _ = state
-            .storage
-            .store
-            .delete(&object_store::path::Path::from(object))
-            .await;
+    // The objects go once nothing names them. The dataset is gone either
+    // way, so a store that refuses leaves them for an operator (the log
+    // says which) rather than failing a delete that happened.
+    for folder in state.storage.dataset_folders(dataset.id) {
+        if let Err(e) = state.storage.delete_folder(&folder).await {
+            tracing::warn!(dataset_id = %dataset.id, folder = %folder, error = %e, "a deleted dataset's objects were not removed");
+        }
     }
     Ok(())
 }

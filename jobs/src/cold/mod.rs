@@ -90,10 +90,7 @@ pub async fn archive(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobError>
     let object = ctx
         .deps
         .storage
-        .prefix
-        .clone()
-        .join("archives")
-        .join(dataset_id.to_string())
+        .archive_folder(dataset_id)
         .join(format!("{}.copy.gz", ctx.job_id));
     manifest.bytes = copy_out(ctx, &qualified, &object).await?;
     manifest.object = object.to_string();

@@ -98,10 +98,7 @@ pub async fn replace(
 fn object_of(ctx: &JobContext, dataset_id: Uuid) -> ObjectPath {
     ctx.deps
         .storage
-        .prefix
-        .clone()
-        .join("rasters")
-        .join(dataset_id.to_string())
+        .raster_folder(dataset_id)
         .join(format!("{}.tif", ctx.job_id))
 }
 
@@ -325,11 +322,17 @@ async fn publish(
         .bind(sqlx::types::Json(&prepared.info))
         .bind(object.to_string())
         .bind(naming.filename)
+        .bind(stored_bytes(&prepared.info))
         .execute(&mut *tx)
         .await?;
     load::record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// What the stored file counts against its owner's quota.
+fn stored_bytes(info: &RasterInfo) -> i64 {
+    i64::try_from(info.size_bytes).unwrap_or(i64::MAX)
 }
 
 /// Points the dataset's record at its new file; answers the old one.
@@ -354,6 +357,7 @@ async fn switch_file(
         .bind(sqlx::types::Json(&prepared.info))
         .bind(object.to_string())
         .bind(filename)
+        .bind(stored_bytes(&prepared.info))
         .execute(&mut *tx)
         .await?;
     load::record_published(&mut tx, ctx, dataset_id).await?;
