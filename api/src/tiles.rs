@@ -448,7 +448,7 @@ async fn tile_token(
         terrain_tile_url: dataset
             .raster
             .as_ref()
-            .filter(|r| r.0.band_count == 1)
+            .filter(|r| r.0.is_dem())
             .map(|_| format!("{base}/terrain/{{z}}/{{x}}/{{y}}.png?{query}")),
         expires_at: DateTime::from_timestamp(exp, 0).unwrap_or_default(),
         expires_in: exp - now,
