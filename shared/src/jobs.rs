@@ -19,10 +19,14 @@ use uuid::Uuid;
 
 use crate::{Problem, connectors::StoreLocation};
 
-/// How often a worker beats, and how many beats it may miss before its
-/// jobs are handed to another worker (and it stops counting as live).
-pub const WORKER_HEARTBEAT: Duration = Duration::from_secs(5);
-pub const MISSED_HEARTBEATS: u32 = 3;
+/// How often a worker's keep-alive beats (`apalis.workers.last_seen`),
+/// from a thread of its own: whatever its jobs do (a long COPY, a GDAL
+/// call, every slot busy), a worker whose process lives keeps beating.
+pub const WORKER_HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a worker may go without a beat before it counts as dead: its
+/// jobs go back to the queue for another worker, and it no longer counts
+/// as live. Five missed beats, so a busy machine's hiccup is not a death.
+pub const WORKER_DEAD_AFTER: Duration = Duration::from_secs(6);
 
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";

@@ -2,13 +2,20 @@
 //! new job, lets a running job finish within `WORKER_DRAIN_SECONDS`, hands
 //! back at once what cannot finish in time, and exits 0; meanwhile
 //! `WORKER_METRICS_ADDR` shows it draining. The API process, too, stops on
-//! SIGTERM with exit status 0.
+//! SIGTERM with exit status 0. A worker that is only busy, however long,
+//! keeps beating and keeps its job.
 use std::{
     net::{SocketAddr, TcpListener},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread::JoinHandle,
     time::{Duration, Instant},
 };
 
 use axum::{Router, body::Body, extract::Path, routing::get};
+use catalog_shared::jobs::WORKER_DEAD_AFTER;
 use catalog_tests::{Api, Stack, StackOptions};
 use serde_json::{Value, json};
 
@@ -159,4 +166,147 @@ async fn the_api_stops_on_sigterm_with_status_0() {
     stack.terminate_api();
     let status = stack.api_exit(Duration::from_secs(20)).await;
     assert!(status.success(), "exit status {status}:\n{}", stack.logs());
+}
+
+/// Threads spinning on the CPU until dropped, or until `within` has passed
+/// (a test that dies leaves none behind): a loaded machine.
+struct CpuBurners {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn burn_cpu(threads: usize, within: Duration) -> CpuBurners {
+    let stop = Arc::new(AtomicBool::new(false));
+    let until = Instant::now() + within;
+    let threads = (0..threads)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 1u64;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                    for _ in 0..100_000 {
+                        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+                    }
+                }
+            })
+        })
+        .collect();
+    CpuBurners { stop, threads }
+}
+
+impl Drop for CpuBurners {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A CSV big enough that loading it takes a few seconds.
+fn big_csv(rows: usize) -> Vec<u8> {
+    let mut out = String::with_capacity(rows * 48);
+    out.push_str("id,lon,lat,label,value\n");
+    for i in 0..rows {
+        let lon = -170.0 + (i % 34_000) as f64 * 0.01;
+        let lat = -80.0 + (i / 34_000) as f64 * 0.01;
+        out.push_str(&format!("{i},{lon:.5},{lat:.5},point number {i},{}\n", i as f64 * 0.5));
+    }
+    out.into_bytes()
+}
+
+/// A worker that is alive but busy keeps its job, however long the job is
+/// held up: its one slot's job stalls in the middle of its COPY (the
+/// progress report between two chunks waits on a row lock this test holds)
+/// for three times `WORKER_DEAD_AFTER`, on a machine loaded by four
+/// spinning threads, beside a second worker that takes the jobs of workers
+/// that stop beating. The worker beats throughout, nobody takes its job,
+/// and the job runs once.
+#[tokio::test]
+async fn a_busy_worker_stalled_in_a_copy_keeps_its_job() {
+    let _load = burn_cpu(4, Duration::from_secs(300));
+    let stack = Stack::start_with(StackOptions::workers(2).env("WORKER_CONCURRENCY", "1")).await;
+    let token = stack.admin_token().await;
+    let rows = 500_000;
+    let job_id = stack.upload_ok(&token, "big.csv", big_csv(rows), &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job = stack.job(&token, &job_id).await;
+        if job["step"] == "loading" {
+            break;
+        }
+        assert_ne!(
+            job["status"], "succeeded",
+            "the load finished before it could be held up"
+        );
+        assert!(Instant::now() < deadline, "the job never started loading: {job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut hold = stack.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM jobs WHERE id = $1::uuid FOR UPDATE")
+        .bind(&job_id)
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let held = Instant::now();
+
+    // Its COPY stays open while its next progress report waits on the lock.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (copying, waiting): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE query LIKE 'COPY data.%'),
+                    count(*) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE jobs SET step%')
+             FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'",
+        )
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+        if copying == 1 && waiting == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the job is not stalled in its COPY: {copying} COPY, {waiting} waiting on the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let task = "SELECT t.status, t.lock_by, coalesce(extract(epoch FROM now() - w.last_seen)::float8, 1e9)
+                FROM apalis.jobs t JOIN jobs j ON j.queue_task_id = t.id LEFT JOIN apalis.workers w ON w.id = t.lock_by
+                WHERE j.id = $1::uuid";
+    let (_, owner, _): (String, Option<String>, f64) =
+        sqlx::query_as(task).bind(&job_id).fetch_one(&stack.pool).await.unwrap();
+    let owner = owner.expect("the running job's task is locked by its worker");
+    let mut longest_silence = 0f64;
+    while held.elapsed() < WORKER_DEAD_AFTER * 3 {
+        let (status, lock_by, silence): (String, Option<String>, f64) =
+            sqlx::query_as(task).bind(&job_id).fetch_one(&stack.pool).await.unwrap();
+        longest_silence = longest_silence.max(silence);
+        assert!(
+            matches!(status.as_str(), "Running" | "Queued") && lock_by.as_deref() == Some(owner.as_str()),
+            "after {:?} held up the job's task is {status}, locked by {lock_by:?}, not by {owner}:\n{}",
+            held.elapsed(),
+            stack.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!(
+        "held up {:?}; the longest the busy worker went without a beat: {longest_silence:.2} s",
+        held.elapsed()
+    );
+    assert!(
+        longest_silence < WORKER_DEAD_AFTER.as_secs_f64(),
+        "the busy worker went {longest_silence:.1} s without a beat"
+    );
+    hold.rollback().await.unwrap();
+
+    let job = stack.wait_job(&token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["attempts"], 1, "{job}");
+    assert_eq!(stack.dataset_count().await, 1);
+    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    assert_eq!(dataset["feature_count"], rows as i64);
+    let logs = stack.logs();
+    assert_eq!(logs.matches("job started").count(), 1, "{logs}");
+    assert!(!logs.contains("stopped beating"), "{logs}");
 }

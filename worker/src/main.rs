@@ -12,20 +12,28 @@ use catalog_jobs::{JobDeps, Retention};
 use catalog_shared::{
     config::Config,
     db,
-    jobs::{JobMessage, MISSED_HEARTBEATS, QUEUE, WORKER_HEARTBEAT},
+    jobs::{JobMessage, QUEUE},
     outbound::OutboundPolicy,
     storage::Storage,
     telemetry,
 };
+use keep_alive::KeepAlive;
 use metrics::WorkerMetrics;
 
+mod keep_alive;
 mod metrics;
 
 /// How long running jobs may take to finish after SIGTERM, unless
 /// `WORKER_DRAIN_SECONDS` says otherwise.
 const DEFAULT_DRAIN: Duration = Duration::from_secs(300);
-/// Backstop for what LISTEN/NOTIFY misses (retries, reclaimed jobs).
+/// Backstop for what LISTEN/NOTIFY misses (retries, delayed tasks).
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// apalis's own heartbeat, and its reclaim of dead workers' tasks, all but
+/// off: they run from the queue loop, which a busy worker may not poll in
+/// time. `keep_alive` beats and reclaims instead (`WORKER_HEARTBEAT`,
+/// `WORKER_DEAD_AFTER`); apalis beats once a day, and takes only tasks of
+/// workers silent that long.
+const APALIS_OWN_HEARTBEAT: Duration = Duration::from_secs(86_400);
 /// Defaults of the cleanup schedule (`CLEANUP_INTERVAL_SECONDS`,
 /// `UPLOAD_RETENTION_HOURS`, `JOB_RETENTION_DAYS`).
 const CLEANUP_INTERVAL: u64 = 60;
@@ -48,6 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let pool = db::connect(&config.database_url, concurrency as u32 * 2 + 4).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     db::migrate(&pool).await?;
+    let keep_alive = KeepAlive::start(&config.database_url)?;
     let deps = JobDeps {
         pool: pool.clone(),
         storage: Storage::open(&config.storage_url)?,
@@ -83,14 +92,15 @@ async fn main() -> anyhow::Result<()> {
         let queue_config = QueueConfig::default()
             .queue(QUEUE)
             .batch_size(1)
-            .heartbeat_interval(WORKER_HEARTBEAT)
-            .missed_heartbeats(MISSED_HEARTBEATS as usize);
+            .heartbeat_interval(APALIS_OWN_HEARTBEAT)
+            .missed_heartbeats(1);
         let strategy = Strategy::new()
             .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
             .interval(POLL_INTERVAL);
         let backend = PostgresStorage::<JobMessage>::new(&pool)
             .with_config(queue_config)
             .poll_with_strategy(strategy);
+        keep_alive.beat_for(&name);
         tracing::info!(%name, concurrency, "worker ready");
         let worker = WorkerBuilder::new(name.clone())
             .backend(backend)
@@ -108,6 +118,9 @@ async fn main() -> anyhow::Result<()> {
             result = &mut run => match result {
                 Ok(()) => break,
                 Err(e) => {
+                    // Its jobs stopped with it: let them be reclaimed
+                    // while this loop waits to start again.
+                    keep_alive.fall_silent();
                     if started.elapsed() > STABLE_RUN {
                         backoff = RESTART_BACKOFF;
                     }

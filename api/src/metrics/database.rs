@@ -3,7 +3,7 @@
 //! durations, and live workers.
 use catalog_shared::{
     AppError,
-    jobs::{JobKind, JobStatus, MISSED_HEARTBEATS, WORKER_HEARTBEAT},
+    jobs::{JobKind, JobStatus, WORKER_DEAD_AFTER},
 };
 use prometheus::proto::MetricFamily;
 use sqlx::PgPool;
@@ -90,8 +90,8 @@ async fn job_durations(pool: &PgPool) -> Result<MetricFamily, AppError> {
 async fn live_workers(pool: &PgPool) -> Result<MetricFamily, AppError> {
     let live: i64 =
         sqlx::query_scalar("SELECT count(*) FROM apalis.workers WHERE last_seen > now() - make_interval(secs => $1)")
-            // Live: beaten within the beats it may miss.
-            .bind((WORKER_HEARTBEAT * MISSED_HEARTBEATS).as_secs_f64())
+            // Live: not yet silent long enough for its jobs to be taken.
+            .bind(WORKER_DEAD_AFTER.as_secs_f64())
             .fetch_one(pool)
             .await?;
     Ok(gauge_family(
