@@ -2,9 +2,10 @@
 //! request id and its one log line, CORS, the HTTP metrics, the rate
 //! limit, the caller's credential and whether the route serves that
 //! caller, then the handler under a time limit with its panics turned into
-//! problems. One middleware rather than a stack of them: each layer of a
-//! stack clones and boxes the rest of the stack per request, which cost a
-//! tenth of a cached tile's time.
+//! problems, and the refusal to be framed (`framing`). One middleware
+//! rather than a stack of them: each layer of a stack clones and boxes the
+//! rest of the stack per request, which cost a tenth of a cached tile's
+//! time.
 use std::{
     net::SocketAddr,
     panic::AssertUnwindSafe,
@@ -21,7 +22,7 @@ use catalog_shared::{AppError, ServerErrorCause};
 use futures::FutureExt;
 use tracing::Instrument;
 
-use crate::{access, auth::cors::Cors, state::AppState};
+use crate::{access, auth::cors::Cors, framing, state::AppState};
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The longest a handler may take; uploads stream within it.
@@ -52,6 +53,7 @@ pub async fn serve(
     let mut response = answer(&state, peer, request, next).instrument(span.clone()).await;
     span.in_scope(|| log_response(&response, started.elapsed()));
     response.headers_mut().entry(REQUEST_ID).or_insert(request_id);
+    framing::apply(&mut response);
     response
 }
 

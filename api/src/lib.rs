@@ -19,6 +19,7 @@ mod datasets;
 mod edge;
 mod extract;
 mod features;
+mod framing;
 mod glyphs;
 mod health;
 mod interval;

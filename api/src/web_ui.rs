@@ -1,8 +1,9 @@
 //! The web UI: the app built from `ui/` (`ui/dist`), embedded in the
 //! binary. Every GET outside `/api/` and `/assets/` answers the app's HTML,
-//! so deep links and `/oauth/callback` work on reload; `/assets/` holds
-//! the content-hashed bundle, cached for a year. A binary built before the
-//! UI was says so on `/` instead.
+//! so deep links and `/oauth/callback` work on reload, except a shared
+//! map's embeddable view, a document of its own (`ui/embed.html`);
+//! `/assets/` holds the content-hashed bundle, cached for a year. A binary
+//! built before the UI was says so on `/` instead.
 use std::{
     collections::HashMap,
     io::Write,
@@ -15,6 +16,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
+use crate::framing::Frameable;
+
 #[derive(rust_embed::Embed)]
 #[folder = "../ui/dist"]
 #[allow_missing = true]
@@ -26,18 +29,19 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// The page names the current bundle, so it is checked on every load.
 const REVALIDATE: &str = "no-cache";
 /// The app's own scripts, styles, images and workers, and the map tiles
-/// and data it reads from this service; nothing from another site. Only
-/// the service's own pages may frame it...
+/// and data it reads from this service; nothing from another site. No
+/// page may frame it, not even the service's own...
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-     img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'self'; \
+     img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; \
      base-uri 'self'; form-action 'self'";
-/// ...but a shared map, which any site may embed: it shows public data
-/// only, and a framed page gets no session (the refresh cookie is
-/// `SameSite=Strict`).
-const SHARED_MAP_CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+/// ...but the embeddable view of a shared map, which any site may frame:
+/// a document of its own (`ui/embed.html`) that draws the map and nothing
+/// else, no session, no sign-in, no link into the app (`framing`).
+const EMBED_CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; \
-     base-uri 'self'; form-action 'self'";
+     base-uri 'self'; form-action 'none'";
 const SHARED_MAPS: &str = "/maps/shared/";
+const EMBED: &str = "/embed";
 
 /// The answer of the web UI to `path`, when the path is the UI's: `None`
 /// for API paths and for methods other than GET and HEAD.
@@ -51,17 +55,21 @@ pub fn respond(method: &Method, path: &str, request: &HeaderMap) -> Option<Respo
         let file = Bundle::get(&name)?;
         return Some(file_response(&name, file, IMMUTABLE, gzip));
     }
-    Some(match Bundle::get("index.html") {
+    let embed = is_embed(path);
+    let (name, policy) = if embed {
+        ("embed.html", EMBED_CONTENT_SECURITY_POLICY)
+    } else {
+        ("index.html", CONTENT_SECURITY_POLICY)
+    };
+    Some(match Bundle::get(name) {
         Some(page) => {
-            let mut response = file_response("index.html", page, REVALIDATE, gzip);
-            let policy = if path.starts_with(SHARED_MAPS) {
-                SHARED_MAP_CONTENT_SECURITY_POLICY
-            } else {
-                CONTENT_SECURITY_POLICY
-            };
+            let mut response = file_response(name, page, REVALIDATE, gzip);
             response
                 .headers_mut()
                 .insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
+            if embed {
+                response.extensions_mut().insert(Frameable);
+            }
             response
         }
         None => (
@@ -73,6 +81,14 @@ pub fn respond(method: &Method, path: &str, request: &HeaderMap) -> Option<Respo
         )
             .into_response(),
     })
+}
+
+/// Whether the path is a shared map's embeddable view:
+/// `/maps/shared/<token>/embed`.
+fn is_embed(path: &str) -> bool {
+    path.strip_prefix(SHARED_MAPS)
+        .and_then(|rest| rest.strip_suffix(EMBED))
+        .is_some_and(|token| !token.is_empty() && !token.contains('/'))
 }
 
 fn file_response(name: &str, file: rust_embed::EmbeddedFile, cache_control: &'static str, gzip: bool) -> Response {

@@ -352,7 +352,7 @@ assert.equal(style.version, 8, 'the export is a MapLibre style');
 await page.getByRole('button', { name: 'Share' }).click();
 const shareUrl = await page.getByRole('status').getByRole('link').getAttribute('href');
 assert.ok(shareUrl.startsWith(`${base}/maps/shared/`), shareUrl);
-assert.match(await page.getByLabel('Embed snippet').inputValue(), /^<iframe src="/);
+assert.ok((await page.getByLabel('Embed snippet').inputValue()).startsWith(`<iframe src="${shareUrl}/embed"`), 'the snippet frames the embeddable view');
 await screen(page, 'map-editor');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByRole('link', { name: 'Counties map' }).waitFor();
@@ -414,9 +414,37 @@ await visitor.getByRole('heading', { name: 'Counties map' }).waitFor();
 drawn = await drawnPixels(visitor);
 assert.ok(drawn >= 2000, `the shared map drew ${drawn} pixels of data`);
 await screen(visitor, 'shared-map');
+
+// --- The embeddable view: the map and nothing else, framed by a page of
+// another site (the app's own pages refuse to be framed).
+step('embed');
+const embedded = await newPage();
+await embedded.goto(`${shareUrl}/embed`);
+await embedded.getByRole('region', { name: 'Map Counties map' }).waitFor();
+drawn = await drawnPixels(embedded);
+assert.ok(drawn >= 2000, `the embedded map drew ${drawn} pixels of data`);
+assert.equal(await embedded.getByRole('navigation').count(), 0, 'no navigation in the embeddable view');
+assert.equal(await embedded.locator('form, input, textarea').count(), 0, 'no form in the embeddable view');
+assert.equal(await embedded.locator('a:not(.maplibregl-ctrl a)').count(), 0, 'no link but the map\'s attribution');
+await screen(embedded, 'shared-map-embed');
+const framer = await newPage({ bypassCSP: false });
+await framer.setContent(`<iframe src="${shareUrl}/embed" width="600" height="400" title="Embedded"></iframe>
+  <iframe src="${shareUrl}" width="600" height="400" title="App"></iframe>`);
+await framer.frameLocator('iframe[title="Embedded"]').getByRole('region', { name: 'Map Counties map' }).waitFor();
+// The browser shows its own error page in the refused frame, and says why.
+await until(async () => framer.frames().some((f) => f.url().startsWith('chrome-error:')),
+  'the browser refusing to frame the app\'s page of the shared map');
+assert.ok(framer.seen.errors.some((e) => e.includes("frame-ancestors 'none'")), framer.seen.errors.join('\n'));
+assert.equal(framer.frames().filter((f) => f.url().startsWith('chrome-error:')).length, 1, 'only the app\'s page is refused');
+await framer.context().close();
 await api('DELETE', `/api/maps/${map.id}/shares/${share.token}`, adminToken);
 await visitor.reload();
 await visitor.getByRole('heading', { name: 'This link was revoked' }).waitFor();
+await embedded.reload();
+await embedded.getByText('This map is no longer shared.').waitFor();
+assert.deepEqual(embedded.seen.foreign, [], 'the embeddable view fetches nothing from another site');
+assert.deepEqual(embedded.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
+await embedded.context().close();
 await visitor.goto(`${base}/maps/shared/no-such-link`);
 await visitor.getByRole('heading', { name: 'Not found' }).waitFor();
 

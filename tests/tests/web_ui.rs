@@ -15,7 +15,7 @@ use std::{
 };
 
 use catalog_tests::{
-    ADMIN_PASSWORD, ADMIN_USER, Api, Stack, StackOptions, data_dir,
+    ADMIN_PASSWORD, ADMIN_USER, Api, App, Stack, StackOptions, data_dir,
     idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person},
 };
 
@@ -81,20 +81,20 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     };
     let home = stack.http.get(stack.url("/")).send().await.unwrap();
     assert!(
-        policy(&home).contains("frame-ancestors 'self'"),
-        "other sites may not frame the app"
+        policy(&home).contains("frame-ancestors 'none'"),
+        "no site may frame the app"
     );
-    let shared = stack
+    let embed = stack
         .http
-        .get(stack.url("/maps/shared/some-token"))
+        .get(stack.url("/maps/shared/some-token/embed"))
         .send()
         .await
         .unwrap();
     assert!(
-        !policy(&shared).contains("frame-ancestors"),
-        "any site may embed a shared map"
+        !policy(&embed).contains("frame-ancestors"),
+        "any site may embed a shared map's view"
     );
-    assert!(policy(&shared).contains("script-src 'self'"));
+    assert!(policy(&embed).contains("script-src 'self'"));
 
     let callback = stack
         .http
@@ -117,6 +117,92 @@ async fn the_api_serves_the_app_on_its_paths_and_problems_on_its_own() {
     }
     let post = stack.http.post(stack.url("/datasets")).send().await.unwrap();
     assert_eq!(post.status(), 404, "only GET and HEAD get the app");
+}
+
+/// The text of every script a page loads before it runs: the ones it
+/// names, and the modules they import statically, transitively (MapLibre,
+/// imported on demand by the map, is a library and left out).
+async fn scripts_of(app: &App, html: &str) -> String {
+    let mut queue: Vec<String> = html
+        .split("=\"/assets/")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|name| name.ends_with(".js"))
+        .map(str::to_string)
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let response = app.send(app.http.get(app.url(&format!("/assets/{name}")))).await;
+        assert_eq!(response.status(), 200, "{name}");
+        let script = response.text().await.unwrap();
+        for marker in ["from\"./", "import\"./"] {
+            queue.extend(
+                script
+                    .split(marker)
+                    .skip(1)
+                    .filter_map(|rest| rest.split('"').next())
+                    .map(str::to_string),
+            );
+        }
+        text.push_str(&script);
+    }
+    text
+}
+
+/// Clickjacking: only a shared map's embeddable view may be framed, by
+/// any site; every other answer (the app's pages, the people's page of a
+/// shared map, API documents, problems, assets) refuses framing in both
+/// the old header and the CSP one. The embeddable view is a document of
+/// its own whose scripts hold none of the app's screens: no sign-in form,
+/// no navigation, nothing a framing page could trick a click into.
+#[tokio::test]
+async fn only_the_embeddable_map_view_may_be_framed() {
+    let app = App::start().await;
+    let home = app.send(app.http.get(app.url("/"))).await;
+    let home = home.text().await.unwrap();
+    let script = home
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page names its script")
+        .to_string();
+    for path in [
+        "/",
+        "/signin",
+        "/maps/shared/some-token",
+        "/maps/shared/some-token/embed/more",
+        "/api/health",
+        "/api/openapi.json",
+        "/api/nothing",
+        "/api/maps/shared/some-token",
+        script.as_str(),
+    ] {
+        let response = app.send(app.http.get(app.url(path))).await;
+        assert_eq!(response.headers()["x-frame-options"], "DENY", "{path}");
+        let policy = response.headers()["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("frame-ancestors 'none'"), "{path}: {policy}");
+    }
+    let refused = app.send(app.http.post(app.url("/api/datasets/upload"))).await;
+    assert_eq!(refused.headers()["x-frame-options"], "DENY");
+
+    let embed = app.send(app.http.get(app.url("/maps/shared/some-token/embed"))).await;
+    assert_eq!(embed.status(), 200);
+    assert!(embed.headers().get("x-frame-options").is_none());
+    let policy = embed.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(!policy.contains("frame-ancestors"), "any site may frame it: {policy}");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    let embed = embed.text().await.unwrap();
+    assert_ne!(embed, home, "the view is a document of its own");
+    let app_scripts = scripts_of(&app, &home).await;
+    let embed_scripts = scripts_of(&app, &embed).await;
+    for shell in ["Sign in", "Password", "Skip to content", "Sign out"] {
+        assert!(app_scripts.contains(shell), "the app's scripts hold {shell:?}");
+        assert!(!embed_scripts.contains(shell), "the embeddable view holds {shell:?}");
+    }
 }
 
 /// The budget: the app's JavaScript, MapLibre aside, is at most 200 KB
@@ -282,6 +368,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "maps",
         "map-editor",
         "shared-map",
+        "shared-map-embed",
         "register",
         "admin-users",
         "admin-providers",

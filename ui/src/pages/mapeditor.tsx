@@ -13,7 +13,7 @@ import {
   layerColour,
   mapStyle,
   rasterBasemap,
-} from "./maps";
+} from "./mapstyle";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
@@ -336,7 +336,7 @@ function Editor({ initial }: { initial: MapResponse }) {
           </p>
           <label>
             Embed snippet
-            <textarea readOnly rows={2} value={`<iframe src="${share.url}" width="800" height="500" title="${map.name}"></iframe>`} />
+            <textarea readOnly rows={2} value={`<iframe src="${share.url}/embed" width="800" height="500" title="${map.name}"></iframe>`} />
           </label>
         </div>
       )}
