@@ -178,3 +178,41 @@ async fn a_queued_job_ages_and_refusals_are_counted() {
     assert!(value(&samples, "catalog_oldest_queued_job_age_seconds", &[]).unwrap() >= 1.0);
     assert_eq!(value(&samples, "catalog_workers_live", &[]), Some(0.0));
 }
+
+/// A client inventing methods adds no series: each is counted under the
+/// one label value `other`.
+#[tokio::test]
+async fn made_up_methods_add_no_series() {
+    let app = App::start().await;
+    let admin = app.admin_token().await;
+    for made_up in ["BREW", "WHEN1", "X-PROBE-0"] {
+        let method = reqwest::Method::from_bytes(made_up.as_bytes()).unwrap();
+        let response = app.send(app.http.request(method, app.url("/api/health"))).await;
+        assert!(response.status().is_client_error(), "{made_up}: {}", response.status());
+    }
+    let response = scrape(&app, Some(&format!("Bearer {admin}"))).await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let samples = parse(&text);
+    for made_up in ["BREW", "WHEN1", "X-PROBE-0"] {
+        assert!(!text.contains(made_up), "{made_up} became a label value:\n{text}");
+    }
+    let methods: std::collections::BTreeSet<&str> = samples
+        .iter()
+        .filter(|s| s["name"] == "catalog_http_requests_total")
+        .filter_map(|s| s["labels"]["method"].as_str())
+        .collect();
+    assert!(
+        methods.iter().all(|m| [
+            "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"
+        ]
+        .contains(m)),
+        "{methods:?}"
+    );
+    let others: f64 = samples
+        .iter()
+        .filter(|s| s["name"] == "catalog_http_requests_total" && s["labels"]["method"] == "other")
+        .map(|s| s["value"].as_f64().unwrap())
+        .sum();
+    assert_eq!(others, 3.0, "{text}");
+}

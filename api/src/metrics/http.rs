@@ -60,9 +60,10 @@ impl Default for HttpMetrics {
 impl HttpMetrics {
     /// Counts one answered request. Labels carry the route template
     /// (`/api/datasets/{dataset_id}`), never the path, so ids never become
-    /// label values; a path that matched no route is `unmatched`.
+    /// label values; a path that matched no route is `unmatched`; a method
+    /// outside HTTP's own is `other` (`method_label`).
     pub fn observe(&self, route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
-        let method = method.as_str();
+        let method = method_label(method);
         self.requests.with_label_values(&[route, method, status.as_str()]).inc();
         self.latency
             .with_label_values(&[route, method])
@@ -75,4 +76,19 @@ impl HttpMetrics {
     pub fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
         self.registry.gather()
     }
+}
+
+/// The methods HTTP defines, each its own label value.
+const KNOWN_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// The method as a label value: any client may send a method it made up,
+/// and each would otherwise become a series kept for the life of the
+/// process, so all of them count as one, `other`.
+fn method_label(method: &Method) -> &'static str {
+    KNOWN_METHODS
+        .into_iter()
+        .find(|known| *known == method.as_str())
+        .unwrap_or("other")
 }
