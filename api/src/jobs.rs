@@ -164,6 +164,9 @@ async fn list_jobs(
         limit,
         offset,
     }))
+    // Always `queued`, also when a repeated request is answered with an
+    // earlier job: the answer is the first request's, and the job's status
+    // now is at its `Location`.
 }
 
 /// The answer to work that was queued.
@@ -239,15 +242,16 @@ pub(crate) async fn queue_fetch(
         })
     })
     .await?;
-    respond(state, queued, job_id).await
+    Ok(respond(state, queued, job_id))
 }
 
-/// The 202 of the job `queue_once` queued or found.
-pub(crate) async fn respond(state: &AppState, queued: Queued, job_id: Uuid) -> Result<Response, AppError> {
-    Ok(match queued {
-        Queued::New => accepted(state, job_id).into_response(),
-        Queued::Earlier(earlier) => accepted_again(state, earlier).await?.into_response(),
-    })
+/// The 202 of the job `queue_once` queued (`job_id`) or found.
+pub(crate) fn respond(state: &AppState, queued: Queued, job_id: Uuid) -> Response {
+    let job_id = match queued {
+        Queued::New => job_id,
+        Queued::Earlier(earlier) => earlier,
+    };
+    accepted(state, job_id).into_response()
 }
 
 /// The job an earlier request with one of these keys queued for `owner`.
@@ -280,23 +284,17 @@ async fn remember(tx: &mut PgConnection, owner: Uuid, keys: &[&str], job_id: Uui
     Ok(())
 }
 
-/// The 202 of a job an earlier request queued, with its status now.
-pub(crate) async fn accepted_again(state: &AppState, job_id: Uuid) -> Result<impl IntoResponse + use<>, AppError> {
-    let status: JobStatus = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
-        .bind(job_id)
-        .fetch_one(&state.pool)
-        .await?;
-    Ok(accepted_as(state, job_id, status))
-}
-
+/// The 202 of a queued job, with its `Location`: every request that
+/// queues a job (or is answered with the job an earlier one queued) gets
+/// this, `queued`, whatever a worker has done with the job since.
 pub(crate) fn accepted(state: &AppState, job_id: Uuid) -> impl IntoResponse + use<> {
-    accepted_as(state, job_id, JobStatus::Queued)
-}
-
-fn accepted_as(state: &AppState, job_id: Uuid, status: JobStatus) -> impl IntoResponse + use<> {
     let mut headers = HeaderMap::new();
     if let Ok(location) = HeaderValue::from_str(&format!("{}/api/jobs/{job_id}", state.config.public_url)) {
         headers.insert(header::LOCATION, location);
     }
-    (StatusCode::ACCEPTED, headers, Json(JobAccepted { job_id, status }))
+    let answer = JobAccepted {
+        job_id,
+        status: JobStatus::Queued,
+    };
+    (StatusCode::ACCEPTED, headers, Json(answer))
 }

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::check_visibility},
     extract::{Json as JsonBody, Path},
-    jobs::{IdempotencyKey, JobAccepted, Queued, accepted_again, queue_fetch, queue_once},
+    jobs::{IdempotencyKey, JobAccepted, Queued, accepted, queue_fetch, queue_once},
     quotas,
     state::AppState,
 };
@@ -272,7 +272,7 @@ async fn reupload_service(
     let preview = body.preview.unwrap_or(false);
     let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
     let job_id = queue_service_reupload(&state, &caller, id, body, preview, &keys).await?;
-    Ok(accepted_again(&state, job_id).await?.into_response())
+    Ok(accepted(&state, job_id).into_response())
 }
 
 /// Compares a remote service layer with the dataset and answers the

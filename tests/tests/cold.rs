@@ -246,3 +246,35 @@ async fn idle_datasets_are_archived_on_schedule() {
     }
     assert_eq!(stack.dataset(&admin, &ids[1]).await["storage"], "hot", "read recently");
 }
+
+/// The 202 of an archive request says `queued`, as every 202 with a job
+/// does, also when the job is already claimed by a worker (its status now
+/// is at `GET /api/jobs/{id}`).
+#[tokio::test]
+async fn archiving_answers_queued_whatever_its_job_is_doing() {
+    let mut stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack.upload_ok(&admin, "points.geojson", points(5), &[]).await;
+    let id = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // No worker from here on: the archive job waits until claimed by hand.
+    stack.kill_worker(0);
+    let first = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["status"], "queued", "{first}");
+    sqlx::query("UPDATE jobs SET status = 'running', started_at = now() WHERE id = $1::uuid")
+        .bind(first["job_id"].as_str().unwrap())
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+    let again = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    assert_eq!(again.status(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["job_id"], first["job_id"], "the archive job already under way");
+    assert_eq!(again["status"], "queued", "{again}");
+    let now = stack.job(&admin, first["job_id"].as_str().unwrap()).await;
+    assert_eq!(now["status"], "running", "{now}");
+}

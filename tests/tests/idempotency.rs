@@ -84,6 +84,33 @@ async fn the_same_key_answers_the_same_job() {
     assert_eq!(upload(&app, &admin, Some(&too_long)).await.status(), 400);
 }
 
+/// A repeated request answers as its first did: 202 with the job and
+/// `queued`, also once a worker has claimed the job (its status now is at
+/// the job's `Location`).
+#[tokio::test]
+async fn a_repeated_request_answers_queued_as_its_first_did() {
+    let app = App::start().await;
+    let admin = app.admin_token().await;
+    let first: Value = upload(&app, &admin, Some("claimed-1")).await.json().await.unwrap();
+    assert_eq!(first["status"], "queued", "{first}");
+    // There is no worker here: claim the job as one would.
+    sqlx::query("UPDATE jobs SET status = 'running', started_at = now() WHERE id = $1::uuid")
+        .bind(first["job_id"].as_str().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let again = upload(&app, &admin, Some("claimed-1")).await;
+    assert_eq!(again.status(), 202);
+    let location = again.headers()["location"].to_str().unwrap().to_string();
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["job_id"], first["job_id"]);
+    assert_eq!(again["status"], "queued", "{again}");
+    assert!(location.ends_with(&format!("/api/jobs/{}", first["job_id"].as_str().unwrap())));
+    let path = location.split_once("/api/").map(|(_, p)| format!("/api/{p}")).unwrap();
+    let (_, now) = app.get_json(Some(&admin), &path).await;
+    assert_eq!(now["status"], "running", "{now}");
+}
+
 #[tokio::test]
 async fn a_connector_push_of_a_version_already_pulled_answers_its_job() {
     let version = Arc::new(AtomicU32::new(1));

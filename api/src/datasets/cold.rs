@@ -18,7 +18,7 @@ use super::record::Dataset;
 use crate::{
     access::{Caller, datasets::visible_dataset},
     extract::Path,
-    jobs::{JobAccepted, accepted_again},
+    jobs::{JobAccepted, accepted},
     state::AppState,
 };
 
@@ -52,7 +52,7 @@ pub(super) async fn archive(
         ));
     }
     let job_id = queue_move(&state, id, JobKind::Archive, Some(admin)).await?;
-    Ok(accepted_again(&state, job_id).await?.into_response())
+    Ok(accepted(&state, job_id).into_response())
 }
 
 /// Nothing when the dataset's table is in PostGIS; otherwise the 202

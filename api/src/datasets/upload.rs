@@ -62,7 +62,7 @@ pub(super) async fn upload(
 ) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
     if let Some(earlier) = earlier_request(&state, user.id, &key).await? {
-        return respond(&state, Queued::Earlier(earlier), earlier).await;
+        return Ok(respond(&state, Queued::Earlier(earlier), earlier));
     }
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     let job_id = Uuid::now_v7();
@@ -112,7 +112,7 @@ pub(super) async fn upload(
         received: &received,
     };
     let queued = enqueue_upload(&state, upload, job_id, JobInput::Ingest(payload)).await?;
-    respond(&state, queued, job_id).await
+    Ok(respond(&state, queued, job_id))
 }
 
 /// A received upload about to be queued: whose quota it counts against,
@@ -384,7 +384,7 @@ pub(super) async fn reupload(
     let owner = dataset.created_by.or(user_id).unwrap_or_default();
     let requester = user_id.unwrap_or(owner);
     if let Some(earlier) = earlier_request(&state, requester, &key).await? {
-        return respond(&state, Queued::Earlier(earlier), earlier).await;
+        return Ok(respond(&state, Queued::Earlier(earlier), earlier));
     }
     quotas::refuse_when_full(&state.pool, owner, 0).await?;
     let job_id = Uuid::now_v7();
@@ -439,7 +439,7 @@ pub(super) async fn reupload(
         received: &received,
     };
     let queued = enqueue_upload(&state, upload, job_id, JobInput::Reupload(payload)).await?;
-    respond(&state, queued, job_id).await
+    Ok(respond(&state, queued, job_id))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
