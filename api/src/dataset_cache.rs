@@ -20,8 +20,13 @@ use crate::datasets::record::{DATASET_COLUMNS, Dataset};
 const TTL: Duration = Duration::from_secs(60);
 const MAX_ENTRIES: usize = 10_000;
 
-/// When each record was fetched, by dataset id.
-type Entries = HashMap<Uuid, (Instant, Arc<Dataset>)>;
+/// When each record was fetched, by dataset id, and how many times
+/// records were forgotten so far.
+#[derive(Default)]
+struct Entries {
+    records: HashMap<Uuid, (Instant, Arc<Dataset>)>,
+    forgets: u64,
+}
 
 #[derive(Clone, Default)]
 pub struct DatasetCache {
@@ -29,45 +34,63 @@ pub struct DatasetCache {
 }
 
 impl DatasetCache {
-    pub fn get(&self, id: Uuid) -> Option<Arc<Dataset>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached record, or the count of forgets before it is fetched.
+    fn get(&self, id: Uuid) -> Result<Arc<Dataset>, u64> {
+        let entries = self.entries();
         entries
+            .records
             .get(&id)
             .filter(|(at, _)| at.elapsed() < TTL)
             .map(|(_, d)| d.clone())
+            .ok_or(entries.forgets)
     }
 
-    pub fn put(&self, dataset: Dataset) -> Arc<Dataset> {
+    /// Keeps a record fetched after `forgets` forgets, unless one came
+    /// since: a record read before a change was announced would otherwise
+    /// be kept after the announcement, for the whole minute.
+    fn put(&self, dataset: Dataset, forgets: u64) -> Arc<Dataset> {
         let dataset = Arc::new(dataset);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, (at, _)| at.elapsed() < TTL);
+        let mut entries = self.entries();
+        if entries.forgets != forgets {
+            return dataset;
         }
-        entries.insert(dataset.id, (Instant::now(), dataset.clone()));
+        if entries.records.len() >= MAX_ENTRIES {
+            entries.records.retain(|_, (at, _)| at.elapsed() < TTL);
+        }
+        entries.records.insert(dataset.id, (Instant::now(), dataset.clone()));
         dataset
     }
 
     /// Any dataset by id, from the cache when it is there; callers decide
     /// who may see it.
     pub async fn dataset(&self, pool: &PgPool, id: Uuid) -> Result<Arc<Dataset>, AppError> {
-        if let Some(dataset) = self.get(id) {
-            return Ok(dataset);
-        }
+        let forgets = match self.get(id) {
+            Ok(dataset) => return Ok(dataset),
+            Err(forgets) => forgets,
+        };
         let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
         let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(pool)
             .await?
             .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
-        Ok(self.put(dataset))
+        Ok(self.put(dataset, forgets))
     }
 
     pub fn forget(&self, id: Uuid) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        let mut entries = self.entries();
+        entries.forgets += 1;
+        entries.records.remove(&id);
     }
 
     fn forget_all(&self) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let mut entries = self.entries();
+        entries.forgets += 1;
+        entries.records.clear();
     }
 
     /// Forgets datasets as their changes are announced, for as long as the

@@ -247,6 +247,76 @@ async fn idle_datasets_are_archived_on_schedule() {
     assert_eq!(stack.dataset(&admin, &ids[1]).await["storage"], "hot", "read recently");
 }
 
+/// Eight readers at once of a public cold dataset (an admin, anonymous
+/// callers, a viewer) are handed one rehydrate job; once it is done every
+/// read is served, even by an API process whose copy of the record still
+/// says cold (its change announcement is held back here, as a slow one
+/// would be).
+#[tokio::test]
+async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (_, viewer) = stack.user_token("vera", "viewer").await;
+    let job = stack
+        .upload_ok(&admin, "points.geojson", points(20), &[("visibility", "public")])
+        .await;
+    let id = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    sqlx::query("ALTER TABLE datasets DISABLE TRIGGER datasets_announce_change")
+        .execute(&stack.pool)
+        .await
+        .unwrap();
+
+    let readers: Vec<Option<&str>> = vec![
+        Some(&admin),
+        None,
+        Some(&viewer),
+        None,
+        None,
+        Some(&admin),
+        None,
+        Some(&viewer),
+    ];
+    let read_all = || {
+        futures::future::join_all(readers.iter().map(|token| {
+            let mut request = stack
+                .http
+                .get(stack.url(&format!("/api/collections/{id}/items?limit=100")));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            stack.send(request)
+        }))
+    };
+    let mut jobs = Vec::new();
+    for response in read_all().await {
+        assert_eq!(response.status(), 202);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["status"], "rehydrating", "{body}");
+        jobs.push(body["job_id"].as_str().unwrap().to_string());
+    }
+    jobs.sort();
+    jobs.dedup();
+    assert_eq!(jobs.len(), 1, "one job, whoever asks: {jobs:?}");
+    assert_eq!(stack.wait_job(&admin, &jobs[0]).await["status"], "succeeded");
+
+    for response in read_all().await {
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "served once the job is done: {body}");
+        assert_eq!(body["features"].as_array().unwrap().len(), 20);
+    }
+    assert_eq!(rehydrate_jobs(&stack).await, 1);
+}
+
 /// The 202 of an archive request says `queued`, as every 202 with a job
 /// does, also when the job is already claimed by a worker (its status now
 /// is at `GET /api/jobs/{id}`).

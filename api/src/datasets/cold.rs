@@ -1,7 +1,8 @@
 //! Cold datasets from the API's side: an admin archives a dataset (a job
 //! moves its table into the object store), and a read of a cold dataset's
 //! data answers 202 with the one rehydrate job that brings it back, however
-//! many readers (and API processes) ask at once.
+//! many readers (and API processes) ask at once, and is served as soon as
+//! the data is back, whatever copy of the record the process holds.
 use axum::{
     Json,
     extract::State,
@@ -51,8 +52,11 @@ pub(super) async fn archive(
             "this dataset is a raster, already a file in the object store; only tables are archived",
         ));
     }
-    let job_id = queue_move(&state, id, JobKind::Archive, Some(admin)).await?;
-    Ok(accepted(&state, job_id).into_response())
+    match queue_move(&state, id, JobKind::Archive, Some(admin)).await? {
+        Move::Job(job_id) => Ok(accepted(&state, job_id).into_response()),
+        // Archived since the record above was read.
+        Move::Done => Ok(Json(visible_dataset(&state, &caller, id).await?).into_response()),
+    }
 }
 
 /// Nothing when the dataset's table is in PostGIS; otherwise the 202
@@ -68,13 +72,13 @@ pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) ->
             dataset.id, dataset.id
         )));
     }
-    if dataset.storage != "cold" {
-        if state.reads.due(dataset.id) {
-            record_read(state, dataset.id).await?;
-        }
-        return Ok(());
+    if dataset.storage == "cold" {
+        rehydrated(state, caller, dataset.id).await?;
     }
-    Err(rehydrating(state, caller, dataset.id).await)
+    if state.reads.due(dataset.id) {
+        record_read(state, dataset.id).await?;
+    }
+    Ok(())
 }
 
 /// Notes that the dataset's data was read (for `ARCHIVE_AFTER_IDLE_DAYS`).
@@ -89,38 +93,70 @@ async fn record_read(state: &AppState, dataset_id: Uuid) -> Result<(), AppError>
     Ok(())
 }
 
-/// The 202 answer of a read of a cold dataset the caller may read, its
-/// rehydrate job queued if none runs yet.
-pub async fn rehydrating(state: &AppState, caller: &Caller, dataset_id: Uuid) -> AppError {
-    match queue_move(state, dataset_id, JobKind::Rehydrate, caller.user_id()).await {
-        Ok(job_id) => AppError::accepted(json!({"status": "rehydrating", "job_id": job_id}), RETRY_AFTER_SECS),
-        Err(e) => e,
+/// For a read of a dataset its caller's copy of the record says is cold
+/// (the caller may read it): nothing when the data is back in PostGIS
+/// after all, otherwise the 202 answer with the rehydrate job, queued if
+/// none runs yet.
+pub async fn rehydrated(state: &AppState, caller: &Caller, dataset_id: Uuid) -> Result<(), AppError> {
+    match queue_move(state, dataset_id, JobKind::Rehydrate, caller.user_id()).await? {
+        Move::Job(job_id) => Err(AppError::accepted(
+            json!({"status": "rehydrating", "job_id": job_id}),
+            RETRY_AFTER_SECS,
+        )),
+        Move::Done => {
+            // The copy is older than the move's announcement: drop it now.
+            state.datasets.forget(dataset_id);
+            Ok(())
+        }
     }
 }
 
+/// What asking for a move came to.
+enum Move {
+    /// The dataset's data is already where the move would put it.
+    Done,
+    /// The unfinished job that moves it, queued now or earlier.
+    Job(Uuid),
+}
+
 /// The unfinished archive or rehydrate job of the dataset, queued now if
-/// there is none. Callers wait for each other on a lock of their own, so
-/// one job is queued however many ask at once.
+/// there is none, or `Done` when the data is already there. Callers wait
+/// for each other on a lock of their own, so one job is queued however
+/// many ask at once.
 async fn queue_move(
     state: &AppState,
     dataset_id: Uuid,
     kind: JobKind,
     created_by: Option<Uuid>,
-) -> Result<Uuid, AppError> {
+) -> Result<Move, AppError> {
     let mut tx = state.pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_dataset_move'), hashtext($1::text))")
         .bind(dataset_id)
         .execute(&mut *tx)
         .await?;
-    let running: Option<Uuid> =
-        sqlx::query_scalar("SELECT id FROM jobs WHERE kind = $1 AND dataset_id = $2 AND status = ANY($3) LIMIT 1")
-            .bind(kind)
-            .bind(dataset_id)
-            .bind(JobStatus::UNFINISHED)
-            .fetch_optional(&mut *tx)
-            .await?;
+    // The storage itself, not the caller's copy of the record: that copy
+    // may predate a move that finished meanwhile, and queueing another job
+    // then would hand later callers a job id of their own. Storage and job
+    // come from one snapshot: a worker commits the storage before it marks
+    // its job finished, so no snapshot sees the job finished and the
+    // storage as it was.
+    let (storage, running): (String, Option<Uuid>) = sqlx::query_as(
+        "SELECT d.storage,
+                (SELECT j.id FROM jobs j WHERE j.kind = $1 AND j.dataset_id = d.id AND j.status = ANY($3) LIMIT 1)
+         FROM datasets d WHERE d.id = $2",
+    )
+    .bind(kind)
+    .bind(dataset_id)
+    .bind(JobStatus::UNFINISHED)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| AppError::not_found(format!("no dataset {dataset_id}")))?;
+    let destination = if kind == JobKind::Archive { "cold" } else { "hot" };
+    if storage == destination {
+        return Ok(Move::Done);
+    }
     if let Some(job_id) = running {
-        return Ok(job_id);
+        return Ok(Move::Job(job_id));
     }
     let job_id = Uuid::now_v7();
     let payload = DatasetPayload { dataset_id };
@@ -130,5 +166,5 @@ async fn queue_move(
     };
     jobs::enqueue(&mut tx, job_id, &input, created_by).await?;
     tx.commit().await?;
-    Ok(job_id)
+    Ok(Move::Job(job_id))
 }

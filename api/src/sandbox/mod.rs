@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, policy::visible_to_caller},
-    datasets::cold::rehydrating,
+    datasets::cold::rehydrated,
     extract::Json as JsonBody,
     state::AppState,
 };
@@ -85,7 +85,7 @@ async fn run_query(
         format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = data, public");
     sqlx::raw_sql(sqlx::AssertSqlSafe(settings)).execute(&mut *tx).await?;
     if let Some(cold) = cold_dataset_named(&state, &caller, &checked.relations).await? {
-        return Err(rehydrating(&state, &caller, cold).await);
+        rehydrated(&state, &caller, cold).await?;
     }
     admit_relations(&mut tx, &checked.relations, &readable).await?;
     let (rows, truncated) = run_capped(&mut tx, &checked.sql).await?;
