@@ -238,6 +238,69 @@ pub trait Api {
         self.send(self.http().post(self.url(path)).bearer_auth(token).multipart(form))
             .await
     }
+
+    /// What the service's processes logged, for a failure's message (none
+    /// in process: the test's own output holds it).
+    fn process_logs(&self) -> String {
+        String::new()
+    }
+
+    /// Uploads and answers the queued job's id, asserting the 202.
+    async fn upload_ok(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
+        let response = self.upload(token, filename, bytes, fields).await;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 202, "upload of {filename}: {body}");
+        assert_eq!(body["status"], "queued");
+        body["job_id"].as_str().unwrap().to_string()
+    }
+
+    /// Uploads a GeoJSON document, waits for its ingest and answers the
+    /// dataset id, asserting the job succeeded.
+    async fn ingest_geojson(&self, token: &str, geojson: &Value, fields: &[(&str, &str)]) -> String {
+        let job_id = self
+            .upload_ok(token, "data.geojson", geojson.to_string().into_bytes(), fields)
+            .await;
+        let job = self.wait_job(token, &job_id).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        job["dataset_id"].as_str().unwrap().to_string()
+    }
+
+    /// The job as the token's user sees it.
+    async fn job(&self, token: &str, job_id: &str) -> Value {
+        let response = self
+            .send(
+                self.http()
+                    .get(self.url(&format!("/api/jobs/{job_id}")))
+                    .bearer_auth(token),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// Polls the job until it has finished.
+    async fn wait_job(&self, token: &str, job_id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let job = self.job(token, job_id).await;
+            if matches!(job["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+                return job;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {job_id} did not finish: {job}\n{}",
+                self.process_logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn dataset(&self, token: &str, id: &str) -> Value {
+        let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
 }
 
 impl Api for Stack {
@@ -252,6 +315,9 @@ impl Api for Stack {
     }
     async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
         request.send().await.unwrap()
+    }
+    fn process_logs(&self) -> String {
+        self.logs()
     }
 }
 
@@ -504,63 +570,6 @@ impl Stack {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    /// Uploads and answers the queued job's id, asserting the 202.
-    pub async fn upload_ok(&self, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
-        let response = self.upload(token, filename, bytes, fields).await;
-        let status = response.status();
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(status, 202, "upload of {filename}: {body}");
-        assert_eq!(body["status"], "queued");
-        body["job_id"].as_str().unwrap().to_string()
-    }
-
-    /// Uploads a GeoJSON document, waits for its ingest and answers the
-    /// dataset id, asserting the job succeeded.
-    pub async fn ingest_geojson(&self, token: &str, geojson: &Value, fields: &[(&str, &str)]) -> String {
-        let job_id = self
-            .upload_ok(token, "data.geojson", geojson.to_string().into_bytes(), fields)
-            .await;
-        let job = self.wait_job(token, &job_id).await;
-        assert_eq!(job["status"], "succeeded", "{job}");
-        job["dataset_id"].as_str().unwrap().to_string()
-    }
-
-    /// The job as the token's user sees it.
-    pub async fn job(&self, token: &str, job_id: &str) -> Value {
-        let response = self
-            .http
-            .get(self.url(&format!("/api/jobs/{job_id}")))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
-    }
-
-    /// Polls the job until it has finished.
-    pub async fn wait_job(&self, token: &str, job_id: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        loop {
-            let job = self.job(token, job_id).await;
-            if matches!(job["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
-                return job;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "job {job_id} did not finish: {job}\n{}",
-                self.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    pub async fn dataset(&self, token: &str, id: &str) -> Value {
-        let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
-        assert_eq!(status, 200, "{body}");
-        body
     }
 
     /// Tables in the data schema, staging ones included.

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use catalog_shared::auth::TokenKeys;
-use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, data_file};
+use catalog_tests::{Api, App, JWT_SECRET, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 /// What GDAL's MVT driver reads from a tile: `ogrinfo -al` of it.
@@ -30,15 +30,15 @@ fn feature_count(ogrinfo: &str) -> usize {
     ogrinfo.matches("\nOGRFeature(").count()
 }
 
-async fn get(stack: &Stack, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut request = stack.http.get(url);
+async fn get(stack: &impl Api, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = stack.http().get(url);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    request.send().await.unwrap()
+    stack.send(request).await
 }
 
-async fn points(stack: &Stack, token: &str, visibility: &str) -> String {
+async fn points(stack: &impl Api, token: &str, visibility: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0, 10.0]}, "properties": {"name": "a", "rank": 1}},
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.1, 10.1]}, "properties": {"name": "b", "rank": 2}},
@@ -134,7 +134,7 @@ async fn vector_tiles_are_read_by_gdal() {
 
 #[tokio::test]
 async fn cluster_tiles_count_nearby_points() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let stack = App::start_with_worker().await;
     let admin = stack.admin_token().await;
     let id = points(&stack, &admin, "public").await;
     let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/cluster/0/0/0.pbf")), &[])
@@ -463,7 +463,7 @@ fn template_query(dataset: &str, publication_version: i64, exp: i64) -> String {
 /// by reading TileJSON with it.
 #[tokio::test]
 async fn tilejson_through_a_template_never_extends_it() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let stack = App::start_with_worker().await;
     let (_, owner) = stack.user_token("olga", "editor").await;
     let id = points(&stack, &owner, "private").await;
     let version = stack.dataset(&owner, &id).await["publication_version"]

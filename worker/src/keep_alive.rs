@@ -15,7 +15,7 @@
 //! only once it has itself beaten that long without a miss, so that after
 //! a database outage, which silences every worker, each has the time to
 //! beat again before any worker's jobs are taken. apalis's own beat is
-//! turned off (`main.rs`).
+//! turned off (`lib.rs`).
 use std::{
     cell::Cell,
     str::FromStr,

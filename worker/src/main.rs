@@ -6,34 +6,16 @@
 #![forbid(unsafe_code)]
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
-use apalis::prelude::*;
-use apalis_postgres::{Config as QueueConfig, PostgresStorage, Pubsub};
 use catalog_jobs::{JobDeps, Retention};
-use catalog_shared::{
-    config::Config,
-    db,
-    jobs::{JobMessage, QUEUE},
-    outbound::OutboundPolicy,
-    storage::Storage,
-    telemetry,
-};
+use catalog_shared::{config::Config, db, outbound::OutboundPolicy, storage::Storage, telemetry};
+use catalog_worker::metrics::{self, WorkerMetrics};
 use keep_alive::KeepAlive;
-use metrics::WorkerMetrics;
 
 mod keep_alive;
-mod metrics;
 
 /// How long running jobs may take to finish after SIGTERM, unless
 /// `WORKER_DRAIN_SECONDS` says otherwise.
 const DEFAULT_DRAIN: Duration = Duration::from_secs(300);
-/// Backstop for what LISTEN/NOTIFY misses (retries, delayed tasks).
-const POLL_INTERVAL: Duration = Duration::from_secs(1);
-/// apalis's own heartbeat, and its reclaim of dead workers' tasks, all but
-/// off: they run from the queue loop, which a busy worker may not poll in
-/// time. `keep_alive` beats and reclaims instead (`WORKER_HEARTBEAT`,
-/// `WORKER_DEAD_AFTER`); apalis beats once a day, and takes only tasks of
-/// workers silent that long.
-const APALIS_OWN_HEARTBEAT: Duration = Duration::from_secs(86_400);
 /// Defaults of the cleanup schedule (`CLEANUP_INTERVAL_SECONDS`,
 /// `UPLOAD_RETENTION_HOURS`, `JOB_RETENTION_DAYS`).
 const CLEANUP_INTERVAL: u64 = 60;
@@ -89,30 +71,17 @@ async fn main() -> anyhow::Result<()> {
             std::process::id(),
             ulid::Ulid::generate().to_string().to_lowercase()
         );
-        let queue_config = QueueConfig::default()
-            .queue(QUEUE)
-            .batch_size(1)
-            .heartbeat_interval(APALIS_OWN_HEARTBEAT)
-            .missed_heartbeats(1);
-        let strategy = Strategy::new()
-            .stream(Pubsub::new(pool.clone(), QUEUE.to_string()))
-            .interval(POLL_INTERVAL);
-        let backend = PostgresStorage::<JobMessage>::new(&pool)
-            .with_config(queue_config)
-            .poll_with_strategy(strategy);
         keep_alive.beat_for(&name);
-        tracing::info!(%name, concurrency, "worker ready");
-        let worker = WorkerBuilder::new(name.clone())
-            .backend(backend)
-            .data(deps.clone())
-            .data(metrics.clone())
-            .concurrency(concurrency)
-            .build(handle);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let mut run = Box::pin(worker.run_until(async move {
-            let _ = stopped.await;
-            Ok::<(), WorkerError>(())
-        }));
+        let mut run = Box::pin(catalog_worker::run(
+            &name,
+            deps.clone(),
+            metrics.clone(),
+            concurrency,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
         let started = tokio::time::Instant::now();
         tokio::select! {
             result = &mut run => match result {
@@ -145,14 +114,6 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-async fn handle(message: JobMessage, deps: Data<JobDeps>, metrics: Data<WorkerMetrics>) -> Result<(), BoxDynError> {
-    metrics.job_started();
-    let started = tokio::time::Instant::now();
-    let result = catalog_jobs::run_job(&deps, message.job_id).await;
-    metrics.job_ended(result.as_ref().ok().copied().flatten(), started.elapsed().as_secs_f64());
-    result.map(|_| ()).map_err(Into::into)
 }
 
 /// Puts the jobs this worker still holds back in the queue; answers how

@@ -21,6 +21,12 @@ pub struct WorkerMetrics {
     draining: IntGauge,
 }
 
+impl Default for WorkerMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl WorkerMetrics {
     pub fn new() -> Self {
         let runs = IntCounterVec::new(
