@@ -9,7 +9,7 @@ use std::{
     net::IpAddr,
     sync::{
         Arc, Mutex, RwLock,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
@@ -33,6 +33,8 @@ enum Bucket {
 }
 
 impl Bucket {
+    const ALL: [Bucket; 3] = [Bucket::SignIn, Bucket::Tiles, Bucket::General];
+
     fn of(path: &str) -> Option<Self> {
         match path {
             // Probes and the metrics scraper are the operator's own.
@@ -72,6 +74,8 @@ pub struct RateLimiter {
     store_down: Arc<AtomicBool>,
     local: Arc<Mutex<Counts>>,
     limits: Arc<RateLimits>,
+    /// Requests this process refused, by bucket (in `Bucket::ALL` order).
+    refused: Arc<[AtomicU64; 3]>,
 }
 
 impl RateLimiter {
@@ -86,6 +90,7 @@ impl RateLimiter {
             store_resting_until: Arc::default(),
             store_down: Arc::new(AtomicBool::new(false)),
             local: Arc::default(),
+            refused: Arc::default(),
         };
         let client = match redis_url {
             None => {
@@ -141,9 +146,18 @@ impl RateLimiter {
         let limit = bucket.limit(&self.limits);
         let client = client_address(peer, &request.headers, &self.limits.trusted_proxies);
         match self.count(bucket, client, limit).await {
-            Some(retry_after) => Err(AppError::too_many_requests(retry_after)),
+            Some(retry_after) => {
+                self.refused[bucket as usize].fetch_add(1, Ordering::Relaxed);
+                Err(AppError::too_many_requests(retry_after))
+            }
             None => Ok(()),
         }
+    }
+
+    /// Requests this process refused so far, by bucket name, every bucket
+    /// included.
+    pub fn refusals(&self) -> [(&'static str, u64); 3] {
+        Bucket::ALL.map(|bucket| (bucket.name(), self.refused[bucket as usize].load(Ordering::Relaxed)))
     }
 
     /// Counts a request; the seconds until the window ends when over `limit`.
@@ -276,6 +290,7 @@ mod tests {
             store_resting_until: Arc::default(),
             store_down: Arc::default(),
             local: Arc::default(),
+            refused: Arc::default(),
             limits: Arc::new(RateLimits {
                 per_minute: 7,
                 tiles_per_minute: 7,

@@ -164,12 +164,12 @@ async fn a_queued_job_ages_and_refusals_are_counted() {
     assert_eq!(response.status(), 200);
     let samples = parse(&response.text().await.unwrap());
     assert_eq!(
-        value(
-            &samples,
-            "catalog_rate_limit_refusals_total",
-            &[("route", "/api/collections")]
-        ),
+        value(&samples, "catalog_rate_limit_refusals_total", &[("bucket", "general")]),
         Some(refused)
+    );
+    assert_eq!(
+        value(&samples, "catalog_rate_limit_refusals_total", &[("bucket", "tiles")]),
+        Some(0.0)
     );
     assert_eq!(
         value(&samples, "catalog_jobs", &[("kind", "ingest"), ("status", "queued")]),
@@ -177,6 +177,59 @@ async fn a_queued_job_ages_and_refusals_are_counted() {
     );
     assert!(value(&samples, "catalog_oldest_queued_job_age_seconds", &[]).unwrap() >= 1.0);
     assert_eq!(value(&samples, "catalog_workers_live", &[]), Some(0.0));
+}
+
+/// A fresh service's first scrape holds every family, with a zero series
+/// for each label set it knows: rate-limit refusals of each bucket, the
+/// durations of each job kind, this process's requests.
+#[tokio::test]
+async fn every_family_is_there_from_the_first_scrape() {
+    let app = App::start_with(&[("METRICS_TOKEN", METRICS_TOKEN)]).await;
+    let response = scrape(&app, Some(&format!("Bearer {METRICS_TOKEN}"))).await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let samples = parse(&text);
+    for bucket in ["signin", "tiles", "general"] {
+        assert_eq!(
+            value(&samples, "catalog_rate_limit_refusals_total", &[("bucket", bucket)]),
+            Some(0.0),
+            "{bucket}:\n{text}"
+        );
+    }
+    let kinds: std::collections::BTreeSet<&str> = samples
+        .iter()
+        .filter(|s| s["name"] == "catalog_jobs")
+        .filter_map(|s| s["labels"]["kind"].as_str())
+        .collect();
+    assert!(kinds.contains("ingest") && kinds.contains("rehydrate"), "{kinds:?}");
+    for kind in kinds {
+        assert_eq!(
+            value(&samples, "catalog_job_duration_seconds_count", &[("kind", kind)]),
+            Some(0.0),
+            "{kind}:\n{text}"
+        );
+        assert_eq!(
+            value(
+                &samples,
+                "catalog_job_duration_seconds_bucket",
+                &[("kind", kind), ("le", "+Inf")]
+            ),
+            Some(0.0)
+        );
+    }
+    for family in [
+        "catalog_http_requests_total",
+        "catalog_http_request_duration_seconds_count",
+        "catalog_db_pool_connections",
+        "catalog_db_pool_max_connections",
+        "catalog_tile_cache_lookups_total",
+        "catalog_tile_cache_bytes",
+        "catalog_jobs",
+        "catalog_oldest_queued_job_age_seconds",
+        "catalog_workers_live",
+    ] {
+        assert!(samples.iter().any(|s| s["name"] == family), "{family} missing:\n{text}");
+    }
 }
 
 /// A client inventing methods adds no series: each is counted under the

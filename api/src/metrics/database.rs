@@ -62,22 +62,29 @@ async fn oldest_queued(pool: &PgPool) -> Result<MetricFamily, AppError> {
     ))
 }
 
+/// Every kind, zeros for a kind no job of which finished yet.
 async fn job_durations(pool: &PgPool) -> Result<MetricFamily, AppError> {
     let rows: Vec<(String, Vec<i64>, i64, f64)> = sqlx::query_as(include_str!("job_durations.sql"))
         .bind(DURATION_BOUNDS.to_vec())
         .fetch_all(pool)
         .await?;
-    let series = rows
-        .into_iter()
-        .map(|(kind, at_or_under, count, sum)| Bucketed {
-            labels: vec![("kind", kind)],
-            buckets: DURATION_BOUNDS
-                .iter()
-                .zip(at_or_under)
-                .map(|(upper, n)| (*upper, n as u64))
-                .collect(),
-            sum,
-            count: count as u64,
+    let series = JobKind::ALL
+        .iter()
+        .map(|kind| {
+            let (at_or_under, count, sum) = rows.iter().find(|(k, ..)| k == kind.as_str()).map_or(
+                (vec![0; DURATION_BOUNDS.len()], 0, 0.0),
+                |(_, at_or_under, count, sum)| (at_or_under.clone(), *count, *sum),
+            );
+            Bucketed {
+                labels: vec![("kind", kind.as_str().to_string())],
+                buckets: DURATION_BOUNDS
+                    .iter()
+                    .zip(at_or_under)
+                    .map(|(upper, n)| (*upper, n as u64))
+                    .collect(),
+                sum,
+                count: count as u64,
+            }
         })
         .collect();
     Ok(histogram_family(

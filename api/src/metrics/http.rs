@@ -1,5 +1,5 @@
-//! The HTTP figures each API process keeps between scrapes: requests,
-//! latency and rate-limit refusals, by route template.
+//! The HTTP figures each API process keeps between scrapes: requests and
+//! latency, by route template.
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
@@ -11,7 +11,6 @@ pub struct HttpMetrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
-    refusals: IntCounterVec,
 }
 
 impl Default for HttpMetrics {
@@ -33,26 +32,21 @@ impl Default for HttpMetrics {
             &["route", "method"],
         )
         .expect("valid metric");
-        let refusals = IntCounterVec::new(
-            Opts::new(
-                "catalog_rate_limit_refusals_total",
-                "Requests refused with 429 by the rate limiter, by route template.",
-            ),
-            &["route"],
-        )
-        .expect("valid metric");
         for metric in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(latency.clone()),
-            Box::new(refusals.clone()),
         ] {
             registry.register(metric).expect("each metric is registered once");
         }
+        // A family exists from start-up: a fresh process's first scrape is
+        // gathered before it is counted, and its series is the one every
+        // deployment has.
+        requests.with_label_values(&["/api/metrics", "GET", "200"]);
+        latency.with_label_values(&["/api/metrics", "GET"]);
         Self {
             registry,
             requests,
             latency,
-            refusals,
         }
     }
 }
@@ -68,9 +62,6 @@ impl HttpMetrics {
         self.latency
             .with_label_values(&[route, method])
             .observe(elapsed.as_secs_f64());
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            self.refusals.with_label_values(&[route]).inc();
-        }
     }
 
     pub fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {

@@ -2,7 +2,9 @@
 //! bearer of `METRICS_TOKEN`. HTTP figures (requests, latency, rate-limit
 //! refusals, pool use) are this process's own: scrape every API process.
 //! Job, queue and worker figures are read from the database at scrape
-//! time, so every process reports the same ones.
+//! time, so every process reports the same ones. Every family has its
+//! series from start-up (zeros for each label set it knows), so a query
+//! or an alert on one never meets an absent family.
 use axum::{
     extract::State,
     http::{HeaderValue, header},
@@ -37,10 +39,8 @@ async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Respon
         ("tiles", state.tile_connections.figures()),
     ]));
     families.extend(tile_cache_families(&state.tiles));
+    families.push(refusal_family(&state.rate_limiter));
     families.extend(database::families(&state.pool).await?);
-    // A family with no series yet (no job finished) is left out, as the
-    // format has no way to write it.
-    families.retain(|f| !f.get_metric().is_empty());
     let mut body = Vec::new();
     TextEncoder::new()
         .encode(&families, &mut body)
@@ -78,6 +78,19 @@ fn pool_families(pools: &[(&str, db::PoolFigures)]) -> Vec<proto::MetricFamily> 
             most,
         ),
     ]
+}
+
+/// Requests this process refused with 429, by rate-limit bucket.
+fn refusal_family(limiter: &crate::rate_limit::RateLimiter) -> proto::MetricFamily {
+    counter_family(
+        "catalog_rate_limit_refusals_total",
+        "Requests this API process refused with 429, by rate-limit bucket: signin, tiles, general.",
+        limiter
+            .refusals()
+            .into_iter()
+            .map(|(bucket, refused)| (vec![("bucket", bucket.to_string())], refused))
+            .collect(),
+    )
 }
 
 /// This process's tile cache: what it holds and how lookups went.
