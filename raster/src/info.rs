@@ -48,7 +48,8 @@ pub struct BandInfo {
 
 impl RasterInfo {
     /// Bands a tile shows by default: red, green, blue when the image has
-    /// them, else the first band.
+    /// them, else the first band (a multispectral scene or a stack of
+    /// measurements is not a colour image).
     pub fn default_bands(&self) -> Vec<usize> {
         let by_colour = |name: &str| {
             self.bands
@@ -58,9 +59,10 @@ impl RasterInfo {
         };
         match (by_colour("Red"), by_colour("Green"), by_colour("Blue")) {
             (Some(r), Some(g), Some(b)) => vec![r, g, b],
-            // Three or more byte bands that say nothing of their colours
-            // are an image all the same, as QGIS and titiler read them.
-            _ if self.bands.len() >= 3
+            // Three byte bands that say nothing of their colours (and a
+            // fourth, their alpha) are an image all the same, as QGIS and
+            // titiler read them; more bands are not one.
+            _ if matches!(self.bands.len(), 3 | 4)
                 && self.bands[..3].iter().all(|b| {
                     b.data_type == "Byte" && matches!(b.color_interpretation.as_str(), "Undefined" | "Gray")
                 }) =>
@@ -224,6 +226,14 @@ mod tests {
         let heights = info(&[("Float32", "Gray"), ("Float32", "Undefined"), ("Float32", "Undefined")]);
         assert_eq!(heights.default_bands(), [1]);
         assert_eq!(info(&[("Byte", "Gray"), ("Byte", "Undefined")]).default_bands(), [1]);
+        let scene = info(&[
+            ("Byte", "Gray"),
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+            ("Byte", "Undefined"),
+        ]);
+        assert_eq!(scene.default_bands(), [1], "five bands are not an RGB(A) image");
     }
 
     #[test]

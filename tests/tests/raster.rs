@@ -980,3 +980,44 @@ async fn the_upload_forms_name_geotiffs() {
         );
     }
 }
+
+/// A multi-band raster that is not an RGB(A) image (two bands; five
+/// bytes, as a multispectral scene) shows band 1 by default, in grey.
+#[tokio::test]
+async fn multi_band_rasters_show_band_one_by_default() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let placed = Some([6.0, 0.001, 0.0, 50.0, 0.0, -0.001]);
+    for bands in [2, 5] {
+        let name = format!("bands_{bands}.tif");
+        let file = geotiff(dir.path(), &name, (300, 300, bands), placed, Some(4326), &[]);
+        let job = ingest(&stack, &token, &name, file, &[("visibility", "public")]).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let id = job["dataset_id"].as_str().unwrap();
+        assert_eq!(stack.dataset(&token, id).await["raster"]["band_count"], bands);
+        let tile = format!("/api/tiles/{id}/10/529/347.png");
+        let default = png(&stack, &tile).await;
+        let (_, pixels) = decode(&default);
+        assert!(pixels.iter().filter(|p| p[3] == 255).count() > 1000);
+        assert!(
+            pixels
+                .iter()
+                .filter(|p| p[3] == 255)
+                .all(|p| p[0] == p[1] && p[1] == p[2]),
+            "{bands} bands: one band, in grey"
+        );
+        assert_eq!(
+            default,
+            png(&stack, &format!("{tile}?bidx=1")).await,
+            "{bands} bands: band 1"
+        );
+    }
+}
+
+/// A PNG tile fetched anonymously.
+async fn png(stack: &Stack, path: &str) -> Vec<u8> {
+    let response = get(stack, None, path).await;
+    assert_eq!(response.status(), 200, "{path}");
+    response.bytes().await.unwrap().to_vec()
+}
