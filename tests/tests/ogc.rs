@@ -2,11 +2,11 @@
 //! CQL2 test data, and real clients (GDAL's ogrinfo, OWSLib).
 use std::{collections::BTreeSet, process::Command};
 
-use catalog_tests::{Api, Stack, StackOptions, data_dir, data_file};
+use catalog_tests::{Api, App, Stack, StackOptions, data_dir, data_file};
 use serde_json::{Value, json};
 
 /// Ingests a public GeoJSON and answers its collection id.
-async fn public_collection(stack: &Stack, token: &str, name: &str, geojson: Vec<u8>) -> String {
+async fn public_collection(stack: &impl Api, token: &str, name: &str, geojson: Vec<u8>) -> String {
     let job = stack
         .upload_ok(token, name, geojson, &[("visibility", "public"), ("title", name)])
         .await;
@@ -32,14 +32,15 @@ fn cql2_test_data() -> Vec<u8> {
         .into_bytes()
 }
 
-async fn items(stack: &Stack, collection: &str, query: &[(&str, &str)]) -> (u16, Value) {
+async fn items(stack: &impl Api, collection: &str, query: &[(&str, &str)]) -> (u16, Value) {
     let response = stack
-        .http
-        .get(stack.url(&format!("/api/collections/{collection}/items")))
-        .query(query)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            stack
+                .http()
+                .get(stack.url(&format!("/api/collections/{collection}/items")))
+                .query(query),
+        )
+        .await;
     let status = response.status().as_u16();
     if status == 200 {
         assert_eq!(response.headers()["content-type"], "application/geo+json");
@@ -407,7 +408,7 @@ async fn items_parameters_paging_and_errors() {
 
 #[tokio::test]
 async fn private_collections_stay_private() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let stack = App::start_with_worker().await;
     let token = stack.admin_token().await;
     let job = stack
         .upload_ok(
@@ -452,7 +453,7 @@ async fn private_collections_stay_private() {
 /// The expressions and expected results of the CQL2 Abstract Test Suite.
 #[tokio::test]
 async fn cql2_abstract_test_suite() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let stack = App::start_with_worker().await;
     let token = stack.admin_token().await;
     let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
     let declared = ["basic-cql2", "advanced-comparison-operators", "basic-spatial-functions"];
@@ -712,7 +713,7 @@ const GEOMETRY_ALIAS: [&str; 4] = ["clause6_03", "clause7_07", "example24", "exa
 /// and JSON encodings of one example use the same operators and names.
 #[tokio::test]
 async fn cql2_standard_examples_get_the_answer_their_content_calls_for() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let stack = App::start_with_worker().await;
     let token = stack.admin_token().await;
     let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
     let (status, queryables) = stack.get_json(None, &format!("/api/collections/{id}/queryables")).await;
