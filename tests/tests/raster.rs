@@ -1021,3 +1021,56 @@ async fn png(stack: &Stack, path: &str) -> Vec<u8> {
     assert_eq!(response.status(), 200, "{path}");
     response.bytes().await.unwrap().to_vec()
 }
+
+/// A malformed `rescale` (not two numbers, a non-number, NaN or infinity,
+/// min not below max) or `bidx` list is a 400 problem naming the
+/// parameter, never a tile.
+#[tokio::test]
+async fn malformed_band_lists_are_refused() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let placed = Some([6.0, 0.001, 0.0, 50.0, 0.0, -0.001]);
+    let file = geotiff(dir.path(), "rgb.tif", (300, 300, 3), placed, Some(4326), &[]);
+    let job = ingest(&stack, &token, "rgb.tif", file, &[("visibility", "public")]).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap();
+    let tile = format!("/api/tiles/{id}/10/529/347.png");
+    assert_eq!(get(&stack, None, &format!("{tile}?rescale=0,255")).await.status(), 200);
+    assert_eq!(
+        get(&stack, None, &format!("{tile}?rescale=-1.5e2, 2e2")).await.status(),
+        200
+    );
+    for (parameter, value) in [
+        ("rescale", "0,abc,255"),
+        ("rescale", "0,255,"),
+        ("rescale", ",0,255"),
+        ("rescale", "0,,255"),
+        ("rescale", "0"),
+        ("rescale", "0,1,2"),
+        ("rescale", ""),
+        ("rescale", "abc,255"),
+        ("rescale", "NaN,255"),
+        ("rescale", "0,inf"),
+        ("rescale", "-infinity,0"),
+        ("rescale", "255,0"),
+        ("rescale", "7,7"),
+        ("bidx", "1,abc,2"),
+        ("bidx", "1,,2"),
+        ("bidx", "1,2"),
+        ("bidx", ""),
+    ] {
+        let response = get(&stack, None, &format!("{tile}?{parameter}={value}")).await;
+        assert_eq!(response.status(), 400, "{parameter}={value}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{parameter}={value}"
+        );
+        let problem: Value = response.json().await.unwrap();
+        assert!(
+            problem["detail"].as_str().unwrap().contains(parameter),
+            "{parameter}={value}: {problem}"
+        );
+    }
+}

@@ -292,10 +292,16 @@ fn tile_spec(
     let rescale = match &query.rescale {
         None => None,
         Some(pair) => {
-            let values: Vec<f64> = pair.split(',').filter_map(|v| v.trim().parse().ok()).collect();
-            match values[..] {
-                [low, high] if low.is_finite() && high.is_finite() && low < high => Some((low, high)),
-                _ => return Err(AppError::bad_request("rescale must be min,max with min below max")),
+            // Every item must be a number: one that is not is refused, never
+            // skipped (`0,abc,255` is not `0,255`).
+            let values: Option<Vec<f64>> = pair.split(',').map(|v| v.trim().parse().ok()).collect();
+            match values.as_deref() {
+                Some(&[low, high]) if low.is_finite() && high.is_finite() && low < high => Some((low, high)),
+                _ => {
+                    return Err(AppError::bad_request(
+                        "rescale must be two finite numbers, min,max, with min below max",
+                    ));
+                }
             }
         }
     };
