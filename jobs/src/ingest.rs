@@ -15,7 +15,7 @@ use crate::{
     context::{JobContext, JobError},
     load::{self, DatasetMeta},
     plan::{LayerPlan, ReadError},
-    raster, reader, source_text,
+    quota, raster, reader, source_text,
     sources::{self, Source},
 };
 
@@ -82,10 +82,27 @@ pub async fn ingest_object(
     let (rasters, vectors): (Vec<Source>, Vec<Source>) =
         sources.into_iter().partition(|s| s.format == SourceFormat::GeoTiff);
     let single_raster = rasters.len() == 1 && vectors.is_empty();
-    for source in &rasters {
-        if published.contains(&source.label) {
-            continue;
-        }
+    // Every layer is planned before any is published, so the dataset cap
+    // holds for the whole file: all of it, or nothing.
+    let layers = if vectors.is_empty() {
+        Vec::new()
+    } else {
+        let wanted = options.layer.clone();
+        let srid = options.srid;
+        tokio::task::spawn_blocking(move || plan_layers(vectors, wanted.as_deref(), srid))
+            .await
+            .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
+            .map_err(JobError::Invalid)?
+    };
+    let rasters: Vec<&Source> = rasters.iter().filter(|s| !published.contains(&s.label)).collect();
+    let to_load = layers
+        .iter()
+        .filter(|l| !published.contains(&l.key) && l.plan.feature_count != Some(0))
+        .count();
+    if rasters.len() + to_load > 0 {
+        quota::reserve_datasets(ctx, rasters.len() + to_load).await?;
+    }
+    for source in rasters {
         let stem = source.label.rsplit('/').next().unwrap_or(&source.label);
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
         let naming = raster::Naming {
@@ -94,15 +111,9 @@ pub async fn ingest_object(
         };
         raster::ingest(ctx, source, naming, options).await?;
     }
-    if vectors.is_empty() {
+    if layers.is_empty() {
         return Ok(());
     }
-    let wanted = options.layer.clone();
-    let srid = options.srid;
-    let layers = tokio::task::spawn_blocking(move || plan_layers(vectors, wanted.as_deref(), srid))
-        .await
-        .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
-        .map_err(JobError::Invalid)?;
     let single = layers.len() == 1;
     let mut loaded_any = !published.is_empty();
     for (n, layer) in layers.iter().enumerate() {

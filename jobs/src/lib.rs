@@ -9,6 +9,7 @@ mod ingest;
 mod load;
 mod plan;
 mod pull;
+mod quota;
 mod raster;
 mod reader;
 mod reupload;

@@ -16,6 +16,7 @@ pub mod extent;
 pub mod jobs;
 pub mod notify;
 pub mod outbound;
+pub mod quotas;
 pub mod secrets;
 pub mod storage;
 pub mod telemetry;

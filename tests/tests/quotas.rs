@@ -255,3 +255,69 @@ async fn a_datasets_files_count_until_it_is_deleted_and_go_with_it() {
     assert_eq!(stored_files_of(&stack, &id), [], "the archive goes with its dataset");
     assert_eq!(usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(), before);
 }
+
+/// A GeoPackage with one layer per file given, written by GDAL itself.
+fn geopackage_of(layers: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let gpkg = dir.path().join("layers.gpkg");
+    for (name, geojson) in layers {
+        let source = dir.path().join(format!("{name}.geojson"));
+        std::fs::write(&source, geojson).unwrap();
+        let mut command = std::process::Command::new("ogr2ogr");
+        command.args(["-f", "GPKG"]).arg(&gpkg).arg(&source);
+        if gpkg.exists() {
+            command.arg("-update");
+        }
+        let output = command.args(["-nln", name]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    std::fs::read(gpkg).unwrap()
+}
+
+/// A user capped at one dataset sends files of two layers (a GeoPackage,
+/// a zip): each job fails naming the quota, and nothing of it is
+/// published or left behind; with room for two, the same file makes two.
+#[tokio::test]
+async fn a_cap_holds_for_files_of_several_layers() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (erin_id, erin) = stack.user_token("erin", "editor").await;
+    let (status, _) = set_quota(&stack, &admin, erin_id, json!({"dataset_count": 1})).await;
+    assert_eq!(status, 200);
+    let two_layers = geopackage_of(&[("first", points(5)), ("second", points(7))]);
+    let zipped = catalog_tests::zip_of(&[("first.geojson", points(5)), ("second.geojson", points(7))]);
+    for (name, file) in [("two.gpkg", two_layers.clone()), ("two.zip", zipped)] {
+        let job = stack.upload_ok(&erin, name, file, &[]).await;
+        let job = stack.wait_job(&erin, &job).await;
+        assert_eq!(job["status"], "failed", "{name}: {job}");
+        assert_eq!(job["error"]["status"], 422, "{job}");
+        let detail = job["error"]["detail"].as_str().unwrap();
+        assert!(detail.contains("the dataset_count quota"), "{detail}");
+        assert!(detail.contains("limit 1,"), "{detail}");
+        assert!(detail.contains("none was published"), "{detail}");
+        assert_eq!(job["dataset_ids"], json!([]), "{job}");
+    }
+    let (datasets, tables): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM datasets WHERE created_by = $1),
+                (SELECT count(*) FROM pg_tables WHERE schemaname = 'data')",
+    )
+    .bind(erin_id)
+    .fetch_one(&stack.pool)
+    .await
+    .unwrap();
+    assert_eq!((datasets, tables), (0, 0), "nothing published, nothing half made");
+    assert_eq!(usage(&stack, &erin).await["dataset_count"], 0);
+
+    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 2})).await;
+    let job = stack.upload_ok(&erin, "two.gpkg", two_layers, &[]).await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["dataset_ids"].as_array().unwrap().len(), 2, "{job}");
+    assert_refused(
+        stack.upload(&erin, "third.geojson", points(3), &[]).await,
+        "dataset_count",
+        2,
+        Some(2),
+    )
+    .await;
+}

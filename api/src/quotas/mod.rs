@@ -5,7 +5,10 @@
 //! database: table bytes in PostGIS, bytes kept in the object store, and
 //! uploads held for unfinished jobs.
 use axum::{Json, extract::State};
-use catalog_shared::AppError;
+use catalog_shared::{
+    AppError,
+    quotas::{exceeded, standing},
+};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -82,16 +85,6 @@ pub struct Demand {
     pub datasets: i64,
 }
 
-#[derive(sqlx::FromRow)]
-struct Standing {
-    storage_cap: Option<i64>,
-    count_cap: Option<i64>,
-    bytes_used: i64,
-    dataset_count: i64,
-    /// Unfinished jobs that may each still create a dataset.
-    pending_datasets: i64,
-}
-
 /// Admits the demand against the owner's quota, or answers the 422 that
 /// names the quota, its limit and the usage. Checks of one owner run one
 /// at a time (a transaction-scoped lock), and what is admitted counts at
@@ -99,15 +92,7 @@ struct Standing {
 /// overshoot: at most the last admitted file's real size differs from
 /// what it was admitted as.
 pub async fn admit(tx: &mut PgConnection, owner: Uuid, demand: Demand) -> Result<(), AppError> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_quota'), hashtext($1::text))")
-        .bind(owner)
-        .execute(&mut *tx)
-        .await?;
-    let standing: Option<Standing> = sqlx::query_as(include_str!("standing.sql"))
-        .bind(owner)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let Some(standing) = standing else {
+    let Some(standing) = standing(tx, owner, None).await? else {
         return Ok(());
     };
     if let Some(cap) = standing.count_cap {
@@ -127,9 +112,7 @@ pub async fn admit(tx: &mut PgConnection, owner: Uuid, demand: Demand) -> Result
 }
 
 fn refusal(quota: &str, limit: i64, usage: i64, unit: &str) -> AppError {
-    AppError::unprocessable(format!(
-        "the {quota} quota would be exceeded: limit {limit}, usage {usage} ({unit}); delete data or ask an admin to raise the quota"
-    ))
+    AppError::unprocessable(exceeded(quota, limit, usage, unit))
 }
 
 /// Refuses at once, before a body is read or a source fetched, a request
