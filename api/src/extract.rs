@@ -4,7 +4,7 @@
 #![allow(clippy::disallowed_types)]
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::{Method, request::Parts};
+use axum::http::{Method, Uri, request::Parts};
 use catalog_shared::AppError;
 
 #[derive(FromRequest)]
@@ -15,9 +15,33 @@ pub struct Json<T>(pub T);
 #[from_request(via(axum::extract::Path), rejection(AppError))]
 pub struct Path<T>(pub T);
 
-#[derive(FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(AppError))]
+/// A query string's typed parameters. The `api_key` credential is read
+/// by `edge` (`access::credentials`) and left out here, so no route with
+/// `deny_unknown_fields` refuses it as unknown.
 pub struct Query<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        let without_key = match parts.uri.query() {
+            Some(query) if url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "api_key") => {
+                let rest = url::form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(url::form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k != "api_key"))
+                    .finish();
+                Some(
+                    Uri::builder()
+                        .path_and_query(format!("/?{rest}"))
+                        .build()
+                        .map_err(AppError::internal)?,
+                )
+            }
+            _ => None,
+        };
+        let uri = without_key.as_ref().unwrap_or(&parts.uri);
+        Ok(Self(axum::extract::Query::try_from_uri(uri)?.0))
+    }
+}
 
 #[derive(FromRequest)]
 #[from_request(via(axum::Form), rejection(AppError))]

@@ -445,6 +445,25 @@ fn chrono_now_plus(seconds: u64) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// The `api_key` query parameter is a credential on every read, never a
+/// parameter a route refuses as unknown.
+#[tokio::test]
+async fn the_query_key_is_taken_on_every_read() {
+    let stack = App::start().await;
+    let (_, editor) = stack.user_token("kim", "editor").await;
+    let key = create_key(&stack, &editor, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for path in ["/api/datasets", "/api/jobs", "/api/jobs?limit=5", "/api/auth/me"] {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let (status, body) = stack.get_json(None, &format!("{path}{separator}api_key={key}")).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (status, _) = stack.get_json(None, "/api/jobs?api_key=sdc_wrong").await;
+    assert_eq!(status, 401);
+}
+
 #[tokio::test]
 async fn password_policy_edges() {
     let stack = App::start().await;
