@@ -164,15 +164,15 @@ async fn list_jobs(
         limit,
         offset,
     }))
-    // Always `queued`, also when a repeated request is answered with an
-    // earlier job: the answer is the first request's, and the job's status
-    // now is at its `Location`.
 }
 
 /// The answer to work that was queued.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct JobAccepted {
     job_id: Uuid,
+    // Always `queued`, also when a repeated request is answered with an
+    // earlier job: the answer is the first request's, and the job's status
+    // now is at its `Location`.
     status: JobStatus,
 }
 
