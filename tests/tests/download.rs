@@ -211,6 +211,102 @@ async fn a_query_key_is_taken_and_only_the_token_opens() {
     }
 }
 
+/// A `Range` the file cannot satisfy (past its end, malformed, several
+/// ranges) is a 416 problem document that still gives the file's length in
+/// `Content-Range`, never the COG's media type or plain text.
+#[tokio::test]
+async fn unsatisfiable_ranges_answer_problem_documents() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack
+        .upload_ok(&admin, "elev.tif", data_file("raster/elev_luxembourg.tif"), &[])
+        .await;
+    let raster = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let size = stack.dataset(&admin, &raster).await["raster"]["size_bytes"]
+        .as_u64()
+        .unwrap();
+    let url = mint(&stack, Some(&admin), &raster).await["download_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for range in [
+        format!("bytes={size}-"),
+        "bytes=abc".to_string(),
+        "bytes=0-1,5-6".to_string(),
+    ] {
+        let response = fetch(&stack, &url, Some(&range)).await;
+        assert_eq!(response.status(), 416, "{range}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{range}"
+        );
+        assert_eq!(
+            response.headers()["content-range"],
+            format!("bytes */{size}").as_str(),
+            "{range}"
+        );
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["status"], 416, "{range}: {problem}");
+        assert!(problem["detail"].as_str().unwrap().contains("Range"), "{problem}");
+    }
+    assert_eq!(fetch(&stack, &url, Some("bytes=0-9")).await.status(), 206);
+}
+
+/// `api_key` is taken on the download route as on every read; what opens
+/// a download is still its token. A key alone, a wrong key, a key whose
+/// owner may not read the dataset or an expired token is a 401 problem.
+#[tokio::test]
+async fn a_query_key_is_taken_and_only_the_token_opens() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (_, viewer) = stack.user_token("vic", "viewer").await;
+    let admin_key = stack.api_key(&admin, "full").await;
+    let viewer_key = stack.api_key(&viewer, "read_only").await;
+    let job = stack
+        .upload_ok(
+            &admin,
+            "elev.tif",
+            data_file("raster/elev_luxembourg.tif"),
+            &[("visibility", "private")],
+        )
+        .await;
+    let raster = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = mint(&stack, Some(&admin), &raster).await["download_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A client that adds its key to every request it sends.
+    let opened = fetch(&stack, &format!("{url}&api_key={admin_key}"), None).await;
+    assert_eq!(opened.status(), 200);
+    assert!(!opened.bytes().await.unwrap().is_empty());
+
+    let (bare, query) = url.split_once('?').unwrap();
+    let wrong = format!("sdc_{}", "0".repeat(64));
+    let expired = expired_token(&raster);
+    for (why, refused) in [
+        ("a key alone", format!("{bare}?api_key={admin_key}")),
+        ("a wrong key", format!("{bare}?{query}&api_key={wrong}")),
+        ("a key without the right", format!("{bare}?api_key={viewer_key}")),
+        (
+            "an expired token",
+            format!("{bare}?token={expired}&api_key={admin_key}"),
+        ),
+    ] {
+        let response = fetch(&stack, &refused, None).await;
+        assert_eq!(response.status(), 401, "{why}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{why}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["status"], 401, "{why}: {problem}");
+    }
+}
+
 #[tokio::test]
 async fn a_million_features_download_in_bounded_memory() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;

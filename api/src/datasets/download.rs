@@ -9,7 +9,7 @@ use std::{io::Write, path::Path as FilePath};
 use axum::{
     body::Body,
     extract::{Request, State},
-    http::{HeaderValue, header},
+    http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use catalog_raster::export::{self, ExportFormat};
@@ -43,7 +43,9 @@ const COG_MEDIA_TYPE: &str = "image/tiff; application=geotiff; profile=cloud-opt
     params(("dataset_id" = Uuid, Path), DownloadQuery),
     responses((status = 200, description = "the file"), (status = 206, description = "a byte range of a raster"),
               (status = 401, description = "no valid download token", body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+              (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 412, description = "the raster changed after If-Unmodified-Since", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 416, description = "a Range the raster cannot satisfy; Content-Range gives its length", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub(super) async fn download(
     State(state): State<AppState>,
     caller: Caller,
@@ -184,6 +186,9 @@ async fn serve(file: &FilePath, request: Request, media_type: &str, name: &str) 
         .map_err(AppError::internal)?
         .map(Body::new)
         .into_response();
+    if response.status().is_client_error() || response.status().is_server_error() {
+        return Err(file_refusal(file, &response));
+    }
     let success = response.status().is_success();
     let headers = response.headers_mut();
     if success {
@@ -198,6 +203,29 @@ async fn serve(file: &FilePath, request: Request, media_type: &str, name: &str) 
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     Ok(response)
+}
+
+/// `ServeFile`'s refusals come as plain text, or empty with the file's
+/// media type; every error of the API is a problem document, so they are
+/// answered again as one. A 416 keeps the `Content-Range: bytes */<len>`
+/// that tells the client the file's length.
+fn file_refusal(file: &FilePath, response: &Response) -> AppError {
+    let refusal = match response.status() {
+        StatusCode::RANGE_NOT_SATISFIABLE => AppError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "Range must name one byte range that starts within the file (its length is in Content-Range); \
+             several ranges in one request are not served",
+        ),
+        StatusCode::PRECONDITION_FAILED => AppError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "the file changed after the date in If-Unmodified-Since",
+        ),
+        other => AppError::internal(format!("serving {}: {other}", file.display())),
+    };
+    match response.headers().get(header::CONTENT_RANGE) {
+        Some(range) => refusal.with_header(header::CONTENT_RANGE, range.clone()),
+        None => refusal,
+    }
 }
 
 /// Zips the files of a shapefile folder.
