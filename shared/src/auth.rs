@@ -211,6 +211,10 @@ pub fn password_policy_violation(password: &str) -> Option<String> {
     None
 }
 
+/// What every API key starts with; access tokens (JWTs) never do, so a
+/// bearer credential says which of the two it is.
+pub const API_KEY_PREFIX: &str = "sdc_";
+
 /// A new random secret: 32 bytes as hex, with a prefix saying what it is.
 pub fn random_secret(prefix: &str) -> String {
     let mut bytes = [0u8; 32];

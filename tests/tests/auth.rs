@@ -445,6 +445,49 @@ fn chrono_now_plus(seconds: u64) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// An API key sent as `Authorization: Bearer` (as Prometheus and most
+/// HTTP clients send a token) is that key: its owner, narrowed by its
+/// scope; a key that resolves to nobody is a 401.
+#[tokio::test]
+async fn api_keys_are_taken_as_bearer_tokens() {
+    let stack = App::start().await;
+    let (_, editor) = stack.user_token("kim", "editor").await;
+    let key = create_key(&stack, &editor, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read_only = create_key(&stack, &editor, json!({"scope": "read_only"})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, me) = stack.get_json(Some(&key), "/api/auth/me").await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["username"], "kim");
+    assert_eq!(me_status(&stack, &read_only).await, 200);
+    let write = |token: String| {
+        stack.send(
+            stack
+                .http
+                .post(stack.url("/api/auth/api-keys"))
+                .bearer_auth(token)
+                .json(&json!({})),
+        )
+    };
+    assert_eq!(write(key.clone()).await.status(), 201, "a full key writes");
+    let refused = write(read_only).await;
+    assert_eq!(refused.status(), 403);
+    let problem: Value = refused.json().await.unwrap();
+    assert!(problem["detail"].as_str().unwrap().contains("read-only"), "{problem}");
+    let unknown = format!("sdc_{}", "0".repeat(64));
+    let response = stack
+        .send(stack.http.get(stack.url("/api/auth/me")).bearer_auth(&unknown))
+        .await;
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    let problem: Value = response.json().await.unwrap();
+    assert!(problem["detail"].as_str().unwrap().contains("API key"), "{problem}");
+}
+
 /// The `api_key` query parameter is a credential on every read, never a
 /// parameter a route refuses as unknown.
 #[tokio::test]

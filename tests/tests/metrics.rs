@@ -179,6 +179,28 @@ async fn a_queued_job_ages_and_refusals_are_counted() {
     assert_eq!(value(&samples, "catalog_workers_live", &[]), Some(0.0));
 }
 
+/// Prometheus sends its credential as `Authorization: Bearer`: an admin's
+/// API key scrapes that way, as `METRICS_TOKEN` does; anyone else's key is
+/// refused.
+#[tokio::test]
+async fn an_admin_api_key_scrapes_as_a_bearer_token() {
+    let app = App::start_with(&[("METRICS_TOKEN", METRICS_TOKEN)]).await;
+    let admin = app.admin_token().await;
+    let (_, viewer) = app.user_token("vic", "viewer").await;
+    let admin_key = app.api_key(&admin, "read_only").await;
+    let viewer_key = app.api_key(&viewer, "full").await;
+    let response = scrape(&app, Some(&format!("Bearer {admin_key}"))).await;
+    assert_eq!(response.status(), 200);
+    assert!(!parse(&response.text().await.unwrap()).is_empty());
+    assert_eq!(
+        scrape(&app, Some(&format!("Bearer {METRICS_TOKEN}"))).await.status(),
+        200
+    );
+    assert_eq!(scrape(&app, Some(&format!("Bearer {viewer_key}"))).await.status(), 403);
+    let unknown = format!("Bearer sdc_{}", "0".repeat(64));
+    assert_eq!(scrape(&app, Some(&unknown)).await.status(), 401);
+}
+
 /// A fresh service's first scrape holds every family, with a zero series
 /// for each label set it knows: rate-limit refusals of each bucket, the
 /// durations of each job kind, this process's requests.

@@ -1,11 +1,12 @@
 //! Every credential kind resolved in one place, in the order of the
 //! specification: a capability on reads (an `X-Embed-Token` covering the
 //! path, a signed tile template), then the `X-Api-Key` header, the
-//! `api_key` query parameter on reads, a bearer access token, or nobody.
+//! `api_key` query parameter on reads, a bearer access token (or API key),
+//! or nobody.
 //! Refresh tokens, download tokens and sign-in answers are read by the
 //! routes that take them (`auth`), never here.
 use axum::http::{HeaderMap, request::Parts};
-use catalog_shared::AppError;
+use catalog_shared::{AppError, auth::API_KEY_PREFIX};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -49,7 +50,13 @@ pub async fn caller_of(state: &AppState, request: &Parts) -> Result<Caller, AppE
     let caller = if let Some(key) = header_key.or(query_key) {
         Box::pin(api_key_caller(&state.pool, &key)).await?
     } else if let Some(token) = bearer_token(&request.headers) {
-        Box::pin(access_token_caller(state, token)).await?
+        // Clients that send one credential header (Prometheus among them)
+        // send an API key as a bearer token; it is the key all the same.
+        if token.starts_with(API_KEY_PREFIX) {
+            Box::pin(api_key_caller(&state.pool, token)).await?
+        } else {
+            Box::pin(access_token_caller(state, token)).await?
+        }
     } else {
         Caller::default()
     };

@@ -1,7 +1,10 @@
 //! API keys: one user each, scope `full` or `read_only` fixed at creation,
 //! optional expiry, the secret shown once and stored only as a hash.
 use axum::{Json, body::Bytes, extract::State, http::StatusCode};
-use catalog_shared::{AppError, auth::random_secret};
+use catalog_shared::{
+    AppError,
+    auth::{API_KEY_PREFIX, random_secret},
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -87,7 +90,7 @@ async fn create_key(
     if request.name.as_ref().is_some_and(|n| n.chars().count() > 255) {
         return Err(AppError::unprocessable("name must be at most 255 characters"));
     }
-    let key = random_secret("sdc_");
+    let key = random_secret(API_KEY_PREFIX);
     let id = Uuid::now_v7();
     let created_at: DateTime<Utc> = sqlx::query_scalar(
         "INSERT INTO api_keys (id, user_id, key_hash, key_prefix, name, scope, expires_at, created_by)
