@@ -160,57 +160,6 @@ async fn downloads_open_only_with_their_token() {
     );
 }
 
-/// `api_key` is taken on the download route as on every read; what opens
-/// a download is still its token. A key alone, a wrong key, a key whose
-/// owner may not read the dataset or an expired token is a 401 problem.
-#[tokio::test]
-async fn a_query_key_is_taken_and_only_the_token_opens() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (_, viewer) = stack.user_token("vic", "viewer").await;
-    let admin_key = stack.api_key(&admin, "full").await;
-    let viewer_key = stack.api_key(&viewer, "read_only").await;
-    let job = stack
-        .upload_ok(
-            &admin,
-            "elev.tif",
-            data_file("raster/elev_luxembourg.tif"),
-            &[("visibility", "private")],
-        )
-        .await;
-    let raster = stack.wait_job(&admin, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let url = mint(&stack, Some(&admin), &raster).await["download_url"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    // A client that adds its key to every request it sends.
-    let opened = fetch(&stack, &format!("{url}&api_key={admin_key}"), None).await;
-    assert_eq!(opened.status(), 200);
-    assert!(!opened.bytes().await.unwrap().is_empty());
-
-    let (bare, query) = url.split_once('?').unwrap();
-    let wrong = format!("sdc_{}", "0".repeat(64));
-    let expired = expired_token(&raster);
-    for (why, refused) in [
-        ("a key alone", format!("{bare}?api_key={admin_key}")),
-        ("a wrong key", format!("{bare}?{query}&api_key={wrong}")),
-        ("a key without the right", format!("{bare}?api_key={viewer_key}")),
-        (
-            "an expired token",
-            format!("{bare}?token={expired}&api_key={admin_key}"),
-        ),
-    ] {
-        let response = fetch(&stack, &refused, None).await;
-        assert_eq!(response.status(), 401, "{why}");
-        assert_eq!(response.headers()["content-type"], "application/problem+json", "{why}");
-        let problem: Value = response.json().await.unwrap();
-        assert_eq!(problem["status"], 401, "{why}: {problem}");
-    }
-}
-
 /// A `Range` the file cannot satisfy (past its end, malformed, several
 /// ranges) is a 416 problem document that still gives the file's length in
 /// `Content-Range`, never the COG's media type or plain text.
