@@ -187,12 +187,15 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         let Some(value) = parts.headers.get("idempotency-key") else {
             return Ok(Self(None));
         };
-        let key = value
-            .to_str()
-            .ok()
-            .map(str::trim)
-            .filter(|k| (1..=255).contains(&k.len()))
-            .ok_or_else(|| AppError::bad_request("Idempotency-Key must be 1 to 255 visible ASCII characters"))?;
+        // Visible ASCII only (0x21-0x7E): `to_str` also lets tabs and
+        // spaces through, which would make keys that look alike differ.
+        let visible = value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
+        if !visible || !(1..=255).contains(&value.len()) {
+            return Err(AppError::bad_request(
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            ));
+        }
+        let key = String::from_utf8_lossy(value.as_bytes());
         Ok(Self(Some(format!("header:{key}"))))
     }
 }

@@ -84,6 +84,37 @@ async fn the_same_key_answers_the_same_job() {
     assert_eq!(upload(&app, &admin, Some(&too_long)).await.status(), 400);
 }
 
+/// Keys are visible ASCII (0x21-0x7E), 1 to 255 of them: a tab, a space
+/// or a control character inside a key is a 400 problem, and nothing is
+/// queued.
+#[tokio::test]
+async fn keys_outside_visible_ascii_are_refused() {
+    let app = App::start().await;
+    let admin = app.admin_token().await;
+    for key in ["with\ttab", "with space", "caf\u{e9}"] {
+        let request = app
+            .http
+            .post(app.url("/api/datasets/import-url"))
+            .bearer_auth(&admin)
+            .header(
+                "idempotency-key",
+                header::HeaderValue::from_bytes(key.as_bytes()).unwrap(),
+            )
+            .json(&json!({"url": "http://127.0.0.1:9/a.geojson"}));
+        let response = app.send(request).await;
+        assert_eq!(response.status(), 400, "{key:?}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json");
+        let problem: Value = response.json().await.unwrap();
+        assert!(
+            problem["detail"].as_str().unwrap().contains("visible ASCII"),
+            "{problem}"
+        );
+    }
+    assert_eq!(job_count(&app).await, 0, "nothing queued");
+    let widest = "!~".repeat(127) + "k";
+    job_of(upload(&app, &admin, Some(&widest)).await).await;
+}
+
 /// A repeated request answers as its first did: 202 with the job and
 /// `queued`, also once a worker has claimed the job (its status now is at
 /// the job's `Location`).
