@@ -14,19 +14,22 @@ use axum::{
     http::{StatusCode, header},
     response::Response,
 };
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use catalog_shared::{
     AppError,
     connectors::{
-        ConnectorCredential, KINDS, StoreLocation, check_service_account_key, parse_endpoint, valid_azure_account,
+        ConnectorCredential, KINDS, ObjectKey, StoreLocation, check_service_account_key, parse_endpoint,
+        valid_azure_account, valid_region,
     },
     jobs::{ConnectorPayload, IngestOptions, JobInput, StorePullPayload, UrlDownloadPayload},
     secrets::seal,
     uploads,
 };
 use chrono::{DateTime, Utc};
-use object_store::{ObjectStoreExt, path::Path as StorePath};
+use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use url::Url;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -159,15 +162,38 @@ async fn connector_ingest(
     }
     let credential = named_credential(&state, user.id, body.credential_id.as_deref()).await?;
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
-    let (input, version) = if connector == "http" {
+    let pulled = if connector == "http" {
         http_source(&state, &body, credential).await?
     } else {
         store_source(&state, &connector, &body, credential).await?
     };
-    // The same resource at the same version pushed again is the same job.
-    let pushed = version.map(|v| format!("connector:{connector}:{}:{v}", body.resource_id));
+    // The same source at the same version pushed again is the same job.
+    let pushed = pulled.push_key();
     let keys: Vec<&str> = key.0.iter().chain(pushed.iter()).map(String::as_str).collect();
-    queue_fetch(&state, user.id, &keys, JobInput::Connector(input)).await
+    queue_fetch(&state, user.id, &keys, JobInput::Connector(pulled.input)).await
+}
+
+/// What a push pulls: the job's input, the source it names (the URL, or
+/// the server, bucket and key of an object) and its version as the
+/// provider names it, when it names one.
+struct Pull {
+    input: ConnectorPayload,
+    source: String,
+    version: Option<String>,
+}
+
+impl Pull {
+    /// The request key of a push: the source and its version, hashed
+    /// (a URL may be 2 kB), so two buckets holding the same key at the
+    /// same version are two pulls, and the same object again is one.
+    fn push_key(&self) -> Option<String> {
+        let version = self.version.as_ref()?;
+        let named = json!([self.source, version]).to_string();
+        Some(format!(
+            "connector:{}",
+            URL_SAFE_NO_PAD.encode(Sha256::digest(named.as_bytes()))
+        ))
+    }
 }
 
 async fn named_credential(
@@ -203,7 +229,7 @@ async fn http_source(
     state: &AppState,
     body: &ConnectorIngest,
     credential: Option<NamedCredential>,
-) -> Result<(ConnectorPayload, Option<String>), AppError> {
+) -> Result<Pull, AppError> {
     refuse_unknown_settings(&body.config, "http", &["url_template"])?;
     let template = config_required(&body.config, "url_template")?;
     if !template.contains("{resource_id}") {
@@ -240,7 +266,11 @@ async fn http_source(
         options,
         credential_id: credential.map(|c| c.id),
     };
-    Ok((ConnectorPayload::Http(payload), version))
+    Ok(Pull {
+        input: ConnectorPayload::Http(payload),
+        source: url.to_string(),
+        version,
+    })
 }
 
 /// The credential methods of the `http` connector.
@@ -299,15 +329,24 @@ async fn store_source(
     kind: &str,
     body: &ConnectorIngest,
     credential: Option<NamedCredential>,
-) -> Result<(ConnectorPayload, Option<String>), AppError> {
+) -> Result<Pull, AppError> {
     let config = &body.config;
     let location = match kind {
         "s3" => {
             refuse_unknown_settings(config, kind, &["bucket", "prefix", "region", "endpoint"])?;
+            let region = config_text(config, "region")?;
+            if region.as_deref().is_some_and(|r| !valid_region(r)) {
+                return Err(AppError::invalid_field(
+                    "config.region",
+                    "must be a region name such as eu-west-1: 1 to 32 lowercase letters, digits and '-'",
+                ));
+            }
             StoreLocation::S3 {
                 bucket: config_required(config, "bucket")?,
-                region: config_text(config, "region")?,
-                endpoint: config_text(config, "endpoint")?,
+                region,
+                endpoint: config_text(config, "endpoint")?
+                    .map(|e| endpoint_origin(&e))
+                    .transpose()?,
             }
         }
         "gcs" => {
@@ -332,12 +371,7 @@ async fn store_source(
         }
     };
     if let Some(endpoint) = location.custom_endpoint() {
-        let url = parse_endpoint(endpoint).ok_or_else(|| {
-            AppError::invalid_field(
-                "config.endpoint",
-                "must be an http(s) URL of a server: scheme, host and port only",
-            )
-        })?;
+        let url = Url::parse(endpoint).map_err(AppError::internal)?;
         state
             .outbound
             .check_resolved(&url)
@@ -345,7 +379,7 @@ async fn store_source(
             .map_err(|why| AppError::invalid_field("config.endpoint", &format!("is refused: {why}")))?;
     }
     let prefix = config_text(config, "prefix")?.unwrap_or_default();
-    let key = StorePath::parse(format!("{}/{}", prefix.trim_matches('/'), body.resource_id))
+    let key = ObjectKey::under(&prefix, &body.resource_id)
         .map_err(|_| AppError::invalid_field("config.prefix", "is not a valid object key prefix"))?;
     if !uploads::is_accepted_upload(&body.resource_id) {
         return Err(AppError::invalid_field(
@@ -375,24 +409,43 @@ async fn store_source(
         .map_err(|why| AppError::invalid_field("config", &why))?;
     // The caller learns at once when the object is missing or the provider
     // fails; its version keys the push.
-    let meta = tokio::time::timeout(timeout, store.head(&key))
+    let meta = tokio::time::timeout(timeout, store.head(key.path()))
         .await
         .map_err(|_| provider_timed_out())?
         .map_err(|e| store_refusal(&key, e))?;
     let version = meta.e_tag.unwrap_or_else(|| meta.last_modified.to_rfc3339());
     let options = ingest_options(config)?;
+    let source = location.source_of(&key);
     let payload = StorePullPayload {
         location,
-        key: key.to_string(),
+        key,
         options,
         credential_id: credential.map(|c| c.id),
     };
-    Ok((ConnectorPayload::Store(payload), Some(version)))
+    Ok(Pull {
+        input: ConnectorPayload::Store(payload),
+        source,
+        version: Some(version),
+    })
+}
+
+/// An S3 endpoint as its origin (`http://host:port`, the scheme and host
+/// lowercase, a default port left out): one server is one spelling, so
+/// the same object pushed twice is one source.
+fn endpoint_origin(endpoint: &str) -> Result<String, AppError> {
+    parse_endpoint(endpoint)
+        .map(|url| url.origin().ascii_serialization())
+        .ok_or_else(|| {
+            AppError::invalid_field(
+                "config.endpoint",
+                "must be an http(s) URL of a server: scheme, host and port only",
+            )
+        })
 }
 
 /// What a provider's store answered, as the 502 the spec names for a
 /// failing provider.
-fn store_refusal(key: &StorePath, e: object_store::Error) -> AppError {
+fn store_refusal(key: &ObjectKey, e: object_store::Error) -> AppError {
     let detail = match e {
         object_store::Error::NotFound { .. } => format!("the connector's provider has no object {key}"),
         object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {

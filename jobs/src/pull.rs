@@ -2,10 +2,14 @@
 //! object from the provider's bucket with the stored key (or unsigned,
 //! for a public bucket), under the outbound policy, then ingest it.
 use catalog_shared::{
-    connectors::ConnectorCredential, jobs::StorePullPayload, outbound::Refused, storage::safe_filename, uploads,
+    connectors::{ConnectorCredential, ObjectKey},
+    jobs::StorePullPayload,
+    outbound::Refused,
+    storage::safe_filename,
+    uploads,
 };
 use futures::StreamExt;
-use object_store::{ObjectStoreExt, path::Path};
+use object_store::ObjectStoreExt;
 use url::Url;
 
 use crate::{
@@ -41,8 +45,9 @@ pub async fn run(ctx: &JobContext, payload: &StorePullPayload) -> Result<(), Job
         .location
         .open(key, policy, ctx.deps.config.url_import_fetch_max)
         .map_err(JobError::Invalid)?;
-    let path = Path::from(payload.key.as_str());
-    let answer = store.get(&path).await.map_err(|e| provider_error(&payload.key, e))?;
+    // The key as the API checked it: never encoded again.
+    let path = payload.key.path();
+    let answer = store.get(path).await.map_err(|e| provider_error(&payload.key, e))?;
     let filename = safe_filename(path.filename().unwrap_or("download"));
     if !uploads::is_accepted_upload(&filename) {
         return Err(JobError::Invalid(format!(
@@ -62,11 +67,11 @@ pub async fn run(ctx: &JobContext, payload: &StorePullPayload) -> Result<(), Job
 /// A provider's failure: a missing object or a refused key will not pass
 /// by waiting, neither will an address the policy refuses; anything else
 /// (server errors, broken connections) may.
-fn provider_error(key: &str, e: object_store::Error) -> JobError {
+fn provider_error(key: &ObjectKey, e: object_store::Error) -> JobError {
     match e {
-        object_store::Error::NotFound { .. } => JobError::Invalid(format!("the provider has no object {key:?}")),
+        object_store::Error::NotFound { .. } => JobError::Invalid(format!("the provider has no object \"{key}\"")),
         object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
-            JobError::Invalid(format!("the provider refused access to {key:?}: {e}"))
+            JobError::Invalid(format!("the provider refused access to \"{key}\": {e}"))
         }
         e if refused_by_policy(&e) => JobError::Invalid(format!("the provider's address is refused: {e}")),
         e => JobError::Upstream(format!("the provider failed: {e}")),

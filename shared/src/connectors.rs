@@ -6,6 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use object_store::{
     ObjectStore, RetryConfig, aws::AmazonS3Builder, azure::MicrosoftAzureBuilder, gcp::GoogleCloudStorageBuilder,
+    path::Path,
 };
 use serde::{Deserialize, Serialize};
 use sqlx::PgExecutor;
@@ -88,6 +89,56 @@ pub enum StoreLocation {
     },
 }
 
+/// An object's key in a provider's bucket, exactly as the provider names
+/// it. The API checks the object with it and the worker fetches it with
+/// it, both through `path`: `Path::from` would percent-encode a `%` the
+/// user typed (`a%20b` becoming `a%2520b`), so the worker would fetch
+/// another object than the one the API found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ObjectKey(Path);
+
+impl ObjectKey {
+    /// The key of `name` under `prefix` (slashes around the prefix aside).
+    pub fn under(prefix: &str, name: &str) -> Result<Self, String> {
+        let prefix = prefix.trim_matches('/');
+        if prefix.is_empty() {
+            Self::try_from(name.to_string())
+        } else {
+            Self::try_from(format!("{prefix}/{name}"))
+        }
+    }
+
+    /// The object's path as the store clients take it: the key verbatim.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ObjectKey {
+    type Error = String;
+
+    /// A key the stores can name: no empty segment (`a//b`), no `.` or
+    /// `..` segment, no control character; anything else as it is.
+    fn try_from(key: String) -> Result<Self, String> {
+        Path::parse(&key)
+            .map(Self)
+            .map_err(|e| format!("{key:?} is not an object key: {e}"))
+    }
+}
+
+impl From<ObjectKey> for String {
+    fn from(key: ObjectKey) -> Self {
+        key.0.into()
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A decrypted key for an object store.
 pub enum StoreKey {
     Aws {
@@ -118,6 +169,22 @@ impl StoreLocation {
             StoreLocation::S3 { .. } => "aws_access_key",
             StoreLocation::Gcs { .. } => "gcs_service_account",
             StoreLocation::Azure { .. } => "azure_access_key",
+        }
+    }
+
+    /// What names one object among every store: the server (an S3
+    /// endpoint, else the provider's own), the bucket (or account and
+    /// container) and the key. The same key in two buckets, or in the
+    /// same bucket name on two servers, is two objects; a region only
+    /// routes requests, so it names nothing.
+    pub fn source_of(&self, key: &ObjectKey) -> String {
+        match self {
+            StoreLocation::S3 { bucket, endpoint, .. } => {
+                let server = endpoint.as_deref().unwrap_or("https://s3.amazonaws.com");
+                format!("{server}/{bucket}/{key}")
+            }
+            StoreLocation::Gcs { bucket } => format!("gs://{bucket}/{key}"),
+            StoreLocation::Azure { account, container } => format!("azure://{account}/{container}/{key}"),
         }
     }
 
@@ -234,6 +301,17 @@ pub fn valid_azure_account(name: &str) -> bool {
     (3..=24).contains(&name.len()) && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
+/// Whether a name can be an AWS region (`eu-west-1`): lowercase letters,
+/// digits and `-`, at most 32. The region becomes part of the host name
+/// requests go to (`s3.<region>.amazonaws.com`), so anything else could
+/// send them, signed, to another server.
+pub fn valid_region(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 /// An S3 endpoint as a URL: http(s), nothing but scheme, host and port.
 pub fn parse_endpoint(endpoint: &str) -> Option<Url> {
     let url = Url::parse(endpoint).ok()?;
@@ -245,4 +323,57 @@ pub fn parse_endpoint(endpoint: &str) -> Option<Url> {
         && url.query().is_none()
         && url.fragment().is_none();
     bare.then_some(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_key_is_the_key_the_user_named() {
+        let key = ObjectKey::under("/reports%2025/", "a%20b.geojson").unwrap();
+        assert_eq!(key.to_string(), "reports%2025/a%20b.geojson");
+        assert_eq!(key.path().as_ref(), "reports%2025/a%20b.geojson");
+        let sent = serde_json::to_value(&key).unwrap();
+        assert_eq!(sent, "reports%2025/a%20b.geojson");
+        assert_eq!(serde_json::from_value::<ObjectKey>(sent).unwrap(), key);
+        assert_eq!(ObjectKey::under("", "x.csv").unwrap().to_string(), "x.csv");
+        for bad in ["a//b.csv", "../b.csv", "a/./b.csv", "a\u{1}/b.csv"] {
+            assert!(ObjectKey::try_from(bad.to_string()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_same_key_in_another_bucket_or_server_is_another_source() {
+        let key = ObjectKey::under("p", "x.csv").unwrap();
+        let s3 = |bucket: &str, endpoint: Option<&str>| StoreLocation::S3 {
+            bucket: bucket.into(),
+            region: Some("eu-west-1".into()),
+            endpoint: endpoint.map(str::to_string),
+        };
+        let sources = [
+            s3("a", None).source_of(&key),
+            s3("b", None).source_of(&key),
+            s3("a", Some("http://127.0.0.1:9000")).source_of(&key),
+            StoreLocation::Gcs { bucket: "a".into() }.source_of(&key),
+        ];
+        let distinct: std::collections::HashSet<_> = sources.iter().collect();
+        assert_eq!(distinct.len(), sources.len(), "{sources:?}");
+        let elsewhere = StoreLocation::S3 {
+            bucket: "a".into(),
+            region: None,
+            endpoint: None,
+        };
+        assert_eq!(elsewhere.source_of(&key), sources[0], "a region names nothing");
+    }
+
+    #[test]
+    fn regions_are_aws_style_names() {
+        for ok in ["us-east-1", "eu-central-2", "auto", "a"] {
+            assert!(valid_region(ok), "{ok}");
+        }
+        for bad in ["", "US-EAST-1", "evil.example#", "a/b", "x y", &"a".repeat(33)] {
+            assert!(!valid_region(bad), "{bad}");
+        }
+    }
 }

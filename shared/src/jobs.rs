@@ -17,7 +17,10 @@ use std::time::Duration;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use crate::{Problem, connectors::StoreLocation};
+use crate::{
+    Problem,
+    connectors::{ObjectKey, StoreLocation},
+};
 
 /// How often a worker's keep-alive beats (`apalis.workers.last_seen`),
 /// from a thread of its own: whatever its jobs do (a long COPY, a GDAL
@@ -244,7 +247,7 @@ pub enum ConnectorPayload {
 pub struct StorePullPayload {
     pub location: StoreLocation,
     /// The object's key in the bucket (prefix and resource id).
-    pub key: String,
+    pub key: ObjectKey,
     pub options: IngestOptions,
     pub credential_id: Option<Uuid>,
 }

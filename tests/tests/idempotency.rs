@@ -159,20 +159,26 @@ async fn a_connector_push_of_a_version_already_pulled_answers_its_job() {
     tokio::spawn(async move { axum::serve(listener, provider).await.unwrap() });
     let app = App::start_with(&[("OUTBOUND_ALLOWED_HOSTS", &host.to_string())]).await;
     let admin = app.admin_token().await;
-    let push = |resource: &'static str| {
+    let push_from = |template: String, resource: &'static str| {
         let request = app
             .http
             .post(app.url("/api/services/connectors/http/ingest"))
             .bearer_auth(&admin)
-            .json(&json!({"config": {"url_template": format!("http://{host}/r/{{resource_id}}")}, "resource_id": resource}));
+            .json(&json!({"config": {"url_template": template}, "resource_id": resource}));
         app.send(request)
     };
+    let push = |resource: &'static str| push_from(format!("http://{host}/r/{{resource_id}}"), resource);
     let first = job_of(push("a").await).await;
     assert_eq!(job_of(push("a").await).await, first, "same resource, same version");
     let other = job_of(push("b").await).await;
     assert_ne!(other, first, "another resource");
+    let elsewhere = job_of(push_from(format!("http://{host}/r/{{resource_id}}?copy=2"), "a").await).await;
+    assert_ne!(
+        elsewhere, first,
+        "the same id and version at another URL is another source"
+    );
     version.store(2, Ordering::SeqCst);
     let newer = job_of(push("a").await).await;
     assert_ne!(newer, first, "a new version is pulled again");
-    assert_eq!(job_count(&app).await, 3);
+    assert_eq!(job_count(&app).await, 4);
 }

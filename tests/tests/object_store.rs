@@ -396,3 +396,101 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
         "no access key id or secret in the logs"
     );
 }
+
+/// Puts `body` into `bucket` under `key`, the key exactly as given (boto3
+/// encodes it for the URL).
+fn put_object(endpoint: &str, bucket: &str, key: &str, body: &[u8]) {
+    let script = "import boto3, sys\n\
+        e, b, k = sys.argv[1:]\n\
+        c = boto3.client('s3', endpoint_url=e, region_name='us-east-1', aws_access_key_id='setup', aws_secret_access_key='setup')\n\
+        c.create_bucket(Bucket=b) if b not in [x['Name'] for x in c.list_buckets()['Buckets']] else None\n\
+        c.put_object(Bucket=b, Key=k, Body=sys.stdin.buffer.read())";
+    let mut child = Command::new(python())
+        .args(["-c", script, endpoint, bucket, key])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), body).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+fn points(n: usize) -> Vec<u8> {
+    let features: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [i, 1]}, "properties": {"n": i}}))
+        .collect();
+    serde_json::json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
+}
+
+/// The key a user names is the key the worker fetches, `%` and all; a
+/// push is one source by its server, bucket and key (the same key in
+/// another bucket is pulled again); a region that is not a region name is
+/// a 422.
+#[tokio::test]
+async fn the_s3_connector_fetches_the_key_named_from_the_bucket_named() {
+    use serde_json::json;
+    let s3 = S3Server::start().await;
+    put_object(&s3.endpoint, "left", "a%20b/points.geojson", &points(3));
+    // What a second round of percent-encoding would name instead.
+    put_object(&s3.endpoint, "left", "a%2520b/points.geojson", &points(1));
+    put_object(&s3.endpoint, "right", "a%20b/points.geojson", &points(3));
+    let host = s3.endpoint.trim_start_matches("http://").to_string();
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("OUTBOUND_ALLOWED_HOSTS", &host)
+            .env("CONNECTOR_TIMEOUT_SECONDS", "10"),
+    )
+    .await;
+    let (_, editor) = stack.user_token("sally", "editor").await;
+    let (status, stored) = credential(
+        &stack,
+        &editor,
+        json!({"name": "moto", "method": "aws_access_key", "access_key_id": "AKIAMOTO", "secret_access_key": "moto"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{stored}");
+    let from = |bucket: &str, endpoint: &str, region: &str| {
+        json!({"resource_id": "points.geojson", "credential_id": stored["id"],
+               "config": {"bucket": bucket, "prefix": "a%20b", "region": region, "endpoint": endpoint}})
+    };
+
+    let (status, left) = push(&stack, &editor, "s3", from("left", &s3.endpoint, "us-east-1")).await;
+    assert_eq!(status, 202, "{left}");
+    let job = stack.wait_job(&editor, left["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let dataset = stack.dataset(&editor, job["dataset_id"].as_str().unwrap()).await;
+    assert_eq!(dataset["feature_count"], 3, "the object under a%20b/, not a%2520b/");
+
+    let (status, right) = push(&stack, &editor, "s3", from("right", &s3.endpoint, "us-east-1")).await;
+    assert_eq!(status, 202, "{right}");
+    assert_ne!(
+        right["job_id"], left["job_id"],
+        "the same key in another bucket is another source"
+    );
+    let job = stack.wait_job(&editor, right["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let (status, again) = push(
+        &stack,
+        &editor,
+        "s3",
+        from("left", &format!("{}/", s3.endpoint.to_uppercase()), "us-east-1"),
+    )
+    .await;
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(
+        again["job_id"], left["job_id"],
+        "the same server spelled otherwise is the same source"
+    );
+
+    for region in ["s3.evil.example#", "US-EAST-1", "us east", &"a".repeat(33)] {
+        let (status, problem) = push(&stack, &editor, "s3", from("left", &s3.endpoint, region)).await;
+        assert_eq!(status, 422, "{region}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().starts_with("config.region"),
+            "{problem}"
+        );
+    }
+}
