@@ -256,7 +256,7 @@ pub struct SignIn {
 
 /// Follows the browser's path: our login route, the provider, our callback.
 pub async fn browser_sign_in(service_base: &str, slug: &str) -> SignIn {
-    let browser = reqwest::Client::builder()
+    let browser = crate::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -308,7 +308,7 @@ pub async fn browser_sign_in(service_base: &str, slug: &str) -> SignIn {
 /// The first two legs of a sign-in (our login route, the provider) as an
 /// attacker would run them: the callback URL that would finish it.
 pub async fn unfinished_sign_in(service_base: &str, slug: &str) -> String {
-    let browser = reqwest::Client::builder()
+    let browser = crate::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();

@@ -58,7 +58,7 @@ impl App {
         Self {
             pool: PgPool::connect(&database.url).await.unwrap(),
             // Should a request be sent past `send`, it goes nowhere but loopback.
-            http: reqwest::Client::builder()
+            http: crate::http_client()
                 .resolve("catalog.test", SocketAddr::from(([127, 0, 0, 1], 9)))
                 .build()
                 .unwrap(),

@@ -24,6 +24,19 @@ pub const ADMIN_USER: &str = "admin";
 pub const ADMIN_PASSWORD: &str = "Admin-Password-123";
 pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
 
+/// How long a test client keeps an idle connection for another request:
+/// well below the API's 30 s limit (it closes a connection on which no
+/// request headers arrive within 30 s, idle keep-alive included), so a
+/// client never sends on a connection the API is closing
+/// (`docs/operations.md`, Slow or abusive clients).
+pub const CLIENT_IDLE_LIMIT: Duration = Duration::from_secs(10);
+
+/// A client for the API as every test makes it: idle connections dropped
+/// after `CLIENT_IDLE_LIMIT`.
+pub fn http_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().pool_idle_timeout(CLIENT_IDLE_LIMIT)
+}
+
 pub fn bin_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("CATALOG_BIN_DIR") {
         return dir.into();
@@ -393,10 +406,7 @@ impl Stack {
             database_url: database.url.clone(),
             db_name: database.name.clone(),
             pool,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(120))
-                .build()
-                .unwrap(),
+            http: http_client().timeout(Duration::from_secs(120)).build().unwrap(),
             env,
             api: None,
             more_apis: Vec::new(),
