@@ -1,6 +1,8 @@
 //! The items of a collection: features rendered to GeoJSON inside
 //! PostgreSQL, paged by key (`after_gid`) or legacy offset, filtered by
 //! bbox, property values and CQL2, all combined with AND.
+use std::sync::Arc;
+
 use axum::{
     extract::State,
     http::{HeaderValue, header},
@@ -282,47 +284,49 @@ fn query_error(e: sqlx::Error) -> AppError {
     e.into()
 }
 
-/// Exact counts go up to here; past it numberMatched is the planner's estimate.
-const EXACT_COUNT_CAP: i64 = 2_000;
+/// How long counting a filter's matches may take; past it the page goes
+/// out without `numberMatched` (OGC API Features allows leaving it out),
+/// never with a guess.
+const COUNT_TIME_LIMIT: &str = "2s";
 
-/// numberMatched: the catalog's count without filters; with filters the
-/// planner's estimate when that is large (counting would cost more than the
-/// page), otherwise an exact count capped at `EXACT_COUNT_CAP`.
-async fn number_matched(
+/// numberMatched: the catalog's count without filters; with filters an
+/// exact count, or `None` when counting takes longer than
+/// `COUNT_TIME_LIMIT`. It runs as a task of its own, so that a request
+/// that ends first (its page failed, its client left) never drops the
+/// counting transaction half begun, which would hand the pool a connection
+/// still inside it.
+fn number_matched(
     state: &AppState,
-    dataset: &Dataset,
+    dataset: &Arc<Dataset>,
     where_sql: &str,
     params: &[Param],
     filtered: bool,
-) -> Result<i64, AppError> {
-    if !filtered {
-        return Ok(dataset.feature_count.unwrap_or(0));
-    }
-    let table = table_sql(dataset);
-    let explain = format!("EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} t WHERE {where_sql}");
-    let plan: Value = query_with(explain, params)
-        .fetch_one(&state.pool)
-        .await
-        .map_err(query_error)?
-        .get(0);
-    let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
-    if estimate > EXACT_COUNT_CAP {
-        return Ok(estimate);
-    }
-    let capped = format!(
-        "SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE {where_sql} LIMIT {}) capped",
-        EXACT_COUNT_CAP + 1
-    );
-    let count: i64 = query_with(capped, params)
-        .fetch_one(&state.pool)
-        .await
-        .map_err(query_error)?
-        .get(0);
-    Ok(if count <= EXACT_COUNT_CAP {
-        count
-    } else {
-        estimate.max(count)
-    })
+) -> impl Future<Output = Result<Option<i64>, AppError>> + use<> {
+    let count = filtered.then(|| format!("SELECT count(*) FROM {} t WHERE {where_sql}", table_sql(dataset)));
+    let (pool, params, unfiltered) = (state.pool.clone(), params.to_vec(), dataset.feature_count);
+    let task = tokio::spawn(async move {
+        let Some(count) = count else {
+            return Ok(Some(unfiltered.unwrap_or(0)));
+        };
+        let mut tx = pool.begin().await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SET LOCAL statement_timeout = '{COUNT_TIME_LIMIT}'"
+        )))
+        .execute(&mut *tx)
+        .await?;
+        let counted = query_with(count, &params).fetch_one(&mut *tx).await;
+        if let Err(e) = tx.rollback().await {
+            // The pool closes a connection that fails; the count stands.
+            tracing::debug!(error = %e, "the counting transaction did not roll back");
+        }
+        match counted {
+            Ok(row) => Ok(Some(row.get(0))),
+            // query_canceled: the time limit, not the caller's filter.
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("57014") => Ok(None),
+            Err(e) => Err(query_error(e)),
+        }
+    });
+    async move { task.await.map_err(AppError::internal)? }
 }
 
 fn link(href: String, rel: &str, media_type: &str) -> Value {
@@ -403,7 +407,9 @@ async fn previous_cursor(
         ("filter" = Option<String>, Query, description = "CQL2 expression"),
         ("filter-lang" = Option<String>, Query, description = "cql2-text (default) or cql2-json"),
         ("filter-crs" = Option<String>, Query, description = "only CRS84")),
-    responses((status = 200, description = "GeoJSON FeatureCollection, or its page", content(("application/geo+json"), (String = "text/html"))),
+    responses((status = 200, description = "GeoJSON FeatureCollection, or its page. `numberMatched` is exact; \
+                  with filters it is left out when counting the matches takes longer than 2 s",
+                  content(("application/geo+json"), (String = "text/html"))),
               (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub async fn items(
@@ -496,8 +502,11 @@ pub async fn items(
         body.push_str(feature);
     }
     body.push_str("],");
+    if let Some(matched) = matched {
+        body.push_str(&format!(r#""numberMatched":{matched},"#));
+    }
     body.push_str(&format!(
-        r#""numberMatched":{matched},"numberReturned":{},"timeStamp":"{}","links":{}}}"#,
+        r#""numberReturned":{},"timeStamp":"{}","links":{}}}"#,
         features.len(),
         chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         Value::Array(links)

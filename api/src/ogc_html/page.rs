@@ -168,10 +168,19 @@ pub fn pager(context: &PageContext, document: &Value) -> Markup {
     }
 }
 
-/// How many of the matches this page shows.
+/// How many of the matches this page shows (the number of matches is left
+/// out when the document leaves it out: counting took too long).
 pub fn count_line(document: &Value, noun: &str) -> Markup {
     let (returned, matched) = (&document["numberReturned"], &document["numberMatched"]);
-    html! { p.muted { "Showing " (value_text(returned)) " of " (value_text(matched)) " matching " (noun) "." } }
+    html! {
+        p.muted {
+            @if matched.is_null() {
+                "Showing " (value_text(returned)) " matching " (noun) "."
+            } @else {
+                "Showing " (value_text(returned)) " of " (value_text(matched)) " matching " (noun) "."
+            }
+        }
+    }
 }
 
 #[cfg(test)]
