@@ -995,7 +995,8 @@ async fn multi_band_rasters_show_band_one_by_default() {
         let job = ingest(&stack, &token, &name, file, &[("visibility", "public")]).await;
         assert_eq!(job["status"], "succeeded", "{job}");
         let id = job["dataset_id"].as_str().unwrap();
-        assert_eq!(stack.dataset(&token, id).await["raster"]["band_count"], bands);
+        let raster = stack.dataset(&token, id).await["raster"].clone();
+        assert_eq!(raster["band_count"], bands);
         let tile = format!("/api/tiles/{id}/10/529/347.png");
         let default = png(&stack, &tile).await;
         let (_, pixels) = decode(&default);
@@ -1005,7 +1006,7 @@ async fn multi_band_rasters_show_band_one_by_default() {
                 .iter()
                 .filter(|p| p[3] == 255)
                 .all(|p| p[0] == p[1] && p[1] == p[2]),
-            "{bands} bands: one band, in grey"
+            "{bands} bands: one band, in grey: {raster}"
         );
         assert_eq!(
             default,
