@@ -54,6 +54,8 @@ pub fn router(state: AppState) -> Router {
     doc.info.version = crate::openapi::INTERFACE_VERSION.into();
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
     crate::openapi::add_common_responses(&mut doc);
+    crate::openapi::describe_query_lists(&mut doc);
+    crate::openapi::pin_uuid_formats(&mut doc);
     crate::openapi::add_links(&mut doc);
     let doc = Arc::new(doc);
     api.route("/api/openapi.json", get(ogc::openapi::handler).layer(Extension(doc)))

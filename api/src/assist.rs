@@ -26,6 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 struct MetadataAssistRequest {
     /// UUID of the dataset.
+    #[schema(format = Uuid)]
     dataset_id: String,
 }
 

@@ -71,6 +71,27 @@ impl Bbox {
     }
 }
 
+/// The box as the OpenAPI document describes it: four numbers (west,
+/// south, east, north) or six (heights after south and north), longitudes
+/// from -180 to 180, latitudes from -90 to 90. That south is not above
+/// north a schema cannot say. A query parameter carries it comma-separated
+/// (`style: form, explode: false`), as `FromStr` reads it.
+pub fn schema() -> Value {
+    let lon = json!({"type": "number", "minimum": -180, "maximum": 180});
+    let lat = json!({"type": "number", "minimum": -90, "maximum": 90});
+    let height = json!({"type": "number"});
+    json!({
+        "type": "array",
+        "description": "west, south, east, north (west greater than east crosses the antimeridian), \
+                        or six numbers with heights after south and north; south not above north",
+        "items": {"type": "number"},
+        "oneOf": [
+            {"minItems": 4, "maxItems": 4, "prefixItems": [lon, lat, lon, lat]},
+            {"minItems": 6, "maxItems": 6, "prefixItems": [lon, lat, height, lon, lat, height]},
+        ],
+    })
+}
+
 /// Comma-separated numbers, as query parameters carry them.
 impl FromStr for Bbox {
     type Err = BboxError;

@@ -396,12 +396,15 @@ async fn table_columns(
 #[serde(deny_unknown_fields)]
 struct BulkDeleteItem {
     dataset_id: Uuid,
+    /// The dataset's exact title.
+    #[schema(max_length = 500)]
     confirm_title: String,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct BulkDeleteRequest {
+    #[schema(min_items = 1, max_items = 100)]
     datasets: Vec<BulkDeleteItem>,
 }
 

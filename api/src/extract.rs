@@ -7,9 +7,74 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{Method, Uri, request::Parts};
 use catalog_shared::AppError;
 
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(AppError))]
+/// A JSON body of type `T`. An integer field also takes a number written
+/// with a zero fraction (`2.0`): JSON Schema, and with it the OpenAPI 3.1
+/// document, counts that as an integer, and so do clients that write every
+/// number as a float.
 pub struct Json<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = AppError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, AppError> {
+        let (parts, body) = request.into_parts();
+        let bytes = Bytes::from_request(Request::from_parts(parts.clone(), body), state).await?;
+        let again = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+        let value = match axum::Json::<T>::from_request(again, state).await {
+            Ok(axum::Json(value)) => value,
+            Err(axum::extract::rejection::JsonRejection::JsonDataError(refused)) => {
+                match integral_numbers_as_integers(&bytes).and_then(|b| axum::Json::<T>::from_bytes(&b).ok()) {
+                    Some(axum::Json(value)) => value,
+                    None => return Err(axum::extract::rejection::JsonRejection::from(refused).into()),
+                }
+            }
+            Err(refused) => return Err(refused.into()),
+        };
+        refuse_array(&bytes)?;
+        Ok(Self(value))
+    }
+}
+
+/// Every JSON body the API takes is an object; serde would also read a
+/// struct from an array of its fields in order (`[null, null]`), which no
+/// client means.
+pub fn refuse_array(body: &[u8]) -> Result<(), AppError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => Err(AppError::unprocessable("the body must be a JSON object")),
+        _ => Ok(()),
+    }
+}
+
+/// The JSON text with every number that has a zero fraction (`2.0`, `1e3`)
+/// written as an integer, or `None` when it has none (or is no JSON).
+fn integral_numbers_as_integers(bytes: &[u8]) -> Option<Vec<u8>> {
+    fn rewrite(value: &mut serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                // Exactly representable as i64 (2^63 itself is not).
+                if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+                    *value = serde_json::Value::from(f as i64);
+                    true
+                } else {
+                    false
+                }
+            }
+            serde_json::Value::Array(items) => rewrite_all(items.iter_mut()),
+            serde_json::Value::Object(fields) => rewrite_all(fields.values_mut()),
+            _ => false,
+        }
+    }
+    // Every one rewritten, not only up to the first.
+    fn rewrite_all<'a>(values: impl Iterator<Item = &'a mut serde_json::Value>) -> bool {
+        let mut changed = false;
+        for value in values {
+            changed |= rewrite(value);
+        }
+        changed
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    rewrite(&mut value).then(|| serde_json::to_vec(&value).ok()).flatten()
+}
 
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(AppError))]
@@ -105,5 +170,28 @@ impl LinkCredential {
             .append_pair("api_key", key)
             .finish();
         format!("{href}{separator}{pair}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::integral_numbers_as_integers;
+
+    #[test]
+    fn numbers_with_a_zero_fraction_become_integers() {
+        let rewritten =
+            integral_numbers_as_integers(br#"{"port": 25.0, "a": [1e3, 1.5, -0.0], "b": {"c": 7}}"#).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&rewritten).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"port": 25, "a": [1000, 1.5, 0], "b": {"c": 7}})
+        );
+        assert!(
+            integral_numbers_as_integers(br#"{"port": 25, "x": 1.5}"#).is_none(),
+            "nothing to rewrite"
+        );
+        assert!(integral_numbers_as_integers(b"{not json").is_none());
+        let huge = integral_numbers_as_integers(br#"[1e19]"#);
+        assert!(huge.is_none(), "past i64 stays as it was");
     }
 }

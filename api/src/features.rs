@@ -49,6 +49,7 @@ struct FeatureListQuery {
     #[param(value_type = Option<i64>, minimum = 0, default = 0)]
     offset: Offset,
     /// minx,miny,maxx,maxy
+    #[param(value_type = Option<Vec<f64>>)]
     bbox: Option<String>,
     include_geometry: Option<bool>,
 }
@@ -66,13 +67,14 @@ async fn list_features(
     Query(q): Query<FeatureListQuery>,
 ) -> Result<Response, AppError> {
     let dataset = visible_dataset(&state, &caller, id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let (limit, offset) = (q.limit.get(), q.offset.get());
     let bounds = q
         .bbox
         .as_deref()
         .map(|b| b.parse::<Bbox>().map(Bbox::to_array))
         .transpose()?;
+    // Only a well-formed request restores an archived dataset.
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let columns = published_columns(&dataset);
     let geom = quote_ident(&dataset.geometry_column);
     let condition = if bounds.is_some() {
@@ -145,13 +147,22 @@ async fn list_features(
 
 #[derive(Deserialize, utoipa::ToSchema)]
 struct NewFeature {
+    /// `Feature`, or left out.
     #[serde(rename = "type")]
+    #[schema(value_type = Option<FeatureType>)]
     kind: Option<String>,
     #[schema(value_type = Object)]
     geometry: Value,
     #[schema(value_type = Object)]
     #[serde(default)]
     properties: serde_json::Map<String, Value>,
+}
+
+/// `Feature`, the one type a feature has.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+enum FeatureType {
+    Feature,
 }
 
 const SINGLE_TYPES: [&str; 6] = [
@@ -216,17 +227,18 @@ async fn create_feature(
     JsonBody(body): JsonBody<NewFeature>,
 ) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    // A malformed feature is refused before an archived dataset is restored for it.
     if body.kind.as_deref().is_some_and(|k| k != "Feature") {
         return Err(AppError::unprocessable("type must be Feature"));
     }
+    let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     if dataset.status != "ready" {
         return Err(AppError::conflict(format!(
             "the dataset is {}, not ready",
             dataset.status
         )));
     }
-    let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
     let columns = published_columns(&dataset);
     let mut names = vec![quote_ident(&dataset.geometry_column)];
     let geometry_sql = in_storage_crs(&dataset, "ST_SetSRID(ST_GeomFromGeoJSON($1), 4326)");
@@ -284,7 +296,73 @@ async fn create_feature(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ColumnRequest {
+    #[schema(value_type = NewColumn)]
     column: ColumnDefinition,
+}
+
+/// A column to add, as `add_column` takes it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct NewColumn {
+    /// 1 to 63 characters of a-z, 0-9 and _, not starting with a digit
+    /// (blanks around it are dropped).
+    #[schema(
+        pattern = r"^[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[a-z_][a-z0-9_]{0,62}[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
+    name: String,
+    /// The column's type, in any letter case.
+    #[serde(rename = "type")]
+    #[schema(value_type = ColumnType, inline)]
+    kind: String,
+}
+
+/// The names `pg_type_of` knows.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+enum ColumnType {
+    #[schema(rename = "text")]
+    Text,
+    #[schema(rename = "string")]
+    String,
+    #[schema(rename = "varchar")]
+    Varchar,
+    #[schema(rename = "integer")]
+    Integer,
+    #[schema(rename = "int")]
+    Int,
+    #[schema(rename = "int4")]
+    Int4,
+    #[schema(rename = "bigint")]
+    Bigint,
+    #[schema(rename = "int8")]
+    Int8,
+    #[schema(rename = "double precision")]
+    DoublePrecision,
+    #[schema(rename = "double")]
+    Double,
+    #[schema(rename = "float")]
+    Float,
+    #[schema(rename = "float8")]
+    Float8,
+    #[schema(rename = "real")]
+    Real,
+    #[schema(rename = "number")]
+    Number,
+    #[schema(rename = "numeric")]
+    Numeric,
+    #[schema(rename = "boolean")]
+    Boolean,
+    #[schema(rename = "bool")]
+    Bool,
+    #[schema(rename = "date")]
+    Date,
+    #[schema(rename = "timestamp")]
+    Timestamp,
+    #[schema(rename = "timestamptz")]
+    Timestamptz,
+    #[schema(rename = "datetime")]
+    Datetime,
 }
 
 #[derive(Deserialize, Serialize, utoipa::ToSchema)]
@@ -324,7 +402,6 @@ async fn add_column(
     JsonBody(body): JsonBody<ColumnRequest>,
 ) -> Result<Json<ColumnList>, AppError> {
     let dataset: Dataset = writable_dataset(&state, &caller, id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let name = body.column.name.trim().to_string();
     let valid = (1..=63).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
@@ -339,6 +416,8 @@ async fn add_column(
     let pg_type = pg_type_of(&body.column.kind).ok_or_else(|| {
         AppError::unprocessable("type must be text, integer, bigint, double precision, boolean, date or timestamp")
     })?;
+    // Only a well-formed column restores an archived dataset.
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let mut columns = published_columns(&dataset);
     if name == dataset.key_column || name == dataset.geometry_column || columns.iter().any(|c| c.name == name) {
         return Err(AppError::conflict(format!("the dataset already has a column {name}")));
@@ -373,4 +452,17 @@ async fn add_column(
             })
             .collect(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_column_type_the_document_names_is_known() {
+        let schema = serde_json::to_value(<super::ColumnType as utoipa::PartialSchema>::schema()).unwrap();
+        let names = schema["enum"].as_array().unwrap();
+        assert_eq!(names.len(), 21);
+        for name in names {
+            assert!(super::pg_type_of(name.as_str().unwrap()).is_some(), "{name}");
+        }
+    }
 }

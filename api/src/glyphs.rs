@@ -185,10 +185,28 @@ fn faces_in(dir: &Path) -> Result<Vec<Face>, Box<dyn std::error::Error>> {
     Ok(faces)
 }
 
+/// A glyph range as the document names it: `start-end.pbf` (or without
+/// `.pbf`) for each of the 256 ranges `range_start` takes.
+pub struct GlyphRange;
+
+impl utoipa::PartialSchema for GlyphRange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let ranges = (0..256u32).map(|i| format!("{}-{}", i * 256, i * 256 + 255));
+        let names: Vec<String> = ranges.flat_map(|r| [format!("{r}.pbf"), r]).collect();
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(names))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for GlyphRange {}
+
 /// The first code point of a range written `start-end` (`.pbf` optional).
 pub fn range_start(range: &str) -> Result<u32, AppError> {
+    // A range outside the 256 there are names no glyphs: a 404.
     let bad = || {
-        AppError::bad_request(format!(
+        AppError::not_found(format!(
             "{range:?} is not a glyph range: ask for start-end.pbf, start a multiple of 256 below 65536 and end start + 255"
         ))
     };
@@ -204,6 +222,16 @@ pub fn range_start(range: &str) -> Result<u32, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_range_the_document_names_is_taken() {
+        let schema = serde_json::to_value(<GlyphRange as utoipa::PartialSchema>::schema()).unwrap();
+        let names = schema["enum"].as_array().unwrap();
+        assert_eq!(names.len(), 512);
+        for name in names {
+            assert!(range_start(name.as_str().unwrap()).is_ok(), "{name}");
+        }
+    }
 
     #[test]
     fn ranges_are_whole_blocks_of_256() {

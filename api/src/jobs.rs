@@ -101,8 +101,12 @@ async fn cancel_job(
 struct JobListQuery {
     /// Whose jobs: an admin's filter; others may name only themselves.
     user_id: Option<Uuid>,
-    status: Option<String>,
-    kind: Option<String>,
+    /// Only jobs in this status (another name is a 400, not an empty list).
+    #[param(inline)]
+    status: Option<JobStatus>,
+    /// Only jobs of this kind (another name is a 400, not an empty list).
+    #[param(inline)]
+    kind: Option<JobKind>,
     #[serde(default)]
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 50)]
     limit: Limit<50, 200>,
@@ -135,16 +139,6 @@ async fn list_jobs(
     } else {
         return Err(AppError::forbidden("only admins may list other users' jobs"));
     };
-    let status = q
-        .status
-        .as_deref()
-        .map(|name| {
-            JobStatus::parse(name).ok_or_else(|| {
-                let names: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
-                AppError::bad_request(format!("status must be one of {}", names.join(", ")))
-            })
-        })
-        .transpose()?;
     let (limit, offset) = (q.limit.get(), q.offset.get());
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs
@@ -153,8 +147,8 @@ async fn list_jobs(
     );
     let rows: Vec<JobView> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(owner)
-        .bind(status)
-        .bind(&q.kind)
+        .bind(q.status)
+        .bind(q.kind)
         .bind(limit)
         .bind(offset)
         .fetch_all(&state.pool)

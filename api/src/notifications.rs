@@ -70,19 +70,37 @@ async fn get_settings(State(state): State<AppState>, caller: Caller) -> Result<J
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct SmtpInput {
+    /// A host name: 1 to 255 characters, not only blanks.
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     host: String,
+    #[schema(minimum = 1, maximum = 65535)]
     port: u16,
     security: SmtpSecurity,
+    #[schema(max_length = 255)]
     username: Option<String>,
     /// Write-only; omit to keep the stored one.
     password: Option<String>,
+    #[schema(format = Email)]
     from: String,
+    /// 1 to 50 addresses.
+    #[schema(min_items = 1, max_items = 50, value_type = Vec<EmailAddress>)]
     to: Vec<String>,
 }
+
+/// An email address.
+#[derive(utoipa::ToSchema)]
+#[schema(format = Email)]
+#[allow(dead_code)]
+struct EmailAddress(String);
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct WebhookInput {
+    /// An http(s) URL that passes the outbound rules.
+    #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
     url: String,
     /// Write-only signing secret; omit to keep the stored one, "" to drop it.
     secret: Option<String>,
@@ -95,7 +113,7 @@ struct NotificationInput {
     smtp: Option<SmtpInput>,
     /// null switches the webhook off.
     webhook: Option<WebhookInput>,
-    /// Of job_failed and job_succeeded.
+    #[schema(value_type = Vec<crate::openapi::names::NotificationEvent>)]
     events: Vec<String>,
 }
 
@@ -107,7 +125,7 @@ fn check_address(field: &str, address: &str) -> Result<(), AppError> {
 }
 
 fn check_smtp(smtp: &SmtpInput) -> Result<(), AppError> {
-    if smtp.host.trim().is_empty() || smtp.host.len() > TEXT_MAX {
+    if smtp.host.trim().is_empty() || smtp.host.chars().count() > TEXT_MAX {
         return Err(AppError::invalid_field(
             "smtp.host",
             "must be a host name of 1 to 255 characters",
@@ -116,7 +134,7 @@ fn check_smtp(smtp: &SmtpInput) -> Result<(), AppError> {
     if smtp.port == 0 {
         return Err(AppError::invalid_field("smtp.port", "must be 1 to 65535"));
     }
-    if smtp.username.as_ref().is_some_and(|u| u.len() > TEXT_MAX) {
+    if smtp.username.as_ref().is_some_and(|u| u.chars().count() > TEXT_MAX) {
         return Err(AppError::invalid_field("smtp.username", "at most 255 characters"));
     }
     check_address("smtp.from", &smtp.from)?;
@@ -145,7 +163,7 @@ async fn put_settings(
     if let Some(webhook) = &input.webhook {
         let url = url::Url::parse(&webhook.url)
             .map_err(|_| AppError::invalid_field("webhook.url", "must be an absolute URL"))?;
-        if !matches!(url.scheme(), "https" | "http") || webhook.url.len() > URL_MAX {
+        if !matches!(url.scheme(), "https" | "http") || webhook.url.chars().count() > URL_MAX {
             return Err(AppError::invalid_field(
                 "webhook.url",
                 "must be an http(s) URL of at most 2048 characters",

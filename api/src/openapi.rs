@@ -83,6 +83,10 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
     ];
     let with_query = [invalid];
     let with_file = [("507", problem_response("the object store is full; nothing was kept"))];
+    let rehydrating = json!({
+        "type": "object", "required": ["status", "job_id"],
+        "properties": {"status": {"type": "string", "enum": ["rehydrating"]}, "job_id": {"type": "string", "format": "uuid"}},
+    });
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;
     };
@@ -100,6 +104,9 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
             if !operation["responses"].is_object() {
                 operation["responses"] = json!({});
             }
+            let rehydrates = operation["operationId"]
+                .as_str()
+                .is_some_and(|id| REHYDRATING.contains(&id));
             let Some(responses) = operation["responses"].as_object_mut() else {
                 continue;
             };
@@ -122,7 +129,100 @@ pub fn add_common_responses(doc: &mut serde_json::Value) {
             if takes_file {
                 add(&with_file);
             }
+            if rehydrates {
+                add_rehydrating(responses, &rehydrating, &retry_after);
+            }
         }
+    }
+}
+
+/// Operations that answer 202 with the rehydrate job when their dataset
+/// is archived (`datasets::cold`): ask again once the job is done.
+const REHYDRATING: [&str; 10] = [
+    "items",
+    "item",
+    "list_features",
+    "create_feature",
+    "add_column",
+    "vector_tile",
+    "cluster_tile",
+    "download",
+    "reupload",
+    "run_query",
+];
+
+/// The 202 of a read of an archived dataset, beside a 202 the operation
+/// already answers for its own work.
+fn add_rehydrating(
+    responses: &mut serde_json::Map<String, serde_json::Value>,
+    rehydrating: &serde_json::Value,
+    retry_after: &serde_json::Value,
+) {
+    let description = "the dataset is archived and being restored: poll the job, then ask again";
+    let accepted = responses
+        .entry("202")
+        .or_insert_with(|| serde_json::json!({"description": description}));
+    accepted["headers"] = retry_after.clone();
+    let own = accepted["content"]["application/json"]["schema"].take();
+    accepted["content"]["application/json"]["schema"] = if own.is_null() {
+        rehydrating.clone()
+    } else {
+        let said = accepted["description"].as_str().unwrap_or("").to_string();
+        accepted["description"] = format!("{said}; or {description}").into();
+        serde_json::json!({"oneOf": [own, rehydrating]})
+    };
+}
+
+/// Lists in query strings as the routes read them: one parameter of
+/// comma-separated values (`bbox=-10,40,-6,41`), never the parameter
+/// repeated, which is OpenAPI's default for an array (`style: form`,
+/// `explode: true`). Every `bbox` parameter takes the box of
+/// `bbox::schema`.
+pub fn describe_query_lists(doc: &mut serde_json::Value) {
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for parameters in paths
+        .values_mut()
+        .filter_map(|i| i.as_object_mut())
+        .flat_map(|i| i.values_mut())
+        .filter_map(|operation| operation.get_mut("parameters").and_then(|p| p.as_array_mut()))
+    {
+        for parameter in parameters.iter_mut().filter(|p| p["in"] == "query") {
+            describe_query_list(parameter);
+        }
+    }
+}
+
+/// One query parameter as [`describe_query_lists`] says.
+pub fn describe_query_list(parameter: &mut serde_json::Value) {
+    if parameter["name"] == "bbox" {
+        parameter["schema"] = crate::bbox::schema();
+    }
+    let schema = &parameter["schema"];
+    let array = |t: &serde_json::Value| t == "array";
+    if array(&schema["type"]) || schema["type"].as_array().is_some_and(|types| types.iter().any(array)) {
+        parameter["style"] = "form".into();
+        parameter["explode"] = false.into();
+    }
+}
+
+/// A UUID as the service reads one (hyphenated, or 32 hex digits).
+pub const UUID_PATTERN: &str =
+    "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32})$";
+
+/// Gives every `format: uuid` string its pattern: a format is only a note
+/// to JSON Schema validators, so without it `""` is a valid id.
+pub fn pin_uuid_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            if fields.get("format").is_some_and(|f| f == "uuid") && !fields.contains_key("pattern") {
+                fields.insert("pattern".into(), UUID_PATTERN.into());
+            }
+            fields.values_mut().for_each(pin_uuid_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(pin_uuid_formats),
+        _ => {}
     }
 }
 
@@ -236,6 +336,208 @@ pub fn add_links(doc: &mut serde_json::Value) {
                     "parameters": {*parameter: value},
                 });
             }
+        }
+    }
+}
+
+/// Closed sets of names a request may carry where the code keeps them as
+/// strings: the document's enums (a request field's `value_type`), each
+/// held to the code's own list by a test below.
+pub mod names {
+    // Only the document reads these types; no value of them is made.
+    #![allow(dead_code)]
+
+    /// Who may see a dataset.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum DatasetVisibility {
+        Private,
+        Restricted,
+        Internal,
+        Public,
+    }
+
+    /// Whether a dataset is published: `ready`, or `unpublished` (seen only
+    /// by its owner and admins).
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum PublicationStatus {
+        Ready,
+        Unpublished,
+    }
+
+    /// Where an account stands.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum AccountStatus {
+        Active,
+        Pending,
+        Suspended,
+        Deactivated,
+    }
+
+    /// What a notification is sent for.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum NotificationEvent {
+        JobFailed,
+        JobSucceeded,
+    }
+
+    /// How a CQL2 `filter` is written.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "kebab-case")]
+    pub enum FilterLang {
+        Cql2Text,
+        Cql2Json,
+    }
+
+    /// WGS 84 longitude, latitude: the one CRS the items speak.
+    #[derive(utoipa::ToSchema)]
+    pub enum Crs84 {
+        #[schema(rename = "http://www.opengis.net/def/crs/OGC/1.3/CRS84")]
+        Crs84,
+    }
+
+    /// What records sort by: a field, ascending, or with `-` descending.
+    #[derive(utoipa::ToSchema)]
+    pub enum SortKey {
+        #[schema(rename = "title")]
+        Title,
+        #[schema(rename = "+title")]
+        TitleUp,
+        #[schema(rename = "-title")]
+        TitleDown,
+        #[schema(rename = "created")]
+        Created,
+        #[schema(rename = "+created")]
+        CreatedUp,
+        #[schema(rename = "-created")]
+        CreatedDown,
+        #[schema(rename = "updated")]
+        Updated,
+        #[schema(rename = "+updated")]
+        UpdatedUp,
+        #[schema(rename = "-updated")]
+        UpdatedDown,
+        #[schema(rename = "type")]
+        Type,
+        #[schema(rename = "+type")]
+        TypeUp,
+        #[schema(rename = "-type")]
+        TypeDown,
+    }
+
+    /// The file a vector dataset downloads as (shp: zipped).
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum DownloadFormat {
+        Gpkg,
+        Geojson,
+        Csv,
+        Shp,
+    }
+
+    /// The kind of a single sign-on provider.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    pub enum ProviderType {
+        IdpA,
+        IdpB,
+        IdpC,
+        Oidc,
+    }
+
+    /// A domain name (letters, digits, '.' and '-', with a dot; blanks
+    /// around it and a leading '@' are dropped).
+    pub struct EmailDomain;
+
+    impl utoipa::PartialSchema for EmailDomain {
+        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::String)
+                .max_length(Some(253))
+                .pattern(Some(r"^[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*@*[A-Za-z0-9.-]*\.[A-Za-z0-9.-]*[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"))
+                .into()
+        }
+    }
+
+    impl utoipa::ToSchema for EmailDomain {}
+
+    /// A keyword: 1 to 100 characters, not only blanks.
+    pub struct Keyword;
+
+    impl utoipa::PartialSchema for Keyword {
+        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::String)
+                .max_length(Some(100))
+                .pattern(Some(
+                    r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+                ))
+                .into()
+        }
+    }
+
+    impl utoipa::ToSchema for Keyword {}
+
+    /// What a grant allows on a restricted dataset.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum Permission {
+        Read,
+        Write,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    fn values<T: PartialSchema>() -> Vec<String> {
+        let schema = serde_json::to_value(T::schema()).unwrap();
+        let mut names: Vec<String> = schema["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn sorted(names: &[&str]) -> Vec<String> {
+        let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_documents_names_are_the_codes() {
+        use super::names::*;
+        assert_eq!(
+            values::<DatasetVisibility>(),
+            sorted(&crate::access::policy::Visibility::NAMES)
+        );
+        assert_eq!(
+            values::<PublicationStatus>(),
+            sorted(&crate::datasets::PUBLICATION_STATUSES)
+        );
+        assert_eq!(values::<AccountStatus>(), sorted(&crate::auth::accounts::STATUSES));
+        assert_eq!(values::<NotificationEvent>(), sorted(&catalog_shared::notify::EVENTS));
+        assert_eq!(
+            values::<ProviderType>(),
+            sorted(&crate::auth::providers::PROVIDER_TYPES)
+        );
+        assert_eq!(
+            values::<DownloadFormat>(),
+            sorted(&catalog_raster::export::ExportFormat::NAMES)
+        );
+        for permission in values::<Permission>() {
+            assert!(
+                crate::access::policy::Grant::parse(&permission).is_some(),
+                "{permission}"
+            );
         }
     }
 }

@@ -65,7 +65,7 @@ fn service_type(value: &str) -> Result<&'static str, AppError> {
 
 /// A remote service as requested: the specification's remote service
 /// reupload request, plus `visibility` (imports) and `preview` (reuploads).
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ServiceRequest {
     url: String,
@@ -84,6 +84,155 @@ struct ServiceRequest {
     visibility: Option<String>,
     /// Reuploads only: compare (the job's `result`), change nothing.
     preview: Option<bool>,
+}
+
+/// The document's forms of a [`ServiceRequest`], one per route: what each
+/// route takes of it (an import takes no `preview`, a reupload no
+/// `visibility`, the preview route `preview` only as `true`), with the
+/// bounds `remote_service` holds it to.
+mod forms {
+    // Only the document reads these types; requests arrive as `ServiceRequest`.
+    #![allow(dead_code)]
+    use serde::Deserialize;
+
+    /// The service's kind (other spellings: `oapif`, `ogc_api_features`,
+    /// `arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ServiceType {
+        OgcapiFeatures,
+        ArcgisFeatureserver,
+        Wfs,
+    }
+
+    /// How the service wants its credential.
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum AuthMethod {
+        Bearer,
+        Basic,
+        Header,
+    }
+
+    /// The credential the service takes; leave it out for a public service.
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct RemoteServiceAuth {
+        #[schema(inline)]
+        method: AuthMethod,
+        #[schema(max_length = 1000)]
+        token: Option<String>,
+        #[schema(max_length = 255)]
+        username: Option<String>,
+        #[schema(max_length = 1000)]
+        password: Option<String>,
+        /// Required with `method: header`: an HTTP header name.
+        #[schema(max_length = 255, pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
+        header_name: Option<String>,
+        #[schema(max_length = 1000)]
+        header_value: Option<String>,
+    }
+
+    /// A layer of a remote service to import as a new dataset.
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServiceImport {
+        /// An http(s) URL; its host must resolve to a public address.
+        #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
+        url: String,
+        #[schema(inline)]
+        service_type: ServiceType,
+        /// The collection id, ArcGIS layer name or WFS type name.
+        #[schema(
+            max_length = 500,
+            pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+        )]
+        layer_name: String,
+        /// The dataset's title (default: the layer name).
+        #[schema(max_length = 500)]
+        layer_title: Option<String>,
+        /// ArcGIS layer number (default: layer_name).
+        layer_id: Option<i64>,
+        #[schema(max_length = 1000)]
+        token: Option<String>,
+        #[schema(max_length = 200)]
+        object_id_field: Option<String>,
+        auth: Option<RemoteServiceAuth>,
+        /// The new dataset's visibility (default private).
+        #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
+        visibility: Option<String>,
+    }
+
+    /// A remote service layer to pull again into a dataset.
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServiceReupload {
+        /// An http(s) URL; its host must resolve to a public address.
+        #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
+        url: String,
+        #[schema(inline)]
+        service_type: ServiceType,
+        /// The collection id, ArcGIS layer name or WFS type name.
+        #[schema(
+            max_length = 500,
+            pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+        )]
+        layer_name: String,
+        #[schema(max_length = 500)]
+        layer_title: Option<String>,
+        /// ArcGIS layer number (default: layer_name).
+        layer_id: Option<i64>,
+        #[schema(max_length = 1000)]
+        token: Option<String>,
+        #[schema(max_length = 200)]
+        object_id_field: Option<String>,
+        auth: Option<RemoteServiceAuth>,
+        /// `true`: only compare (the job's `result`), change nothing.
+        preview: Option<bool>,
+    }
+
+    /// A remote service layer to compare with a dataset.
+    #[derive(Deserialize, utoipa::ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServicePreview {
+        /// An http(s) URL; its host must resolve to a public address.
+        #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
+        url: String,
+        #[schema(inline)]
+        service_type: ServiceType,
+        /// The collection id, ArcGIS layer name or WFS type name.
+        #[schema(
+            max_length = 500,
+            pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+        )]
+        layer_name: String,
+        #[schema(max_length = 500)]
+        layer_title: Option<String>,
+        /// ArcGIS layer number (default: layer_name).
+        layer_id: Option<i64>,
+        #[schema(max_length = 1000)]
+        token: Option<String>,
+        #[schema(max_length = 200)]
+        object_id_field: Option<String>,
+        auth: Option<RemoteServiceAuth>,
+        /// This route only previews: `true` or left out.
+        #[schema(value_type = Option<PreviewOnly>)]
+        preview: Option<bool>,
+    }
+
+    /// `true`, the one value the preview route takes.
+    pub struct PreviewOnly;
+
+    impl utoipa::PartialSchema for PreviewOnly {
+        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Boolean)
+                .enum_values(Some([true]))
+                .into()
+        }
+    }
+
+    impl utoipa::ToSchema for PreviewOnly {}
 }
 
 /// The request's service, checked against the bounds of the specification
@@ -167,7 +316,7 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
 }
 
 /// A layer of a remote service becomes a dataset (202 with the job).
-#[utoipa::path(post, path = "/api/datasets/import-service", tag = "datasets", request_body = ServiceRequest,
+#[utoipa::path(post, path = "/api/datasets/import-service", tag = "datasets", request_body = forms::ServiceImport,
     responses((status = 202, body = JobAccepted), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn import_service(
     State(state): State<AppState>,
@@ -259,7 +408,7 @@ async fn queue_service_reupload(
 
 /// Pulls a remote service layer again into an existing dataset, in place.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service", tag = "datasets",
-    params(("dataset_id" = Uuid, Path)), request_body = ServiceRequest,
+    params(("dataset_id" = Uuid, Path)), request_body = forms::ServiceReupload,
     responses((status = 202, body = JobAccepted), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn reupload_service(
@@ -280,7 +429,7 @@ async fn reupload_service(
 /// layer; this waits for it. 502 when the service fails or its data is not
 /// usable; 504 (with the job to poll) when it takes longer than two minutes.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/reupload/service/preview", tag = "datasets",
-    params(("dataset_id" = Uuid, Path)), request_body = ServiceRequest,
+    params(("dataset_id" = Uuid, Path)), request_body = forms::ServicePreview,
     responses((status = 200, description = "the reupload preview"),
               (status = 409, description = "the dataset is a registered table, read in place", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 502, body = catalog_shared::Problem, content_type = "application/problem+json"),

@@ -66,9 +66,15 @@ pub struct TileAddress {
 
 pub fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
     let y = y.strip_suffix(".pbf").or_else(|| y.strip_suffix(".mvt")).unwrap_or(y);
+    // Only whole numbers name a tile: anything else (a template's `{z}`, a
+    // negative row, digits past u32) is a 404 like a tile outside the matrix.
     let number = |name: &str, v: &str| {
-        v.parse::<u32>()
-            .map_err(|_| AppError::bad_request(format!("{name} must be a non-negative integer, not {v:?}")))
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(AppError::not_found(format!(
+                "no tile there: {name} must be a whole number, not {v:?}"
+            )));
+        }
+        Ok(v.parse::<u32>().unwrap_or(u32::MAX))
     };
     let (z, x, y) = (number("z", z)?, number("x", x)?, number("y", y)?);
     if z > MAX_ZOOM || x >= 1 << z || y >= 1 << z {
@@ -195,10 +201,11 @@ async fn render(state: &AppState, sql: &str, dataset: &Dataset, at: TileAddress)
 /// One vector tile of a dataset's features (layer named after its table),
 /// or one image tile of a raster dataset.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/{z}/{x}/{y}", tag = "tiles",
-    params(("dataset_id" = Uuid, Path), ("z" = u32, Path, description = "zoom, 0 to 24"), ("x" = u32, Path),
-           ("y" = String, Path, description = "row, with or without .pbf or .mvt; for a raster dataset with .png, .webp or .jpg (@2x before it for 512 px)"),
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path, maximum = 24, description = "zoom, 0 to 24"), ("x" = u32, Path),
+           ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt|(@2x)?\.(png|webp|jpg))?$",
+            description = "row, with or without .pbf or .mvt; for a raster dataset with .png, .webp or .jpg (@2x before it for 512 px)"),
            ("scope" = Option<String>, Query, description = "signed template: dataset:<id>"),
-           ("exp" = Option<i64>, Query, description = "signed template: expiry, Unix seconds"),
+           ("exp" = Option<String>, Query, description = "signed template: expiry, Unix seconds (a template that does not verify signs nothing)"),
            ("sig" = Option<String>, Query, description = "signed template: signature"),
            RasterTileQuery),
     responses((status = 200, description = "Mapbox Vector Tile, or a raster dataset's image", content_type = "application/vnd.mapbox-vector-tile"),
@@ -244,8 +251,8 @@ async fn vector_tile(
 
 /// One tile of a dataset's features gathered into clusters.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", tag = "tiles",
-    params(("dataset_id" = Uuid, Path), ("z" = u32, Path), ("x" = u32, Path),
-           ("y" = String, Path, description = "row, with or without .pbf or .mvt")),
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path, maximum = 24), ("x" = u32, Path),
+           ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt)?$", description = "row, with or without .pbf or .mvt")),
     responses((status = 200, description = "Mapbox Vector Tile of points with point_count", content_type = "application/vnd.mapbox-vector-tile"),
               (status = 204, description = "nothing in this tile")))]
 async fn cluster_tile(
@@ -269,8 +276,8 @@ async fn cluster_tile(
 /// One terrain tile (Mapbox Terrain-RGB or Terrarium) of a single-band
 /// raster dataset: 512 px unless `tile_size=256`, nodata as 0 m.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/terrain/{z}/{x}/{y}", tag = "tiles",
-    params(("dataset_id" = Uuid, Path), ("z" = u32, Path), ("x" = u32, Path),
-           ("y" = String, Path, description = "row, with .png"), TerrainQuery),
+    params(("dataset_id" = Uuid, Path), ("z" = u32, Path, maximum = 24), ("x" = u32, Path),
+           ("y" = String, Path, pattern = r"^[0-9]+\.png$", description = "row, with .png"), TerrainQuery),
     responses((status = 200, description = "PNG of encoded heights", content_type = "image/png"),
               (status = 204, description = "outside the raster's extent"),
               (status = 422, description = "not a single-band raster", body = catalog_shared::Problem, content_type = "application/problem+json")))]
@@ -304,8 +311,8 @@ async fn serve_tile(
     route: TileRoute,
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
-    crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let at = tile_address(z, x, y)?;
+    crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
     let (sql, digest) = memo.get_or_init(|| {
         let sql = sql_of(&dataset);

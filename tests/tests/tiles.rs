@@ -117,7 +117,7 @@ async fn vector_tiles_are_read_by_gdal() {
     .await;
     assert_eq!(response.headers()["content-encoding"], "gzip");
 
-    for (path, status) in [("3/8/0", 404), ("25/0/0", 404), ("a/0/0", 400), ("1/0/-1", 400)] {
+    for (path, status) in [("3/8/0", 404), ("25/0/0", 404), ("a/0/0", 404), ("1/0/-1", 404)] {
         let response = get(&stack, &stack.url(&format!("/api/tiles/{id}/{path}")), &[]).await;
         assert_eq!(response.status(), status, "{path}");
         assert_eq!(response.headers()["content-type"], "application/problem+json", "{path}");

@@ -105,6 +105,7 @@ async fn me(State(state): State<AppState>, caller: Caller) -> Result<Json<UserRe
     Ok(Json(user_response(&state, user.id).await?))
 }
 
+/// The document says this as a pattern (blanks around it are trimmed).
 fn check_username(username: &str) -> Result<(), AppError> {
     let ok = (1..=150).contains(&username.chars().count())
         && username
@@ -119,8 +120,10 @@ fn check_username(username: &str) -> Result<(), AppError> {
     }
 }
 
+/// Something before the first `@` and a dot after it, at most 254
+/// characters; the document says this as a pattern.
 fn check_email(email: &str) -> Result<(), AppError> {
-    let ok = email.len() <= 254
+    let ok = email.chars().count() <= 254
         && email
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
@@ -177,8 +180,18 @@ async fn insert_user(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Registration {
+    #[schema(
+        pattern = r"^[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[\p{L}\p{N}_.@+-]{1,150}[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     username: String,
+    /// At least 12 characters and 3 of: lower-case letters, upper-case
+    /// letters, digits, symbols; at most 72 bytes in UTF-8.
+    #[schema(min_length = 12, max_length = 72)]
     password: String,
+    #[schema(
+        max_length = 254,
+        pattern = r"^[^@]*[^@\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^@]*@[^.]*\."
+    )]
     email: String,
 }
 
@@ -205,7 +218,9 @@ async fn register(
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     current_password: String,
-    #[schema(min_length = 8)]
+    /// At least 12 characters and 3 of: lower-case letters, upper-case
+    /// letters, digits, symbols; at most 72 bytes in UTF-8.
+    #[schema(min_length = 12, max_length = 72)]
     new_password: String,
 }
 
@@ -252,10 +267,20 @@ async fn change_password(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
+    #[schema(
+        pattern = r"^[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[\p{L}\p{N}_.@+-]{1,150}[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     username: String,
+    /// At least 12 characters and 3 of: lower-case letters, upper-case
+    /// letters, digits, symbols; at most 72 bytes in UTF-8.
+    #[schema(min_length = 12, max_length = 72)]
     password: String,
+    #[schema(
+        max_length = 254,
+        pattern = r"^[^@]*[^@\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^@]*@[^.]*\."
+    )]
     email: Option<String>,
-    /// viewer, editor or admin
+    #[schema(value_type = Role)]
     role: String,
 }
 
@@ -299,11 +324,15 @@ async fn list_users(State(state): State<AppState>, caller: Caller) -> Result<Jso
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserUpdate {
+    #[schema(
+        max_length = 254,
+        pattern = r"^[^@]*[^@\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^@]*@[^.]*\."
+    )]
     email: Option<String>,
     is_active: Option<bool>,
-    /// active, pending, suspended or deactivated
+    #[schema(value_type = Option<crate::openapi::names::AccountStatus>)]
     status: Option<String>,
-    /// viewer, editor or admin
+    #[schema(value_type = Option<Role>)]
     role: Option<String>,
     /// `local` or the slug of a sign-in provider. A change is a conversion
     /// between auth providers: the account's API keys die, and converting
@@ -311,13 +340,14 @@ pub struct UserUpdate {
     auth_provider: Option<String>,
 }
 
-const STATUSES: [&str; 4] = ["active", "pending", "suspended", "deactivated"];
+pub(crate) const STATUSES: [&str; 4] = ["active", "pending", "suspended", "deactivated"];
 
 /// An admin edits an account. A role change, the approval of a pending
 /// account or a conversion between auth providers revokes every API key of
 /// the account.
 #[utoipa::path(patch, path = "/api/admin/users/{user_id}", tag = "admin", params(("user_id" = Uuid, Path)), request_body = UserUpdate,
-    responses((status = 200, body = UserResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = UserResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 409, description = "the email is another account's", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_user(
     State(state): State<AppState>,
     caller: Caller,

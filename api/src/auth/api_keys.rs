@@ -32,15 +32,53 @@ pub async fn revoke_all(db: impl sqlx::PgExecutor<'_>, user_id: Uuid) -> Result<
     Ok(())
 }
 
+/// What a key may do.
+#[derive(Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyScope {
+    #[default]
+    Full,
+    ReadOnly,
+}
+
+impl KeyScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::ReadOnly => "read_only",
+        }
+    }
+}
+
+/// A key for the caller; no body at all is `{}`.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRequest {
     /// `full` (default) or `read_only`.
-    scope: Option<String>,
+    #[schema(inline)]
+    scope: Option<KeyScope>,
+    /// When the key stops working; must be in the future.
     expires_at: Option<DateTime<Utc>>,
+    #[schema(max_length = 255)]
     name: Option<String>,
-    /// Only on the admin route: whose key it is.
+    /// Taken when it names the caller: keys for others are the admin route's.
+    #[schema(ignore)]
     user_id: Option<Uuid>,
+}
+
+/// A key an admin issues for a user.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserKeyRequest {
+    /// Whose key it is.
+    user_id: Uuid,
+    /// `full` (default) or `read_only`.
+    #[schema(inline)]
+    scope: Option<KeyScope>,
+    /// When the key stops working; must be in the future.
+    expires_at: Option<DateTime<Utc>>,
+    #[schema(max_length = 255)]
+    name: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -71,6 +109,7 @@ fn parse_request(body: &Bytes) -> Result<KeyRequest, AppError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(KeyRequest::default());
     }
+    crate::extract::refuse_array(body)?;
     serde_json::from_slice(body).map_err(|e| AppError::unprocessable(format!("invalid API key request: {e}")))
 }
 
@@ -78,16 +117,13 @@ async fn create_key(
     state: &AppState,
     owner: Uuid,
     creator: Uuid,
-    request: KeyRequest,
+    (scope, expires_at, name): (Option<KeyScope>, Option<DateTime<Utc>>, Option<String>),
 ) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
-    let scope = request.scope.unwrap_or_else(|| "full".into());
-    if !matches!(scope.as_str(), "full" | "read_only") {
-        return Err(AppError::unprocessable("scope must be full or read_only"));
-    }
-    if request.expires_at.is_some_and(|t| t <= Utc::now()) {
+    let scope = scope.unwrap_or_default().as_str().to_string();
+    if expires_at.is_some_and(|t| t <= Utc::now()) {
         return Err(AppError::unprocessable("expires_at must be in the future"));
     }
-    if request.name.as_ref().is_some_and(|n| n.chars().count() > 255) {
+    if name.as_ref().is_some_and(|n| n.chars().count() > 255) {
         return Err(AppError::unprocessable("name must be at most 255 characters"));
     }
     let key = random_secret(API_KEY_PREFIX);
@@ -100,9 +136,9 @@ async fn create_key(
     .bind(owner)
     .bind(key.as_bytes())
     .bind(&key[..12])
-    .bind(&request.name)
+    .bind(&name)
     .bind(&scope)
-    .bind(request.expires_at)
+    .bind(expires_at)
     .bind(creator)
     .fetch_one(&state.pool)
     .await?;
@@ -112,8 +148,8 @@ async fn create_key(
             id,
             key,
             scope,
-            name: request.name,
-            expires_at: request.expires_at,
+            name,
+            expires_at,
             created_at,
             user_id: owner,
         }),
@@ -121,7 +157,7 @@ async fn create_key(
 }
 
 /// Creates a key for the caller.
-#[utoipa::path(post, path = "/api/auth/api-keys", tag = "auth", request_body = KeyRequest,
+#[utoipa::path(post, path = "/api/auth/api-keys", tag = "auth", request_body(content = Option<KeyRequest>, content_type = "application/json"),
     responses((status = 201, body = CreatedKey), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn create_own_key(
     State(state): State<AppState>,
@@ -135,11 +171,12 @@ async fn create_own_key(
             "user_id is for the admin route /api/admin/api-keys",
         ));
     }
-    create_key(&state, user.id, user.id, request).await
+    let fields = (request.scope, request.expires_at, request.name);
+    create_key(&state, user.id, user.id, fields).await
 }
 
 /// An admin issues a key for another user.
-#[utoipa::path(post, path = "/api/admin/api-keys", tag = "admin", request_body = KeyRequest,
+#[utoipa::path(post, path = "/api/admin/api-keys", tag = "admin", request_body = UserKeyRequest,
     responses((status = 201, body = CreatedKey), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn create_key_for_user(
     State(state): State<AppState>,
@@ -147,10 +184,10 @@ async fn create_key_for_user(
     Body(body): Body,
 ) -> Result<(StatusCode, Json<CreatedKey>), AppError> {
     let admin = caller.admin()?;
-    let request = parse_request(&body)?;
-    let owner = request
-        .user_id
-        .ok_or_else(|| AppError::unprocessable("user_id is required"))?;
+    crate::extract::refuse_array(&body)?;
+    let request: UserKeyRequest = serde_json::from_slice(&body)
+        .map_err(|e| AppError::unprocessable(format!("invalid API key request (user_id is required): {e}")))?;
+    let owner = request.user_id;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)")
         .bind(owner)
         .fetch_one(&state.pool)
@@ -158,7 +195,8 @@ async fn create_key_for_user(
     if !exists {
         return Err(AppError::not_found(format!("no user {owner}")));
     }
-    create_key(&state, owner, admin.id, request).await
+    let fields = (request.scope, request.expires_at, request.name);
+    create_key(&state, owner, admin.id, fields).await
 }
 
 /// The caller's keys, without their secrets.

@@ -125,18 +125,99 @@ fn response(p: Provider, public_url: &str) -> ProviderResponse {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderInput {
+    /// 1 to 63 lower-case letters, digits, '-' or '_', starting with a
+    /// letter or digit: part of the provider's URLs.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,62}$")]
     slug: Option<String>,
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     display_name: Option<String>,
-    /// idp_a, idp_b, idp_c or oidc
+    #[schema(value_type = Option<crate::openapi::names::ProviderType>)]
     provider_type: Option<String>,
+    #[schema(
+        max_length = 1020,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     client_id: Option<String>,
     /// Write-only; on update only to rotate it.
+    #[schema(
+        max_length = 4096,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     client_secret: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
     discovery_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
     authorize_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
     token_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
     userinfo_url: Option<String>,
+    /// Space-separated.
+    #[schema(
+        max_length = 1000,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     scopes: Option<String>,
+    #[schema(value_type = Option<catalog_shared::auth::Role>)]
+    default_role: Option<String>,
+    enabled: Option<bool>,
+}
+
+/// A new provider: a [`ProviderInput`] with what every provider needs. An
+/// OpenID Connect provider (any type but idp_b) also needs a discovery URL,
+/// or its three endpoints, when its type has no default.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct NewProvider {
+    /// 1 to 63 lower-case letters, digits, '-' or '_', starting with a
+    /// letter or digit: part of the provider's URLs.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+    slug: String,
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    display_name: String,
+    #[schema(value_type = crate::openapi::names::ProviderType)]
+    provider_type: String,
+    #[schema(
+        max_length = 1020,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    client_id: String,
+    /// Write-only.
+    #[schema(
+        max_length = 4096,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    client_secret: String,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
+    discovery_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
+    authorize_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
+    token_url: Option<String>,
+    /// An http(s) URL, or "" for none.
+    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
+    userinfo_url: Option<String>,
+    /// Space-separated.
+    #[schema(
+        max_length = 1000,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    scopes: Option<String>,
+    #[schema(value_type = Option<catalog_shared::auth::Role>)]
     default_role: Option<String>,
     enabled: Option<bool>,
 }
@@ -153,7 +234,7 @@ fn check_text(field: &str, value: &str, max: usize) -> Result<(), AppError> {
 
 fn check_url(field: &str, value: &str) -> Result<(), AppError> {
     let url = Url::parse(value).map_err(|_| AppError::invalid_field(field, "must be an absolute URL"))?;
-    if !matches!(url.scheme(), "https" | "http") || value.len() > URL_MAX {
+    if !matches!(url.scheme(), "https" | "http") || value.chars().count() > URL_MAX {
         return Err(AppError::invalid_field(
             field,
             "must be an http(s) URL of at most 2048 characters",
@@ -305,7 +386,7 @@ async fn list_providers(
 }
 
 /// Adds a provider.
-#[utoipa::path(post, path = "/api/settings/oauth-providers", tag = "settings", request_body = ProviderInput,
+#[utoipa::path(post, path = "/api/settings/oauth-providers", tag = "settings", request_body = NewProvider,
     responses((status = 201, body = ProviderResponse), (status = 409, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn create_provider(
@@ -398,6 +479,7 @@ async fn keep_a_way_in(db: &mut PgConnection, leaving: Uuid) -> Result<(), AppEr
 #[utoipa::path(put, path = "/api/settings/oauth-providers/{provider_id}", tag = "settings",
     params(("provider_id" = Uuid, Path)), request_body = ProviderInput,
     responses((status = 200, body = ProviderResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 409, description = "another provider has that slug", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_provider(
     State(state): State<AppState>,
@@ -464,7 +546,11 @@ async fn delete_provider(
 #[derive(Serialize, Deserialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthSettings {
+    /// Turning it off needs an enabled provider.
     pub password_login_enabled: bool,
+    /// At most 100 domain names (letters, digits, '.' and '-', with a
+    /// dot), a leading '@' dropped.
+    #[schema(max_items = 100, value_type = Vec<crate::openapi::names::EmailDomain>)]
     pub allowed_email_domains: Vec<String>,
 }
 

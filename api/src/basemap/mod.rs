@@ -94,8 +94,8 @@ async fn style_json(State(state): State<AppState>) -> Response {
 /// point per country with `name`, `class` and `min_zoom`, the zoom from
 /// which its label shows). Zoom 0 to 6; viewers over-zoom past it.
 #[utoipa::path(get, path = "/api/basemap/tiles/{z}/{x}/{y}", tag = "maps",
-    params(("z" = u32, Path, description = "zoom, 0 to 6"), ("x" = u32, Path),
-           ("y" = String, Path, description = "row, with or without .pbf or .mvt")),
+    params(("z" = u32, Path, maximum = 6, description = "zoom, 0 to 6"), ("x" = u32, Path),
+           ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt)?$", description = "row, with or without .pbf or .mvt")),
     responses((status = 200, description = "Mapbox Vector Tile", content_type = "application/vnd.mapbox-vector-tile"),
               (status = 204, description = "nothing in this tile"),
               (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -128,7 +128,8 @@ async fn tile(
 /// naming no font this service has gets its default font.
 #[utoipa::path(get, path = "/api/basemap/fonts/{fontstack}/{range}", tag = "maps",
     params(("fontstack" = String, Path, description = "font names, comma-separated, such as DejaVu Sans Book"),
-           ("range" = String, Path, description = "code points `start-end.pbf`: start a multiple of 256, end start + 255")),
+           ("range" = inline(crate::glyphs::GlyphRange), Path,
+            description = "code points `start-end.pbf`: start a multiple of 256 below 65536, end start + 255")),
     responses((status = 200, description = "glyphs (protocol buffers)", content_type = "application/x-protobuf"),
               (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]

@@ -43,7 +43,7 @@ pub(super) async fn list_grants(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GrantRequest {
-    /// `read` or `write`
+    #[schema(value_type = crate::openapi::names::Permission)]
     permission: String,
 }
 
@@ -102,9 +102,14 @@ pub(super) async fn put_grant(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GrantByName {
-    /// The person's exact username (letter case aside).
+    /// The person's exact username (letter case aside; surrounding blanks
+    /// are trimmed).
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     username: String,
-    /// `read` or `write`
+    #[schema(value_type = crate::openapi::names::Permission)]
     permission: String,
 }
 

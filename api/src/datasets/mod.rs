@@ -113,16 +113,26 @@ async fn get_dataset(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct DatasetUpdate {
+    /// 1 to 500 characters once trimmed.
+    #[schema(
+        max_length = 500,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     title: Option<String>,
+    #[schema(max_length = 5000)]
     summary: Option<String>,
+    #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
     visibility: Option<String>,
+    /// At most 50, each 1 to 100 characters and not only blanks.
+    #[schema(max_items = 50, value_type = Option<Vec<crate::openapi::names::Keyword>>)]
     keywords: Option<Vec<String>>,
     /// Publication status: `ready` (published) or `unpublished` (seen only
     /// by its owner and admins).
+    #[schema(value_type = Option<crate::openapi::names::PublicationStatus>)]
     status: Option<String>,
 }
 
-const PUBLICATION_STATUSES: [&str; 2] = ["ready", "unpublished"];
+pub(crate) const PUBLICATION_STATUSES: [&str; 2] = ["ready", "unpublished"];
 
 /// Edits title, summary, keywords, visibility or publication status. A
 /// change of visibility or status rolls the publication version, which

@@ -23,7 +23,8 @@ use crate::{
 };
 
 #[allow(dead_code)]
-#[derive(utoipa::ToSchema)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct UploadForm {
     /// .gpkg, .geojson/.json, .csv, .tif/.tiff (GeoTIFF; a COG is one), or
     /// .zip (a shapefile set or any of those)
@@ -329,7 +330,8 @@ async fn receive_upload(
 }
 
 #[allow(dead_code)]
-#[derive(utoipa::ToSchema)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ReuploadForm {
     /// The new data: .gpkg, .geojson/.json, .csv or .zip for a vector
     /// dataset; .tif/.tiff (or a .zip holding one) for a raster.
@@ -445,9 +447,14 @@ pub(super) async fn reupload(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ImportUrl {
+    /// A URL whose host resolves to a public address.
+    #[schema(min_length = 1, max_length = 2048)]
     url: String,
+    #[schema(min_length = 1, max_length = 500)]
     title: Option<String>,
+    #[schema(max_length = 5000)]
     summary: Option<String>,
+    #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
     visibility: Option<String>,
     layer: Option<String>,
     srid: Option<i32>,

@@ -21,7 +21,9 @@ const LABEL_MAX: usize = 255;
 #[serde(deny_unknown_fields)]
 pub struct EmbedTokenCreate {
     /// What the token is for (the page that embeds the map, say).
+    #[schema(max_length = 255)]
     label: Option<String>,
+    /// When the token stops working; must be in the future.
     expires_at: Option<DateTime<Utc>>,
 }
 

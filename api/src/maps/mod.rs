@@ -45,7 +45,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// Creates a map.
-#[utoipa::path(post, path = "/api/maps", tag = "maps", request_body = MapInput,
+#[utoipa::path(post, path = "/api/maps", tag = "maps", request_body = model::NewMap,
     responses((status = 201, body = MapResponse), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn create_map(
     State(state): State<AppState>,

@@ -59,12 +59,19 @@ fn default_one() -> f64 {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SublayerOverride {
+    #[schema(pattern = r"^#[0-9A-Fa-f]{6}$")]
     pub stroke_color: Option<String>,
+    #[schema(minimum = 0, maximum = 20)]
     pub stroke_width: Option<f64>,
+    #[schema(pattern = r"^#[0-9A-Fa-f]{6}$")]
     pub casing_color: Option<String>,
+    #[schema(minimum = 0, maximum = 20)]
     pub casing_width: Option<f64>,
+    #[schema(minimum = 0, maximum = 24)]
     pub min_zoom: Option<f64>,
+    #[schema(minimum = 0, maximum = 24)]
     pub max_zoom: Option<f64>,
+    #[schema(minimum = 0, maximum = 1)]
     pub opacity: Option<f64>,
 }
 
@@ -83,11 +90,11 @@ pub struct BasemapConfig {
     #[serde(default)]
     pub relief_contrast: Option<Relief>,
     #[serde(default = "default_one")]
+    #[schema(minimum = 0, maximum = 1)]
     pub opacity: f64,
     #[serde(default)]
     pub background_color: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub sublayer_overrides: Option<BTreeMap<String, SublayerOverride>>,
     /// Null or absent is the default, and the default is what is answered.
     #[serde(default, deserialize_with = "null_as_default")]
@@ -119,6 +126,7 @@ pub struct TerrainConfig {
     #[serde(default)]
     pub source_dataset_id: Option<Uuid>,
     #[serde(default = "default_one")]
+    #[schema(minimum = 0, maximum = 3)]
     pub exaggeration: f64,
 }
 
@@ -135,8 +143,10 @@ pub enum LayerType {
 pub struct PopupConfig {
     pub enabled: bool,
     #[serde(default)]
+    #[schema(max_length = 500)]
     pub expression: Option<String>,
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub visible_fields: Option<Vec<String>>,
 }
 
@@ -144,12 +154,15 @@ pub struct PopupConfig {
 pub struct MapLayerInput {
     #[serde(default)]
     pub id: Option<Uuid>,
+    /// A dataset the caller may read.
     pub dataset_id: Uuid,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 32767)]
     pub sort_order: i64,
     #[serde(default = "default_true")]
     pub visible: bool,
     #[serde(default = "default_one")]
+    #[schema(minimum = 0, maximum = 1)]
     pub opacity: f64,
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -158,6 +171,7 @@ pub struct MapLayerInput {
     #[schema(value_type = Option<Object>)]
     pub layout: Option<Map<String, Value>>,
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub display_name: Option<String>,
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
@@ -180,22 +194,89 @@ pub struct MapLayerInput {
 /// every field is optional and an absent field keeps its value.
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct MapInput {
+    /// Not only blanks.
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub name: Option<String>,
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
+    #[schema(max_length = 50000)]
     pub notes: Option<String>,
+    #[schema(minimum = -180, maximum = 180)]
     pub center_lng: Option<f64>,
+    #[schema(minimum = -90, maximum = 90)]
     pub center_lat: Option<f64>,
+    #[schema(minimum = 0, maximum = 24)]
     pub zoom: Option<f64>,
+    #[schema(minimum = -180, maximum = 180)]
     pub bearing: Option<f64>,
+    #[schema(minimum = 0, maximum = 85)]
     pub pitch: Option<f64>,
+    #[schema(max_length = 2000)]
     pub basemap_style: Option<String>,
     pub show_basemap_labels: Option<bool>,
     pub basemap_config: Option<BasemapConfig>,
     pub terrain_config: Option<TerrainConfig>,
+    #[schema(value_type = Option<MapVisibility>)]
     pub visibility: Option<String>,
+    #[schema(max_items = 200)]
     pub layers: Option<Vec<MapLayerInput>>,
+    #[schema(max_items = 50)]
     pub plugins: Option<Vec<String>>,
+    #[schema(max_length = 120)]
     pub legend_title: Option<String>,
+}
+
+/// A new map: a [`MapInput`] with its name (the document's form of the
+/// create route's body).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct NewMap {
+    /// Not only blanks.
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    pub name: String,
+    #[schema(max_length = 2000)]
+    pub description: Option<String>,
+    #[schema(max_length = 50000)]
+    pub notes: Option<String>,
+    #[schema(minimum = -180, maximum = 180)]
+    pub center_lng: Option<f64>,
+    #[schema(minimum = -90, maximum = 90)]
+    pub center_lat: Option<f64>,
+    #[schema(minimum = 0, maximum = 24)]
+    pub zoom: Option<f64>,
+    #[schema(minimum = -180, maximum = 180)]
+    pub bearing: Option<f64>,
+    #[schema(minimum = 0, maximum = 85)]
+    pub pitch: Option<f64>,
+    #[schema(max_length = 2000)]
+    pub basemap_style: Option<String>,
+    pub show_basemap_labels: Option<bool>,
+    pub basemap_config: Option<BasemapConfig>,
+    pub terrain_config: Option<TerrainConfig>,
+    #[schema(value_type = Option<MapVisibility>)]
+    pub visibility: Option<String>,
+    #[schema(max_items = 200)]
+    pub layers: Option<Vec<MapLayerInput>>,
+    #[schema(max_items = 50)]
+    pub plugins: Option<Vec<String>>,
+    #[schema(max_length = 120)]
+    pub legend_title: Option<String>,
+}
+
+/// Who may see a map.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum MapVisibility {
+    Private,
+    Internal,
+    Public,
 }
 
 fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {

@@ -398,15 +398,18 @@ async fn previous_cursor(
 /// Features of a collection.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/items", tag = "ogc",
     params(("collectionId" = String, Path), FormatQuery,
-        ("limit" = Option<i64>, Query, description = "default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE"),
-        ("offset" = Option<i64>, Query, description = "legacy offset paging"),
+        ("limit" = Option<i64>, Query, minimum = 1, description = "default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE"),
+        ("offset" = Option<i64>, Query, minimum = 0, description = "legacy offset paging"),
         ("after_gid" = Option<i64>, Query, description = "keyset cursor: features with a larger key"),
-        ("bbox" = Option<String>, Query, description = "minx,miny,maxx,maxy in CRS84"),
-        ("datetime" = Option<String>, Query, description = "accepted, not applied"),
+        ("bbox" = Option<Vec<f64>>, Query, description = "minx,miny,maxx,maxy in CRS84"),
+        ("datetime" = Option<String>, Query,
+            description = "accepted, not applied: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty; the start not after the end"),
         ("include_geometry" = Option<bool>, Query),
-        ("filter" = Option<String>, Query, description = "CQL2 expression"),
-        ("filter-lang" = Option<String>, Query, description = "cql2-text (default) or cql2-json"),
-        ("filter-crs" = Option<String>, Query, description = "only CRS84")),
+        ("filter" = Option<String>, Query, description = "CQL2 expression over the collection's queryables"),
+        ("filter-lang" = Option<crate::openapi::names::FilterLang>, Query, description = "cql2-text (default) or cql2-json"),
+        ("filter-crs" = Option<crate::openapi::names::Crs84>, Query, description = "only CRS84"),
+        ("bbox-crs" = Option<crate::openapi::names::Crs84>, Query, description = "only CRS84"),
+        ("crs" = Option<crate::openapi::names::Crs84>, Query, description = "only CRS84")),
     responses((status = 200, description = "GeoJSON FeatureCollection, or its page. `numberMatched` is exact; \
                   with filters it is left out when counting the matches takes longer than 2 s",
                   content(("application/geo+json"), (String = "text/html"))),
@@ -421,9 +424,10 @@ pub async fn items(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let columns = published_columns(&dataset);
     let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
+    // Only a well-formed request restores an archived dataset.
+    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let filtered = !request.conditions.is_empty();
     let where_sql = if filtered {
         request.conditions.join(" AND ")

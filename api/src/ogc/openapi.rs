@@ -9,7 +9,7 @@ use axum::{Json, extract::State};
 use catalog_shared::AppError;
 use serde_json::{Value, json};
 
-use super::{items::published_columns, json_schema_of};
+use super::items::published_columns;
 use crate::{
     access::{Caller, policy::visible_to_caller},
     datasets::record::{DATASET_COLUMNS, Dataset},
@@ -43,23 +43,42 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
     }
     let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
     for dataset in &datasets {
+        let crs84 = json!({"type": "string", "enum": [super::items::CRS84]});
         let mut parameters = vec![
             parameter(
                 "limit",
-                json!({"type": "integer", "minimum": 1, "default": 10}),
-                "features per page",
+                json!({"type": "integer", "format": "int64", "minimum": 1, "default": 10}),
+                "features per page; more than the ceiling is clamped to it",
             ),
             parameter(
-                "bbox",
-                json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 6}),
-                "minx,miny,maxx,maxy in CRS84",
+                "offset",
+                json!({"type": "integer", "format": "int64", "minimum": 0, "default": 0}),
+                "legacy offset paging",
             ),
-            parameter("after_gid", json!({"type": "integer"}), "keyset cursor"),
+            parameter("bbox", crate::bbox::schema(), "minx,miny,maxx,maxy in CRS84"),
+            parameter(
+                "after_gid",
+                json!({"type": "integer", "format": "int64"}),
+                "keyset cursor",
+            ),
+            parameter(
+                "include_geometry",
+                json!({"type": "boolean", "default": true}),
+                "false: features without geometry",
+            ),
             parameter("filter", json!({"type": "string"}), "CQL2 expression"),
             parameter(
                 "filter-lang",
                 json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
                 "filter encoding",
+            ),
+            parameter("filter-crs", crs84.clone(), "only CRS84"),
+            parameter("bbox-crs", crs84.clone(), "only CRS84"),
+            parameter("crs", crs84, "only CRS84"),
+            parameter(
+                "datetime",
+                json!({"type": "string"}),
+                "accepted, not applied: an RFC 3339 instant or date, or an interval start/end",
             ),
             parameter(
                 "f",
@@ -67,29 +86,59 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 "json or html; without it the Accept header decides",
             ),
         ];
-        for column in published_columns(dataset) {
-            parameters.push(parameter(
-                &column.name,
-                json_schema_of(&column.pg_type),
-                &format!("features whose {} equals the value", column.original_name),
-            ));
+        let key = (&dataset.key_column, "bigint", dataset.key_column.as_str());
+        let columns = published_columns(dataset);
+        let queryables = columns
+            .iter()
+            .map(|c| (&c.name, c.pg_type.as_str(), c.original_name.as_str()));
+        for (name, pg_type, original) in std::iter::once(key).chain(queryables) {
+            let taken = parameters.iter().any(|p| p["name"] == name.as_str());
+            if let (false, Some(schema)) = (taken, filter_schema(pg_type)) {
+                parameters.push(parameter(
+                    name,
+                    schema,
+                    &format!("features whose {original} equals the value"),
+                ));
+            }
         }
-        paths.insert(
-            format!("/collections/{}/items", dataset.id),
-            json!({"get": {
+        for parameter in &mut parameters {
+            crate::openapi::describe_query_list(parameter);
+        }
+        let mut item = json!({"paths": {"/": {"get": {
                 "tags": ["ogc"],
                 "summary": format!("Features of {}", dataset.title),
                 "operationId": format!("items_{}", dataset.id.simple()),
                 "parameters": parameters,
                 "responses": {
                     "200": {"description": "GeoJSON FeatureCollection, or its page", "content": {"application/geo+json": {}, "text/html": {"schema": {"type": "string"}}}},
+                    "202": {"description": "the collection is being restored from the archive; poll the job, then ask again", "content": {"application/json": {}}},
                     "400": {"description": "an invalid query parameter", "content": problem},
+                    "404": {"description": "no such collection (any more), or none the caller may see", "content": problem},
                 }
-            }}),
-        );
+        }}}});
+        // The answers every operation can give (429, 500, 503...), as the
+        // base document's operations have them.
+        crate::openapi::add_common_responses(&mut item);
+        paths.insert(format!("/collections/{}/items", dataset.id), item["paths"]["/"].take());
     }
     doc["paths"] = Value::Object(paths);
     Ok(Json(doc))
+}
+
+/// What a property filter on a column of this type takes (its value is
+/// cast from text to the column's type); `None` for the types no schema
+/// here describes, which are left out of the document.
+fn filter_schema(pg_type: &str) -> Option<Value> {
+    Some(match pg_type {
+        "smallint" => json!({"type": "integer", "minimum": i16::MIN, "maximum": i16::MAX}),
+        "integer" => json!({"type": "integer", "format": "int32"}),
+        "bigint" => json!({"type": "integer", "format": "int64"}),
+        "double precision" | "numeric" => json!({"type": "number"}),
+        "boolean" => json!({"type": "boolean"}),
+        "date" => json!({"type": "string", "format": "date"}),
+        "text" | "character varying" => json!({"type": "string"}),
+        _ => return None,
+    })
 }
 
 pub async fn handler(

@@ -142,10 +142,16 @@ fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
 #[derive(Deserialize, utoipa::IntoParams)]
 struct RecordQuery {
     q: Option<String>,
+    /// minx,miny,maxx,maxy in CRS84
+    #[param(value_type = Option<Vec<f64>>)]
     bbox: Option<String>,
+    /// An RFC 3339 instant or date, or an interval start/end whose open
+    /// ends are `..` or empty; the start not after the end.
     datetime: Option<String>,
     #[serde(rename = "type")]
     record_type: Option<String>,
+    /// Record ids, comma-separated.
+    #[param(value_type = Option<Vec<Uuid>>, min_items = 1)]
     ids: Option<String>,
     #[serde(default)]
     #[param(value_type = Option<i64>, minimum = 1, maximum = 1000, default = 10)]
@@ -154,6 +160,7 @@ struct RecordQuery {
     #[param(value_type = Option<i64>, minimum = 0, default = 0)]
     offset: Offset,
     /// comma-separated: title, created, updated, type, each with an optional + or - prefix
+    #[param(value_type = Option<Vec<crate::openapi::names::SortKey>>, min_items = 1)]
     sortby: Option<String>,
 }
 
@@ -377,12 +384,46 @@ async fn catalog_item(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RecordInput {
+    /// 1 to 500 characters, not only blanks; required on create.
+    #[schema(
+        max_length = 500,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     title: Option<String>,
+    #[schema(max_length = 10000)]
     description: Option<String>,
     keywords: Option<Vec<String>>,
+    /// Any type but `dataset` (dataset records come from datasets).
     #[serde(rename = "type")]
+    #[schema(pattern = r"^(?!dataset$)")]
     record_type: Option<String>,
-    /// [west, south, east, north]
+    /// [west, south, east, north]; south not above north.
+    #[schema(min_items = 4, max_items = 4)]
+    extent_bbox: Option<Vec<f64>>,
+    #[schema(value_type = Option<Object>)]
+    properties: Option<serde_json::Map<String, Value>>,
+}
+
+/// A new metadata record: a [`RecordInput`] with its title.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct NewRecord {
+    /// 1 to 500 characters, not only blanks.
+    #[schema(
+        max_length = 500,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    title: String,
+    #[schema(max_length = 10000)]
+    description: Option<String>,
+    keywords: Option<Vec<String>>,
+    /// Any type but `dataset` (dataset records come from datasets).
+    #[serde(rename = "type")]
+    #[schema(pattern = r"^(?!dataset$)")]
+    record_type: Option<String>,
+    /// [west, south, east, north]; south not above north.
+    #[schema(min_items = 4, max_items = 4)]
     extent_bbox: Option<Vec<f64>>,
     #[schema(value_type = Option<Object>)]
     properties: Option<serde_json::Map<String, Value>>,
@@ -411,7 +452,7 @@ impl RecordInput {
 }
 
 /// Writes a metadata record (editor or admin).
-#[utoipa::path(post, path = "/api/records", tag = "records", request_body = RecordInput, responses((status = 201, description = "the record")))]
+#[utoipa::path(post, path = "/api/records", tag = "records", request_body = NewRecord, responses((status = 201, description = "the record")))]
 async fn create_record(
     State(state): State<AppState>,
     caller: Caller,
@@ -526,6 +567,11 @@ async fn contacts_writable(state: &AppState, caller: &Caller, record_id: Uuid) -
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ContactInput {
+    /// 1 to 255 characters, not only blanks.
+    #[schema(
+        max_length = 255,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     name: String,
     organization: Option<String>,
     email: Option<String>,

@@ -47,7 +47,12 @@ const MAX_SQL_CHARS: usize = 20_000;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct QueryRequest {
-    /// One read-only statement, e.g. `SELECT name FROM data.parks_1a2b3c4d`.
+    /// One read-only statement, e.g. `SELECT name FROM data.parks_1a2b3c4d`:
+    /// 1 to 20000 characters, not only blanks.
+    #[schema(
+        max_length = 20000,
+        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     sql: String,
 }
 

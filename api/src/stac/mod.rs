@@ -55,7 +55,9 @@ async fn landing(State(state): State<AppState>) -> Json<Value> {
 /// Item search parameters, from the query string or a POST body.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct SearchRequest {
-    #[schema(value_type = Option<Vec<f64>>)]
+    /// minx,miny,maxx,maxy in CRS84 (or six numbers with heights); not
+    /// with intersects.
+    #[schema(value_type = Option<Vec<f64>>, min_items = 4, max_items = 6)]
     #[serde(skip_serializing_if = "Option::is_none")]
     bbox: Option<Value>,
     #[schema(value_type = Option<Object>)]
@@ -66,9 +68,11 @@ pub struct SearchRequest {
     #[schema(value_type = Option<Vec<String>>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     collections: Option<Value>,
-    #[schema(value_type = Option<Vec<String>>)]
+    #[schema(value_type = Option<Vec<Uuid>>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<Value>,
+    /// Items per page, default 10.
+    #[schema(minimum = 1, maximum = 1000)]
     #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<i64>,
     /// paging cursor from a `next` link
@@ -294,7 +298,17 @@ impl StacSearch {
     }
 }
 
-#[utoipa::path(get, path = "/api/stac/search", tag = "stac", responses((status = 200, description = "STAC ItemCollection")))]
+/// STAC item search in the query string; lists are comma-separated.
+#[utoipa::path(get, path = "/api/stac/search", tag = "stac",
+    params(
+        ("bbox" = Option<Vec<f64>>, Query, description = "minx,miny,maxx,maxy in CRS84; not with intersects"),
+        ("intersects" = Option<String>, Query, description = "a GeoJSON geometry, as JSON text; not with bbox"),
+        ("datetime" = Option<String>, Query, description = "an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty"),
+        ("collections" = Option<Vec<String>>, Query, description = "collection ids"),
+        ("ids" = Option<Vec<Uuid>>, Query, description = "item ids"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "items per page, default 10"),
+        ("token" = Option<String>, Query, description = "paging cursor from a `next` link")),
+    responses((status = 200, description = "STAC ItemCollection")))]
 async fn search_get(
     State(state): State<AppState>,
     caller: Caller,
