@@ -648,8 +648,9 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Deletes a dataset. An ingested dataset's table is dropped with it; a
-         *     registered table is left in place.
+         * Deletes a dataset with everything it keeps: an ingested dataset's
+         *     table, a raster's file, a cold dataset's archive. A registered table is
+         *     left in place.
          */
         delete: operations["delete_dataset"];
         options?: never;
@@ -1520,6 +1521,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** STAC item search in the query string; lists are comma-separated. */
         get: operations["search_get"];
         put?: never;
         /** STAC item search (read-only keys may use it). */
@@ -1655,11 +1657,21 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * @description Where an account stands.
+         * @enum {string}
+         */
+        AccountStatus: "active" | "pending" | "suspended" | "deactivated";
+        /**
          * @description Sign-in settings: whether passwords sign in, and which email domains a
          *     single sign-on identity must come from (empty: any).
          */
         AuthSettings: {
-            allowed_email_domains: string[];
+            /**
+             * @description At most 100 domain names (letters, digits, '.' and '-', with a
+             *     dot), a leading '@' dropped.
+             */
+            allowed_email_domains: components["schemas"]["EmailDomain"][];
+            /** @description Turning it off needs an enabled provider. */
             password_login_enabled: boolean;
         };
         BasemapConfig: {
@@ -1674,9 +1686,12 @@ export interface components {
             projection?: null | components["schemas"]["Projection"];
             relief_contrast?: null | components["schemas"]["Relief"];
             road_visibility?: components["schemas"]["Prominence"];
-            sublayer_overrides?: Record<string, never> | null;
+            sublayer_overrides?: {
+                [key: string]: components["schemas"]["SublayerOverride"];
+            } | null;
         };
         BulkDeleteItem: {
+            /** @description The dataset's exact title. */
             confirm_title: string;
             /** Format: uuid */
             dataset_id: string;
@@ -1712,7 +1727,7 @@ export interface components {
             columns: components["schemas"]["ColumnDefinition"][];
         };
         ColumnRequest: {
-            column: components["schemas"]["ColumnDefinition"];
+            column: components["schemas"]["NewColumn"];
         };
         ConnectorIngest: {
             /**
@@ -1741,6 +1756,7 @@ export interface components {
         };
         ContactInput: {
             email?: string | null;
+            /** @description 1 to 255 characters, not only blanks. */
             name: string;
             organization?: string | null;
             role?: string | null;
@@ -1858,16 +1874,19 @@ export interface components {
             total: number;
         };
         DatasetUpdate: {
-            keywords?: string[] | null;
-            /**
-             * @description Publication status: `ready` (published) or `unpublished` (seen only
-             *     by its owner and admins).
-             */
-            status?: string | null;
+            /** @description At most 50, each 1 to 100 characters and not only blanks. */
+            keywords?: components["schemas"]["Keyword"][] | null;
+            status?: null | components["schemas"]["PublicationStatus"];
             summary?: string | null;
+            /** @description 1 to 500 characters once trimmed. */
             title?: string | null;
-            visibility?: string | null;
+            visibility?: null | components["schemas"]["DatasetVisibility"];
         };
+        /**
+         * @description Who may see a dataset.
+         * @enum {string}
+         */
+        DatasetVisibility: "private" | "restricted" | "internal" | "public";
         Discovered: {
             tables: components["schemas"]["DiscoveredTable"][];
         };
@@ -1888,6 +1907,12 @@ export interface components {
             /** @description Always `download`. */
             token_type: string;
         };
+        /**
+         * Format: email
+         * @description An email address.
+         */
+        EmailAddress: string;
+        EmailDomain: string;
         EmbedToken: {
             /** Format: date-time */
             created_at: string;
@@ -1902,11 +1927,19 @@ export interface components {
             revoked_at?: string | null;
         };
         EmbedTokenCreate: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the token stops working; must be in the future.
+             */
             expires_at?: string | null;
             /** @description What the token is for (the page that embeds the map, say). */
             label?: string | null;
         };
+        /**
+         * @description `Feature`, the one type a feature has.
+         * @enum {string}
+         */
+        FeatureType: "Feature";
         Grant: {
             /** Format: date-time */
             created_at: string;
@@ -1917,14 +1950,15 @@ export interface components {
             username: string;
         };
         GrantByName: {
-            /** @description `read` or `write` */
-            permission: string;
-            /** @description The person's exact username (letter case aside). */
+            permission: components["schemas"]["Permission"];
+            /**
+             * @description The person's exact username (letter case aside; surrounding blanks
+             *     are trimmed).
+             */
             username: string;
         };
         GrantRequest: {
-            /** @description `read` or `write` */
-            permission: string;
+            permission: components["schemas"]["Permission"];
         };
         Health: {
             /** @description Always `ok`: the process answers. */
@@ -1938,8 +1972,9 @@ export interface components {
             srid?: number | null;
             summary?: string | null;
             title?: string | null;
+            /** @description A URL whose host resolves to a public address. */
             url: string;
-            visibility?: string | null;
+            visibility?: null | components["schemas"]["DatasetVisibility"];
         };
         /** @description The answer to work that was queued. */
         JobAccepted: {
@@ -2010,18 +2045,18 @@ export interface components {
             revoked_at?: string | null;
             scope: string;
         };
+        /** @description A key for the caller; no body at all is `{}`. */
         KeyRequest: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the key stops working; must be in the future.
+             */
             expires_at?: string | null;
             name?: string | null;
             /** @description `full` (default) or `read_only`. */
-            scope?: string | null;
-            /**
-             * Format: uuid
-             * @description Only on the admin route: whose key it is.
-             */
-            user_id?: string | null;
+            scope?: null | ("full" | "read_only");
         };
+        Keyword: string;
         /** @enum {string} */
         LayerType: "vector_service" | "raster_service" | "geojson";
         LoginForm: {
@@ -2044,6 +2079,7 @@ export interface components {
             description?: string | null;
             layers?: components["schemas"]["MapLayerInput"][] | null;
             legend_title?: string | null;
+            /** @description Not only blanks. */
             name?: string | null;
             notes?: string | null;
             /** Format: double */
@@ -2051,12 +2087,15 @@ export interface components {
             plugins?: string[] | null;
             show_basemap_labels?: boolean | null;
             terrain_config?: null | components["schemas"]["TerrainConfig"];
-            visibility?: string | null;
+            visibility?: null | components["schemas"]["MapVisibility"];
             /** Format: double */
             zoom?: number | null;
         };
         MapLayerInput: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description A dataset the caller may read.
+             */
             dataset_id: string;
             display_name?: string | null;
             filter?: Record<string, never>[] | null;
@@ -2181,12 +2220,30 @@ export interface components {
             /** Format: double */
             zoom?: number | null;
         };
+        /**
+         * @description Who may see a map.
+         * @enum {string}
+         */
+        MapVisibility: "private" | "internal" | "public";
         MetadataAssistDraft: {
             draft: string;
         };
         MetadataAssistRequest: {
-            /** @description UUID of the dataset. */
+            /**
+             * Format: uuid
+             * @description UUID of the dataset.
+             */
             dataset_id: string;
+        };
+        /** @description A column to add, as `add_column` takes it. */
+        NewColumn: {
+            /**
+             * @description 1 to 63 characters of a-z, 0-9 and _, not starting with a digit
+             *     (blanks around it are dropped).
+             */
+            name: string;
+            /** @description The column's type, in any letter case. */
+            type: "text" | "string" | "varchar" | "integer" | "int" | "int4" | "bigint" | "int8" | "double precision" | "double" | "float" | "float8" | "real" | "number" | "numeric" | "boolean" | "bool" | "date" | "timestamp" | "timestamptz" | "datetime";
         };
         NewEmbedToken: components["schemas"]["EmbedToken"] & {
             /** @description The secret, shown this once; send it as `X-Embed-Token`. */
@@ -2195,22 +2252,103 @@ export interface components {
         NewFeature: {
             geometry: Record<string, never>;
             properties?: Record<string, never>;
+            type?: null | components["schemas"]["FeatureType"];
+        };
+        /**
+         * @description A new map: a [`MapInput`] with its name (the document's form of the
+         *     create route's body).
+         */
+        NewMap: {
+            basemap_config?: null | components["schemas"]["BasemapConfig"];
+            basemap_style?: string | null;
+            /** Format: double */
+            bearing?: number | null;
+            /** Format: double */
+            center_lat?: number | null;
+            /** Format: double */
+            center_lng?: number | null;
+            description?: string | null;
+            layers?: components["schemas"]["MapLayerInput"][] | null;
+            legend_title?: string | null;
+            /** @description Not only blanks. */
+            name: string;
+            notes?: string | null;
+            /** Format: double */
+            pitch?: number | null;
+            plugins?: string[] | null;
+            show_basemap_labels?: boolean | null;
+            terrain_config?: null | components["schemas"]["TerrainConfig"];
+            visibility?: null | components["schemas"]["MapVisibility"];
+            /** Format: double */
+            zoom?: number | null;
+        };
+        /**
+         * @description A new provider: a [`ProviderInput`] with what every provider needs. An
+         *     OpenID Connect provider (any type but idp_b) also needs a discovery URL,
+         *     or its three endpoints, when its type has no default.
+         */
+        NewProvider: {
+            /** @description An http(s) URL, or "" for none. */
+            authorize_url?: string | null;
+            client_id: string;
+            /** @description Write-only. */
+            client_secret: string;
+            default_role?: null | components["schemas"]["Role"];
+            /** @description An http(s) URL, or "" for none. */
+            discovery_url?: string | null;
+            display_name: string;
+            enabled?: boolean | null;
+            provider_type: components["schemas"]["ProviderType"];
+            /** @description Space-separated. */
+            scopes?: string | null;
+            /**
+             * @description 1 to 63 lower-case letters, digits, '-' or '_', starting with a
+             *     letter or digit: part of the provider's URLs.
+             */
+            slug: string;
+            /** @description An http(s) URL, or "" for none. */
+            token_url?: string | null;
+            /** @description An http(s) URL, or "" for none. */
+            userinfo_url?: string | null;
+        };
+        /** @description A new metadata record: a [`RecordInput`] with its title. */
+        NewRecord: {
+            description?: string | null;
+            /** @description [west, south, east, north]; south not above north. */
+            extent_bbox?: number[] | null;
+            keywords?: string[] | null;
+            properties?: Record<string, never> | null;
+            /** @description 1 to 500 characters, not only blanks. */
+            title: string;
+            /** @description Any type but `dataset` (dataset records come from datasets). */
             type?: string | null;
         };
         NewSavedSearch: {
+            /** @description 1 to 255 characters, not only blanks. */
             name: string;
             query: components["schemas"]["SearchQuery"];
         };
         NewUser: {
             email?: string | null;
+            /**
+             * @description At least 12 characters and 3 of: lower-case letters, upper-case
+             *     letters, digits, symbols; at most 72 bytes in UTF-8.
+             */
             password: string;
-            /** @description viewer, editor or admin */
-            role: string;
+            role: components["schemas"]["Role"];
+            /**
+             * @description Letters, digits and `_ . @ + -`, at most 150 (blanks around them
+             *     are dropped).
+             */
             username: string;
         };
+        /**
+         * @description What a notification is sent for.
+         * @enum {string}
+         */
+        NotificationEvent: "job_failed" | "job_succeeded";
         NotificationInput: {
-            /** @description Of job_failed and job_succeeded. */
-            events: string[];
+            events: components["schemas"]["NotificationEvent"][];
             smtp?: null | components["schemas"]["SmtpInput"];
             webhook?: null | components["schemas"]["WebhookInput"];
         };
@@ -2222,8 +2360,17 @@ export interface components {
         };
         PasswordChange: {
             current_password: string;
+            /**
+             * @description At least 12 characters and 3 of: lower-case letters, upper-case
+             *     letters, digits, symbols; at most 72 bytes in UTF-8.
+             */
             new_password: string;
         };
+        /**
+         * @description What a grant allows on a restricted dataset.
+         * @enum {string}
+         */
+        Permission: "read" | "write";
         PopupConfig: {
             enabled: boolean;
             expression?: string | null;
@@ -2231,6 +2378,8 @@ export interface components {
         };
         /** @enum {string} */
         Position: "bottom" | "top";
+        /** @enum {boolean} */
+        PreviewOnly: true;
         /**
          * @description An RFC 9457 problem document: the body of every error the service gives,
          *     and the `error` member of a failed job.
@@ -2253,19 +2402,27 @@ export interface components {
         /** @enum {string} */
         Prominence: "full" | "subtle" | "hidden";
         ProviderInput: {
+            /** @description An http(s) URL, or "" for none. */
             authorize_url?: string | null;
             client_id?: string | null;
             /** @description Write-only; on update only to rotate it. */
             client_secret?: string | null;
-            default_role?: string | null;
+            default_role?: null | components["schemas"]["Role"];
+            /** @description An http(s) URL, or "" for none. */
             discovery_url?: string | null;
             display_name?: string | null;
             enabled?: boolean | null;
-            /** @description idp_a, idp_b, idp_c or oidc */
-            provider_type?: string | null;
+            provider_type?: null | components["schemas"]["ProviderType"];
+            /** @description Space-separated. */
             scopes?: string | null;
+            /**
+             * @description 1 to 63 lower-case letters, digits, '-' or '_', starting with a
+             *     letter or digit: part of the provider's URLs.
+             */
             slug?: string | null;
+            /** @description An http(s) URL, or "" for none. */
             token_url?: string | null;
+            /** @description An http(s) URL, or "" for none. */
             userinfo_url?: string | null;
         };
         /** @description A provider as the API shows it: never the client secret. */
@@ -2290,8 +2447,22 @@ export interface components {
             updated_at: string;
             userinfo_url?: string | null;
         };
+        /**
+         * @description The kind of a single sign-on provider.
+         * @enum {string}
+         */
+        ProviderType: "idp_a" | "idp_b" | "idp_c" | "oidc";
+        /**
+         * @description Whether a dataset is published: `ready`, or `unpublished` (seen only
+         *     by its owner and admins).
+         * @enum {string}
+         */
+        PublicationStatus: "ready" | "unpublished";
         QueryRequest: {
-            /** @description One read-only statement, e.g. `SELECT name FROM data.parks_1a2b3c4d`. */
+            /**
+             * @description One read-only statement, e.g. `SELECT name FROM data.parks_1a2b3c4d`:
+             *     1 to 20000 characters, not only blanks.
+             */
             sql: string;
         };
         QueryResult: {
@@ -2329,11 +2500,13 @@ export interface components {
         };
         RecordInput: {
             description?: string | null;
-            /** @description [west, south, east, north] */
+            /** @description [west, south, east, north]; south not above north. */
             extent_bbox?: number[] | null;
             keywords?: string[] | null;
             properties?: Record<string, never> | null;
+            /** @description 1 to 500 characters, not only blanks; required on create. */
             title?: string | null;
+            /** @description Any type but `dataset` (dataset records come from datasets). */
             type?: string | null;
         };
         RefreshRequest: {
@@ -2363,11 +2536,33 @@ export interface components {
         };
         Registration: {
             email: string;
+            /**
+             * @description At least 12 characters and 3 of: lower-case letters, upper-case
+             *     letters, digits, symbols; at most 72 bytes in UTF-8.
+             */
             password: string;
+            /**
+             * @description Letters, digits and `_ . @ + -`, at most 150 (blanks around them
+             *     are dropped).
+             */
             username: string;
         };
         /** @enum {string} */
         Relief: "soft" | "standard" | "strong";
+        /** @description The credential the service takes; leave it out for a public service. */
+        RemoteServiceAuth: {
+            /** @description Required with `method: header`: an HTTP header name. */
+            header_name?: string | null;
+            header_value?: string | null;
+            /**
+             * @description How the service wants its credential.
+             * @enum {string}
+             */
+            method: "bearer" | "basic" | "header";
+            password?: string | null;
+            token?: string | null;
+            username?: string | null;
+        };
         ReuploadForm: {
             /** @description GeoTIFF: as on upload. */
             compression?: string | null;
@@ -2404,6 +2599,8 @@ export interface components {
             /** @description GeoTIFF: as on upload. */
             strict_cog?: boolean | null;
         };
+        /** @enum {string} */
+        Role: "viewer" | "editor" | "admin";
         SavedSearch: {
             /** Format: date-time */
             created_at: string;
@@ -2445,12 +2642,19 @@ export interface components {
         };
         /** @description Item search parameters, from the query string or a POST body. */
         SearchRequest: {
+            /**
+             * @description minx,miny,maxx,maxy in CRS84 (or six numbers with heights); not
+             *     with intersects.
+             */
             bbox?: number[] | null;
             collections?: string[] | null;
             datetime?: string | null;
             ids?: string[] | null;
             intersects?: Record<string, never> | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Items per page, default 10.
+             */
             limit?: number | null;
             /** @description paging cursor from a `next` link */
             token?: string | null;
@@ -2464,21 +2668,9 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
-        ServiceAuth: {
-            header_name?: string | null;
-            header_value?: string | null;
-            /** @description bearer, basic or header */
-            method: string;
-            password?: string | null;
-            token?: string | null;
-            username?: string | null;
-        };
-        /**
-         * @description A remote service as requested: the specification's remote service
-         *     reupload request, plus `visibility` (imports) and `preview` (reuploads).
-         */
-        ServiceRequest: {
-            auth?: null | components["schemas"]["ServiceAuth"];
+        /** @description A layer of a remote service to import as a new dataset. */
+        ServiceImport: {
+            auth?: null | components["schemas"]["RemoteServiceAuth"];
             /**
              * Format: int64
              * @description ArcGIS layer number (default: layer_name).
@@ -2486,17 +2678,66 @@ export interface components {
             layer_id?: number | null;
             /** @description The collection id, ArcGIS layer name or WFS type name. */
             layer_name: string;
-            /** @description An imported dataset's title (default: the layer name). */
+            /** @description The dataset's title (default: the layer name). */
             layer_title?: string | null;
             object_id_field?: string | null;
-            /** @description Reuploads only: compare (the job's `result`), change nothing. */
-            preview?: boolean | null;
-            /** @description ogcapi_features, arcgis_featureserver or wfs */
-            service_type: string;
+            /**
+             * @description The service's kind (other spellings: `oapif`, `ogc_api_features`,
+             *     `arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).
+             * @enum {string}
+             */
+            service_type: "ogcapi_features" | "arcgis_featureserver" | "wfs";
             token?: string | null;
+            /** @description An http(s) URL; its host must resolve to a public address. */
             url: string;
-            /** @description Imports only: the new dataset's visibility (default private). */
-            visibility?: string | null;
+            visibility?: null | components["schemas"]["DatasetVisibility"];
+        };
+        /** @description A remote service layer to compare with a dataset. */
+        ServicePreview: {
+            auth?: null | components["schemas"]["RemoteServiceAuth"];
+            /**
+             * Format: int64
+             * @description ArcGIS layer number (default: layer_name).
+             */
+            layer_id?: number | null;
+            /** @description The collection id, ArcGIS layer name or WFS type name. */
+            layer_name: string;
+            layer_title?: string | null;
+            object_id_field?: string | null;
+            preview?: null | components["schemas"]["PreviewOnly"];
+            /**
+             * @description The service's kind (other spellings: `oapif`, `ogc_api_features`,
+             *     `arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).
+             * @enum {string}
+             */
+            service_type: "ogcapi_features" | "arcgis_featureserver" | "wfs";
+            token?: string | null;
+            /** @description An http(s) URL; its host must resolve to a public address. */
+            url: string;
+        };
+        /** @description A remote service layer to pull again into a dataset. */
+        ServiceReupload: {
+            auth?: null | components["schemas"]["RemoteServiceAuth"];
+            /**
+             * Format: int64
+             * @description ArcGIS layer number (default: layer_name).
+             */
+            layer_id?: number | null;
+            /** @description The collection id, ArcGIS layer name or WFS type name. */
+            layer_name: string;
+            layer_title?: string | null;
+            object_id_field?: string | null;
+            /** @description `true`: only compare (the job's `result`), change nothing. */
+            preview?: boolean | null;
+            /**
+             * @description The service's kind (other spellings: `oapif`, `ogc_api_features`,
+             *     `arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).
+             * @enum {string}
+             */
+            service_type: "ogcapi_features" | "arcgis_featureserver" | "wfs";
+            token?: string | null;
+            /** @description An http(s) URL; its host must resolve to a public address. */
+            url: string;
         };
         Share: {
             /** @description The map as JSON, for programs. */
@@ -2508,14 +2749,17 @@ export interface components {
             url: string;
         };
         SmtpInput: {
+            /** Format: email */
             from: string;
+            /** @description A host name: 1 to 255 characters, not only blanks. */
             host: string;
             /** @description Write-only; omit to keep the stored one. */
             password?: string | null;
             /** Format: int32 */
             port: number;
             security: components["schemas"]["SmtpSecurity"];
-            to: string[];
+            /** @description 1 to 50 addresses. */
+            to: components["schemas"]["EmailAddress"][];
             username?: string | null;
         };
         /** @enum {string} */
@@ -2532,6 +2776,20 @@ export interface components {
         };
         SmtpView: components["schemas"]["SmtpSettings"] & {
             password_set: boolean;
+        };
+        SublayerOverride: {
+            casing_color?: string | null;
+            /** Format: double */
+            casing_width?: number | null;
+            /** Format: double */
+            max_zoom?: number | null;
+            /** Format: double */
+            min_zoom?: number | null;
+            /** Format: double */
+            opacity?: number | null;
+            stroke_color?: string | null;
+            /** Format: double */
+            stroke_width?: number | null;
         };
         TerrainConfig: {
             enabled?: boolean;
@@ -2612,6 +2870,22 @@ export interface components {
             title?: string | null;
             visibility?: string | null;
         };
+        /** @description A key an admin issues for a user. */
+        UserKeyRequest: {
+            /**
+             * Format: date-time
+             * @description When the key stops working; must be in the future.
+             */
+            expires_at?: string | null;
+            name?: string | null;
+            /** @description `full` (default) or `read_only`. */
+            scope?: null | ("full" | "read_only");
+            /**
+             * Format: uuid
+             * @description Whose key it is.
+             */
+            user_id: string;
+        };
         UserResponse: {
             /** Format: date-time */
             created_at: string;
@@ -2633,14 +2907,13 @@ export interface components {
             auth_provider?: string | null;
             email?: string | null;
             is_active?: boolean | null;
-            /** @description viewer, editor or admin */
-            role?: string | null;
-            /** @description active, pending, suspended or deactivated */
-            status?: string | null;
+            role?: null | components["schemas"]["Role"];
+            status?: null | components["schemas"]["AccountStatus"];
         };
         WebhookInput: {
             /** @description Write-only signing secret; omit to keep the stored one, "" to drop it. */
             secret?: string | null;
+            /** @description An http(s) URL that passes the outbound rules. */
             url: string;
         };
         WebhookView: {
@@ -2756,7 +3029,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["KeyRequest"];
+                "application/json": components["schemas"]["UserKeyRequest"];
             };
         };
         responses: {
@@ -3089,6 +3362,15 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the email is another account's */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3445,9 +3727,9 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["KeyRequest"];
+                "application/json": null | components["schemas"]["KeyRequest"];
             };
         };
         responses: {
@@ -4592,8 +4874,8 @@ export interface operations {
             path: {
                 /** @description font names, comma-separated, such as DejaVu Sans Book */
                 fontstack: string;
-                /** @description code points `start-end.pbf`: start a multiple of 256, end start + 255 */
-                range: string;
+                /** @description code points `start-end.pbf`: start a multiple of 256 below 65536, end start + 255 */
+                range: "0-255.pbf" | "0-255" | "256-511.pbf" | "256-511" | "512-767.pbf" | "512-767" | "768-1023.pbf" | "768-1023" | "1024-1279.pbf" | "1024-1279" | "1280-1535.pbf" | "1280-1535" | "1536-1791.pbf" | "1536-1791" | "1792-2047.pbf" | "1792-2047" | "2048-2303.pbf" | "2048-2303" | "2304-2559.pbf" | "2304-2559" | "2560-2815.pbf" | "2560-2815" | "2816-3071.pbf" | "2816-3071" | "3072-3327.pbf" | "3072-3327" | "3328-3583.pbf" | "3328-3583" | "3584-3839.pbf" | "3584-3839" | "3840-4095.pbf" | "3840-4095" | "4096-4351.pbf" | "4096-4351" | "4352-4607.pbf" | "4352-4607" | "4608-4863.pbf" | "4608-4863" | "4864-5119.pbf" | "4864-5119" | "5120-5375.pbf" | "5120-5375" | "5376-5631.pbf" | "5376-5631" | "5632-5887.pbf" | "5632-5887" | "5888-6143.pbf" | "5888-6143" | "6144-6399.pbf" | "6144-6399" | "6400-6655.pbf" | "6400-6655" | "6656-6911.pbf" | "6656-6911" | "6912-7167.pbf" | "6912-7167" | "7168-7423.pbf" | "7168-7423" | "7424-7679.pbf" | "7424-7679" | "7680-7935.pbf" | "7680-7935" | "7936-8191.pbf" | "7936-8191" | "8192-8447.pbf" | "8192-8447" | "8448-8703.pbf" | "8448-8703" | "8704-8959.pbf" | "8704-8959" | "8960-9215.pbf" | "8960-9215" | "9216-9471.pbf" | "9216-9471" | "9472-9727.pbf" | "9472-9727" | "9728-9983.pbf" | "9728-9983" | "9984-10239.pbf" | "9984-10239" | "10240-10495.pbf" | "10240-10495" | "10496-10751.pbf" | "10496-10751" | "10752-11007.pbf" | "10752-11007" | "11008-11263.pbf" | "11008-11263" | "11264-11519.pbf" | "11264-11519" | "11520-11775.pbf" | "11520-11775" | "11776-12031.pbf" | "11776-12031" | "12032-12287.pbf" | "12032-12287" | "12288-12543.pbf" | "12288-12543" | "12544-12799.pbf" | "12544-12799" | "12800-13055.pbf" | "12800-13055" | "13056-13311.pbf" | "13056-13311" | "13312-13567.pbf" | "13312-13567" | "13568-13823.pbf" | "13568-13823" | "13824-14079.pbf" | "13824-14079" | "14080-14335.pbf" | "14080-14335" | "14336-14591.pbf" | "14336-14591" | "14592-14847.pbf" | "14592-14847" | "14848-15103.pbf" | "14848-15103" | "15104-15359.pbf" | "15104-15359" | "15360-15615.pbf" | "15360-15615" | "15616-15871.pbf" | "15616-15871" | "15872-16127.pbf" | "15872-16127" | "16128-16383.pbf" | "16128-16383" | "16384-16639.pbf" | "16384-16639" | "16640-16895.pbf" | "16640-16895" | "16896-17151.pbf" | "16896-17151" | "17152-17407.pbf" | "17152-17407" | "17408-17663.pbf" | "17408-17663" | "17664-17919.pbf" | "17664-17919" | "17920-18175.pbf" | "17920-18175" | "18176-18431.pbf" | "18176-18431" | "18432-18687.pbf" | "18432-18687" | "18688-18943.pbf" | "18688-18943" | "18944-19199.pbf" | "18944-19199" | "19200-19455.pbf" | "19200-19455" | "19456-19711.pbf" | "19456-19711" | "19712-19967.pbf" | "19712-19967" | "19968-20223.pbf" | "19968-20223" | "20224-20479.pbf" | "20224-20479" | "20480-20735.pbf" | "20480-20735" | "20736-20991.pbf" | "20736-20991" | "20992-21247.pbf" | "20992-21247" | "21248-21503.pbf" | "21248-21503" | "21504-21759.pbf" | "21504-21759" | "21760-22015.pbf" | "21760-22015" | "22016-22271.pbf" | "22016-22271" | "22272-22527.pbf" | "22272-22527" | "22528-22783.pbf" | "22528-22783" | "22784-23039.pbf" | "22784-23039" | "23040-23295.pbf" | "23040-23295" | "23296-23551.pbf" | "23296-23551" | "23552-23807.pbf" | "23552-23807" | "23808-24063.pbf" | "23808-24063" | "24064-24319.pbf" | "24064-24319" | "24320-24575.pbf" | "24320-24575" | "24576-24831.pbf" | "24576-24831" | "24832-25087.pbf" | "24832-25087" | "25088-25343.pbf" | "25088-25343" | "25344-25599.pbf" | "25344-25599" | "25600-25855.pbf" | "25600-25855" | "25856-26111.pbf" | "25856-26111" | "26112-26367.pbf" | "26112-26367" | "26368-26623.pbf" | "26368-26623" | "26624-26879.pbf" | "26624-26879" | "26880-27135.pbf" | "26880-27135" | "27136-27391.pbf" | "27136-27391" | "27392-27647.pbf" | "27392-27647" | "27648-27903.pbf" | "27648-27903" | "27904-28159.pbf" | "27904-28159" | "28160-28415.pbf" | "28160-28415" | "28416-28671.pbf" | "28416-28671" | "28672-28927.pbf" | "28672-28927" | "28928-29183.pbf" | "28928-29183" | "29184-29439.pbf" | "29184-29439" | "29440-29695.pbf" | "29440-29695" | "29696-29951.pbf" | "29696-29951" | "29952-30207.pbf" | "29952-30207" | "30208-30463.pbf" | "30208-30463" | "30464-30719.pbf" | "30464-30719" | "30720-30975.pbf" | "30720-30975" | "30976-31231.pbf" | "30976-31231" | "31232-31487.pbf" | "31232-31487" | "31488-31743.pbf" | "31488-31743" | "31744-31999.pbf" | "31744-31999" | "32000-32255.pbf" | "32000-32255" | "32256-32511.pbf" | "32256-32511" | "32512-32767.pbf" | "32512-32767" | "32768-33023.pbf" | "32768-33023" | "33024-33279.pbf" | "33024-33279" | "33280-33535.pbf" | "33280-33535" | "33536-33791.pbf" | "33536-33791" | "33792-34047.pbf" | "33792-34047" | "34048-34303.pbf" | "34048-34303" | "34304-34559.pbf" | "34304-34559" | "34560-34815.pbf" | "34560-34815" | "34816-35071.pbf" | "34816-35071" | "35072-35327.pbf" | "35072-35327" | "35328-35583.pbf" | "35328-35583" | "35584-35839.pbf" | "35584-35839" | "35840-36095.pbf" | "35840-36095" | "36096-36351.pbf" | "36096-36351" | "36352-36607.pbf" | "36352-36607" | "36608-36863.pbf" | "36608-36863" | "36864-37119.pbf" | "36864-37119" | "37120-37375.pbf" | "37120-37375" | "37376-37631.pbf" | "37376-37631" | "37632-37887.pbf" | "37632-37887" | "37888-38143.pbf" | "37888-38143" | "38144-38399.pbf" | "38144-38399" | "38400-38655.pbf" | "38400-38655" | "38656-38911.pbf" | "38656-38911" | "38912-39167.pbf" | "38912-39167" | "39168-39423.pbf" | "39168-39423" | "39424-39679.pbf" | "39424-39679" | "39680-39935.pbf" | "39680-39935" | "39936-40191.pbf" | "39936-40191" | "40192-40447.pbf" | "40192-40447" | "40448-40703.pbf" | "40448-40703" | "40704-40959.pbf" | "40704-40959" | "40960-41215.pbf" | "40960-41215" | "41216-41471.pbf" | "41216-41471" | "41472-41727.pbf" | "41472-41727" | "41728-41983.pbf" | "41728-41983" | "41984-42239.pbf" | "41984-42239" | "42240-42495.pbf" | "42240-42495" | "42496-42751.pbf" | "42496-42751" | "42752-43007.pbf" | "42752-43007" | "43008-43263.pbf" | "43008-43263" | "43264-43519.pbf" | "43264-43519" | "43520-43775.pbf" | "43520-43775" | "43776-44031.pbf" | "43776-44031" | "44032-44287.pbf" | "44032-44287" | "44288-44543.pbf" | "44288-44543" | "44544-44799.pbf" | "44544-44799" | "44800-45055.pbf" | "44800-45055" | "45056-45311.pbf" | "45056-45311" | "45312-45567.pbf" | "45312-45567" | "45568-45823.pbf" | "45568-45823" | "45824-46079.pbf" | "45824-46079" | "46080-46335.pbf" | "46080-46335" | "46336-46591.pbf" | "46336-46591" | "46592-46847.pbf" | "46592-46847" | "46848-47103.pbf" | "46848-47103" | "47104-47359.pbf" | "47104-47359" | "47360-47615.pbf" | "47360-47615" | "47616-47871.pbf" | "47616-47871" | "47872-48127.pbf" | "47872-48127" | "48128-48383.pbf" | "48128-48383" | "48384-48639.pbf" | "48384-48639" | "48640-48895.pbf" | "48640-48895" | "48896-49151.pbf" | "48896-49151" | "49152-49407.pbf" | "49152-49407" | "49408-49663.pbf" | "49408-49663" | "49664-49919.pbf" | "49664-49919" | "49920-50175.pbf" | "49920-50175" | "50176-50431.pbf" | "50176-50431" | "50432-50687.pbf" | "50432-50687" | "50688-50943.pbf" | "50688-50943" | "50944-51199.pbf" | "50944-51199" | "51200-51455.pbf" | "51200-51455" | "51456-51711.pbf" | "51456-51711" | "51712-51967.pbf" | "51712-51967" | "51968-52223.pbf" | "51968-52223" | "52224-52479.pbf" | "52224-52479" | "52480-52735.pbf" | "52480-52735" | "52736-52991.pbf" | "52736-52991" | "52992-53247.pbf" | "52992-53247" | "53248-53503.pbf" | "53248-53503" | "53504-53759.pbf" | "53504-53759" | "53760-54015.pbf" | "53760-54015" | "54016-54271.pbf" | "54016-54271" | "54272-54527.pbf" | "54272-54527" | "54528-54783.pbf" | "54528-54783" | "54784-55039.pbf" | "54784-55039" | "55040-55295.pbf" | "55040-55295" | "55296-55551.pbf" | "55296-55551" | "55552-55807.pbf" | "55552-55807" | "55808-56063.pbf" | "55808-56063" | "56064-56319.pbf" | "56064-56319" | "56320-56575.pbf" | "56320-56575" | "56576-56831.pbf" | "56576-56831" | "56832-57087.pbf" | "56832-57087" | "57088-57343.pbf" | "57088-57343" | "57344-57599.pbf" | "57344-57599" | "57600-57855.pbf" | "57600-57855" | "57856-58111.pbf" | "57856-58111" | "58112-58367.pbf" | "58112-58367" | "58368-58623.pbf" | "58368-58623" | "58624-58879.pbf" | "58624-58879" | "58880-59135.pbf" | "58880-59135" | "59136-59391.pbf" | "59136-59391" | "59392-59647.pbf" | "59392-59647" | "59648-59903.pbf" | "59648-59903" | "59904-60159.pbf" | "59904-60159" | "60160-60415.pbf" | "60160-60415" | "60416-60671.pbf" | "60416-60671" | "60672-60927.pbf" | "60672-60927" | "60928-61183.pbf" | "60928-61183" | "61184-61439.pbf" | "61184-61439" | "61440-61695.pbf" | "61440-61695" | "61696-61951.pbf" | "61696-61951" | "61952-62207.pbf" | "61952-62207" | "62208-62463.pbf" | "62208-62463" | "62464-62719.pbf" | "62464-62719" | "62720-62975.pbf" | "62720-62975" | "62976-63231.pbf" | "62976-63231" | "63232-63487.pbf" | "63232-63487" | "63488-63743.pbf" | "63488-63743" | "63744-63999.pbf" | "63744-63999" | "64000-64255.pbf" | "64000-64255" | "64256-64511.pbf" | "64256-64511" | "64512-64767.pbf" | "64512-64767" | "64768-65023.pbf" | "64768-65023" | "65024-65279.pbf" | "65024-65279" | "65280-65535.pbf" | "65280-65535";
             };
             cookie?: never;
         };
@@ -5053,14 +5335,20 @@ export interface operations {
         parameters: {
             query?: {
                 q?: string | null;
-                bbox?: string | null;
+                /** @description minx,miny,maxx,maxy in CRS84 */
+                bbox?: number[] & (unknown | unknown);
+                /**
+                 * @description An RFC 3339 instant or date, or an interval start/end whose open
+                 *     ends are `..` or empty; the start not after the end.
+                 */
                 datetime?: string | null;
                 type?: string | null;
-                ids?: string | null;
+                /** @description Record ids, comma-separated. */
+                ids?: string[] | null;
                 limit?: number | null;
                 offset?: number | null;
                 /** @description comma-separated: title, created, updated, type, each with an optional + or - prefix */
-                sortby?: string | null;
+                sortby?: ("title" | "+title" | "-title" | "created" | "+created" | "-created" | "updated" | "+updated" | "-updated" | "type" | "+type" | "-type")[] | null;
                 /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
                 f?: "json" | "html";
             };
@@ -5362,16 +5650,20 @@ export interface operations {
                 /** @description keyset cursor: features with a larger key */
                 after_gid?: number;
                 /** @description minx,miny,maxx,maxy in CRS84 */
-                bbox?: string;
-                /** @description accepted, not applied */
+                bbox?: number[] & (unknown | unknown);
+                /** @description accepted, not applied: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty; the start not after the end */
                 datetime?: string;
                 include_geometry?: boolean;
-                /** @description CQL2 expression */
+                /** @description CQL2 expression over the collection's queryables */
                 filter?: string;
                 /** @description cql2-text (default) or cql2-json */
-                "filter-lang"?: string;
+                "filter-lang"?: "cql2-text" | "cql2-json";
                 /** @description only CRS84 */
-                "filter-crs"?: string;
+                "filter-crs"?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
+                /** @description only CRS84 */
+                "bbox-crs"?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
+                /** @description only CRS84 */
+                crs?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
             };
             header?: never;
             path: {
@@ -5381,7 +5673,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description GeoJSON FeatureCollection, or its page */
+            /** @description GeoJSON FeatureCollection, or its page. `numberMatched` is exact; with filters it is left out when counting the matches takes longer than 2 s */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5389,6 +5681,22 @@ export interface operations {
                 content: {
                     "application/geo+json": unknown;
                     "text/html": string;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             400: {
@@ -5490,6 +5798,22 @@ export interface operations {
                 content: {
                     "application/geo+json": unknown;
                     "text/html": string;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description an unknown `f` */
@@ -5957,7 +6281,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequest"];
+                "application/json": components["schemas"]["ServiceImport"];
             };
         };
         responses: {
@@ -6680,7 +7004,7 @@ export interface operations {
                 /** @description A download token for this dataset. */
                 token?: string | null;
                 /** @description Vector datasets: gpkg (default), geojson, csv or shp (zipped). */
-                format?: string | null;
+                format?: null | ("gpkg" | "geojson" | "csv" | "shp");
             };
             header?: never;
             path: {
@@ -6696,6 +7020,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
+                };
             };
             /** @description a byte range of a raster */
             206: {
@@ -6806,7 +7146,7 @@ export interface operations {
                 limit?: number | null;
                 offset?: number | null;
                 /** @description minx,miny,maxx,maxy */
-                bbox?: string | null;
+                bbox?: number[] & (unknown | unknown);
                 include_geometry?: boolean | null;
             };
             header?: never;
@@ -6824,6 +7164,22 @@ export interface operations {
                 };
                 content: {
                     "application/geo+json": unknown;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description a malformed request (query, header or body) */
@@ -6925,6 +7281,22 @@ export interface operations {
                 };
                 content: {
                     "application/geo+json": unknown;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description a malformed request (query, header or body) */
@@ -7439,12 +7811,20 @@ export interface operations {
             };
         };
         responses: {
+            /** @description ; or the dataset is archived and being restored: poll the job, then ask again */
             202: {
                 headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobAccepted"];
+                    "application/json": components["schemas"]["JobAccepted"] | {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description a malformed request (query, header or body) */
@@ -7570,7 +7950,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequest"];
+                "application/json": components["schemas"]["ServiceReupload"];
             };
         };
         responses: {
@@ -7687,7 +8067,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequest"];
+                "application/json": components["schemas"]["ServicePreview"];
             };
         };
         responses: {
@@ -8178,8 +8558,10 @@ export interface operations {
             query?: {
                 /** @description Whose jobs: an admin's filter; others may name only themselves. */
                 user_id?: string | null;
-                status?: string | null;
-                kind?: string | null;
+                /** @description Only jobs in this status (another name is a 400, not an empty list). */
+                status?: null | ("queued" | "running" | "succeeded" | "failed" | "cancelled");
+                /** @description Only jobs of this kind (another name is a 400, not an empty list). */
+                kind?: null | ("ingest" | "reupload" | "url_download" | "rehydrate" | "connector" | "service_import" | "archive");
                 limit?: number | null;
                 offset?: number | null;
             };
@@ -8491,6 +8873,22 @@ export interface operations {
                     "application/json": components["schemas"]["ColumnList"];
                 };
             };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
+                };
+            };
             /** @description a malformed request (query, header or body) */
             400: {
                 headers: {
@@ -8685,7 +9083,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["MapInput"];
+                "application/json": components["schemas"]["NewMap"];
             };
         };
         responses: {
@@ -10169,6 +10567,22 @@ export interface operations {
                     "application/json": components["schemas"]["QueryResult"];
                 };
             };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
+                };
+            };
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10328,7 +10742,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RecordInput"];
+                "application/json": components["schemas"]["NewRecord"];
             };
         };
         responses: {
@@ -12496,7 +12910,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProviderInput"];
+                "application/json": components["schemas"]["NewProvider"];
             };
         };
         responses: {
@@ -12644,6 +13058,15 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description another provider has that slug */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12873,7 +13296,22 @@ export interface operations {
     };
     search_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description minx,miny,maxx,maxy in CRS84; not with intersects */
+                bbox?: number[] & (unknown | unknown);
+                /** @description a GeoJSON geometry, as JSON text; not with bbox */
+                intersects?: string;
+                /** @description an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty */
+                datetime?: string;
+                /** @description collection ids */
+                collections?: string[];
+                /** @description item ids */
+                ids?: string[];
+                /** @description items per page, default 10 */
+                limit?: number;
+                /** @description paging cursor from a `next` link */
+                token?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -12907,6 +13345,15 @@ export interface operations {
             };
             /** @description the caller may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13163,6 +13610,22 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.mapbox-vector-tile": unknown;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description nothing in this tile */
@@ -13562,8 +14025,8 @@ export interface operations {
             query?: {
                 /** @description signed template: dataset:<id> */
                 scope?: string;
-                /** @description signed template: expiry, Unix seconds */
-                exp?: number;
+                /** @description signed template: expiry, Unix seconds (a template that does not verify signs nothing) */
+                exp?: string;
                 /** @description signed template: signature */
                 sig?: string;
                 /** @description Raster: 1 or 3 band indexes, comma separated. */
@@ -13595,6 +14058,22 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.mapbox-vector-tile": unknown;
+                };
+            };
+            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            202: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "rehydrating";
+                        /** Format: uuid */
+                        job_id: string;
+                    };
                 };
             };
             /** @description nothing in this tile */

@@ -33,7 +33,7 @@ pub(super) struct DownloadQuery {
     /// A download token for this dataset.
     token: Option<String>,
     /// Vector datasets: gpkg (default), geojson, csv or shp (zipped).
-    #[param(value_type = Option<crate::openapi::names::DownloadFormat>)]
+    #[param(value_type = Option<crate::openapi::names::DownloadFormat>, inline)]
     format: Option<String>,
 }
 

@@ -160,7 +160,7 @@ struct RecordQuery {
     #[param(value_type = Option<i64>, minimum = 0, default = 0)]
     offset: Offset,
     /// comma-separated: title, created, updated, type, each with an optional + or - prefix
-    #[param(value_type = Option<Vec<crate::openapi::names::SortKey>>, min_items = 1)]
+    #[param(value_type = Option<Vec<crate::openapi::names::SortKey>>, inline, min_items = 1)]
     sortby: Option<String>,
 }
 

@@ -60,7 +60,7 @@ function ChannelsForm({ initial, onSaved }: { initial: Settings; onSaved: (s: Se
             }
           : null,
         webhook: form.webhook ? { url: form.url, secret: form.secret || undefined } : null,
-        events: form.events,
+        events: form.events as Schemas["NotificationInput"]["events"],
       };
       const answer = await send<Settings>("PUT", "/api/settings/notifications", body);
       setForm(formOf(answer));

@@ -8,7 +8,8 @@ import { ErrorNote, useAction } from "./common";
 import { JobProgress, useJob } from "./job";
 import { PreviewChanges, type Preview } from "./reupload";
 
-type ServiceRequest = Schemas["ServiceRequest"];
+/** What the import, preview and reupload routes all take of a service. */
+type ServiceRequest = Omit<Schemas["ServiceReupload"], "preview">;
 
 const TYPES: [string, string, string][] = [
   ["ogcapi_features", "OGC API Features", "Collection id"],
@@ -27,7 +28,7 @@ function useServiceFields() {
   });
   const request: ServiceRequest = {
     url: fields.url.trim(),
-    service_type: fields.service_type,
+    service_type: fields.service_type as ServiceRequest["service_type"],
     layer_name: fields.layer_name.trim(),
     layer_id: fields.service_type === "arcgis_featureserver" && fields.layer_id ? Number(fields.layer_id) : undefined,
     token: fields.token || undefined,
