@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(range_start("256-511").ok(), Some(256));
         assert_eq!(range_start("65280-65535.pbf").ok(), Some(65280));
         for bad in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "a-b.pbf", "0.pbf", "-255"] {
-            assert_eq!(range_start(bad).err().map(|e| e.status().as_u16()), Some(400), "{bad}");
+            assert_eq!(range_start(bad).err().map(|e| e.status().as_u16()), Some(404), "{bad}");
         }
     }
 }

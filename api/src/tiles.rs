@@ -478,9 +478,10 @@ mod tests {
             tile_address("25", "0", "0").err().map(|e| e.status().as_u16()),
             Some(404)
         );
+        // Not an address at all: no such resource, as the OpenAPI document says.
         assert_eq!(
             tile_address("a", "0", "0").err().map(|e| e.status().as_u16()),
-            Some(400)
+            Some(404)
         );
     }
 }
