@@ -160,6 +160,15 @@ impl<S: Send + Sync> FromRequestParts<S> for LinkCredential {
 }
 
 impl LinkCredential {
+    /// A query's pairs with the caller's credential among them, for links
+    /// that repeat the request's own query.
+    pub fn kept_in(&self, mut pairs: Vec<(String, String)>) -> Vec<(String, String)> {
+        if let Some(key) = &self.0 {
+            pairs.push(("api_key".into(), key.clone()));
+        }
+        pairs
+    }
+
     /// The link with the caller's credential added to its query.
     pub fn on(&self, href: String) -> String {
         let Some(key) = &self.0 else {

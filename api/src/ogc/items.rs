@@ -426,6 +426,9 @@ pub async fn items(
     let dataset = visible_collection(&state, &caller, &id).await?;
     let columns = published_columns(&dataset);
     let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
+    // The page links are built from the request's own query, which the
+    // extractor gave without the caller's key: it rides along again.
+    let pairs = credential.kept_in(pairs);
     // Only a well-formed request restores an archived dataset.
     crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let filtered = !request.conditions.is_empty();
