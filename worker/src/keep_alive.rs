@@ -125,7 +125,9 @@ async fn beat(pool: PgPool, name: Arc<Mutex<Option<String>>>, beating_since: &Ce
 }
 
 /// Hands back the jobs of silent workers every [`WORKER_HEARTBEAT`], once
-/// this worker has itself beaten for [`WORKER_DEAD_AFTER`] without a miss.
+/// this worker has itself beaten for [`WORKER_DEAD_AFTER`] without a miss,
+/// and wakes the workers for tasks that came due (retries after their
+/// backoff: apalis's own tick, which would fetch them, is all but off).
 async fn reclaim(pool: PgPool, beating_since: &Cell<Option<Instant>>) {
     let mut every = tokio::time::interval(WORKER_HEARTBEAT);
     every.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -136,6 +138,12 @@ async fn reclaim(pool: PgPool, beating_since: &Cell<Option<Instant>>) {
             .is_none_or(|since| since.elapsed() < WORKER_DEAD_AFTER)
         {
             continue;
+        }
+        let woken = sqlx::query_scalar::<_, i64>(include_str!("wake_due.sql"))
+            .bind(QUEUE)
+            .fetch_one(&pool);
+        if let Ok(Err(e)) = tokio::time::timeout(STATEMENT_TIMEOUT, woken).await {
+            tracing::debug!(error = %e, "waking workers for due tasks failed");
         }
         let released = sqlx::query_scalar::<_, String>(include_str!("reclaim.sql"))
             .bind(QUEUE)
