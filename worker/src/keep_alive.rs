@@ -24,6 +24,7 @@ use std::{
 };
 
 use catalog_shared::jobs::{QUEUE, WORKER_DEAD_AFTER, WORKER_HEARTBEAT};
+use chrono::{DateTime, Utc};
 use sqlx::{
     PgPool,
     postgres::{PgConnectOptions, PgPoolOptions},
@@ -125,25 +126,31 @@ async fn beat(pool: PgPool, name: Arc<Mutex<Option<String>>>, beating_since: &Ce
 }
 
 /// Hands back the jobs of silent workers every [`WORKER_HEARTBEAT`], once
-/// this worker has itself beaten for [`WORKER_DEAD_AFTER`] without a miss,
-/// and wakes the workers for tasks that came due (retries after their
-/// backoff: apalis's own tick, which would fetch them, is all but off).
+/// this worker has itself beaten for [`WORKER_DEAD_AFTER`] without a miss;
+/// and, from the first beat on, wakes the workers for tasks that came due
+/// since the last round (retries after their backoff: apalis's own tick,
+/// which would fetch them, is all but off). Rounds follow on from the
+/// database's clock, so a late round still wakes what came due meanwhile.
 async fn reclaim(pool: PgPool, beating_since: &Cell<Option<Instant>>) {
     let mut every = tokio::time::interval(WORKER_HEARTBEAT);
     every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut woken_until: Option<DateTime<Utc>> = None;
     loop {
         every.tick().await;
+        let woken = sqlx::query_as::<_, (DateTime<Utc>, i64)>(include_str!("wake_due.sql"))
+            .bind(QUEUE)
+            .bind(woken_until)
+            .fetch_one(&pool);
+        match tokio::time::timeout(STATEMENT_TIMEOUT, woken).await {
+            Ok(Ok((until, _))) => woken_until = Some(until),
+            Ok(Err(e)) => tracing::debug!(error = %e, "waking workers for due tasks failed"),
+            Err(_) => tracing::debug!("waking workers for due tasks timed out"),
+        }
         if beating_since
             .get()
             .is_none_or(|since| since.elapsed() < WORKER_DEAD_AFTER)
         {
             continue;
-        }
-        let woken = sqlx::query_scalar::<_, i64>(include_str!("wake_due.sql"))
-            .bind(QUEUE)
-            .fetch_one(&pool);
-        if let Ok(Err(e)) = tokio::time::timeout(STATEMENT_TIMEOUT, woken).await {
-            tracing::debug!(error = %e, "waking workers for due tasks failed");
         }
         let released = sqlx::query_scalar::<_, String>(include_str!("reclaim.sql"))
             .bind(QUEUE)
