@@ -126,6 +126,7 @@ impl OutboundPolicy {
     }
 
     fn build_client(&self, timeout: Duration, keep_origin: bool) -> reqwest::Result<reqwest::Client> {
+        install_tls_provider();
         let policy = Arc::new(self.clone());
         let redirect_policy = policy.clone();
         reqwest::Client::builder()
@@ -237,6 +238,16 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || s[..4] == [0x0100, 0, 0, 0]
         || s[0] == 0x2001 && s[1] == 0x0db8
         || s[0] == 0x64 && s[1] == 0xff9b)
+}
+
+/// Makes ring the process's TLS crypto provider, if none is yet: reqwest is
+/// built without one (its default, aws-lc, was the costliest C build of a
+/// first run), and panics when it makes a client with none installed.
+/// Every place that makes a reqwest client, ours or object_store's, calls
+/// this first.
+pub fn install_tls_provider() {
+    // An error only says a provider is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 #[cfg(test)]

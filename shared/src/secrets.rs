@@ -1,7 +1,7 @@
 //! Secrets the service must use again later (sign-in providers' client
 //! secrets, SMTP passwords, webhook signing keys): sealed with AES-256-GCM
 //! under a key derived from JWT_SECRET, never stored or shown in clear.
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use sha2::{Digest, Sha256};
 
 use crate::AppError;

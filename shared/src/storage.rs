@@ -38,6 +38,7 @@ impl Storage {
             .filter(|(k, _)| k.starts_with("AWS_"))
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
+        crate::outbound::install_tls_provider();
         let (store, prefix) = object_store::parse_url_opts(&url, options)?;
         Ok(Self {
             store: Arc::from(store),

@@ -32,8 +32,9 @@ pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
 pub const CLIENT_IDLE_LIMIT: Duration = Duration::from_secs(10);
 
 /// A client for the API as every test makes it: idle connections dropped
-/// after `CLIENT_IDLE_LIMIT`.
+/// after `CLIENT_IDLE_LIMIT`, TLS by the service's own crypto provider.
 pub fn http_client() -> reqwest::ClientBuilder {
+    catalog_shared::outbound::install_tls_provider();
     reqwest::Client::builder().pool_idle_timeout(CLIENT_IDLE_LIMIT)
 }
 

@@ -45,7 +45,9 @@ impl S3Server {
     }
 
     async fn create_bucket(&self, bucket: &str) {
-        let response = reqwest::Client::new()
+        let response = catalog_tests::http_client()
+            .build()
+            .unwrap()
             .put(format!("{}/{bucket}", self.endpoint))
             .send()
             .await

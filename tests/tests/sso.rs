@@ -460,7 +460,7 @@ async fn sign_in_links_accounts_by_the_rules() {
     // browser (login CSRF): the callback needs the starter's cookie.
     idp.sign_in_next(person("sub-attacker", Some("attacker@example.org"), Some(true)));
     let callback = unfinished_sign_in(&stack.base, "company").await;
-    let victim = reqwest::Client::builder()
+    let victim = catalog_tests::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -487,7 +487,7 @@ async fn sign_in_links_accounts_by_the_rules() {
     );
 
     // A callback this service did not start, or one replayed, is refused.
-    let browser = reqwest::Client::builder()
+    let browser = catalog_tests::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
