@@ -18,8 +18,8 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use catalog_shared::{
     AppError,
     connectors::{
-        ConnectorCredential, KINDS, ObjectKey, StoreLocation, check_service_account_key, parse_endpoint,
-        valid_azure_account, valid_region,
+        ConnectorCredential, ConnectorKind, CredentialMethod, ObjectKey, StoreLocation, check_service_account_key,
+        parse_endpoint, valid_azure_account, valid_region,
     },
     jobs::{ConnectorPayload, IngestOptions, JobInput, StorePullPayload, UrlDownloadPayload},
     secrets::seal,
@@ -101,7 +101,7 @@ fn config_required(config: &Map<String, Value>, name: &str) -> Result<String, Ap
 
 /// Refuses settings the connector kind does not have (a typo would
 /// otherwise be ignored silently).
-fn refuse_unknown_settings(config: &Map<String, Value>, kind: &str, own: &[&str]) -> Result<(), AppError> {
+fn refuse_unknown_settings(config: &Map<String, Value>, kind: ConnectorKind, own: &[&str]) -> Result<(), AppError> {
     match config
         .keys()
         .find(|name| !own.contains(&name.as_str()) && !DATASET_SETTINGS.contains(&name.as_str()))
@@ -148,12 +148,13 @@ async fn connector_ingest(
     JsonBody(body): JsonBody<ConnectorIngest>,
 ) -> Result<Response, AppError> {
     let user = caller.editor()?.clone();
-    if !KINDS.contains(&connector.as_str()) {
-        return Err(AppError::not_found(format!(
+    let kind = ConnectorKind::parse(&connector).ok_or_else(|| {
+        let names: Vec<&str> = ConnectorKind::ALL.iter().map(|k| k.as_str()).collect();
+        AppError::not_found(format!(
             "no connector {connector:?}; the connectors are {}",
-            KINDS.join(", ")
-        )));
-    }
+            names.join(", ")
+        ))
+    })?;
     if !valid_resource_id(&body.resource_id) {
         return Err(AppError::invalid_field(
             "resource_id",
@@ -162,10 +163,11 @@ async fn connector_ingest(
     }
     let credential = named_credential(&state, user.id, body.credential_id.as_deref()).await?;
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
-    let pulled = if connector == "http" {
-        http_source(&state, &body, credential).await?
-    } else {
-        store_source(&state, &connector, &body, credential).await?
+    let pulled = match kind {
+        ConnectorKind::Http => http_source(&state, &body, credential).await?,
+        ConnectorKind::S3 => store_source(&state, s3_location(&body.config)?, &body, credential).await?,
+        ConnectorKind::Gcs => store_source(&state, gcs_location(&body.config)?, &body, credential).await?,
+        ConnectorKind::Azure => store_source(&state, azure_location(&body.config)?, &body, credential).await?,
     };
     // The same source at the same version pushed again is the same job.
     let pushed = pulled.push_key();
@@ -230,7 +232,7 @@ async fn http_source(
     body: &ConnectorIngest,
     credential: Option<NamedCredential>,
 ) -> Result<Pull, AppError> {
-    refuse_unknown_settings(&body.config, "http", &["url_template"])?;
+    refuse_unknown_settings(&body.config, ConnectorKind::Http, &["url_template"])?;
     let template = config_required(&body.config, "url_template")?;
     if !template.contains("{resource_id}") {
         return Err(AppError::invalid_field(
@@ -244,7 +246,7 @@ async fn http_source(
         return Err(AppError::invalid_field("config.url_template", "must be an http(s) URL"));
     }
     if let Some(c) = &credential
-        && !HTTP_METHODS.contains(&c.stored.method.as_str())
+        && c.stored.method.presented_as().is_none()
     {
         return Err(AppError::invalid_field(
             "credential_id",
@@ -272,9 +274,6 @@ async fn http_source(
         version,
     })
 }
-
-/// The credential methods of the `http` connector.
-const HTTP_METHODS: [&str; 3] = ["bearer", "basic", "header"];
 
 /// Asks the provider for the resource (and drops the answer): the caller
 /// learns at once when the provider fails or is slow.
@@ -322,54 +321,58 @@ fn provider_timed_out() -> AppError {
     )
 }
 
-/// The object-store connectors: the resource is an object in a bucket
-/// (its key: the prefix, then the resource id).
+/// The `s3` connector's bucket, from its settings.
+fn s3_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
+    refuse_unknown_settings(config, ConnectorKind::S3, &["bucket", "prefix", "region", "endpoint"])?;
+    let region = config_text(config, "region")?;
+    if region.as_deref().is_some_and(|r| !valid_region(r)) {
+        return Err(AppError::invalid_field(
+            "config.region",
+            "must be a region name such as eu-west-1: 1 to 32 lowercase letters, digits and '-'",
+        ));
+    }
+    Ok(StoreLocation::S3 {
+        bucket: config_required(config, "bucket")?,
+        region,
+        endpoint: config_text(config, "endpoint")?
+            .map(|e| endpoint_origin(&e))
+            .transpose()?,
+    })
+}
+
+/// The `gcs` connector's bucket, from its settings.
+fn gcs_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
+    refuse_unknown_settings(config, ConnectorKind::Gcs, &["bucket", "prefix"])?;
+    Ok(StoreLocation::Gcs {
+        bucket: config_required(config, "bucket")?,
+    })
+}
+
+/// The `azure` connector's container, from its settings.
+fn azure_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
+    refuse_unknown_settings(config, ConnectorKind::Azure, &["account", "container", "prefix"])?;
+    let account = config_required(config, "account")?;
+    if !valid_azure_account(&account) {
+        return Err(AppError::invalid_field(
+            "config.account",
+            "must be a storage account name: 3 to 24 lowercase letters and digits",
+        ));
+    }
+    Ok(StoreLocation::Azure {
+        account,
+        container: config_required(config, "container")?,
+    })
+}
+
+/// The object-store connectors: the resource is an object in the
+/// location's bucket (its key: the prefix, then the resource id).
 async fn store_source(
     state: &AppState,
-    kind: &str,
+    location: StoreLocation,
     body: &ConnectorIngest,
     credential: Option<NamedCredential>,
 ) -> Result<Pull, AppError> {
     let config = &body.config;
-    let location = match kind {
-        "s3" => {
-            refuse_unknown_settings(config, kind, &["bucket", "prefix", "region", "endpoint"])?;
-            let region = config_text(config, "region")?;
-            if region.as_deref().is_some_and(|r| !valid_region(r)) {
-                return Err(AppError::invalid_field(
-                    "config.region",
-                    "must be a region name such as eu-west-1: 1 to 32 lowercase letters, digits and '-'",
-                ));
-            }
-            StoreLocation::S3 {
-                bucket: config_required(config, "bucket")?,
-                region,
-                endpoint: config_text(config, "endpoint")?
-                    .map(|e| endpoint_origin(&e))
-                    .transpose()?,
-            }
-        }
-        "gcs" => {
-            refuse_unknown_settings(config, kind, &["bucket", "prefix"])?;
-            StoreLocation::Gcs {
-                bucket: config_required(config, "bucket")?,
-            }
-        }
-        _ => {
-            refuse_unknown_settings(config, kind, &["account", "container", "prefix"])?;
-            let account = config_required(config, "account")?;
-            if !valid_azure_account(&account) {
-                return Err(AppError::invalid_field(
-                    "config.account",
-                    "must be a storage account name: 3 to 24 lowercase letters and digits",
-                ));
-            }
-            StoreLocation::Azure {
-                account,
-                container: config_required(config, "container")?,
-            }
-        }
-    };
     if let Some(endpoint) = location.custom_endpoint() {
         let url = Url::parse(endpoint).map_err(AppError::internal)?;
         state
@@ -396,8 +399,9 @@ async fn store_source(
             return Err(AppError::invalid_field(
                 "credential_id",
                 &format!(
-                    "is a {} credential; the {kind} connector signs with a {} one",
+                    "is a {} credential; the {} connector signs with a {} one",
                     c.stored.method,
+                    location.kind(),
                     location.credential_method()
                 ),
             ));
@@ -465,7 +469,8 @@ struct CredentialInput {
     name: String,
     /// bearer, basic or header (the http connector); aws_access_key (s3),
     /// gcs_service_account (gcs) or azure_access_key (azure).
-    method: String,
+    #[schema(value_type = String)]
+    method: CredentialMethod,
     token: Option<String>,
     username: Option<String>,
     password: Option<String>,
@@ -482,7 +487,8 @@ struct CredentialInput {
 struct Credential {
     id: Uuid,
     name: String,
-    method: String,
+    #[schema(value_type = String)]
+    method: CredentialMethod,
     username: Option<String>,
     header_name: Option<String>,
     created_at: DateTime<Utc>,
@@ -508,14 +514,14 @@ async fn create_credential(
 ) -> Result<(StatusCode, Json<Credential>), AppError> {
     let user = caller.editor()?.clone();
     required("name", &Some(input.name.clone()), TEXT_MAX)?;
-    let (username, header_name, secret) = match input.method.as_str() {
-        "bearer" => (None, None, required("token", &input.token, SECRET_MAX)?),
-        "basic" => (
+    let (username, header_name, secret) = match input.method {
+        CredentialMethod::Bearer => (None, None, required("token", &input.token, SECRET_MAX)?),
+        CredentialMethod::Basic => (
             Some(required("username", &input.username, TEXT_MAX)?.to_string()),
             None,
             required("password", &input.password, SECRET_MAX)?,
         ),
-        "header" => {
+        CredentialMethod::Header => {
             let name = required("header_name", &input.header_name, TEXT_MAX)?;
             if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
                 return Err(AppError::invalid_field(
@@ -529,23 +535,17 @@ async fn create_credential(
                 required("header_value", &input.header_value, SECRET_MAX)?,
             )
         }
-        "aws_access_key" => (
+        CredentialMethod::AwsAccessKey => (
             Some(required("access_key_id", &input.access_key_id, TEXT_MAX)?.to_string()),
             None,
             required("secret_access_key", &input.secret_access_key, SECRET_MAX)?,
         ),
-        "gcs_service_account" => {
+        CredentialMethod::GcsServiceAccount => {
             let key = required("service_account_key", &input.service_account_key, SECRET_MAX)?;
             check_service_account_key(key).map_err(|why| AppError::invalid_field("service_account_key", why))?;
             (None, None, key)
         }
-        "azure_access_key" => (None, None, required("account_key", &input.account_key, SECRET_MAX)?),
-        _ => {
-            return Err(AppError::invalid_field(
-                "method",
-                "must be bearer, basic, header, aws_access_key, gcs_service_account or azure_access_key",
-            ));
-        }
+        CredentialMethod::AzureAccessKey => (None, None, required("account_key", &input.account_key, SECRET_MAX)?),
     };
     let credential = sqlx::query_as(
         "INSERT INTO connector_credentials (id, name, owner_id, method, username, header_name, secret)
@@ -555,7 +555,7 @@ async fn create_credential(
     .bind(Uuid::now_v7())
     .bind(&input.name)
     .bind(user.id)
-    .bind(&input.method)
+    .bind(input.method)
     .bind(username)
     .bind(header_name)
     .bind(seal(&state.config.jwt_secret, secret)?)

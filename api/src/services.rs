@@ -13,9 +13,10 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
+    connectors::AuthMethod,
     jobs::{
         self, IngestOptions, JobInput, JobStatus, RemoteService, ReuploadPayload, ServiceAuth, ServiceCredentials,
-        ServiceImportPayload,
+        ServiceImportPayload, ServiceType,
     },
     secrets::seal_hex,
 };
@@ -50,12 +51,14 @@ fn bounded(field: &str, value: &Option<String>, max: usize) -> Result<(), AppErr
     }
 }
 
-/// The service type in our words: OGC API Features, ArcGIS feature service, WFS.
-fn service_type(value: &str) -> Result<&'static str, AppError> {
+/// The service type a request names, in any of its spellings and letter cases.
+fn service_type(value: &str) -> Result<ServiceType, AppError> {
     match value.to_ascii_lowercase().as_str() {
-        "ogcapi_features" | "ogc_api_features" | "oapif" => Ok("ogcapi_features"),
-        "arcgis_featureserver" | "arcgis_feature_service" | "arcgis" | "featureserver" => Ok("arcgis_featureserver"),
-        "wfs" => Ok("wfs"),
+        "ogcapi_features" | "ogc_api_features" | "oapif" => Ok(ServiceType::OgcapiFeatures),
+        "arcgis_featureserver" | "arcgis_feature_service" | "arcgis" | "featureserver" => {
+            Ok(ServiceType::ArcgisFeatureserver)
+        }
+        "wfs" => Ok(ServiceType::Wfs),
         _ => Err(AppError::invalid_field(
             "service_type",
             "must be ogcapi_features, arcgis_featureserver or wfs",
@@ -69,7 +72,7 @@ fn service_type(value: &str) -> Result<&'static str, AppError> {
 #[serde(deny_unknown_fields)]
 struct ServiceRequest {
     url: String,
-    /// ogcapi_features, arcgis_featureserver or wfs
+    /// ogcapi_features, arcgis_featureserver or wfs, or another spelling of one
     service_type: String,
     /// The collection id, ArcGIS layer name or WFS type name.
     layer_name: String,
@@ -93,26 +96,27 @@ struct ServiceRequest {
 mod forms {
     // Only the document reads these types; requests arrive as `ServiceRequest`.
     #![allow(dead_code)]
+    use catalog_shared::{connectors::AuthMethod, jobs::ServiceType};
     use serde::Deserialize;
+    use utoipa::openapi::{ObjectBuilder, RefOr, schema::Schema, schema::Type};
 
-    /// The service's kind (other spellings: `oapif`, `ogc_api_features`,
-    /// `arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).
-    #[derive(Deserialize, utoipa::ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum ServiceType {
-        OgcapiFeatures,
-        ArcgisFeatureserver,
-        Wfs,
+    /// A service type as a request names it: the names of [`ServiceType`],
+    /// which other spellings stand for too.
+    pub struct ServiceTypeName;
+
+    impl utoipa::PartialSchema for ServiceTypeName {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(
+                    "The service's kind (other spellings: `oapif`, `ogc_api_features`,\n`arcgis`, `arcgis_feature_service`, `featureserver`, in any letter case).",
+                ))
+                .enum_values(Some(ServiceType::ALL.iter().map(|t| t.as_str())))
+                .into()
+        }
     }
 
-    /// How the service wants its credential.
-    #[derive(Deserialize, utoipa::ToSchema)]
-    #[serde(rename_all = "lowercase")]
-    pub enum AuthMethod {
-        Bearer,
-        Basic,
-        Header,
-    }
+    impl utoipa::ToSchema for ServiceTypeName {}
 
     /// The credential the service takes; leave it out for a public service.
     #[derive(Deserialize, utoipa::ToSchema)]
@@ -140,8 +144,8 @@ mod forms {
         /// An http(s) URL; its host must resolve to a public address.
         #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
         url: String,
-        #[schema(inline)]
-        service_type: ServiceType,
+        #[schema(inline, value_type = ServiceTypeName)]
+        service_type: String,
         /// The collection id, ArcGIS layer name or WFS type name.
         #[schema(
             max_length = 500,
@@ -170,8 +174,8 @@ mod forms {
         /// An http(s) URL; its host must resolve to a public address.
         #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
         url: String,
-        #[schema(inline)]
-        service_type: ServiceType,
+        #[schema(inline, value_type = ServiceTypeName)]
+        service_type: String,
         /// The collection id, ArcGIS layer name or WFS type name.
         #[schema(
             max_length = 500,
@@ -198,8 +202,8 @@ mod forms {
         /// An http(s) URL; its host must resolve to a public address.
         #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
         url: String,
-        #[schema(inline)]
-        service_type: ServiceType,
+        #[schema(inline, value_type = ServiceTypeName)]
+        service_type: String,
         /// The collection id, ArcGIS layer name or WFS type name.
         #[schema(
             max_length = 500,
@@ -224,9 +228,9 @@ mod forms {
     pub struct PreviewOnly;
 
     impl utoipa::PartialSchema for PreviewOnly {
-        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-            utoipa::openapi::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Boolean)
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::Boolean)
                 .enum_values(Some([true]))
                 .into()
         }
@@ -266,18 +270,12 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
     bounded("token", &token, 1000)?;
     bounded("object_id_field", &object_id_field, 200)?;
     if let Some(auth) = &auth {
-        if !matches!(auth.method.as_str(), "bearer" | "basic" | "header") {
-            return Err(AppError::invalid_field(
-                "auth.method",
-                "must be bearer, basic or header",
-            ));
-        }
         bounded("auth.token", &auth.token, 1000)?;
         bounded("auth.username", &auth.username, 255)?;
         bounded("auth.password", &auth.password, 1000)?;
         bounded("auth.header_name", &auth.header_name, 255)?;
         bounded("auth.header_value", &auth.header_value, 1000)?;
-        if auth.method == "header"
+        if auth.method == AuthMethod::Header
             && auth
                 .header_name
                 .as_deref()
@@ -307,7 +305,7 @@ async fn remote_service(state: &AppState, request: ServiceRequest) -> Result<Rem
     };
     Ok(RemoteService {
         url,
-        service_type: kind.to_string(),
+        service_type: kind,
         layer_name,
         layer_id,
         object_id_field,

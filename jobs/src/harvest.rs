@@ -6,7 +6,8 @@
 //! request goes through the outbound guard, bounded by
 //! URL_IMPORT_FETCH_MAX_SECONDS, and the file by MAX_UPLOAD_BYTES.
 use catalog_shared::{
-    jobs::{RemoteService, ServiceCredentials, ServiceImportPayload},
+    connectors::AuthMethod,
+    jobs::{RemoteService, ServiceCredentials, ServiceImportPayload, ServiceType},
     secrets::unseal_hex,
 };
 use object_store::{ObjectStoreExt, WriteMultipart, path::Path};
@@ -201,14 +202,14 @@ fn page_url(
         Paging::Offset(offset) => *offset,
     };
     let mut url = base.clone();
-    match service.service_type.as_str() {
-        "ogcapi_features" => {
+    match service.service_type {
+        ServiceType::OgcapiFeatures => {
             url.path_segments_mut()
                 .map_err(|_| JobError::Invalid("the service URL cannot take a path".into()))?
                 .extend(["collections", &service.layer_name, "items"]);
             url.query_pairs_mut().append_pair("limit", &PAGE_SIZE.to_string());
         }
-        "arcgis_featureserver" => {
+        ServiceType::ArcgisFeatureserver => {
             let layer = service
                 .layer_id
                 .map_or_else(|| service.layer_name.clone(), |id| id.to_string());
@@ -230,7 +231,7 @@ fn page_url(
                 query.append_pair("token", token);
             }
         }
-        "wfs" => {
+        ServiceType::Wfs => {
             url.query_pairs_mut()
                 .append_pair("service", "WFS")
                 .append_pair("version", "2.0.0")
@@ -241,7 +242,6 @@ fn page_url(
                 .append_pair("count", &PAGE_SIZE.to_string())
                 .append_pair("startIndex", &offset.to_string());
         }
-        other => return Err(JobError::Invalid(format!("service type {other:?} is not supported"))),
     }
     Ok(url)
 }
@@ -251,16 +251,19 @@ fn authorize(
     service: &RemoteService,
     credentials: &ServiceCredentials,
 ) -> reqwest::RequestBuilder {
-    let request = match (&credentials.token, service.service_type.as_str()) {
-        // ArcGIS takes its token as a query parameter (see page_url).
-        (Some(token), t) if t != "arcgis_featureserver" => request.bearer_auth(token),
-        _ => request,
+    let request = match &credentials.token {
+        None => request,
+        Some(token) => match service.service_type {
+            // ArcGIS takes its token as a query parameter (see page_url).
+            ServiceType::ArcgisFeatureserver => request,
+            ServiceType::OgcapiFeatures | ServiceType::Wfs => request.bearer_auth(token),
+        },
     };
     match &credentials.auth {
-        Some(auth) => match auth.method.as_str() {
-            "bearer" => request.bearer_auth(auth.token.clone().unwrap_or_default()),
-            "basic" => request.basic_auth(auth.username.clone().unwrap_or_default(), auth.password.clone()),
-            _ => request.header(
+        Some(auth) => match auth.method {
+            AuthMethod::Bearer => request.bearer_auth(auth.token.clone().unwrap_or_default()),
+            AuthMethod::Basic => request.basic_auth(auth.username.clone().unwrap_or_default(), auth.password.clone()),
+            AuthMethod::Header => request.header(
                 auth.header_name.clone().unwrap_or_default(),
                 auth.header_value.clone().unwrap_or_default(),
             ),
@@ -284,22 +287,22 @@ fn next_page(
         Paging::Offset(offset) => *offset,
         Paging::Link(_) => 0,
     };
-    Ok(match service.service_type.as_str() {
-        "ogcapi_features" => body["links"]
+    Ok(match service.service_type {
+        ServiceType::OgcapiFeatures => body["links"]
             .as_array()
             .and_then(|links| links.iter().find(|l| l["rel"] == "next"))
             .and_then(|l| l["href"].as_str())
             .map(|href| page_url.join(href).map(Paging::Link))
             .transpose()
             .map_err(|_| JobError::Invalid("the service's next link is not a URL".into()))?,
-        "arcgis_featureserver" => {
+        ServiceType::ArcgisFeatureserver => {
             let exceeded = body["exceededTransferLimit"].as_bool() == Some(true)
                 || body["properties"]["exceededTransferLimit"].as_bool() == Some(true);
             (exceeded || returned >= PAGE_SIZE).then_some(Paging::Offset(offset + returned))
         }
         // WFS servers may cap pages below the count asked: go on until an
         // empty page, or until numberMatched when the server says it.
-        _ => {
+        ServiceType::Wfs => {
             let next = offset + returned;
             let more = body["numberMatched"]
                 .as_u64()

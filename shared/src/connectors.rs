@@ -17,12 +17,64 @@ use crate::{
     AppError,
     outbound::{GuardedStoreConnector, OutboundPolicy},
     secrets::unseal,
+    text_enum::text_enum,
 };
+
+text_enum! {
+    /// The connectors (the ingest route's `{connector_name}`): `http`
+    /// fetches a URL, the others an object in a bucket.
+    pub enum ConnectorKind {
+        Http = "http",
+        S3 = "s3",
+        Gcs = "gcs",
+        Azure = "azure",
+    }
+}
+
+text_enum! {
+    /// What a stored connector credential is (`connector_credentials.method`):
+    /// one the `http` connector presents, or the key of one kind of store.
+    pub enum CredentialMethod {
+        Bearer = "bearer",
+        Basic = "basic",
+        Header = "header",
+        AwsAccessKey = "aws_access_key",
+        GcsServiceAccount = "gcs_service_account",
+        AzureAccessKey = "azure_access_key",
+    }
+}
+
+impl CredentialMethod {
+    /// How a credential of this method goes with an HTTP request; none for
+    /// a store's key, which signs requests instead.
+    pub fn presented_as(self) -> Option<AuthMethod> {
+        match self {
+            CredentialMethod::Bearer => Some(AuthMethod::Bearer),
+            CredentialMethod::Basic => Some(AuthMethod::Basic),
+            CredentialMethod::Header => Some(AuthMethod::Header),
+            CredentialMethod::AwsAccessKey | CredentialMethod::GcsServiceAccount | CredentialMethod::AzureAccessKey => {
+                None
+            }
+        }
+    }
+}
+
+text_enum! {
+    // The doc comment is the description of the remote-service form's
+    // `auth.method` in the OpenAPI document.
+    /// How the service wants its credential.
+    #[derive(utoipa::ToSchema)]
+    pub enum AuthMethod {
+        Bearer = "bearer",
+        Basic = "basic",
+        Header = "header",
+    }
+}
 
 /// A stored connector credential, its secret still sealed.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct ConnectorCredential {
-    pub method: String,
+    pub method: CredentialMethod,
     pub username: Option<String>,
     pub header_name: Option<String>,
     pub secret: Vec<u8>,
@@ -37,38 +89,49 @@ impl ConnectorCredential {
     }
 
     /// The request with this credential presented (the `http` connector's
-    /// methods: bearer, basic, header).
+    /// methods: bearer, basic, header); a store's key is refused.
     pub fn apply(
         &self,
         request: reqwest::RequestBuilder,
         jwt_secret: &str,
     ) -> Result<reqwest::RequestBuilder, AppError> {
+        let how = self.method.presented_as().ok_or_else(|| {
+            AppError::unprocessable(format!(
+                "a {} credential signs requests to a store; it is not sent with an HTTP request",
+                self.method
+            ))
+        })?;
         let secret = unseal(jwt_secret, &self.secret)?;
-        Ok(match self.method.as_str() {
-            "bearer" => request.bearer_auth(secret),
-            "basic" => request.basic_auth(self.username.clone().unwrap_or_default(), Some(secret)),
-            _ => request.header(self.header_name.clone().unwrap_or_default(), secret),
+        Ok(match how {
+            AuthMethod::Bearer => request.bearer_auth(secret),
+            AuthMethod::Basic => request.basic_auth(self.username.clone().unwrap_or_default(), Some(secret)),
+            AuthMethod::Header => request.header(self.header_name.clone().unwrap_or_default(), secret),
         })
     }
 
-    /// The key an object-store connector signs with.
+    /// The key an object-store connector signs with; a credential the
+    /// `http` connector presents is refused.
     pub fn store_key(&self, jwt_secret: &str) -> Result<StoreKey, AppError> {
-        let secret = unseal(jwt_secret, &self.secret)?;
-        Ok(match self.method.as_str() {
-            "aws_access_key" => StoreKey::Aws {
+        let not_a_key = || {
+            AppError::unprocessable(format!(
+                "a {} credential is presented over HTTP; it signs no request to a store",
+                self.method
+            ))
+        };
+        let secret = || unseal(jwt_secret, &self.secret);
+        Ok(match self.method {
+            CredentialMethod::AwsAccessKey => StoreKey::Aws {
                 access_key_id: self.username.clone().unwrap_or_default(),
-                secret_access_key: secret,
+                secret_access_key: secret()?,
             },
-            "gcs_service_account" => StoreKey::Gcs {
-                service_account_key: secret,
+            CredentialMethod::GcsServiceAccount => StoreKey::Gcs {
+                service_account_key: secret()?,
             },
-            _ => StoreKey::Azure { account_key: secret },
+            CredentialMethod::AzureAccessKey => StoreKey::Azure { account_key: secret()? },
+            CredentialMethod::Bearer | CredentialMethod::Basic | CredentialMethod::Header => return Err(not_a_key()),
         })
     }
 }
-
-/// The connector kinds: `http` fetches a URL, the others an object.
-pub const KINDS: [&str; 4] = ["http", "s3", "gcs", "azure"];
 
 /// The bucket or container an object-store connector pulls from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,20 +218,20 @@ pub enum StoreKey {
 
 impl StoreLocation {
     /// The connector kind this store belongs to.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ConnectorKind {
         match self {
-            StoreLocation::S3 { .. } => "s3",
-            StoreLocation::Gcs { .. } => "gcs",
-            StoreLocation::Azure { .. } => "azure",
+            StoreLocation::S3 { .. } => ConnectorKind::S3,
+            StoreLocation::Gcs { .. } => ConnectorKind::Gcs,
+            StoreLocation::Azure { .. } => ConnectorKind::Azure,
         }
     }
 
     /// The credential method that signs requests to this kind of store.
-    pub fn credential_method(&self) -> &'static str {
+    pub fn credential_method(&self) -> CredentialMethod {
         match self {
-            StoreLocation::S3 { .. } => "aws_access_key",
-            StoreLocation::Gcs { .. } => "gcs_service_account",
-            StoreLocation::Azure { .. } => "azure_access_key",
+            StoreLocation::S3 { .. } => CredentialMethod::AwsAccessKey,
+            StoreLocation::Gcs { .. } => CredentialMethod::GcsServiceAccount,
+            StoreLocation::Azure { .. } => CredentialMethod::AzureAccessKey,
         }
     }
 
@@ -193,7 +256,7 @@ impl StoreLocation {
     pub fn custom_endpoint(&self) -> Option<&str> {
         match self {
             StoreLocation::S3 { endpoint, .. } => endpoint.as_deref(),
-            _ => None,
+            StoreLocation::Gcs { .. } | StoreLocation::Azure { .. } => None,
         }
     }
 
@@ -328,6 +391,66 @@ pub fn parse_endpoint(endpoint: &str) -> Option<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const JWT_SECRET: &str = "a-test-signing-secret-of-32-bytes";
+
+    fn stored(method: CredentialMethod) -> ConnectorCredential {
+        ConnectorCredential {
+            method,
+            username: Some("ada".into()),
+            header_name: Some("X-Portal-Key".into()),
+            secret: crate::secrets::seal(JWT_SECRET, "s3cr3t").unwrap(),
+        }
+    }
+
+    #[test]
+    fn each_method_presents_the_secret_its_own_way_and_a_stores_key_is_never_sent() {
+        let client = OutboundPolicy::new(&[]).client(Duration::from_secs(5)).unwrap();
+        for &method in CredentialMethod::ALL {
+            let request = client.get("http://provider.example/a.csv");
+            let sent = stored(method)
+                .apply(request, JWT_SECRET)
+                .map(|r| r.build().unwrap().headers().clone());
+            match method {
+                CredentialMethod::Bearer => assert_eq!(sent.unwrap()["authorization"], "Bearer s3cr3t"),
+                // base64 of "ada:s3cr3t"
+                CredentialMethod::Basic => assert_eq!(sent.unwrap()["authorization"], "Basic YWRhOnMzY3IzdA=="),
+                CredentialMethod::Header => {
+                    let headers = sent.unwrap();
+                    assert_eq!(headers["x-portal-key"], "s3cr3t");
+                    assert!(!headers.contains_key("authorization"), "{headers:?}");
+                }
+                CredentialMethod::AwsAccessKey
+                | CredentialMethod::GcsServiceAccount
+                | CredentialMethod::AzureAccessKey => {
+                    assert_eq!(sent.unwrap_err().status(), 422, "{method}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_store_signs_with_its_own_kind_of_key_and_never_with_an_http_credential() {
+        for &method in CredentialMethod::ALL {
+            let key = stored(method).store_key(JWT_SECRET);
+            match method {
+                CredentialMethod::AwsAccessKey => assert!(matches!(
+                    key,
+                    Ok(StoreKey::Aws { access_key_id, secret_access_key })
+                        if access_key_id == "ada" && secret_access_key == "s3cr3t"
+                )),
+                CredentialMethod::GcsServiceAccount => {
+                    assert!(matches!(key, Ok(StoreKey::Gcs { service_account_key }) if service_account_key == "s3cr3t"))
+                }
+                CredentialMethod::AzureAccessKey => {
+                    assert!(matches!(key, Ok(StoreKey::Azure { account_key }) if account_key == "s3cr3t"))
+                }
+                CredentialMethod::Bearer | CredentialMethod::Basic | CredentialMethod::Header => {
+                    assert!(key.is_err(), "{method}")
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_object_key_is_the_key_the_user_named() {

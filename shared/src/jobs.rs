@@ -19,7 +19,8 @@ use uuid::Uuid;
 
 use crate::{
     Problem,
-    connectors::{ObjectKey, StoreLocation},
+    connectors::{AuthMethod, ObjectKey, StoreLocation},
+    text_enum::text_enum,
 };
 
 /// How often a worker's keep-alive beats (`apalis.workers.last_seen`),
@@ -182,13 +183,21 @@ pub struct ReuploadPayload {
     pub raster: RasterOptions,
 }
 
+text_enum! {
+    /// The kinds of remote map service a layer is pulled from.
+    pub enum ServiceType {
+        OgcapiFeatures = "ogcapi_features",
+        ArcgisFeatureserver = "arcgis_featureserver",
+        Wfs = "wfs",
+    }
+}
+
 /// A layer of a remote map service to pull features from. Its credentials
 /// travel sealed (hex), so job payloads never hold them in clear.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RemoteService {
     pub url: String,
-    /// `ogcapi_features`, `arcgis_featureserver` or `wfs`.
-    pub service_type: String,
+    pub service_type: ServiceType,
     pub layer_name: String,
     pub layer_id: Option<i64>,
     pub object_id_field: Option<String>,
@@ -206,8 +215,7 @@ pub struct ServiceCredentials {
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceAuth {
-    /// bearer, basic or header
-    pub method: String,
+    pub method: AuthMethod,
     pub token: Option<String>,
     pub username: Option<String>,
     pub password: Option<String>,
@@ -454,4 +462,43 @@ pub async fn find(db: impl PgExecutor<'_>, job_id: Uuid) -> Result<Option<JobVie
         .fetch_optional(db)
         .await?;
     Ok(job.map(JobView::with_progress))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names in a payload are text the database keeps across releases:
+    /// a job queued before an upgrade is read after it, and one queued now
+    /// is stored in the same words.
+    #[test]
+    fn a_stored_service_import_reads_back_and_is_stored_in_the_same_words() {
+        let stored = serde_json::json!({
+            "service": {
+                "url": "https://maps.example/arcgis/rest/services/Parcels/FeatureServer",
+                "service_type": "arcgis_featureserver",
+                "layer_name": "Parcels",
+                "layer_id": 0,
+                "object_id_field": null,
+                "sealed_credentials": null,
+            },
+            "options": {
+                "title": null,
+                "summary": null,
+                "visibility": "internal",
+                "layer": null,
+                "srid": null,
+                "raster": {"strict_cog": false, "resampling": null, "nodata_override": null, "srid_override": null, "compression": null},
+            },
+        });
+        let input = JobInput::from_payload(JobKind::ServiceImport, stored.clone()).unwrap();
+        assert_eq!(input.to_payload(), stored);
+
+        let sealed = serde_json::json!({
+            "token": null,
+            "auth": {"method": "header", "token": null, "username": null, "password": null, "header_name": "X-Key", "header_value": "v"},
+        });
+        let credentials: ServiceCredentials = serde_json::from_value(sealed.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&credentials).unwrap(), sealed);
+    }
 }

@@ -20,6 +20,7 @@ pub mod quotas;
 pub mod secrets;
 pub mod storage;
 pub mod telemetry;
+mod text_enum;
 pub mod uploads;
 
 pub use error::{AppError, Problem, ServerErrorCause};
