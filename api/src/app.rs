@@ -107,14 +107,6 @@ mod document_names {
     #[test]
     fn the_documents_names_are_the_codes() {
         use crate::openapi::names::*;
-        assert_eq!(
-            values::<DatasetVisibility>(),
-            sorted(&crate::access::policy::Visibility::NAMES)
-        );
-        assert_eq!(
-            values::<PublicationStatus>(),
-            sorted(&crate::datasets::PUBLICATION_STATUSES)
-        );
         assert_eq!(values::<AccountStatus>(), sorted(&crate::auth::accounts::STATUSES));
         assert_eq!(values::<NotificationEvent>(), sorted(&catalog_shared::notify::EVENTS));
         assert_eq!(

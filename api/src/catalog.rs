@@ -3,7 +3,7 @@
 use axum::{Json, extract::State};
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, STAGING_PREFIX},
+    datasets::{ColumnInfo, DatasetVisibility, STAGING_PREFIX},
     db::quote_ident,
     extent::ExtentTracker,
 };
@@ -278,7 +278,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         .bind(extent.bbox().map(|b| b.to_vec()))
         .bind(count)
         .bind(SqlJson(&columns))
-        .bind(&visibility)
+        .bind(visibility)
         .bind(admin)
         .bind(srid)
         .execute(&state.pool)
@@ -288,7 +288,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
 }
 
 /// The item's fields checked: its schema, table and visibility.
-fn checked_item(item: &RegisterItem) -> Result<(String, String, String), String> {
+fn checked_item(item: &RegisterItem) -> Result<(String, String, DatasetVisibility), String> {
     if item.table_name.is_empty() || item.table_name.chars().count() > 63 {
         return Err("table_name must be 1 to 63 characters".into());
     }
@@ -298,10 +298,14 @@ fn checked_item(item: &RegisterItem) -> Result<(String, String, String), String>
     if item.summary.as_ref().is_some_and(|s| s.chars().count() > 5000) {
         return Err("summary must be at most 5000 characters".into());
     }
-    let visibility = item.visibility.clone().unwrap_or_else(|| "private".into());
-    if !matches!(visibility.as_str(), "private" | "restricted" | "internal" | "public") {
-        return Err("visibility must be private, restricted, internal or public".into());
-    }
+    // A string here, not the enum: a misspelt visibility fails its own
+    // table only, as the other fields do.
+    let visibility = match &item.visibility {
+        None => DatasetVisibility::default(),
+        Some(name) => {
+            DatasetVisibility::parse(name).ok_or("visibility must be private, restricted, internal or public")?
+        }
+    };
     let (schema, table) = match item.table_name.split_once('.') {
         Some((s, t)) => (s.to_string(), t.to_string()),
         None => ("public".to_string(), item.table_name.clone()),

@@ -35,7 +35,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    access::{Caller, policy::check_visibility},
+    access::{Caller, policy::visibility_named},
     extract::{Json as JsonBody, Path},
     jobs::{IdempotencyKey, queue_fetch},
     quotas,
@@ -115,8 +115,10 @@ fn refuse_unknown_settings(config: &Map<String, Value>, kind: ConnectorKind, own
 }
 
 fn ingest_options(config: &Map<String, Value>) -> Result<IngestOptions, AppError> {
-    let visibility = config_text(config, "visibility")?.unwrap_or_else(|| "private".into());
-    check_visibility(&visibility)?;
+    let visibility = config_text(config, "visibility")?
+        .map(|name| visibility_named(&name))
+        .transpose()?
+        .unwrap_or_default();
     Ok(IngestOptions {
         title: config_text(config, "title")?,
         summary: None,

@@ -6,7 +6,11 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, PublicationStatus},
+    db::quote_ident,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{Row, types::Json as SqlJson};
@@ -233,7 +237,7 @@ async fn create_feature(
     }
     let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
     crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
-    if dataset.status != "ready" {
+    if dataset.status != PublicationStatus::Ready {
         return Err(AppError::conflict(format!(
             "the dataset is {}, not ready",
             dataset.status

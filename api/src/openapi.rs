@@ -347,25 +347,6 @@ pub mod names {
     // Only the document reads these types; no value of them is made.
     #![allow(dead_code)]
 
-    /// Who may see a dataset.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "lowercase")]
-    pub enum DatasetVisibility {
-        Private,
-        Restricted,
-        Internal,
-        Public,
-    }
-
-    /// Whether a dataset is published: `ready`, or `unpublished` (seen only
-    /// by its owner and admins).
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "lowercase")]
-    pub enum PublicationStatus {
-        Ready,
-        Unpublished,
-    }
-
     /// Where an account stands.
     #[derive(utoipa::ToSchema)]
     #[schema(rename_all = "lowercase")]

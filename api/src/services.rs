@@ -14,6 +14,7 @@ use axum::{
 use catalog_shared::{
     AppError,
     connectors::AuthMethod,
+    datasets::DatasetVisibility,
     jobs::{
         self, IngestOptions, JobInput, JobStatus, RemoteService, ReuploadPayload, ServiceAuth, ServiceCredentials,
         ServiceImportPayload, ServiceType,
@@ -27,7 +28,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
-    access::{Caller, datasets::writable_dataset, policy::check_visibility},
+    access::{Caller, datasets::writable_dataset},
     extract::{Json as JsonBody, Path},
     jobs::{IdempotencyKey, JobAccepted, Queued, accepted, queue_fetch, queue_once},
     quotas,
@@ -84,7 +85,7 @@ struct ServiceRequest {
     object_id_field: Option<String>,
     auth: Option<ServiceAuth>,
     /// Imports only: the new dataset's visibility (default private).
-    visibility: Option<String>,
+    visibility: Option<DatasetVisibility>,
     /// Reuploads only: compare (the job's `result`), change nothing.
     preview: Option<bool>,
 }
@@ -96,7 +97,7 @@ struct ServiceRequest {
 mod forms {
     // Only the document reads these types; requests arrive as `ServiceRequest`.
     #![allow(dead_code)]
-    use catalog_shared::{connectors::AuthMethod, jobs::ServiceType};
+    use catalog_shared::{connectors::AuthMethod, datasets::DatasetVisibility, jobs::ServiceType};
     use serde::Deserialize;
     use utoipa::openapi::{ObjectBuilder, RefOr, schema::Schema, schema::Type};
 
@@ -163,8 +164,7 @@ mod forms {
         object_id_field: Option<String>,
         auth: Option<RemoteServiceAuth>,
         /// The new dataset's visibility (default private).
-        #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
-        visibility: Option<String>,
+        visibility: Option<DatasetVisibility>,
     }
 
     /// A remote service layer to pull again into a dataset.
@@ -330,8 +330,7 @@ async fn import_service(
             "is for reuploads; an import has nothing to compare with",
         ));
     }
-    let visibility = body.visibility.clone().unwrap_or_else(|| "private".into());
-    check_visibility(&visibility)?;
+    let visibility = body.visibility.unwrap_or_default();
     let title = body.layer_title.clone().filter(|t| !t.trim().is_empty());
     let service = remote_service(&state, body).await?;
     let payload = ServiceImportPayload {

@@ -306,7 +306,7 @@ impl TileCache {
 /// Published public datasets may be cached by anyone; others only by the
 /// viewer.
 fn cache_control(dataset: &Dataset) -> &'static str {
-    if readable_by_anyone(&dataset.visibility, &dataset.status) {
+    if readable_by_anyone(dataset.visibility, dataset.status) {
         "public, max-age=300"
     } else {
         "private, max-age=60"

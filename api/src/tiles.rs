@@ -367,7 +367,7 @@ pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> Strin
     // document read through a signed template hands back that template's
     // expiry: a capability never buys a longer-lived one.
     match caller.capability {
-        _ if readable_by_anyone(&dataset.visibility, &dataset.status) => String::new(),
+        _ if readable_by_anyone(dataset.visibility, dataset.status) => String::new(),
         Some(Capability::Embed { .. } | Capability::Metrics) => String::new(),
         Some(Capability::Tiles { expires, .. }) => format!(
             "?{}",

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use catalog_shared::{
-    datasets::STAGING_PREFIX,
+    datasets::{PublicationStatus, STAGING_PREFIX, StorageTier},
     jobs::{self, DatasetPayload, JobInput, JobStatus},
 };
 use sqlx::PgPool;
@@ -153,6 +153,8 @@ async fn cleanup_abandoned_staging(pool: &PgPool) -> Result<u64, sqlx::Error> {
 async fn archive_idle(deps: &JobDeps, idle: Duration) -> anyhow::Result<u64> {
     let idle_datasets: Vec<Uuid> = sqlx::query_scalar(include_str!("idle_datasets.sql"))
         .bind(idle.as_secs_f64())
+        .bind(StorageTier::Hot)
+        .bind(PublicationStatus::Ready)
         .fetch_all(&deps.pool)
         .await?;
     for dataset_id in &idle_datasets {

@@ -1,10 +1,10 @@
--- Published, hot datasets of the service's own tables whose data nobody
--- read (or changed, if never read) for $1 seconds, and that no archive or
--- rehydrate job is moving.
+-- Published ($3), hot ($2) datasets of the service's own tables whose
+-- data nobody read (or changed, if never read) for $1 seconds, and that no
+-- archive or rehydrate job is moving.
 SELECT d.id
 FROM datasets d
 LEFT JOIN dataset_reads r ON r.dataset_id = d.id
-WHERE d.storage = 'hot' AND d.status = 'ready' AND NOT d.is_registered
+WHERE d.storage = $2 AND d.status = $3 AND NOT d.is_registered
   AND coalesce(r.last_read_at, d.updated_at) < now() - make_interval(secs => $1)
   AND NOT EXISTS (
     SELECT 1 FROM jobs j

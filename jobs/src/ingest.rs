@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use crate::{
     columns::sql_identifier,
     context::{JobContext, JobError},
-    load::{self, DatasetMeta},
+    load::{self, DatasetMeta, SourceMeta},
     plan::{LayerPlan, ReadError},
     quota, raster, reader, source_text,
     sources::{self, Source},
@@ -139,10 +139,12 @@ pub async fn ingest_object(
         let meta = DatasetMeta {
             title: title_for(options, filename, &layer.plan.name, single),
             summary: options.summary.clone(),
-            visibility: options.visibility.clone(),
-            source_format: layer.source.format.name().to_string(),
-            source_filename: filename.to_string(),
-            source_layer: layer.key.clone(),
+            visibility: options.visibility,
+            source: SourceMeta {
+                format: layer.source.format.name().to_string(),
+                filename: filename.to_string(),
+                layer: layer.key.clone(),
+            },
         };
         load::publish(ctx, &layer.plan, &loaded, &meta).await?;
         loaded_any = true;

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use catalog_shared::jobs::JobStatus;
+use catalog_shared::{datasets::DatasetVisibility, jobs::JobStatus};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -317,14 +317,19 @@ fn geometry_info(loaded: &LoadedLayer) -> Value {
     serde_json::json!({"linearized": !curves.is_empty(), "source_curve_types": curves})
 }
 
-/// What the dataset row says about its source.
+/// What a new dataset's row says about it.
 pub struct DatasetMeta {
     pub title: String,
     pub summary: Option<String>,
-    pub visibility: String,
-    pub source_format: String,
-    pub source_filename: String,
-    pub source_layer: String,
+    pub visibility: DatasetVisibility,
+    pub source: SourceMeta,
+}
+
+/// What the dataset row says about its source.
+pub struct SourceMeta {
+    pub format: String,
+    pub filename: String,
+    pub layer: String,
 }
 
 /// One transaction: the job is still running, the table takes its final
@@ -361,10 +366,10 @@ pub async fn publish(
     .bind(loaded.stats.rows as i64)
     .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
-    .bind(&meta.visibility)
-    .bind(&meta.source_format)
-    .bind(&meta.source_filename)
-    .bind(&meta.source_layer)
+    .bind(meta.visibility)
+    .bind(&meta.source.format)
+    .bind(&meta.source.filename)
+    .bind(&meta.source.layer)
     .bind(ctx.job_id)
     .bind(ctx.created_by)
     .bind(geometry_info(loaded))
@@ -385,7 +390,7 @@ pub async fn replace(
     dataset_id: Uuid,
     plan: &LayerPlan,
     loaded: &LoadedLayer,
-    meta: &DatasetMeta,
+    source: &SourceMeta,
 ) -> Result<(), JobError> {
     let mut tx = begin_publishing(ctx, loaded).await?;
     let table: Option<String> =
@@ -414,9 +419,9 @@ pub async fn replace(
     .bind(loaded.stats.rows as i64)
     .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
-    .bind(&meta.source_format)
-    .bind(&meta.source_filename)
-    .bind(&meta.source_layer)
+    .bind(&source.format)
+    .bind(&source.filename)
+    .bind(&source.layer)
     .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;

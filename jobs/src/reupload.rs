@@ -3,7 +3,11 @@
 //! compared with it). The layer is the one asked
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
-use catalog_shared::{datasets::ColumnInfo, jobs::ReuploadPayload, uploads::SourceFormat};
+use catalog_shared::{
+    datasets::{ColumnInfo, DatasetKind},
+    jobs::ReuploadPayload,
+    uploads::SourceFormat,
+};
 use object_store::{ObjectStoreExt, path::Path};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -13,7 +17,7 @@ use crate::{
     context::{JobContext, JobError},
     harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
-    load::{self, DatasetMeta},
+    load::{self, SourceMeta},
     reader, sources,
 };
 
@@ -25,7 +29,7 @@ struct Current {
     column_info: sqlx::types::Json<Vec<ColumnInfo>>,
     feature_count: i64,
     is_registered: bool,
-    kind: String,
+    kind: DatasetKind,
 }
 
 pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobError> {
@@ -58,8 +62,9 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
     ctx.progress("reading", None, None).await?;
     let workdir = ctx.workdir()?;
     let local = local_source(ctx, &object, workdir.path(), &payload.filename).await?;
-    if current.kind == "raster" {
-        return replace_raster(ctx, &payload, &local).await;
+    match current.kind {
+        DatasetKind::Raster => return replace_raster(ctx, &payload, &local).await,
+        DatasetKind::Vector => {}
     }
     let name = payload.filename.clone();
     let srid = payload.srid;
@@ -109,15 +114,12 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
             layer.plan.name
         )));
     }
-    let meta = DatasetMeta {
-        title: String::new(),
-        summary: None,
-        visibility: String::new(),
-        source_format: layer.source.format.name().to_string(),
-        source_filename: payload.filename.clone(),
-        source_layer: layer.key.clone(),
+    let source = SourceMeta {
+        format: layer.source.format.name().to_string(),
+        filename: payload.filename.clone(),
+        layer: layer.key.clone(),
     };
-    load::replace(ctx, payload.dataset_id, &layer.plan, &loaded, &meta).await
+    load::replace(ctx, payload.dataset_id, &layer.plan, &loaded, &source).await
 }
 
 /// A raster dataset takes one GeoTIFF (alone or as the only one in a zip).

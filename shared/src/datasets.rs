@@ -1,9 +1,58 @@
 //! What the workers leave in the database about datasets and the API reads
-//! back: the description of each attribute column, the names of tables
-//! still being loaded, and the announcement that a dataset record changed.
-//! Both sides use these types so a name or a key cannot drift on one side.
+//! back: the record's closed sets of names (visibility, publication
+//! status, kind, storage), the description of each attribute column, the
+//! names of tables still being loaded, and the announcement that a dataset
+//! record changed. Both sides use these types so a name or a key cannot
+//! drift on one side.
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use crate::text_enum::text_enum;
+
+text_enum! {
+    // `datasets.visibility`. The doc comment is the schema's description
+    // in the OpenAPI document.
+    /// Who may see a dataset.
+    #[derive(Default, utoipa::ToSchema)]
+    pub enum DatasetVisibility {
+        // What a new dataset is unless told otherwise.
+        #[default]
+        Private = "private",
+        Restricted = "restricted",
+        Internal = "internal",
+        Public = "public",
+    }
+}
+
+text_enum! {
+    // `datasets.status`. The doc comment is the schema's description in
+    // the OpenAPI document.
+    /// Whether a dataset is published: `ready`, or `unpublished` (seen only
+    /// by its owner and admins).
+    #[derive(utoipa::ToSchema)]
+    pub enum PublicationStatus {
+        Ready = "ready",
+        Unpublished = "unpublished",
+    }
+}
+
+text_enum! {
+    /// What a dataset holds (`datasets.kind`): a table of features, or a
+    /// Cloud-Optimized GeoTIFF in the object store.
+    pub enum DatasetKind {
+        Vector = "vector",
+        Raster = "raster",
+    }
+}
+
+text_enum! {
+    /// Where a dataset's table is (`datasets.storage`): in PostGIS, or
+    /// archived in the object store until a read brings it back.
+    pub enum StorageTier {
+        Hot = "hot",
+        Cold = "cold",
+    }
+}
 
 /// One attribute column of a dataset (an element of `datasets.column_info`):
 /// written by ingest and reupload, by table registration and by adding a

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::{
     Problem,
     connectors::{AuthMethod, ObjectKey, StoreLocation},
+    datasets::DatasetVisibility,
     text_enum::text_enum,
 };
 
@@ -136,7 +137,7 @@ pub struct JobMessage {
 pub struct IngestOptions {
     pub title: Option<String>,
     pub summary: Option<String>,
-    pub visibility: String,
+    pub visibility: DatasetVisibility,
     pub layer: Option<String>,
     pub srid: Option<i32>,
     #[serde(default)]

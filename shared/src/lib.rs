@@ -3,7 +3,9 @@
 //! HTTP, notifications, and the contracts between the API and the workers:
 //! job records and inputs ([`jobs`]), what workers record about datasets
 //! ([`datasets`]), which files are accepted ([`uploads`]) and how extents
-//! are counted ([`extent`]).
+//! are counted ([`extent`]). Names kept in text columns are enums
+//! ([`datasets`], [`maps`], [`connectors`]) that a test holds to the
+//! columns' CHECK constraints.
 // Only the jobs crate, which calls GDAL, needs unsafe code.
 #![forbid(unsafe_code)]
 pub mod auth;
@@ -14,6 +16,7 @@ pub mod db;
 pub mod error;
 pub mod extent;
 pub mod jobs;
+pub mod maps;
 pub mod notify;
 pub mod outbound;
 pub mod quotas;

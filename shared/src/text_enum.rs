@@ -52,7 +52,11 @@ mod tests {
 
     use sqlx::{Connection, PgConnection, postgres::PgConnectOptions};
 
-    use crate::connectors::CredentialMethod;
+    use crate::{
+        connectors::CredentialMethod,
+        datasets::{DatasetKind, DatasetVisibility, PublicationStatus, StorageTier},
+        maps::MapVisibility,
+    };
 
     /// The values the CHECK constraint on a text column allows, as
     /// PostgreSQL states it (`CHECK ((c = ANY (ARRAY['a'::text, …])))`).
@@ -94,7 +98,14 @@ mod tests {
         crate::db::migrate(&pool).await.unwrap();
         let mut db = pool.acquire().await.unwrap();
         let mut compared = Vec::new();
-        for (table, column, names) in [("connector_credentials", "method", names(CredentialMethod::ALL))] {
+        for (table, column, names) in [
+            ("datasets", "visibility", names(DatasetVisibility::ALL)),
+            ("datasets", "status", names(PublicationStatus::ALL)),
+            ("datasets", "kind", names(DatasetKind::ALL)),
+            ("datasets", "storage", names(StorageTier::ALL)),
+            ("maps", "visibility", names(MapVisibility::ALL)),
+            ("connector_credentials", "method", names(CredentialMethod::ALL)),
+        ] {
             compared.push((table, column, allowed(&mut db, table, column).await, names));
         }
         drop(db);

@@ -879,9 +879,20 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
         assert_eq!(hidden["dataset_id"], json!(restricted));
         assert_eq!(hidden["dataset_available"], false);
         assert_eq!(hidden["dataset_status"], "unavailable");
+        assert_eq!(hidden["dataset_visibility"], "unavailable");
+        assert_eq!(hidden["dataset_kind"], "");
         assert_eq!(hidden["dataset_extent_bbox"], Value::Null);
-        assert_eq!(read["layers"][1]["dataset_available"], true, "the public layer stays");
-        assert_eq!(read["layers"][1]["dataset_name"], "p");
+        let shown = &read["layers"][1];
+        assert_eq!(shown["dataset_available"], true, "the public layer stays");
+        assert_eq!(shown["dataset_name"], "p");
+        assert_eq!(
+            [
+                &shown["dataset_kind"],
+                &shown["dataset_visibility"],
+                &shown["dataset_status"]
+            ],
+            ["vector", "public", "ready"]
+        );
 
         let (_, list) = stack.get_json(token, "/api/maps").await;
         leaks(&format!("the map list read by {who}"), &list);

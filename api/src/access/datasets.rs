@@ -3,12 +3,12 @@
 //! rule, `policy::dataset_decision`.
 use std::sync::Arc;
 
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::PublicationStatus};
 use uuid::Uuid;
 
 use super::{
     Caller,
-    policy::{DatasetAction, DatasetFacts, Grant, Visibility, dataset_decision, read_needs_grant},
+    policy::{DatasetAction, DatasetFacts, Grant, dataset_decision, read_needs_grant},
 };
 use crate::{
     datasets::record::{DATASET_COLUMNS, Dataset},
@@ -19,8 +19,8 @@ fn facts(dataset: &Dataset, grant: Option<Grant>) -> DatasetFacts {
     DatasetFacts {
         id: dataset.id,
         owner: dataset.created_by,
-        visibility: Visibility::parse(&dataset.visibility),
-        published: dataset.status == "ready",
+        visibility: dataset.visibility,
+        published: dataset.status == PublicationStatus::Ready,
         grant,
     }
 }
@@ -82,7 +82,7 @@ pub async fn visible_collection(state: &AppState, caller: &Caller, id: &str) -> 
 /// cache; the caller's grant is looked up only when the decision needs it.
 pub async fn cached_visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Arc<Dataset>, AppError> {
     let dataset = state.datasets.dataset(&state.pool, id).await?;
-    let grant = if read_needs_grant(caller, dataset.created_by, Visibility::parse(&dataset.visibility)) {
+    let grant = if read_needs_grant(caller, dataset.created_by, dataset.visibility) {
         let permission: Option<String> =
             sqlx::query_scalar("SELECT permission FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
                 .bind(id)

@@ -2,44 +2,22 @@
 //! a dataset or a map. Handlers ask through `access::datasets` and
 //! `access::maps`; listings filter with the one SQL condition here, which
 //! a test holds to the same answers as the Rust rule.
-use catalog_shared::AppError;
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetVisibility, PublicationStatus},
+    maps::MapVisibility,
+};
 use uuid::Uuid;
 
 use super::Caller;
 
-/// Who may see a dataset (the specification's four levels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Visibility {
-    Public,
-    Internal,
-    Restricted,
-    Private,
-}
-
-impl Visibility {
-    pub const NAMES: [&str; 4] = ["private", "restricted", "internal", "public"];
-
-    /// An unknown name counts as the most closed level.
-    pub fn parse(name: &str) -> Self {
-        match name {
-            "public" => Self::Public,
-            "internal" => Self::Internal,
-            "restricted" => Self::Restricted,
-            _ => Self::Private,
-        }
-    }
-}
-
-/// A visibility named in a request, or 422 naming the choices.
-pub fn check_visibility(name: &str) -> Result<(), AppError> {
-    if Visibility::NAMES.contains(&name) {
-        Ok(())
-    } else {
-        Err(AppError::unprocessable(format!(
-            "visibility must be one of {}",
-            Visibility::NAMES.join(", ")
-        )))
-    }
+/// The dataset visibility a text field (a form field, a connector's
+/// setting) names, or 422 naming the choices.
+pub fn visibility_named(name: &str) -> Result<DatasetVisibility, AppError> {
+    DatasetVisibility::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = DatasetVisibility::ALL.iter().map(|v| v.as_str()).collect();
+        AppError::unprocessable(format!("visibility must be one of {}", names.join(", ")))
+    })
 }
 
 /// A user's grant on a restricted dataset.
@@ -64,7 +42,7 @@ impl Grant {
 pub struct DatasetFacts {
     pub id: Uuid,
     pub owner: Option<Uuid>,
-    pub visibility: Visibility,
+    pub visibility: DatasetVisibility,
     /// Status `ready`: unpublished datasets are seen by owner and admins only.
     pub published: bool,
     /// The caller's grant, when it has one.
@@ -92,10 +70,10 @@ fn sees_dataset(caller: &Caller, facts: &DatasetFacts) -> bool {
         || owns(caller, facts.owner)
         || (facts.published
             && match facts.visibility {
-                Visibility::Public => true,
-                Visibility::Internal => signed_in,
-                Visibility::Restricted => signed_in && facts.grant.is_some(),
-                Visibility::Private => false,
+                DatasetVisibility::Public => true,
+                DatasetVisibility::Internal => signed_in,
+                DatasetVisibility::Restricted => signed_in && facts.grant.is_some(),
+                DatasetVisibility::Private => false,
             })
 }
 
@@ -135,15 +113,15 @@ pub fn dataset_decision(caller: &Caller, facts: &DatasetFacts, action: DatasetAc
 /// visibility and publication status: its tiles may be cached by shared
 /// caches and its tile links need no signature. The anonymous arm of
 /// `sees_dataset`.
-pub fn readable_by_anyone(visibility: &str, status: &str) -> bool {
-    Visibility::parse(visibility) == Visibility::Public && status == "ready"
+pub fn readable_by_anyone(visibility: DatasetVisibility, status: PublicationStatus) -> bool {
+    visibility == DatasetVisibility::Public && status == PublicationStatus::Ready
 }
 
 /// Whether deciding whether the caller may read needs its grant: only on a
 /// restricted dataset, and only for a signed-in caller who is neither admin
 /// nor owner.
-pub fn read_needs_grant(caller: &Caller, owner: Option<Uuid>, visibility: Visibility) -> bool {
-    visibility == Visibility::Restricted && caller.user().is_some() && !caller.is_admin() && !owns(caller, owner)
+pub fn read_needs_grant(caller: &Caller, owner: Option<Uuid>, visibility: DatasetVisibility) -> bool {
+    visibility == DatasetVisibility::Restricted && caller.user().is_some() && !caller.is_admin() && !owns(caller, owner)
 }
 
 /// SQL condition for the rows of `datasets` (under the name or alias
@@ -153,10 +131,14 @@ pub fn read_needs_grant(caller: &Caller, owner: Option<Uuid>, visibility: Visibi
 pub fn visible_datasets_sql(table: &str, user: &str, admin: &str) -> String {
     format!(
         "({admin} OR ({user} IS NOT NULL AND {table}.created_by = {user})
-          OR ({table}.status = 'ready' AND ({table}.visibility = 'public'
-              OR ({user} IS NOT NULL AND ({table}.visibility = 'internal'
-                  OR ({table}.visibility = 'restricted' AND EXISTS (
-                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = {user})))))))"
+          OR ({table}.status = '{ready}' AND ({table}.visibility = '{public}'
+              OR ({user} IS NOT NULL AND ({table}.visibility = '{internal}'
+                  OR ({table}.visibility = '{restricted}' AND EXISTS (
+                      SELECT 1 FROM dataset_grants g WHERE g.dataset_id = {table}.id AND g.user_id = {user})))))))",
+        ready = PublicationStatus::Ready,
+        public = DatasetVisibility::Public,
+        internal = DatasetVisibility::Internal,
+        restricted = DatasetVisibility::Restricted,
     )
 }
 
@@ -170,7 +152,7 @@ pub fn visible_to_caller(table: &str) -> String {
 pub struct MapFacts {
     pub id: Uuid,
     pub owner: Option<Uuid>,
-    pub visibility: Visibility,
+    pub visibility: MapVisibility,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,8 +168,11 @@ pub fn map_decision(caller: &Caller, facts: &MapFacts, action: MapAction) -> Res
     let signed_in = caller.user().is_some();
     let sees = caller.is_admin()
         || caller.capability_reads_map(facts.id)
-        || facts.visibility == Visibility::Public
-        || (signed_in && (facts.visibility == Visibility::Internal || owns(caller, facts.owner)));
+        || match facts.visibility {
+            MapVisibility::Public => true,
+            MapVisibility::Internal => signed_in,
+            MapVisibility::Private => owns(caller, facts.owner),
+        };
     if !sees {
         return Err(AppError::not_found(format!("no map {}", facts.id)));
     }
@@ -204,8 +189,13 @@ pub fn map_decision(caller: &Caller, facts: &MapFacts, action: MapAction) -> Res
 
 /// SQL condition for the rows of `maps` a caller sees, with `$1` its id
 /// and `$2` whether it is an admin. Mirrors `map_decision` for reads.
-pub const VISIBLE_MAPS_SQL: &str =
-    "($2 OR visibility = 'public' OR ($1::uuid IS NOT NULL AND (visibility = 'internal' OR created_by = $1)))";
+pub fn visible_maps_sql() -> String {
+    format!(
+        "($2 OR visibility = '{public}' OR ($1::uuid IS NOT NULL AND (visibility = '{internal}' OR created_by = $1)))",
+        public = MapVisibility::Public,
+        internal = MapVisibility::Internal,
+    )
+}
 
 #[cfg(test)]
 mod tests {
@@ -270,11 +260,11 @@ mod tests {
         ]
     }
 
-    const VISIBILITIES: [Visibility; 4] = [
-        Visibility::Public,
-        Visibility::Internal,
-        Visibility::Restricted,
-        Visibility::Private,
+    const VISIBILITIES: [DatasetVisibility; 4] = [
+        DatasetVisibility::Public,
+        DatasetVisibility::Internal,
+        DatasetVisibility::Restricted,
+        DatasetVisibility::Private,
     ];
     const GRANTS: [Option<Grant>; 3] = [None, Some(Grant::Read), Some(Grant::Write)];
 
@@ -331,7 +321,7 @@ mod tests {
         }
     }
 
-    fn facts(visibility: Visibility, published: bool, grant: Option<Grant>) -> DatasetFacts {
+    fn facts(visibility: DatasetVisibility, published: bool, grant: Option<Grant>) -> DatasetFacts {
         DatasetFacts {
             id: DATASET,
             owner: Some(OWNER),
@@ -403,7 +393,7 @@ mod tests {
             let caller = &callers.iter().find(|(n, _)| *n == name).expect(name).1;
             let mut actual = String::new();
             for action in [MapAction::Read, MapAction::Write] {
-                for visibility in [Visibility::Public, Visibility::Internal, Visibility::Private] {
+                for visibility in [MapVisibility::Public, MapVisibility::Internal, MapVisibility::Private] {
                     let facts = MapFacts {
                         id: embed_map,
                         owner: Some(OWNER),
@@ -443,15 +433,16 @@ mod tests {
                             .execute(&mut *conn)
                             .await
                             .unwrap();
-                        let name_of = Visibility::NAMES
-                            .into_iter()
-                            .find(|n| Visibility::parse(n) == visibility)
-                            .unwrap();
+                        let status = if published {
+                            PublicationStatus::Ready
+                        } else {
+                            PublicationStatus::Unpublished
+                        };
                         sqlx::query("INSERT INTO datasets VALUES ($1, $2, $3, $4)")
                             .bind(DATASET)
                             .bind(OWNER)
-                            .bind(if published { "ready" } else { "draft" })
-                            .bind(name_of)
+                            .bind(status)
+                            .bind(visibility)
                             .execute(&mut *conn)
                             .await
                             .unwrap();

@@ -10,7 +10,8 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    jobs::{self, DatasetPayload, JobInput, JobKind, JobStatus},
+    datasets::StorageTier,
+    jobs::{self, DatasetPayload, JobInput, JobStatus},
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -39,7 +40,7 @@ pub(super) async fn archive(
 ) -> Result<Response, AppError> {
     let admin = caller.admin()?.id;
     let dataset = visible_dataset(&state, &caller, id).await?;
-    if dataset.storage == "cold" {
+    if dataset.storage == StorageTier::Cold {
         return Ok(Json(dataset).into_response());
     }
     if dataset.is_registered {
@@ -52,7 +53,7 @@ pub(super) async fn archive(
             "this dataset is a raster, already a file in the object store; only tables are archived",
         ));
     }
-    match queue_move(&state, id, JobKind::Archive, Some(admin)).await? {
+    match queue_move(&state, id, StorageTier::Cold, Some(admin)).await? {
         Move::Job(job_id) => Ok(accepted(&state, job_id).into_response()),
         // Archived since the record above was read.
         Move::Done => Ok(Json(visible_dataset(&state, &caller, id).await?).into_response()),
@@ -72,7 +73,7 @@ pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) ->
             dataset.id, dataset.id
         )));
     }
-    if dataset.storage == "cold" {
+    if dataset.storage == StorageTier::Cold {
         rehydrated(state, caller, dataset.id).await?;
     }
     if state.reads.due(dataset.id) {
@@ -98,7 +99,7 @@ async fn record_read(state: &AppState, dataset_id: Uuid) -> Result<(), AppError>
 /// after all, otherwise the 202 answer with the rehydrate job, queued if
 /// none runs yet.
 pub async fn rehydrated(state: &AppState, caller: &Caller, dataset_id: Uuid) -> Result<(), AppError> {
-    match queue_move(state, dataset_id, JobKind::Rehydrate, caller.user_id()).await? {
+    match queue_move(state, dataset_id, StorageTier::Hot, caller.user_id()).await? {
         Move::Job(job_id) => Err(AppError::accepted(
             json!({"status": "rehydrating", "job_id": job_id}),
             RETRY_AFTER_SECS,
@@ -119,16 +120,21 @@ enum Move {
     Job(Uuid),
 }
 
-/// The unfinished archive or rehydrate job of the dataset, queued now if
-/// there is none, or `Done` when the data is already there. Callers wait
-/// for each other on a lock of their own, so one job is queued however
-/// many ask at once.
+/// The unfinished job that moves the dataset's data to `destination` (an
+/// archive to cold, a rehydrate to hot), queued now if there is none, or
+/// `Done` when the data is already there. Callers wait for each other on a
+/// lock of their own, so one job is queued however many ask at once.
 async fn queue_move(
     state: &AppState,
     dataset_id: Uuid,
-    kind: JobKind,
+    destination: StorageTier,
     created_by: Option<Uuid>,
 ) -> Result<Move, AppError> {
+    let payload = DatasetPayload { dataset_id };
+    let input = match destination {
+        StorageTier::Cold => JobInput::Archive(payload),
+        StorageTier::Hot => JobInput::Rehydrate(payload),
+    };
     let mut tx = state.pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_dataset_move'), hashtext($1::text))")
         .bind(dataset_id)
@@ -140,18 +146,17 @@ async fn queue_move(
     // come from one snapshot: a worker commits the storage before it marks
     // its job finished, so no snapshot sees the job finished and the
     // storage as it was.
-    let (storage, running): (String, Option<Uuid>) = sqlx::query_as(
+    let (storage, running): (StorageTier, Option<Uuid>) = sqlx::query_as(
         "SELECT d.storage,
                 (SELECT j.id FROM jobs j WHERE j.kind = $1 AND j.dataset_id = d.id AND j.status = ANY($3) LIMIT 1)
          FROM datasets d WHERE d.id = $2",
     )
-    .bind(kind)
+    .bind(input.kind())
     .bind(dataset_id)
     .bind(JobStatus::UNFINISHED)
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| AppError::not_found(format!("no dataset {dataset_id}")))?;
-    let destination = if kind == JobKind::Archive { "cold" } else { "hot" };
     if storage == destination {
         return Ok(Move::Done);
     }
@@ -159,11 +164,6 @@ async fn queue_move(
         return Ok(Move::Job(job_id));
     }
     let job_id = Uuid::now_v7();
-    let payload = DatasetPayload { dataset_id };
-    let input = match kind {
-        JobKind::Archive => JobInput::Archive(payload),
-        _ => JobInput::Rehydrate(payload),
-    };
     jobs::enqueue(&mut tx, job_id, &input, created_by).await?;
     tx.commit().await?;
     Ok(Move::Job(job_id))

@@ -5,7 +5,11 @@ use axum::{
     extract::{DefaultBodyLimit, State},
     http::StatusCode,
 };
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetVisibility, PublicationStatus},
+    db::quote_ident,
+};
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -18,7 +22,7 @@ use crate::{
     access::{
         Caller,
         datasets::{visible_dataset, writable_dataset},
-        policy::{check_visibility, visible_to_caller},
+        policy::visible_to_caller,
     },
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
@@ -121,18 +125,14 @@ struct DatasetUpdate {
     title: Option<String>,
     #[schema(max_length = 5000)]
     summary: Option<String>,
-    #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
-    visibility: Option<String>,
+    visibility: Option<DatasetVisibility>,
     /// At most 50, each 1 to 100 characters and not only blanks.
     #[schema(max_items = 50, value_type = Option<Vec<crate::openapi::names::Keyword>>)]
     keywords: Option<Vec<String>>,
     /// Publication status: `ready` (published) or `unpublished` (seen only
     /// by its owner and admins).
-    #[schema(value_type = Option<crate::openapi::names::PublicationStatus>)]
-    status: Option<String>,
+    status: Option<PublicationStatus>,
 }
-
-pub(crate) const PUBLICATION_STATUSES: [&str; 2] = ["ready", "unpublished"];
 
 /// Edits title, summary, keywords, visibility or publication status. A
 /// change of visibility or status rolls the publication version, which
@@ -150,17 +150,6 @@ async fn update_dataset(
     }
     if let Some(summary) = &body.summary {
         check_text("summary", summary, 0, SUMMARY_MAX)?;
-    }
-    if let Some(visibility) = &body.visibility {
-        check_visibility(visibility)?;
-    }
-    if let Some(status) = &body.status
-        && !PUBLICATION_STATUSES.contains(&status.as_str())
-    {
-        return Err(AppError::unprocessable(format!(
-            "status must be one of {}",
-            PUBLICATION_STATUSES.join(", ")
-        )));
     }
     if let Some(keywords) = &body.keywords
         && (keywords.len() > 50 || keywords.iter().any(|k| k.trim().is_empty() || k.chars().count() > 100))
@@ -185,9 +174,9 @@ async fn update_dataset(
     .bind(id)
     .bind(body.title.as_deref().map(str::trim))
     .bind(&body.summary)
-    .bind(&body.visibility)
+    .bind(body.visibility)
     .bind(&body.keywords)
-    .bind(&body.status)
+    .bind(body.status)
     .execute(&state.pool)
     .await?;
     state.datasets.forget(id);

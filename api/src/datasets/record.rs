@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 
 use catalog_raster::RasterInfo;
 use catalog_shared::AppError;
-use catalog_shared::datasets::ColumnInfo;
+use catalog_shared::datasets::{ColumnInfo, DatasetKind, DatasetVisibility, PublicationStatus, StorageTier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -39,8 +39,10 @@ pub struct Dataset {
     /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.
     #[schema(value_type = Object)]
     pub(crate) geometry_info: SqlJson<Value>,
-    pub(crate) visibility: String,
-    pub(crate) status: String,
+    #[schema(value_type = String)]
+    pub(crate) visibility: DatasetVisibility,
+    #[schema(value_type = String)]
+    pub(crate) status: PublicationStatus,
     pub(crate) publication_version: i32,
     /// Rolls with every write to the data; keys cached tiles.
     #[serde(skip)]
@@ -52,9 +54,11 @@ pub struct Dataset {
     pub(crate) is_registered: bool,
     /// `hot` (in PostGIS) or `cold` (archived in the object store; a read
     /// of its data brings it back).
-    pub(crate) storage: String,
+    #[schema(value_type = String)]
+    pub(crate) storage: StorageTier,
     /// `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF).
-    pub(crate) kind: String,
+    #[schema(value_type = String)]
+    pub(crate) kind: DatasetKind,
     /// For a raster: `{width, height, band_count, bands, resolution, srid,
     /// crs_wkt, overview_count, is_cog, size_bytes}`; null for a vector
     /// dataset.
@@ -91,7 +95,10 @@ pub(crate) const DATASET_COLUMNS: &str =
 
 impl Dataset {
     pub fn is_raster(&self) -> bool {
-        self.kind == "raster"
+        match self.kind {
+            DatasetKind::Raster => true,
+            DatasetKind::Vector => false,
+        }
     }
 }
 

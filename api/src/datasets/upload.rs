@@ -4,6 +4,7 @@ use axum::{extract::State, response::Response};
 use catalog_raster::cog;
 use catalog_shared::{
     AppError,
+    datasets::DatasetVisibility,
     jobs::{self, IngestOptions, IngestPayload, JobInput, RasterOptions, ReuploadPayload, UrlDownloadPayload},
     storage::safe_filename,
     uploads,
@@ -15,7 +16,7 @@ use uuid::Uuid;
 
 use super::record::{SUMMARY_MAX, TITLE_MAX, check_text};
 use crate::{
-    access::{Caller, datasets::writable_dataset, policy::check_visibility},
+    access::{Caller, datasets::writable_dataset, policy::visibility_named},
     extract::{Json as JsonBody, Multipart, Path},
     jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, queue_fetch, queue_once, respond},
     quotas::{self, Demand},
@@ -67,10 +68,8 @@ pub(super) async fn upload(
     }
     quotas::refuse_when_full(&state.pool, user.id, 1).await?;
     let job_id = Uuid::now_v7();
-    let mut options = IngestOptions {
-        visibility: "private".into(),
-        ..Default::default()
-    };
+    // Private unless the form names another visibility.
+    let mut options = IngestOptions::default();
     let received = receive_upload(&state, job_id, &mut multipart, |name, value| {
         match name {
             "title" => {
@@ -81,10 +80,7 @@ pub(super) async fn upload(
                 check_text("summary", &value, 0, SUMMARY_MAX)?;
                 options.summary = Some(value);
             }
-            "visibility" => {
-                check_visibility(&value)?;
-                options.visibility = value;
-            }
+            "visibility" => options.visibility = visibility_named(&value)?,
             "layer" => options.layer = Some(value),
             "srid" => options.srid = Some(parse_srid(&value)?),
             raster => raster_option(&mut options.raster, raster, value)?,
@@ -454,8 +450,7 @@ pub(super) struct ImportUrl {
     title: Option<String>,
     #[schema(max_length = 5000)]
     summary: Option<String>,
-    #[schema(value_type = Option<crate::openapi::names::DatasetVisibility>)]
-    visibility: Option<String>,
+    visibility: Option<DatasetVisibility>,
     layer: Option<String>,
     srid: Option<i32>,
 }
@@ -485,14 +480,12 @@ pub(super) async fn import_url(
     if let Some(summary) = &body.summary {
         check_text("summary", summary, 0, SUMMARY_MAX)?;
     }
-    let visibility = body.visibility.unwrap_or_else(|| "private".into());
-    check_visibility(&visibility)?;
     let payload = UrlDownloadPayload {
         url: url.to_string(),
         options: IngestOptions {
             title: body.title,
             summary: body.summary,
-            visibility,
+            visibility: body.visibility.unwrap_or_default(),
             layer: body.layer,
             srid: body.srid,
             raster: Default::default(),

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::page::{Limit, Offset};
 use crate::{
-    access::{Caller, policy::VISIBLE_MAPS_SQL},
+    access::{Caller, policy::visible_maps_sql},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
@@ -82,7 +82,7 @@ async fn list_maps(
     Query(q): Query<MapListQuery>,
 ) -> Result<Json<MapList>, AppError> {
     let (limit, offset) = (q.limit.get(), q.offset.get());
-    let visible = VISIBLE_MAPS_SQL;
+    let visible = visible_maps_sql();
     let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT id FROM maps WHERE {visible} ORDER BY updated_at DESC, id LIMIT $3 OFFSET $4"
     )))

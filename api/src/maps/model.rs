@@ -1,7 +1,11 @@
 //! Map request and response types, with the bounds of the specification.
 use std::collections::BTreeMap;
 
-use catalog_shared::{AppError, datasets::ColumnInfo};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, DatasetKind, DatasetVisibility, PublicationStatus},
+    maps::MapVisibility,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -219,8 +223,7 @@ pub struct MapInput {
     pub show_basemap_labels: Option<bool>,
     pub basemap_config: Option<BasemapConfig>,
     pub terrain_config: Option<TerrainConfig>,
-    #[schema(value_type = Option<MapVisibility>)]
-    pub visibility: Option<String>,
+    pub visibility: Option<MapVisibility>,
     #[schema(max_items = 200)]
     pub layers: Option<Vec<MapLayerInput>>,
     #[schema(max_items = 50)]
@@ -259,24 +262,13 @@ pub struct NewMap {
     pub show_basemap_labels: Option<bool>,
     pub basemap_config: Option<BasemapConfig>,
     pub terrain_config: Option<TerrainConfig>,
-    #[schema(value_type = Option<MapVisibility>)]
-    pub visibility: Option<String>,
+    pub visibility: Option<MapVisibility>,
     #[schema(max_items = 200)]
     pub layers: Option<Vec<MapLayerInput>>,
     #[schema(max_items = 50)]
     pub plugins: Option<Vec<String>>,
     #[schema(max_length = 120)]
     pub legend_title: Option<String>,
-}
-
-/// Who may see a map.
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum MapVisibility {
-    Private,
-    Internal,
-    Public,
 }
 
 fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {
@@ -324,14 +316,6 @@ impl MapInput {
         within("bearing", self.bearing, -180.0, 180.0)?;
         within("center_lng", self.center_lng, -180.0, 180.0)?;
         within("center_lat", self.center_lat, -90.0, 90.0)?;
-        if let Some(v) = &self.visibility
-            && !matches!(v.as_str(), "private" | "internal" | "public")
-        {
-            return Err(AppError::invalid_field(
-                "visibility",
-                "must be private, internal or public",
-            ));
-        }
         if self.plugins.as_ref().is_some_and(|p| p.len() > MAX_PLUGINS) {
             return Err(AppError::invalid_field(
                 "plugins",
@@ -390,7 +374,9 @@ pub struct MapLayerResponse {
     pub dataset_name: String,
     pub dataset_geometry_type: Option<String>,
     /// `vector` or `raster`.
-    pub dataset_kind: String,
+    #[serde(serialize_with = "or_empty")]
+    #[schema(value_type = String)]
+    pub dataset_kind: Option<DatasetKind>,
     pub dataset_table_name: String,
     pub dataset_extent_bbox: Option<Vec<f64>>,
     #[schema(value_type = Vec<Object>)]
@@ -402,8 +388,12 @@ pub struct MapLayerResponse {
     /// False when the reader may not see the dataset: the layer then
     /// carries only its place in the map, nothing that describes the data.
     pub dataset_available: bool,
-    pub dataset_visibility: String,
-    pub dataset_status: String,
+    #[serde(serialize_with = "or_unavailable")]
+    #[schema(value_type = String)]
+    pub dataset_visibility: Option<DatasetVisibility>,
+    #[serde(serialize_with = "or_unavailable")]
+    #[schema(value_type = String)]
+    pub dataset_status: Option<PublicationStatus>,
     pub dataset_attribution: Option<String>,
     pub display_name: Option<String>,
     pub sort_order: i32,
@@ -441,8 +431,23 @@ pub struct MapLayerResponse {
 }
 
 /// What `dataset_status` and `dataset_visibility` say of a layer whose
-/// dataset the reader may not see.
-pub const UNAVAILABLE: &str = "unavailable";
+/// dataset the reader may not see (`None` here).
+const UNAVAILABLE: &str = "unavailable";
+
+fn or_unavailable<T: Serialize, S: serde::Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => value.serialize(serializer),
+        None => serializer.serialize_str(UNAVAILABLE),
+    }
+}
+
+/// A layer whose dataset the reader may not see has an empty `dataset_kind`.
+fn or_empty<T: Serialize, S: serde::Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => value.serialize(serializer),
+        None => serializer.serialize_str(""),
+    }
+}
 
 impl MapLayerResponse {
     /// A layer over a dataset the reader may not see: its place in the map
@@ -455,7 +460,7 @@ impl MapLayerResponse {
             dataset_id,
             dataset_name: String::new(),
             dataset_geometry_type: None,
-            dataset_kind: String::new(),
+            dataset_kind: None,
             dataset_table_name: String::new(),
             dataset_extent_bbox: None,
             dataset_column_info: Vec::new(),
@@ -463,8 +468,8 @@ impl MapLayerResponse {
             dataset_sample_values: Value::Object(Map::new()),
             dataset_record_type: "dataset",
             dataset_available: false,
-            dataset_visibility: UNAVAILABLE.into(),
-            dataset_status: UNAVAILABLE.into(),
+            dataset_visibility: None,
+            dataset_status: None,
             dataset_attribution: None,
             display_name: None,
             sort_order,
@@ -504,7 +509,8 @@ pub struct MapResponse {
     pub show_basemap_labels: bool,
     pub basemap_config: BasemapConfig,
     pub terrain_config: Option<TerrainConfig>,
-    pub visibility: String,
+    #[schema(value_type = String)]
+    pub visibility: MapVisibility,
     pub thumbnail_url: Option<String>,
     pub og_image_url: Option<String>,
     pub forked_from_id: Option<Uuid>,

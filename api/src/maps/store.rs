@@ -7,7 +7,11 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use catalog_raster::RasterInfo;
-use catalog_shared::{AppError, datasets::ColumnInfo};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, DatasetKind, DatasetVisibility, PublicationStatus},
+    maps::MapVisibility,
+};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, types::Json as SqlJson};
@@ -17,7 +21,7 @@ use super::model::{BasemapConfig, LayerType, MapInput, MapLayerResponse, MapResp
 use crate::{
     access::{
         Caller,
-        policy::{MapAction, MapFacts, Visibility, map_decision, visible_to_caller},
+        policy::{MapAction, MapFacts, map_decision, visible_to_caller},
     },
     state::AppState,
 };
@@ -37,7 +41,7 @@ struct MapRow {
     show_basemap_labels: bool,
     basemap_config: SqlJson<Value>,
     terrain_config: Option<SqlJson<Value>>,
-    visibility: String,
+    visibility: MapVisibility,
     thumbnail_url: Option<String>,
     og_image_url: Option<String>,
     plugins: Vec<String>,
@@ -64,14 +68,14 @@ struct LayerRow {
     dataset_id: Uuid,
     dataset_name: String,
     dataset_geometry_type: Option<String>,
-    dataset_kind: String,
+    dataset_kind: DatasetKind,
     dataset_table_name: String,
     dataset_extent_bbox: Option<Vec<f64>>,
     dataset_column_info: SqlJson<Vec<ColumnInfo>>,
     dataset_feature_count: Option<i64>,
     dataset_sample_values: SqlJson<Value>,
-    dataset_visibility: String,
-    dataset_status: String,
+    dataset_visibility: DatasetVisibility,
+    dataset_status: PublicationStatus,
     dataset_raster: Option<SqlJson<RasterInfo>>,
     publication_version: i32,
     display_name: Option<String>,
@@ -163,7 +167,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         dataset_id: l.dataset_id,
         dataset_name: l.dataset_name,
         dataset_geometry_type: l.dataset_geometry_type,
-        dataset_kind: l.dataset_kind,
+        dataset_kind: Some(l.dataset_kind),
         dataset_table_name: l.dataset_table_name,
         dataset_extent_bbox: l.dataset_extent_bbox,
         dataset_column_info: l.dataset_column_info.0,
@@ -171,8 +175,8 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         dataset_sample_values: l.dataset_sample_values.0,
         dataset_record_type: "dataset",
         dataset_available: true,
-        dataset_visibility: l.dataset_visibility,
-        dataset_status: l.dataset_status,
+        dataset_visibility: Some(l.dataset_visibility),
+        dataset_status: Some(l.dataset_status),
         dataset_attribution: None,
         display_name: l.display_name,
         sort_order: l.sort_order,
@@ -233,7 +237,7 @@ fn facts(map: &MapResponse) -> MapFacts {
     MapFacts {
         id: map.id,
         owner: map.created_by,
-        visibility: Visibility::parse(&map.visibility),
+        visibility: map.visibility,
     }
 }
 
@@ -320,7 +324,7 @@ pub async fn write_map(tx: &mut PgConnection, id: Uuid, input: &MapInput) -> Res
     .bind(input.show_basemap_labels)
     .bind(input.basemap_config.as_ref().map(SqlJson))
     .bind(input.terrain_config.as_ref().map(SqlJson))
-    .bind(&input.visibility)
+    .bind(input.visibility)
     .bind(&input.plugins)
     .bind(&input.legend_title)
     .execute(&mut *tx)

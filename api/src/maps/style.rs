@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::{Json, extract::State, http::StatusCode, response::Response};
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::DatasetKind, maps::MapVisibility};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -103,7 +103,10 @@ fn stop_at_data(source: &mut Value, maxzoom: Option<u32>, extent: Option<&Vec<f6
 }
 
 fn is_raster(layer: &MapLayerResponse) -> bool {
-    layer.dataset_kind == "raster"
+    match layer.dataset_kind {
+        Some(DatasetKind::Raster) => true,
+        Some(DatasetKind::Vector) | None => false,
+    }
 }
 
 /// A data layer as a style layer, the map's settings for it kept in its
@@ -339,9 +342,11 @@ fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> Hash
     map.layers
         .iter()
         .filter(|l| {
-            l.dataset_available
-                && (l.layer_type == LayerType::VectorService || is_raster(l))
-                && !readable_by_anyone(&l.dataset_visibility, &l.dataset_status)
+            let public = l
+                .dataset_visibility
+                .zip(l.dataset_status)
+                .is_some_and(|(visibility, status)| readable_by_anyone(visibility, status));
+            l.dataset_available && (l.layer_type == LayerType::VectorService || is_raster(l)) && !public
         })
         .map(|l| {
             let query = signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp);
@@ -372,7 +377,7 @@ async fn terrain_dataset(state: &AppState, caller: &Caller, map: &MapResponse) -
 /// layers': a DEM the reader may read but not everyone, for a reader
 /// without an embed token.
 fn terrain_signature(state: &AppState, caller: &Caller, dem: &Dataset) -> Option<String> {
-    if caller.capability.is_some() || readable_by_anyone(&dem.visibility, &dem.status) {
+    if caller.capability.is_some() || readable_by_anyone(dem.visibility, dem.status) {
         return None;
     }
     let exp = template_expiry(chrono::Utc::now().timestamp());
@@ -422,7 +427,7 @@ pub fn input_of(map: &MapResponse, name: String) -> MapInput {
         show_basemap_labels: Some(map.show_basemap_labels),
         basemap_config: Some(map.basemap_config.clone()),
         terrain_config: map.terrain_config.clone(),
-        visibility: Some("private".into()),
+        visibility: Some(MapVisibility::Private),
         layers: Some(layers),
         plugins: Some(map.plugins.clone()),
         legend_title: map.legend_title.clone(),
@@ -525,7 +530,13 @@ fn map_input_from_style(style: &Value) -> Result<MapInput, AppError> {
         show_basemap_labels: field("show_basemap_labels").and_then(|v| v.as_bool()),
         basemap_config: meta_field(meta, "basemap_config")?,
         terrain_config: meta_field(meta, "terrain_config")?,
-        visibility: field("visibility").and_then(|v| v.as_str().map(String::from)),
+        visibility: field("visibility")
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(|name| {
+                MapVisibility::parse(name).ok_or_else(|| bad("visibility: must be private, internal or public"))
+            })
+            .transpose()?,
         layers: Some(layers),
         plugins: meta_field(meta, "plugins")?,
         legend_title: field("legend_title").and_then(|v| v.as_str().map(String::from)),

@@ -8,7 +8,10 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
-use catalog_shared::AppError;
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetKind, PublicationStatus},
+};
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -149,7 +152,9 @@ async fn collections(
 ) -> Result<Response, AppError> {
     let visible = visible_to_caller("datasets");
     let sql = format!(
-        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' AND kind = 'vector' ORDER BY title, id"
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = '{ready}' AND kind = '{vector}' ORDER BY title, id",
+        ready = PublicationStatus::Ready,
+        vector = DatasetKind::Vector,
     );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())

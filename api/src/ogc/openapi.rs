@@ -6,7 +6,10 @@
 use std::sync::Arc;
 
 use axum::{Json, extract::State};
-use catalog_shared::AppError;
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetKind, PublicationStatus},
+};
 use serde_json::{Value, json};
 
 use super::items::published_columns;
@@ -22,8 +25,11 @@ fn parameter(name: &str, schema: Value, description: &str) -> Value {
 
 pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Result<Json<Value>, AppError> {
     let visible = visible_to_caller("datasets");
-    let sql =
-        format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = 'ready' AND kind = 'vector'");
+    let sql = format!(
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = '{ready}' AND kind = '{vector}'",
+        ready = PublicationStatus::Ready,
+        vector = DatasetKind::Vector,
+    );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())

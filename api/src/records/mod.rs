@@ -7,7 +7,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::PublicationStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -79,10 +79,11 @@ fn all_records() -> String {
         "(SELECT d.id, 'dataset'::text AS record_type, d.title, d.summary AS description, d.keywords, d.extent_bbox,
                  jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id) AS properties,
                  d.created_at, d.updated_at
-          FROM datasets d WHERE {visible} AND d.status = 'ready'
+          FROM datasets d WHERE {visible} AND d.status = '{ready}'
           UNION ALL
           SELECT m.id, m.record_type, m.title, m.description, m.keywords, m.extent_bbox, m.properties, m.created_at, m.updated_at
-          FROM records m) r"
+          FROM records m) r",
+        ready = PublicationStatus::Ready,
     )
 }
 

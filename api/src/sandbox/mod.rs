@@ -17,7 +17,10 @@ mod statement;
 use std::collections::HashSet;
 
 use axum::{Json, extract::State};
-use catalog_shared::AppError;
+use catalog_shared::{
+    AppError,
+    datasets::{PublicationStatus, StorageTier},
+};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -133,7 +136,9 @@ async fn cold_dataset_named(
     let visible = visible_to_caller("datasets");
     let cold = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT id FROM datasets JOIN unnest($3::text[], $4::text[]) AS named(schema_name, table_name) USING (schema_name, table_name)
-          WHERE {visible} AND status = 'ready' AND storage = 'cold' LIMIT 1"
+          WHERE {visible} AND status = '{ready}' AND storage = '{cold}' LIMIT 1",
+        ready = PublicationStatus::Ready,
+        cold = StorageTier::Cold,
     )))
     .bind(caller.user_id())
     .bind(caller.is_admin())
@@ -154,7 +159,8 @@ async fn readable_tables(state: &AppState, caller: &Caller) -> Result<HashSet<u3
                 t.oid IS NOT NULL AND has_table_privilege($3, t.oid, 'SELECT')
            FROM datasets
            LEFT JOIN LATERAL (SELECT to_regclass(format('%I.%I', schema_name, table_name))::oid AS oid) t ON true
-          WHERE {visible} AND status = 'ready'"
+          WHERE {visible} AND status = '{ready}'",
+            ready = PublicationStatus::Ready,
         )))
         .bind(caller.user_id())
         .bind(caller.is_admin())

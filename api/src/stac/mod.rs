@@ -2,7 +2,7 @@
 //! caller may see is an item of the collection `datasets`, its geometry the
 //! dataset's extent, its asset the OGC items route.
 use axum::{Json, extract::State};
-use catalog_shared::AppError;
+use catalog_shared::{AppError, datasets::PublicationStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -271,6 +271,7 @@ impl StacSearch {
                 .collect::<Vec<_>>()
                 .join(", "),
             visible = visible_to_caller("d"),
+            ready = PublicationStatus::Ready,
             extent = EXTENT,
             limit = self.limit + 1,
         );

@@ -3,11 +3,12 @@
 -- $1 caller id, $2 admin, $3 bbox (float8[4], west > east across the
 -- antimeridian), $4 intersects (GeoJSON text), $5 ids, $6 updated at or
 -- after, $7 created at or before, $8 and $9 the cursor.
--- The column list, the visibility condition, the extent geometry and the
--- page size are filled in by format! (never a caller's text).
+-- The column list, the visibility condition, the published status, the
+-- extent geometry and the page size are filled in by format! (never a
+-- caller's text).
 SELECT * FROM (
   SELECT {columns}, count(*) OVER () AS total_count FROM datasets d
-   WHERE {visible} AND d.status = 'ready'
+   WHERE {visible} AND d.status = '{ready}'
      AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({extent},
           CASE WHEN $3[1] <= $3[3]
                THEN ST_SetSRID(ST_MakeBox2D(ST_Point($3[1], $3[2]), ST_Point($3[3], $3[4]))::geometry, 4326)

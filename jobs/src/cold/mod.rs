@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use bytes::Bytes;
-use catalog_shared::datasets;
+use catalog_shared::datasets::{self, StorageTier};
 use flate2::{Compression, write::GzDecoder, write::GzEncoder};
 use futures::{StreamExt, TryStreamExt};
 use object_store::{ObjectStoreExt, WriteMultipart, path::Path};
@@ -60,7 +60,7 @@ struct Identity {
 struct Stored {
     schema_name: String,
     table_name: String,
-    storage: String,
+    storage: StorageTier,
     is_registered: bool,
     archive: Option<Json<Manifest>>,
 }
@@ -75,7 +75,7 @@ async fn stored(ctx: &JobContext, dataset_id: Uuid) -> Result<Stored, JobError> 
 
 pub async fn archive(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobError> {
     let dataset = stored(ctx, dataset_id).await?;
-    if dataset.storage == "cold" {
+    if dataset.storage == StorageTier::Cold {
         return Ok(());
     }
     if dataset.is_registered {
@@ -96,9 +96,10 @@ pub async fn archive(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobError>
     manifest.object = object.to_string();
     ctx.progress("publishing", None, None).await?;
     let mut tx = ctx.deps.pool.begin().await?;
-    let still_hot: Option<String> =
-        sqlx::query_scalar("SELECT storage FROM datasets WHERE id = $1 AND storage = 'hot' FOR UPDATE")
+    let still_hot: Option<StorageTier> =
+        sqlx::query_scalar("SELECT storage FROM datasets WHERE id = $1 AND storage = $2 FOR UPDATE")
             .bind(dataset_id)
+            .bind(StorageTier::Hot)
             .fetch_optional(&mut *tx)
             .await?;
     if still_hot.is_none() {
@@ -109,14 +110,13 @@ pub async fn archive(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobError>
     sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {qualified}")))
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
-        "UPDATE datasets SET storage = 'cold', archive = $2, stored_bytes = $3, updated_at = now() WHERE id = $1",
-    )
-    .bind(dataset_id)
-    .bind(Json(&manifest))
-    .bind(manifest.bytes)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("UPDATE datasets SET storage = $4, archive = $2, stored_bytes = $3, updated_at = now() WHERE id = $1")
+        .bind(dataset_id)
+        .bind(Json(&manifest))
+        .bind(manifest.bytes)
+        .bind(StorageTier::Cold)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -192,7 +192,11 @@ async fn copy_out(ctx: &JobContext, qualified: &str, object: &Path) -> Result<i6
 
 pub async fn rehydrate(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobError> {
     let dataset = stored(ctx, dataset_id).await?;
-    let Some(Json(manifest)) = dataset.archive.as_ref().filter(|_| dataset.storage == "cold") else {
+    let Some(Json(manifest)) = dataset
+        .archive
+        .as_ref()
+        .filter(|_| dataset.storage == StorageTier::Cold)
+    else {
         return Ok(());
     };
     let staging = format!("{}{}", datasets::staging_prefix(ctx.job_id), "rehydrate");
@@ -220,9 +224,10 @@ pub async fn rehydrate(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobErro
     ctx.progress("indexing", None, None).await?;
     let qualified = format!("{}.{}", quote(&dataset.schema_name), quote(&dataset.table_name));
     let mut tx = ctx.deps.pool.begin().await?;
-    let still_cold: Option<String> =
-        sqlx::query_scalar("SELECT storage FROM datasets WHERE id = $1 AND storage = 'cold' FOR UPDATE")
+    let still_cold: Option<StorageTier> =
+        sqlx::query_scalar("SELECT storage FROM datasets WHERE id = $1 AND storage = $2 FOR UPDATE")
             .bind(dataset_id)
+            .bind(StorageTier::Cold)
             .fetch_optional(&mut *tx)
             .await?;
     if still_cold.is_none() {
@@ -253,12 +258,11 @@ pub async fn rehydrate(ctx: &JobContext, dataset_id: Uuid) -> Result<(), JobErro
     for sql in statements {
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
     }
-    sqlx::query(
-        "UPDATE datasets SET storage = 'hot', archive = NULL, stored_bytes = 0, updated_at = now() WHERE id = $1",
-    )
-    .bind(dataset_id)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("UPDATE datasets SET storage = $2, archive = NULL, stored_bytes = 0, updated_at = now() WHERE id = $1")
+        .bind(dataset_id)
+        .bind(StorageTier::Hot)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     let _ = ctx
         .deps

@@ -15,7 +15,10 @@ use catalog_raster::{
     cog::{self, CogOptions},
     info,
 };
-use catalog_shared::jobs::{IngestOptions, RasterOptions};
+use catalog_shared::{
+    datasets::DatasetKind,
+    jobs::{IngestOptions, RasterOptions},
+};
 use gdal::Dataset;
 use object_store::{ObjectStoreExt, WriteMultipart, path::Path as ObjectPath};
 use tokio::io::AsyncReadExt;
@@ -315,7 +318,7 @@ async fn publish(
         .bind(&options.summary)
         .bind(prepared.info.srid)
         .bind(prepared.extent.to_vec())
-        .bind(&options.visibility)
+        .bind(options.visibility)
         .bind(&source.label)
         .bind(ctx.job_id)
         .bind(ctx.created_by)
@@ -323,6 +326,7 @@ async fn publish(
         .bind(object.to_string())
         .bind(naming.filename)
         .bind(stored_bytes(&prepared.info))
+        .bind(DatasetKind::Raster)
         .execute(&mut *tx)
         .await?;
     load::record_published(&mut tx, ctx, dataset_id).await?;
@@ -345,8 +349,9 @@ async fn switch_file(
 ) -> Result<Option<String>, JobError> {
     let mut tx = load::lock_running_job(ctx).await?;
     let old: Option<Option<String>> =
-        sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1 AND kind = 'raster' FOR UPDATE")
+        sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1 AND kind = $2 FOR UPDATE")
             .bind(dataset_id)
+            .bind(DatasetKind::Raster)
             .fetch_optional(&mut *tx)
             .await?;
     let old = old.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new file was prepared".into()))?;

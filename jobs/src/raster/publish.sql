@@ -6,4 +6,4 @@ INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type
                       job_id, created_by, kind, raster, raster_object, stored_bytes)
 VALUES ($1, $2, $3, 'raster', $1::text, NULL, coalesce($4, 0), $4,
         $5, NULL, $6, 'geotiff', $12, $7,
-        $8, $9, 'raster', $10, $11, $13)
+        $8, $9, $14, $10, $11, $13)
