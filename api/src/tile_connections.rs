@@ -50,9 +50,11 @@ impl managed::Manager for Opener {
         // planner, left to itself, worked out again for every small tile:
         // half a small tile's time in the database (pgbench: 10.5k tiles/s,
         // 21.9k with the one generic plan; a crowded tile the same).
-        sqlx::raw_sql("SET max_parallel_workers_per_gather = 0; SET jit = off; SET plan_cache_mode = force_generic_plan")
-            .execute(&mut connection)
-            .await?;
+        sqlx::raw_sql(
+            "SET max_parallel_workers_per_gather = 0; SET jit = off; SET plan_cache_mode = force_generic_plan",
+        )
+        .execute(&mut connection)
+        .await?;
         Ok(connection)
     }
 
