@@ -65,6 +65,20 @@ build_ui() {
   npm run --prefix "$ROOT/ui" --silent build
 }
 
+# lint_as_built: the workspace's crates are compiled by clippy-driver, with
+# warnings as errors, in the very build the tests use (clippy's own
+# documented wrapper). `cargo clippy` is a separate pass that compiles every
+# dependency once more (metadata only) and the workspace twice. Every
+# script that builds for the tests calls this, so that they share builds.
+lint_as_built() {
+  RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver) || {
+    echo "clippy is not installed: rustup component add clippy" >&2
+    exit 1
+  }
+  export RUSTC_WORKSPACE_WRAPPER
+  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+}
+
 # Runs a command as the cluster owner: initdb refuses root, so as root the
 # cluster belongs to the postgres user.
 as_pg() {

@@ -3,12 +3,14 @@
 # leaves running) the test cluster, migrates the template database, builds
 # the binaries the tests spawn, and runs `cargo test` with the arguments
 # given, e.g. `scripts/test-some.sh -p catalog-tests --test tiles`.
-# No lints, no web UI build, no package installs: test.sh does those.
+# No format check, no web UI build, no package installs: test.sh does those.
 set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 start_cluster "$ROOT/.data/test-pg" "$PORT" fast
+# Built as test.sh builds (lints included), so the two share builds.
+lint_as_built
 cargo build -q --workspace --bins
 export TEST_ADMIN_DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/postgres"
 if [[ ${MIGRATE:-1} == 1 ]]; then

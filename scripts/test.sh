@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
-# cluster under .data/test-pg, checks format and lints (rustfmt, clippy with
-# warnings as errors, no import circles between modules), builds the
-# binaries the integration tests spawn, runs every test of the workspace
+# cluster under .data/test-pg, checks format (rustfmt) and that modules
+# import in no circle, builds the binaries the integration tests spawn with
+# clippy's lints as errors (`lint_as_built`), runs every test of the workspace
 # (naming all failures at the end), and checks that their logs hold no
 # secret.
 set -euo pipefail
@@ -19,12 +19,12 @@ DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast
 trap 'stop_cluster "$DIR"' EXIT
 
-log "checking format and lints"
+log "checking format and import circles"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -q -- -D warnings
 python3 scripts/module_cycles.py api/src shared/src jobs/src worker/src
 
-log "building"
+log "building, with clippy's lints as errors"
+lint_as_built
 cargo build --workspace --bins --tests
 
 # Every test gets its own database cloned from this migrated template.
