@@ -22,6 +22,7 @@ use crate::{
         Caller, Capability,
         datasets::visible_collection,
         policy::readable_by_anyone,
+        signed_assets::cog_href,
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
     datasets::record::Dataset,
@@ -348,6 +349,8 @@ async fn tilejson(
             "format": "png",
             "minzoom": 0,
             "maxzoom": maxzoom,
+            // The data itself, read in place (signed when not everyone may read it).
+            "links": [{"rel": "enclosure", "href": cog_href(&state, &caller, &dataset), "type": catalog_raster::cog::MEDIA_TYPE}],
         })
     } else {
         vector_tilejson(&dataset, base, &query)
@@ -368,7 +371,7 @@ pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> Strin
     // expiry: a capability never buys a longer-lived one.
     match caller.capability {
         _ if readable_by_anyone(dataset.visibility, dataset.status) => String::new(),
-        Some(Capability::Embed { .. } | Capability::Metrics) => String::new(),
+        Some(Capability::Embed { .. } | Capability::Asset { .. } | Capability::Metrics) => String::new(),
         Some(Capability::Tiles { expires, .. }) => format!(
             "?{}",
             signed_query(

@@ -7,6 +7,10 @@ use gdal::{Dataset, Metadata, raster::GdalDataType};
 
 use crate::{RasterError, ffi};
 
+/// The media type of a stored raster, as downloads, STAC assets and OGC
+/// links name it.
+pub const MEDIA_TYPE: &str = "image/tiff; application=geotiff; profile=cloud-optimized";
+
 /// Larger sources are refused: converting them would hold a worker for
 /// hours (and a tiny file can claim any size in its header).
 pub const MAX_PIXELS: usize = 1 << 32;

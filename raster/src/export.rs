@@ -17,15 +17,43 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
+    pub const ALL: [Self; 4] = [
+        ExportFormat::GeoPackage,
+        ExportFormat::GeoJson,
+        ExportFormat::Csv,
+        ExportFormat::Shapefile,
+    ];
     pub const NAMES: [&'static str; 4] = ["gpkg", "geojson", "csv", "shp"];
 
     pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "gpkg" => Some(ExportFormat::GeoPackage),
-            "geojson" => Some(ExportFormat::GeoJson),
-            "csv" => Some(ExportFormat::Csv),
-            "shp" => Some(ExportFormat::Shapefile),
-            _ => None,
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The name the download route's `format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::GeoPackage => "gpkg",
+            ExportFormat::GeoJson => "geojson",
+            ExportFormat::Csv => "csv",
+            ExportFormat::Shapefile => "shp",
+        }
+    }
+
+    /// The media type of the downloaded file (a shapefile comes zipped).
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ExportFormat::GeoPackage => "application/geopackage+sqlite3",
+            ExportFormat::GeoJson => "application/geo+json",
+            ExportFormat::Csv => "text/csv; charset=utf-8",
+            ExportFormat::Shapefile => "application/zip",
+        }
+    }
+
+    /// The downloaded file's name: a shapefile's set comes as one zip.
+    pub fn download_name(self, stem: &str) -> String {
+        match self {
+            ExportFormat::Shapefile => format!("{stem}.zip"),
+            other => other.file_name(stem),
         }
     }
 
@@ -74,4 +102,17 @@ pub fn export(
         .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
     ffi::vector_translate(&source, path, &args)?;
     Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_is_named_once_as_the_download_route_takes_it() {
+        assert_eq!(ExportFormat::ALL.map(ExportFormat::name), ExportFormat::NAMES);
+        for format in ExportFormat::ALL {
+            assert_eq!(ExportFormat::from_name(format.name()), Some(format));
+        }
+    }
 }

@@ -20,6 +20,11 @@ pub struct RasterInfo {
     pub bands: Vec<BandInfo>,
     /// Pixel size in the raster's CRS units, `[x, y]`, both positive.
     pub resolution: [f64; 2],
+    /// GDAL's affine geotransform (origin x, pixel width, row rotation,
+    /// origin y, column rotation, pixel height), in the raster's CRS; None
+    /// in records written before it was kept.
+    #[serde(default)]
+    pub geotransform: Option<[f64; 6]>,
     /// The CRS's EPSG code; None when it has none.
     pub srid: Option<i32>,
     /// The CRS as WKT2 (2019) when no EPSG code names it, so the record
@@ -132,6 +137,7 @@ pub fn describe(ds: &Dataset, size_bytes: u64, is_cog: bool) -> Result<RasterInf
         band_count: bands.len(),
         bands,
         resolution: [gt[1].abs(), gt[5].abs()],
+        geotransform: Some(gt),
         srid,
         crs_wkt: srs.filter(|_| srid.is_none()).map(|srs| wkt2(&srs)).transpose()?,
         overview_count,
@@ -204,6 +210,7 @@ mod tests {
                 })
                 .collect(),
             resolution: [1.0, 1.0],
+            geotransform: None,
             srid: None,
             crs_wkt: None,
             overview_count: 0,

@@ -25,6 +25,9 @@ pub struct Config {
     pub outbound_allowed_hosts: Vec<String>,
     pub max_upload_bytes: u64,
     pub access_token_ttl: Duration,
+    /// How long a signed asset link (a private COG's or export's URL in
+    /// STAC and TileJSON) opens its download.
+    pub signed_asset_ttl: Duration,
     pub rate_limits: RateLimits,
     /// How long a connector's provider may take to answer the resource check.
     pub connector_timeout: Duration,
@@ -64,6 +67,9 @@ pub const DEFAULT_DATABASE_URL: &str = "postgres://catalog@127.0.0.1:54329/catal
 pub const DEFAULT_FONTS_DIR: &str = "/usr/share/fonts/truetype/dejavu";
 pub const MIN_JWT_SECRET_CHARS: usize = 32;
 pub const MIN_METRICS_TOKEN_CHARS: usize = 24;
+/// A signed asset link lives at most a week: it cannot be revoked alone,
+/// only with every link of its dataset (a change of publication).
+pub const MAX_SIGNED_ASSET_TTL_SECONDS: u64 = 7 * 86_400;
 
 /// Where settings are read from: the process environment, or the pairs a
 /// test passes in.
@@ -151,6 +157,10 @@ impl Config {
         {
             bail!("METRICS_TOKEN must have at least {MIN_METRICS_TOKEN_CHARS} characters");
         }
+        let signed_asset_ttl: u64 = settings.parsed("SIGNED_ASSET_TTL_SECONDS", 3600)?;
+        if !(1..=MAX_SIGNED_ASSET_TTL_SECONDS).contains(&signed_asset_ttl) {
+            bail!("SIGNED_ASSET_TTL_SECONDS must be 1 to {MAX_SIGNED_ASSET_TTL_SECONDS} (7 days)");
+        }
         Ok(Self {
             database_url: settings
                 .var("DATABASE_URL")
@@ -176,6 +186,7 @@ impl Config {
             outbound_allowed_hosts: settings.list("OUTBOUND_ALLOWED_HOSTS"),
             max_upload_bytes: settings.parsed("MAX_UPLOAD_BYTES", 2u64 * 1024 * 1024 * 1024)?,
             access_token_ttl: Duration::from_secs(settings.parsed("ACCESS_TOKEN_TTL_SECONDS", 900)?),
+            signed_asset_ttl: Duration::from_secs(signed_asset_ttl),
             connector_timeout: Duration::from_secs(settings.parsed("CONNECTOR_TIMEOUT_SECONDS", 15)?),
             metrics_token,
             // 0 (the default) never archives.
@@ -208,5 +219,31 @@ impl Config {
                     .collect::<anyhow::Result<_>>()?,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(name: &'static str, value: &'static str) -> anyhow::Result<Config> {
+        Config::from_settings(&|key| match key {
+            "JWT_SECRET" => Some("x".repeat(MIN_JWT_SECRET_CHARS)),
+            "STORAGE_URL" => Some("file:///tmp/unused".into()),
+            _ if key == name => Some(value.into()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn signed_asset_links_live_an_hour_unless_told_and_at_most_a_week() {
+        assert_eq!(with("UNSET", "").unwrap().signed_asset_ttl, Duration::from_secs(3600));
+        assert_eq!(
+            with("SIGNED_ASSET_TTL_SECONDS", "604800").unwrap().signed_asset_ttl,
+            Duration::from_secs(604_800)
+        );
+        for refused in ["0", "604801", "-5", "an hour"] {
+            assert!(with("SIGNED_ASSET_TTL_SECONDS", refused).is_err(), "{refused}");
+        }
     }
 }

@@ -39,6 +39,7 @@ text_enum! {
 text_enum! {
     /// What a dataset holds (`datasets.kind`): a table of features, or a
     /// Cloud-Optimized GeoTIFF in the object store.
+    #[derive(utoipa::ToSchema)]
     pub enum DatasetKind {
         Vector = "vector",
         Raster = "raster",

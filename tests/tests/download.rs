@@ -1,7 +1,9 @@
-//! Downloads: only a download token for the dataset opens it. A raster
-//! comes as its COG with byte ranges (GDAL reads it in place through
-//! `/vsicurl/`); a vector dataset as GeoPackage, GeoJSON, CSV or a zipped
-//! shapefile, with its source's attribute names.
+//! Downloads: a download token for the dataset opens it, and so does any
+//! read credential of a caller who may read it (data everyone may read
+//! needs none). A raster comes as its COG with byte ranges (GDAL reads it
+//! in place through `/vsicurl/`); a vector dataset as GeoPackage, GeoJSON,
+//! CSV or a zipped shapefile, with its source's attribute names. Signed
+//! asset links are tested with STAC (`stac.rs`).
 use catalog_shared::auth::{DownloadClaims, TokenKeys};
 use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, data_file};
 use gdal::vector::LayerAccess;
@@ -46,7 +48,7 @@ fn expired_token(dataset: &str) -> String {
 }
 
 #[tokio::test]
-async fn downloads_open_only_with_their_token() {
+async fn downloads_open_with_their_token() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
     let job = stack
@@ -98,9 +100,11 @@ async fn downloads_open_only_with_their_token() {
             .unwrap();
     assert_eq!((width, height), (95, 90));
 
-    // Refusals: no token, a session token, another dataset's, an expired one.
+    // A public COG needs no token at all.
     let bare = url.split('?').next().unwrap().to_string();
-    assert_eq!(fetch(&stack, &bare, None).await.status(), 401);
+    assert_eq!(fetch(&stack, &bare, Some("bytes=0-99")).await.status(), 206);
+    // Refusals: a session token, another dataset's, an expired one: a
+    // token sent is the credential, and a bad one is not passed over.
     assert_eq!(
         fetch(&stack, &format!("{bare}?token={admin}"), None).await.status(),
         401
@@ -205,11 +209,12 @@ async fn unsatisfiable_ranges_answer_problem_documents() {
     assert_eq!(fetch(&stack, &url, Some("bytes=0-9")).await.status(), 206);
 }
 
-/// `api_key` is taken on the download route as on every read; what opens
-/// a download is still its token. A key alone, a wrong key, a key whose
-/// owner may not read the dataset or an expired token is a 401 problem.
+/// `api_key` is taken on the download route as on every read: the key of
+/// a caller who may read the dataset opens it, with or without a token. A
+/// wrong key or an expired token is a 401 problem whatever else is sent,
+/// and the key of a caller who may not see the dataset a 404.
 #[tokio::test]
-async fn a_query_key_is_taken_and_only_the_token_opens() {
+async fn a_query_key_opens_as_on_every_read() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
     let (_, viewer) = stack.user_token("vic", "viewer").await;
@@ -231,28 +236,34 @@ async fn a_query_key_is_taken_and_only_the_token_opens() {
         .as_str()
         .unwrap()
         .to_string();
-    // A client that adds its key to every request it sends.
-    let opened = fetch(&stack, &format!("{url}&api_key={admin_key}"), None).await;
-    assert_eq!(opened.status(), 200);
-    assert!(!opened.bytes().await.unwrap().is_empty());
-
     let (bare, query) = url.split_once('?').unwrap();
+    // A client that adds its key to every request it sends.
+    for opens in [
+        format!("{url}&api_key={admin_key}"),
+        format!("{bare}?api_key={admin_key}"),
+    ] {
+        let opened = fetch(&stack, &opens, None).await;
+        assert_eq!(opened.status(), 200);
+        assert!(!opened.bytes().await.unwrap().is_empty());
+    }
+
     let wrong = format!("sdc_{}", "0".repeat(64));
     let expired = expired_token(&raster);
-    for (why, refused) in [
-        ("a key alone", format!("{bare}?api_key={admin_key}")),
-        ("a wrong key", format!("{bare}?{query}&api_key={wrong}")),
-        ("a key without the right", format!("{bare}?api_key={viewer_key}")),
+    for (why, refused, status) in [
+        ("a wrong key", format!("{bare}?{query}&api_key={wrong}"), 401),
+        ("a key without the right", format!("{bare}?api_key={viewer_key}"), 404),
         (
             "an expired token",
             format!("{bare}?token={expired}&api_key={admin_key}"),
+            401,
         ),
+        ("nothing", bare.to_string(), 401),
     ] {
         let response = fetch(&stack, &refused, None).await;
-        assert_eq!(response.status(), 401, "{why}");
+        assert_eq!(response.status(), status, "{why}");
         assert_eq!(response.headers()["content-type"], "application/problem+json", "{why}");
         let problem: Value = response.json().await.unwrap();
-        assert_eq!(problem["status"], 401, "{why}: {problem}");
+        assert_eq!(problem["status"], status, "{why}: {problem}");
     }
 }
 

@@ -158,6 +158,7 @@ async fn every_bbox_is_checked_alike() {
         format!("/api/datasets/{id}/features?bbox="),
         "/api/collections/catalog/items?bbox=".to_string(),
         "/api/stac/search?bbox=".to_string(),
+        "/api/stac/collections/vector/items?bbox=".to_string(),
         format!("/api/collections/{id}/items?filter=S_INTERSECTS(geom,BBOX("),
     ];
     let close = |route: &str| if route.contains("BBOX(") { "))" } else { "" };

@@ -131,8 +131,9 @@ fn table() -> Vec<Row> {
         row("GET", "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         // The fixture is a vector dataset: terrain tiles are for rasters.
         row("GET", "/api/tiles/{dataset_id}/terrain/{z}/{x}/{y}", None, [404, 401, 401, 422, 404, 404, 422, 422]),
-        // Only a download token opens a download; no credential does.
-        row("GET", "/api/datasets/{dataset_id}/download", None, [401; 8]),
+        // A download opens as any read does (here: the private fixture), or
+        // with a download token; an anonymous caller is asked for a credential.
+        row("GET", "/api/datasets/{dataset_id}/download", None, [401, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/{dataset_id}/tilejson.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/token/{dataset_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/tiles/{dataset_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
@@ -179,6 +180,11 @@ fn table() -> Vec<Row> {
         row("POST", "/api/query", Json(r#"{"sql": "SELECT 1 AS one"}"#), [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/stac", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/stac/search", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/stac/conformance", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/stac/collections", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/stac/collections/{collection_id}", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/stac/collections/{collection_id}/items", None, [200, 401, 401, 200, 200, 200, 200, 200]),
+        row("GET", "/api/stac/collections/{collection_id}/items/{item_id}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/stac/search", Json(r#"{"limit": 5}"#), [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/collections/catalog", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/collections/catalog/items", None, [200, 401, 401, 200, 200, 200, 200, 200]),
@@ -346,6 +352,8 @@ async fn authorization_matrix() {
                 .path
                 .replace("{dataset_id}", &dataset.to_string())
                 .replace("{collectionId}", &dataset.to_string())
+                .replace("{collection_id}", "vector")
+                .replace("{item_id}", &dataset.to_string())
                 .replace("{featureId}", "1")
                 .replace("{map_id}", &map.to_string())
                 .replace("{token}", &share)

@@ -1,7 +1,17 @@
-//! STAC item search over the catalog, driven by pystac-client.
-use std::{collections::BTreeSet, process::Command};
+//! The STAC API over the catalog: collections per kind, items that are
+//! valid STAC and whose `self` links return them, item search driven by
+//! pystac-client, and the assets that stay readable: COGs read in place
+//! by GDAL (`gdalinfo /vsicurl/`) anonymously when public and through a
+//! signed asset link when private, which lives `SIGNED_ASSET_TTL_SECONDS`
+//! and ends with a change of publication.
+use std::{
+    collections::BTreeSet,
+    process::Command,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions, data_file};
+use gdal::{DriverManager, raster::Buffer, spatial_ref::SpatialRef};
 use serde_json::{Value, json};
 
 async fn dataset_at(stack: &Stack, token: &str, x: f64, visibility: &str) -> String {
@@ -49,7 +59,8 @@ async fn stac_search_pages_and_filters() {
         .collect();
     assert_eq!(found, inside, "public datasets in the box, each once");
     assert!(!found.contains(&outside) && !found.contains(&hidden));
-    assert_eq!(result["collections"], json!(["datasets"]));
+    // `datasets`, the one collection of earlier versions, names both kinds.
+    assert_eq!(result["collections"], json!(["vector"]));
     assert_eq!(result["pages"], 3, "pages of two, followed through next links");
 
     let body = json!({"ids": [outside, hidden], "limit": 10});
@@ -91,11 +102,426 @@ async fn stac_search_pages_and_filters() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(by_get["numberMatched"], 1);
-    assert_eq!(
-        stack.get_json(None, "/api/stac/search?collections=other").await.1["numberMatched"],
-        0
-    );
+    for (collections, matched) in [("other", 0), ("raster", 0), ("vector", 1), ("raster,vector", 1)] {
+        let (status, page) = stack
+            .get_json(
+                None,
+                &format!("/api/stac/search?bbox=99,0,101,20&collections={collections}"),
+            )
+            .await;
+        assert_eq!(
+            (status, &page["numberMatched"]),
+            (200, &json!(matched)),
+            "{collections}"
+        );
+    }
     assert_eq!(stack.get_json(None, "/api/stac/search?limit=0").await.0, 400);
     assert_eq!(stack.get_json(None, "/api/stac/search?bbox=1,2").await.0, 400);
     assert_eq!(stack.get_json(None, "/api/stac/search?datetime=yesterday").await.0, 400);
+}
+
+/// A GeoTIFF in UTM zone 33N (EPSG:32633): 64 x 48 Byte pixels of 30 m.
+fn utm_geotiff() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("utm.tif");
+    let driver = DriverManager::get_driver_by_name("GTiff").unwrap();
+    let mut ds = driver.create_with_band_type::<u8, _>(&path, 64, 48, 1).unwrap();
+    ds.set_geo_transform(&UTM_TRANSFORM).unwrap();
+    ds.set_spatial_ref(&SpatialRef::from_epsg(32633).unwrap()).unwrap();
+    let pixels: Vec<u8> = (0..64 * 48).map(|i| (i % 64 * 4) as u8).collect();
+    ds.rasterband(1)
+        .unwrap()
+        .write((0, 0), (64, 48), &mut Buffer::new((64, 48), pixels))
+        .unwrap();
+    drop(ds);
+    std::fs::read(path).unwrap()
+}
+
+const UTM_TRANSFORM: [f64; 6] = [500_000.0, 30.0, 0.0, 5_600_000.0, 0.0, -30.0];
+
+async fn ingest_raster(stack: &Stack, token: &str, name: &str, bytes: Vec<u8>, visibility: &str) -> String {
+    let job = stack.upload_ok(token, name, bytes, &[("visibility", visibility)]).await;
+    let job = stack.wait_job(token, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    job["dataset_id"].as_str().unwrap().to_string()
+}
+
+/// A GET with optional headers.
+async fn get(stack: &Stack, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = stack.http.get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    stack.send(request).await
+}
+
+/// What `gdalinfo` says of a remote file read in place, with no credential
+/// but what its URL carries.
+fn gdalinfo(href: &str) -> String {
+    let output = Command::new("gdalinfo")
+        .arg(format!("/vsicurl/{href}"))
+        .env("GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR")
+        .output()
+        .expect("gdalinfo (Debian's gdal-bin) runs");
+    assert!(
+        output.status.success(),
+        "gdalinfo /vsicurl/{href}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+/// The `exp` of a signed link.
+fn expiry(href: &str) -> i64 {
+    let query = href.split_once('?').expect("a signed link").1;
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "exp")
+        .expect("exp")
+        .1
+        .parse()
+        .unwrap()
+}
+
+fn link<'a>(document: &'a Value, rel: &str) -> &'a str {
+    document["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["rel"] == rel)
+        .unwrap_or_else(|| panic!("no {rel} link: {document}"))["href"]
+        .as_str()
+        .unwrap()
+}
+
+/// What STAC 1.0.0 requires of every item (the core schema's required
+/// fields), beside the validation by pystac in `stac_client.py`.
+fn assert_core_item(item: &Value, id: &str, collection: &str) {
+    assert_eq!(item["type"], "Feature");
+    assert_eq!(item["stac_version"], "1.0.0");
+    assert_eq!(item["id"], id);
+    assert_eq!(item["collection"], collection);
+    assert!(item["geometry"].is_object(), "{item}");
+    assert_eq!(item["bbox"].as_array().map(Vec::len), Some(4), "{item}");
+    assert!(item["properties"]["datetime"].is_string(), "{item}");
+    assert!(item["assets"].as_object().is_some_and(|a| !a.is_empty()), "{item}");
+    for (name, asset) in item["assets"].as_object().unwrap() {
+        assert!(
+            asset["href"].is_string() && asset["type"].is_string(),
+            "{name}: {asset}"
+        );
+    }
+    for rel in ["self", "root", "parent", "collection"] {
+        link(item, rel);
+    }
+    for extension in item["stac_extensions"].as_array().unwrap() {
+        assert!(
+            extension
+                .as_str()
+                .unwrap()
+                .starts_with("https://stac-extensions.github.io/")
+        );
+    }
+}
+
+#[tokio::test]
+async fn items_are_valid_stac_and_their_assets_stay_readable() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let key = stack.api_key(&admin, "read_only").await;
+    let public_raster = ingest_raster(
+        &stack,
+        &admin,
+        "elev.tif",
+        data_file("raster/elev_luxembourg.tif"),
+        "public",
+    )
+    .await;
+    let private_raster = ingest_raster(&stack, &admin, "utm.tif", utm_geotiff(), "private").await;
+    let public_vector = dataset_at(&stack, &admin, 1.0, "public").await;
+    let private_vector = dataset_at(&stack, &admin, 2.0, "private").await;
+
+    // The landing page leads to the collections and the conformance classes.
+    let (_, landing) = stack.get_json(None, "/api/stac").await;
+    let classes = landing["conformsTo"].as_array().unwrap();
+    for class in ["collections", "ogcapi-features", "item-search", "core"] {
+        assert!(
+            classes.contains(&json!(format!("https://api.stacspec.org/v1.0.0/{class}"))),
+            "{class}"
+        );
+    }
+    let (status, conformance) = stack
+        .get_json(None, &link(&landing, "conformance").replace(&stack.base, ""))
+        .await;
+    assert_eq!((status, &conformance["conformsTo"]), (200, &landing["conformsTo"]));
+    let (status, listed) = stack
+        .get_json(None, &link(&landing, "data").replace(&stack.base, ""))
+        .await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = listed["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["vector", "raster"]);
+    for collection in listed["collections"].as_array().unwrap() {
+        assert_eq!(collection["type"], "Collection");
+        assert_eq!(collection["license"], "various");
+        assert_eq!(
+            collection["extent"]["spatial"]["bbox"][0].as_array().map(Vec::len),
+            Some(4)
+        );
+        for rel in ["self", "root", "parent", "items"] {
+            link(collection, rel);
+        }
+        let (status, alone) = stack
+            .get_json(None, &link(collection, "self").replace(&stack.base, ""))
+            .await;
+        assert_eq!((status, &alone), (200, collection));
+    }
+    // Anonymous callers see the public raster's extent only (Luxembourg).
+    let raster_box = &listed["collections"][1]["extent"]["spatial"]["bbox"][0];
+    assert!((raster_box[0].as_f64().unwrap() - 5.7417).abs() < 1e-3, "{raster_box}");
+    let missing = get(&stack, &stack.url("/api/stac/collections/datasets"), &[]).await;
+    assert_eq!(missing.status(), 404);
+    assert_eq!(missing.headers()["content-type"], "application/problem+json");
+
+    // Every item, read as its owner; its self link returns it.
+    let mut items = std::collections::HashMap::new();
+    for (kind, id) in [
+        ("raster", &public_raster),
+        ("raster", &private_raster),
+        ("vector", &public_vector),
+        ("vector", &private_vector),
+    ] {
+        let path = format!("/api/stac/collections/{kind}/items/{id}");
+        let (status, item) = stack.get_json(Some(&admin), &path).await;
+        assert_eq!(status, 200, "{item}");
+        assert_core_item(&item, id, kind);
+        assert_eq!(link(&item, "self"), stack.url(&path));
+        assert_eq!(
+            link(&item, "collection"),
+            stack.url(&format!("/api/stac/collections/{kind}"))
+        );
+        let other = if kind == "raster" { "vector" } else { "raster" };
+        let (status, _) = stack
+            .get_json(Some(&admin), &format!("/api/stac/collections/{other}/items/{id}"))
+            .await;
+        assert_eq!(status, 404, "an item is in its own kind's collection only");
+        items.insert(id.clone(), item);
+    }
+    let (status, _) = stack
+        .get_json(None, &format!("/api/stac/collections/raster/items/{private_raster}"))
+        .await;
+    assert_eq!(status, 404, "a private item is hidden from others");
+
+    // The public raster: its COG needs no credential, GDAL reads it in place.
+    let item = &items[&public_raster];
+    let data = &item["assets"]["data"];
+    assert_eq!(data["type"], "image/tiff; application=geotiff; profile=cloud-optimized");
+    assert_eq!(data["roles"], json!(["data"]));
+    let href = data["href"].as_str().unwrap();
+    assert_eq!(href, stack.url(&format!("/api/datasets/{public_raster}/download")));
+    let info = gdalinfo(href);
+    assert!(info.contains("Size is 95, 90"), "{info}");
+    let properties = &item["properties"];
+    assert_eq!(properties["proj:code"], "EPSG:4326");
+    assert_eq!(properties["proj:shape"], json!([90, 95]));
+    assert_eq!(properties["proj:transform"].as_array().map(Vec::len), Some(6));
+    let band = &data["raster:bands"][0];
+    assert_eq!(band["data_type"], "int16");
+    assert_eq!(band["nodata"], -32768.0);
+    assert!(
+        band["statistics"]["minimum"].as_f64() < band["statistics"]["maximum"].as_f64(),
+        "{band}"
+    );
+    let extensions = item["stac_extensions"].as_array().unwrap();
+    for name in ["projection", "raster", "web-map-links"] {
+        assert!(
+            extensions
+                .iter()
+                .any(|e| e.as_str().unwrap().contains(&format!("/{name}/"))),
+            "{name}"
+        );
+    }
+    let thumbnail = get(&stack, item["assets"]["thumbnail"]["href"].as_str().unwrap(), &[]).await;
+    assert_eq!(thumbnail.status(), 200);
+    assert_eq!(thumbnail.headers()["content-type"], "image/png");
+    assert!(link(item, "xyz").ends_with("/{z}/{x}/{y}.png"), "{item}");
+
+    // The private raster: a signed link any reader of the item can hand to
+    // GDAL, living SIGNED_ASSET_TTL_SECONDS (an hour), not the download
+    // token's two minutes.
+    let item = &items[&private_raster];
+    let properties = &item["properties"];
+    assert_eq!(properties["proj:code"], "EPSG:32633");
+    assert_eq!(properties["proj:shape"], json!([48, 64]));
+    assert_eq!(
+        properties["proj:transform"],
+        json!([30.0, 0.0, 500000.0, 0.0, -30.0, 5600000.0])
+    );
+    assert_eq!(
+        properties["proj:bbox"],
+        json!([500000.0, 5598560.0, 501920.0, 5600000.0])
+    );
+    assert_eq!(item["assets"]["data"]["raster:bands"][0]["data_type"], "uint8");
+    let signed = item["assets"]["data"]["href"].as_str().unwrap().to_string();
+    assert!(signed.contains("sig="), "{signed}");
+    let lifetime = expiry(&signed) - now();
+    assert!((3590..=3600).contains(&lifetime), "{lifetime} s");
+    let info = gdalinfo(&signed);
+    assert!(info.contains("Size is 64, 48") && info.contains("32633"), "{info}");
+    let thumbnail = get(&stack, item["assets"]["thumbnail"]["href"].as_str().unwrap(), &[]).await;
+    assert_eq!(thumbnail.status(), 200, "the thumbnail is a signed tile");
+    assert_eq!(thumbnail.headers()["content-type"], "image/png");
+    let xyz = link(item, "xyz").replace("{z}/{x}/{y}", "0/0/0");
+    assert_eq!(get(&stack, &xyz, &[]).await.status(), 200);
+
+    // The COG route itself: anonymous is asked for a credential; the
+    // caller's own credentials open it with ranges.
+    let cog = stack.url(&format!("/api/datasets/{private_raster}/download"));
+    let refused = get(&stack, &cog, &[("range", "bytes=0-99")]).await;
+    assert_eq!(refused.status(), 401);
+    assert_eq!(refused.headers()["content-type"], "application/problem+json");
+    let bearer_key = format!("Bearer {key}");
+    let bearer_session = format!("Bearer {admin}");
+    for (how, header) in [
+        ("X-Api-Key", ("x-api-key", key.as_str())),
+        ("an API key as bearer", ("authorization", bearer_key.as_str())),
+        ("a session", ("authorization", bearer_session.as_str())),
+    ] {
+        let part = get(&stack, &cog, &[header, ("range", "bytes=0-99")]).await;
+        assert_eq!(part.status(), 206, "{how}");
+        assert_eq!(part.bytes().await.unwrap().len(), 100, "{how}");
+    }
+    // Tampered or moved, a signed link opens nothing.
+    let mut tampered = signed.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == '0' { '1' } else { '0' });
+    assert_eq!(get(&stack, &tampered, &[]).await.status(), 401);
+    let moved = signed.replace(&private_raster, &public_raster);
+    assert_eq!(get(&stack, &moved, &[]).await.status(), 200, "public data opens anyway");
+    let moved = signed.replace(&private_raster, &private_vector);
+    assert_eq!(
+        get(&stack, &moved, &[]).await.status(),
+        401,
+        "signed for another dataset"
+    );
+    // Each kind of signature opens its own routes only.
+    let asset_query = signed.split_once('?').unwrap().1;
+    let tile = stack.url(&format!("/api/tiles/{private_raster}/0/0/0.png?{asset_query}"));
+    assert_eq!(get(&stack, &tile, &[]).await.status(), 404);
+    let template_query = link(item, "xyz").split_once('?').unwrap().1;
+    assert_eq!(get(&stack, &format!("{cog}?{template_query}"), &[]).await.status(), 401);
+
+    // TileJSON gives the same signed COG link.
+    let (_, tilejson) = stack
+        .get_json(Some(&admin), &format!("/api/tiles/{private_raster}/tilejson.json"))
+        .await;
+    let enclosure = link(&tilejson, "enclosure");
+    assert!(enclosure.contains("sig="), "{tilejson}");
+    assert_eq!(get(&stack, enclosure, &[("range", "bytes=0-9")]).await.status(), 206);
+
+    // Vector items: one asset per download format, and their features.
+    for (id, public) in [(&public_vector, true), (&private_vector, false)] {
+        let item = &items[id];
+        for (name, media_type) in [
+            ("gpkg", "application/geopackage+sqlite3"),
+            ("geojson", "application/geo+json"),
+            ("csv", "text/csv"),
+            ("shp", "application/zip"),
+        ] {
+            let asset = &item["assets"][name];
+            assert_eq!(asset["type"], media_type, "{name}");
+            assert_eq!(asset["href"].as_str().unwrap().contains("sig="), !public, "{name}");
+        }
+        let geojson = get(&stack, item["assets"]["geojson"]["href"].as_str().unwrap(), &[]).await;
+        assert_eq!(geojson.status(), 200);
+        let features: Value = geojson.json().await.unwrap();
+        assert_eq!(features["features"].as_array().map(Vec::len), Some(1));
+        let (status, page) = stack
+            .get_json(Some(&admin), &link(item, "items").replace(&stack.base, ""))
+            .await;
+        assert_eq!((status, page["features"].as_array().map(Vec::len)), (200, Some(1)));
+    }
+
+    // pystac-client: collections, search, each item validated, its self link
+    // and its data asset opened (the asset with no credential).
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let script = catalog_tests::package_dir().join("clients/stac_client.py");
+    let output = Command::new(python)
+        .args([script.to_str().unwrap(), &stack.url("/api/stac"), &key])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(seen["collections"], json!(["raster", "vector"]));
+    let seen = seen["items"].as_object().unwrap();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for (id, kind, media_type) in [
+        (
+            &public_raster,
+            "raster",
+            "image/tiff; application=geotiff; profile=cloud-optimized",
+        ),
+        (
+            &private_raster,
+            "raster",
+            "image/tiff; application=geotiff; profile=cloud-optimized",
+        ),
+        (&public_vector, "vector", "application/geo+json"),
+        (&private_vector, "vector", "application/geo+json"),
+    ] {
+        let found = &seen[id.as_str()];
+        assert_eq!(found["collection"], kind, "{found}");
+        assert_eq!(
+            (&found["self_status"], &found["self_id"]),
+            (&json!(200), &json!(id)),
+            "{found}"
+        );
+        assert_eq!(found["self_collection"], kind, "{found}");
+        assert_eq!(found["data_status"], 206, "{found}");
+        assert_eq!(found["data_type"], media_type, "{found}");
+    }
+
+    // A change of visibility ends every signed link of the dataset.
+    let response = stack
+        .send(
+            stack
+                .http
+                .patch(stack.url(&format!("/api/datasets/{private_raster}")))
+                .bearer_auth(&admin)
+                .json(&json!({"visibility": "internal"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(get(&stack, &signed, &[]).await.status(), 401);
+    assert_eq!(get(&stack, enclosure, &[]).await.status(), 401);
+}
+
+/// A signed asset link opens its COG until its expiry, and from then on
+/// is refused like no credential at all.
+#[tokio::test]
+async fn signed_asset_links_end_at_their_expiry() {
+    const TTL: i64 = 5;
+    let stack = Stack::start_with(StackOptions::workers(1).env("SIGNED_ASSET_TTL_SECONDS", &TTL.to_string())).await;
+    let admin = stack.admin_token().await;
+    let id = ingest_raster(&stack, &admin, "utm.tif", utm_geotiff(), "private").await;
+    let (_, item) = stack
+        .get_json(Some(&admin), &format!("/api/stac/collections/raster/items/{id}"))
+        .await;
+    let signed = item["assets"]["data"]["href"].as_str().unwrap().to_string();
+    let exp = expiry(&signed);
+    assert!(exp - now() <= TTL, "{signed}");
+    assert_eq!(get(&stack, &signed, &[("range", "bytes=0-9")]).await.status(), 206);
+    while now() <= exp {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let refused = get(&stack, &signed, &[("range", "bytes=0-9")]).await;
+    assert_eq!(refused.status(), 401);
+    assert_eq!(refused.headers()["content-type"], "application/problem+json");
 }

@@ -32,11 +32,13 @@ pub enum KeyScope {
 
 /// What a capability lets a request read whatever credential it carries
 /// (rule 5): a signed tile template one dataset's tiles until its expiry
-/// (Unix seconds), an embed token a map and the datasets of its layers,
-/// the metrics token the metrics and nothing else.
+/// (Unix seconds), a signed asset link one dataset's download (checked
+/// unexpired when resolved), an embed token a map and the datasets of its
+/// layers, the metrics token the metrics and nothing else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Capability {
     Tiles { dataset: Uuid, expires: i64 },
+    Asset { dataset: Uuid },
     Embed { map_id: Uuid, datasets: Vec<Uuid> },
     Metrics,
 }
@@ -65,7 +67,7 @@ impl Caller {
     /// Whether a capability lets this request read the dataset.
     pub fn capability_reads_dataset(&self, id: Uuid) -> bool {
         match &self.capability {
-            Some(Capability::Tiles { dataset, .. }) => *dataset == id,
+            Some(Capability::Tiles { dataset, .. } | Capability::Asset { dataset }) => *dataset == id,
             Some(Capability::Embed { datasets, .. }) => datasets.contains(&id),
             Some(Capability::Metrics) | None => false,
         }

@@ -1,8 +1,8 @@
 //! Every credential kind resolved in one place, in the order of the
 //! specification: a capability on reads (an `X-Embed-Token` covering the
-//! path, a signed tile template), then the `X-Api-Key` header, the
-//! `api_key` query parameter on reads, a bearer access token (or API key),
-//! or nobody.
+//! path, a signed tile template, a signed asset link), then the
+//! `X-Api-Key` header, the `api_key` query parameter on reads, a bearer
+//! access token (or API key), or nobody.
 //! Refresh tokens, download tokens and sign-in answers are read by the
 //! routes that take them (`auth`), never here.
 use axum::http::{HeaderMap, request::Parts};
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{
     Caller, Capability, KeyScope, User, bearer_token, embed,
     routes::{is_read_method, query_param, read_only_key_allows, reads_no_credential, writes},
-    signed_tiles,
+    signed_assets, signed_tiles,
 };
 use crate::state::AppState;
 
@@ -69,8 +69,9 @@ pub async fn caller_of(state: &AppState, request: &Parts) -> Result<Caller, AppE
 }
 
 /// A valid capability of a read request: an `X-Embed-Token` covering the
-/// path, or a signed tile template on a tile route. An invalid or absent
-/// one leaves the request to its credential (rule 5).
+/// path, a signed tile template on a tile route, or a signed asset link on
+/// a download route. An invalid or absent one leaves the request to its
+/// credential (rule 5).
 async fn capability_of(
     state: &AppState,
     headers: &HeaderMap,
@@ -92,7 +93,10 @@ async fn capability_of(
     let Some(query) = query.filter(|q| q.contains("sig=")) else {
         return Ok(None);
     };
-    Ok(Box::pin(signed_tiles::verify(state, path, query)).await)
+    if let Some(capability) = Box::pin(signed_tiles::verify(state, path, query)).await {
+        return Ok(Some(capability));
+    }
+    Ok(Box::pin(signed_assets::verify(state, path, query)).await)
 }
 
 /// Compares digests, so the time taken says nothing of how much of the

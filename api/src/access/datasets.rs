@@ -62,6 +62,26 @@ pub async fn visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Res
     dataset_for(state, caller, id, DatasetAction::Read).await
 }
 
+/// The dataset whose file (a raster's COG, a vector export) the caller
+/// may download without a download token: read access, as on every other
+/// route, through the caller's own credential, a signed asset link, or,
+/// for anyone, data everyone may read. An anonymous caller refused is
+/// asked for a credential (401) whether or not the dataset exists, so the
+/// answer tells nothing of what exists.
+pub async fn downloadable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {
+    let anonymous = caller.user().is_none() && caller.capability.is_none();
+    visible_dataset(state, caller, id).await.map_err(|refusal| {
+        if anonymous && refusal.status().as_u16() == 404 {
+            AppError::unauthorized(format!(
+                "a credential is required: a download token (POST /api/auth/download-token/{id}, then ?token=), \
+                 a signed asset link, an API key or a bearer token"
+            ))
+        } else {
+            refusal
+        }
+    })
+}
+
 /// The dataset, when the caller may change it: an admin, or an editor who
 /// owns it or holds a write grant; 404 when it may not even see it.
 pub async fn writable_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Dataset, AppError> {

@@ -257,6 +257,11 @@ mod tests {
                     expires: i64::MAX,
                 }),
             ),
+            ("asset-link", capability(Capability::Asset { dataset: DATASET })),
+            (
+                "other-asset-link",
+                capability(Capability::Asset { dataset: OTHER_DATASET }),
+            ),
         ]
     }
 
@@ -309,6 +314,12 @@ mod tests {
         other-capability R  222 444 444 444   444 444 444 444
         other-capability W  111 444 444 444   444 444 444 444
         other-capability G  111 444 444 444   444 444 444 444
+        asset-link       R  222 222 222 222   222 222 222 222
+        asset-link       W  111 111 111 111   111 111 111 111
+        asset-link       G  111 111 111 111   111 111 111 111
+        other-asset-link R  222 444 444 444   444 444 444 444
+        other-asset-link W  111 444 444 444   444 444 444 444
+        other-asset-link G  111 444 444 444   444 444 444 444
     ";
 
     fn code(result: Result<(), AppError>) -> char {
@@ -380,6 +391,7 @@ mod tests {
         admin            222 222
         embed-token      222 111
         tiles-template   244 144
+        asset-link       244 144
     ";
 
     #[test]

@@ -1,9 +1,12 @@
-//! Downloads, opened only by a download token for that dataset (a
-//! two-minute JWT from `POST /api/auth/download-token/{id}`, in the `token`
-//! query parameter): a raster's COG with HTTP Range, so GDAL's `/vsicurl/`
-//! and QGIS read it in place; a vector dataset as GeoPackage (default),
+//! Downloads: a raster's COG with HTTP Range, so GDAL's `/vsicurl/` and
+//! QGIS read it in place; a vector dataset as GeoPackage (default),
 //! GeoJSON, CSV or a zipped shapefile, written by GDAL from PostGIS into a
-//! temporary file (memory stays flat however many features).
+//! temporary file (memory stays flat however many features). Opened by a
+//! download token for that dataset (a two-minute JWT from
+//! `POST /api/auth/download-token/{id}`, in the `token` query parameter,
+//! the grant itself), or else as any read: the caller's own credential, a
+//! signed asset link (`access::signed_assets`), or nothing for data
+//! everyone may read.
 use std::{io::Write, path::Path as FilePath};
 
 use axum::{
@@ -12,7 +15,10 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_raster::export::{self, ExportFormat};
+use catalog_raster::{
+    cog::MEDIA_TYPE as COG_MEDIA_TYPE,
+    export::{self, ExportFormat},
+};
 use catalog_shared::{AppError, db::quote_ident};
 use serde::Deserialize;
 use tower::ServiceExt;
@@ -21,7 +27,7 @@ use uuid::Uuid;
 
 use super::record::{DATASET_COLUMNS, Dataset};
 use crate::{
-    access::Caller,
+    access::{Caller, datasets::downloadable_dataset},
     extract::{Path, Query},
     ogc::items::{published_columns, table_sql},
     state::AppState,
@@ -35,18 +41,35 @@ pub(super) struct DownloadQuery {
     /// Vector datasets: gpkg (default), geojson, csv or shp (zipped).
     #[param(value_type = Option<crate::openapi::names::DownloadFormat>, inline)]
     format: Option<String>,
+    // A signed asset link's parameters are a credential, which `edge`
+    // reads (`access::signed_assets`); they are named here so that the
+    // query is not refused as unknown, and described for clients.
+    /// Signed asset link: dataset:<id>.
+    #[serde(rename = "scope")]
+    _scope: Option<String>,
+    /// Signed asset link: expiry, Unix seconds (a link that does not
+    /// verify signs nothing).
+    #[serde(rename = "exp")]
+    _exp: Option<String>,
+    /// Signed asset link: signature.
+    #[serde(rename = "sig")]
+    _sig: Option<String>,
 }
-
-const COG_MEDIA_TYPE: &str = "image/tiff; application=geotiff; profile=cloud-optimized";
 
 /// The dataset's data as a file.
 #[utoipa::path(get, path = "/api/datasets/{dataset_id}/download", tag = "datasets",
     params(("dataset_id" = Uuid, Path), DownloadQuery),
-    responses((status = 200, description = "the file"), (status = 206, description = "a byte range of a raster"),
-              (status = 401, description = "no valid download token", body = catalog_shared::Problem, content_type = "application/problem+json"),
+    responses((status = 200, description = "the file: a raster's COG, or a vector dataset in the format asked for",
+               content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
+                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"))),
+              (status = 206, description = "a byte range of the file",
+               content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
+                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"))),
+              (status = 401, description = "no valid download token, signed link or credential, for data not everyone may read", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 412, description = "the raster changed after If-Unmodified-Since", body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 416, description = "a Range the raster cannot satisfy; Content-Range gives its length", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+              (status = 404, description = "a signed-in caller may not read the dataset, or there is none", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 412, description = "the file changed after If-Unmodified-Since", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 416, description = "a Range the file cannot satisfy; Content-Range gives its length", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub(super) async fn download(
     State(state): State<AppState>,
     caller: Caller,
@@ -54,24 +77,10 @@ pub(super) async fn download(
     Query(query): Query<DownloadQuery>,
     request: Request,
 ) -> Result<Response, AppError> {
-    let token = query.token.as_deref().ok_or_else(|| {
-        AppError::unauthorized(format!(
-            "a download token is required (POST /api/auth/download-token/{id}, then ?token=)"
-        ))
-    })?;
-    let claims = state
-        .keys
-        .verify_download(token)
-        .ok_or_else(|| AppError::unauthorized("the download token is not valid, or it expired"))?;
-    if !claims.is_for(id) {
-        return Err(AppError::forbidden("the download token is for another dataset"));
-    }
-    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
-    let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(&state.pool)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
+    let dataset = match query.token.as_deref() {
+        Some(token) => token_dataset(&state, token, id).await?,
+        None => downloadable_dataset(&state, &caller, id).await?,
+    };
     let stem = file_stem(&dataset.title);
     if dataset.is_raster() {
         if query.format.is_some() {
@@ -103,16 +112,28 @@ pub(super) async fn download(
     .await
     .map_err(AppError::internal)?
     .map_err(|e| AppError::internal(format!("export: {e}")))?;
-    let (media_type, name) = match format {
-        ExportFormat::GeoPackage => ("application/geopackage+sqlite3", format!("{stem}.gpkg")),
-        ExportFormat::GeoJson => ("application/geo+json", format!("{stem}.geojson")),
-        ExportFormat::Csv => ("text/csv; charset=utf-8", format!("{stem}.csv")),
-        ExportFormat::Shapefile => ("application/zip", format!("{stem}.zip")),
-    };
     // The open file outlives its folder: the response streams from it.
-    let response = serve(&written, request, media_type, &name).await;
+    let response = serve(&written, request, format.media_type(), &format.download_name(&stem)).await;
     drop(workdir);
     response
+}
+
+/// The dataset a download token opens: the token is the grant, so the
+/// dataset's access is not checked again within its two minutes.
+async fn token_dataset(state: &AppState, token: &str, id: Uuid) -> Result<Dataset, AppError> {
+    let claims = state
+        .keys
+        .verify_download(token)
+        .ok_or_else(|| AppError::unauthorized("the download token is not valid, or it expired"))?;
+    if !claims.is_for(id) {
+        return Err(AppError::forbidden("the download token is for another dataset"));
+    }
+    let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
 }
 
 /// The dataset's rows as users know them: the key, the published columns

@@ -59,9 +59,9 @@ pub struct Dataset {
     /// `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF).
     #[schema(value_type = String)]
     pub(crate) kind: DatasetKind,
-    /// For a raster: `{width, height, band_count, bands, resolution, srid,
-    /// crs_wkt, overview_count, is_cog, size_bytes}`; null for a vector
-    /// dataset.
+    /// For a raster: `{width, height, band_count, bands, resolution,
+    /// geotransform, srid, crs_wkt, overview_count, is_cog, size_bytes}`;
+    /// null for a vector dataset.
     #[schema(value_type = Option<Object>)]
     pub(crate) raster: Option<SqlJson<RasterInfo>>,
     /// Where a raster's file is in the object store.

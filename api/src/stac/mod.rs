@@ -1,8 +1,13 @@
-//! A STAC API over the catalog (core and item search): every dataset the
-//! caller may see is an item of the collection `datasets`, its geometry the
-//! dataset's extent, its asset the OGC items route.
+//! A STAC API over the catalog: core, collections, OGC API Features items
+//! and item search. Every published dataset the caller may see is an item
+//! (`item`) of the collection of its kind, `vector` or `raster`; the
+//! collection id `datasets` of earlier versions still names both in
+//! search's `collections`.
 use axum::{Json, extract::State};
-use catalog_shared::{AppError, datasets::PublicationStatus};
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetKind, PublicationStatus},
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -12,44 +17,303 @@ use uuid::Uuid;
 
 use crate::page::Limit;
 use crate::{
-    access::{Caller, policy::visible_to_caller},
+    access::{Caller, datasets::visible_dataset, policy::visible_to_caller},
     bbox::Bbox,
     datasets::record::{DATASET_COLUMNS, Dataset},
-    extract::{Json as JsonBody, Query},
+    extract::{Json as JsonBody, Path, Query},
     interval::Interval,
     state::AppState,
 };
 
+mod item;
+
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(landing))
+        .routes(routes!(conformance))
+        .routes(routes!(collections))
+        .routes(routes!(collection))
+        .routes(routes!(collection_items))
+        .routes(routes!(collection_item))
         .routes(routes!(search_get, search_post))
 }
 
 const STAC_VERSION: &str = "1.0.0";
-const COLLECTION: &str = "datasets";
+/// The collection id of earlier versions, when every item was in one:
+/// still taken by search's `collections`, for both kinds.
+const ALL_DATASETS: &str = "datasets";
+
+/// What the API conforms to: STAC API core, collections, OGC API Features
+/// items under each collection (with the OGC classes those rest on), and
+/// item search.
+const CONFORMANCE: [&str; 6] = [
+    "https://api.stacspec.org/v1.0.0/core",
+    "https://api.stacspec.org/v1.0.0/collections",
+    "https://api.stacspec.org/v1.0.0/ogcapi-features",
+    "https://api.stacspec.org/v1.0.0/item-search",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+];
 
 /// The STAC landing page (a Catalog).
 #[utoipa::path(get, path = "/api/stac", operation_id = "stac_landing", tag = "stac", responses((status = 200, description = "STAC catalog")))]
 async fn landing(State(state): State<AppState>) -> Json<Value> {
     let base = format!("{}/api/stac", state.config.public_url);
+    let mut links = vec![
+        json!({"rel": "self", "href": base, "type": "application/json"}),
+        json!({"rel": "root", "href": base, "type": "application/json"}),
+        json!({"rel": "conformance", "href": format!("{base}/conformance"), "type": "application/json"}),
+        json!({"rel": "data", "href": format!("{base}/collections"), "type": "application/json"}),
+        json!({"rel": "service-desc", "href": format!("{}/api/openapi.json", state.config.public_url),
+               "type": "application/vnd.oai.openapi+json;version=3.1"}),
+        json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "GET"}),
+        json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "POST"}),
+    ];
+    links.extend(DatasetKind::ALL.iter().map(|kind| {
+        json!({"rel": "child", "href": format!("{base}/collections/{kind}"), "type": "application/json", "title": collection_title(*kind)})
+    }));
     Json(json!({
         "type": "Catalog",
         "stac_version": STAC_VERSION,
         "id": "spatial-data-catalog",
         "title": "Spatial Data Catalog",
-        "description": "Every dataset of the catalog as a STAC item",
-        "conformsTo": [
-            "https://api.stacspec.org/v1.0.0/core",
-            "https://api.stacspec.org/v1.0.0/item-search",
-        ],
-        "links": [
-            {"rel": "self", "href": base, "type": "application/json"},
-            {"rel": "root", "href": base, "type": "application/json"},
-            {"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "GET"},
-            {"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "POST"},
-        ]
+        "description": "Every dataset of the catalog as a STAC item, in the collection of its kind",
+        "conformsTo": CONFORMANCE,
+        "links": links,
     }))
+}
+
+/// The conformance classes of the STAC API.
+#[utoipa::path(get, path = "/api/stac/conformance", operation_id = "stac_conformance", tag = "stac",
+    responses((status = 200, description = "the classes the STAC API conforms to")))]
+async fn conformance() -> Json<Value> {
+    Json(json!({"conformsTo": CONFORMANCE}))
+}
+
+fn collection_title(kind: DatasetKind) -> &'static str {
+    match kind {
+        DatasetKind::Vector => "Vector datasets",
+        DatasetKind::Raster => "Raster datasets",
+    }
+}
+
+fn collection_description(kind: DatasetKind) -> &'static str {
+    match kind {
+        DatasetKind::Vector => {
+            "Tables of features: each item's assets are its downloads (GeoPackage, GeoJSON, CSV, zipped shapefile), its `items` link its features through OGC API Features"
+        }
+        DatasetKind::Raster => {
+            "Cloud-Optimized GeoTIFFs: each item's `data` asset is its COG, read in place with HTTP ranges, with the projection and raster extensions, a thumbnail and an `xyz` tile link"
+        }
+    }
+}
+
+/// What a collection's extent sums up, over the items the caller sees.
+#[derive(FromRow)]
+struct KindExtent {
+    kind: DatasetKind,
+    west: Option<f64>,
+    south: Option<f64>,
+    east: Option<f64>,
+    north: Option<f64>,
+    crosses: Option<bool>,
+    first: Option<DateTime<Utc>>,
+    last: Option<DateTime<Utc>>,
+}
+
+/// The extents of each kind's items the caller sees.
+async fn extents(state: &AppState, caller: &Caller) -> Result<Vec<KindExtent>, AppError> {
+    let sql = format!(
+        "SELECT d.kind, min(d.extent_bbox[1]) AS west, min(d.extent_bbox[2]) AS south,
+                max(d.extent_bbox[3]) AS east, max(d.extent_bbox[4]) AS north,
+                bool_or(d.extent_bbox[1] > d.extent_bbox[3]) AS crosses,
+                min(d.updated_at) AS first, max(d.updated_at) AS last
+           FROM datasets d WHERE {visible} AND d.status = '{ready}' GROUP BY d.kind",
+        visible = visible_to_caller("d"),
+        ready = PublicationStatus::Ready,
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(caller.user_id())
+        .bind(caller.is_admin())
+        .fetch_all(&state.pool)
+        .await?)
+}
+
+/// The STAC Collection of a kind, its extent over `extent` (none: the
+/// caller sees no item of it).
+fn collection_of(base: &str, kind: DatasetKind, extent: Option<&KindExtent>) -> Value {
+    let stac = format!("{base}/api/stac");
+    let href = format!("{stac}/collections/{kind}");
+    let bbox = match extent {
+        // An extent across the antimeridian widens the whole to the world's width.
+        Some(e) if e.crosses == Some(true) => json!([-180.0, e.south, 180.0, e.north]),
+        Some(KindExtent {
+            west: Some(w),
+            south: Some(s),
+            east: Some(e),
+            north: Some(n),
+            ..
+        }) => json!([w, s, e, n]),
+        _ => json!([-180.0, -90.0, 180.0, 90.0]),
+    };
+    json!({
+        "type": "Collection",
+        "stac_version": STAC_VERSION,
+        "stac_extensions": [],
+        "id": kind,
+        "title": collection_title(kind),
+        "description": collection_description(kind),
+        // Each dataset has its own terms, said in its record.
+        "license": "various",
+        "extent": {
+            "spatial": {"bbox": [bbox]},
+            "temporal": {"interval": [[extent.and_then(|e| e.first), extent.and_then(|e| e.last)]]},
+        },
+        "links": [
+            {"rel": "self", "href": href, "type": "application/json"},
+            {"rel": "root", "href": stac, "type": "application/json"},
+            {"rel": "parent", "href": stac, "type": "application/json"},
+            {"rel": "items", "href": format!("{href}/items"), "type": "application/geo+json"},
+        ],
+    })
+}
+
+/// The kind a collection id names; 404 for any other.
+fn kind_named(collection_id: &str) -> Result<DatasetKind, AppError> {
+    DatasetKind::parse(collection_id).ok_or_else(|| {
+        AppError::not_found(format!(
+            "no STAC collection {collection_id}: the collections are vector and raster"
+        ))
+    })
+}
+
+/// The STAC collections: one per kind of dataset.
+#[utoipa::path(get, path = "/api/stac/collections", operation_id = "stac_collections", tag = "stac",
+    responses((status = 200, description = "the collections `vector` and `raster`, their extents over the items the caller sees")))]
+async fn collections(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, AppError> {
+    let base = &state.config.public_url;
+    let extents = extents(&state, &caller).await?;
+    let collections: Vec<Value> = DatasetKind::ALL
+        .iter()
+        .map(|kind| collection_of(base, *kind, extents.iter().find(|e| e.kind == *kind)))
+        .collect();
+    let href = format!("{base}/api/stac/collections");
+    Ok(Json(json!({
+        "collections": collections,
+        "links": [
+            {"rel": "self", "href": href, "type": "application/json"},
+            {"rel": "root", "href": format!("{base}/api/stac"), "type": "application/json"},
+            {"rel": "parent", "href": format!("{base}/api/stac"), "type": "application/json"},
+        ],
+    })))
+}
+
+/// One STAC collection.
+#[utoipa::path(get, path = "/api/stac/collections/{collection_id}", operation_id = "stac_collection", tag = "stac",
+    params(("collection_id" = inline(DatasetKind), Path, description = "the kind of dataset: vector or raster")),
+    responses((status = 200, description = "STAC Collection"),
+              (status = 404, description = "no such collection", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn collection(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(collection_id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let kind = kind_named(&collection_id)?;
+    let extents = extents(&state, &caller).await?;
+    Ok(Json(collection_of(
+        &state.config.public_url,
+        kind,
+        extents.iter().find(|e| e.kind == kind),
+    )))
+}
+
+/// The query of a collection's items (OGC API Features).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct ItemsQuery {
+    /// minx,miny,maxx,maxy in CRS84 (or six numbers with heights)
+    bbox: Option<String>,
+    /// an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty
+    datetime: Option<String>,
+    /// items per page, default 10
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<i64>,
+    /// paging cursor from a `next` link
+    token: Option<String>,
+}
+
+/// A collection's items, paged, as search finds them.
+#[utoipa::path(get, path = "/api/stac/collections/{collection_id}/items", operation_id = "stac_collection_items", tag = "stac",
+    params(("collection_id" = inline(DatasetKind), Path, description = "the kind of dataset: vector or raster"), ItemsQuery),
+    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json"))),
+              (status = 400, description = "a malformed bbox, datetime, limit or token", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, description = "no such collection", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn collection_items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(collection_id): Path<String>,
+    Query(query): Query<ItemsQuery>,
+    Query(raw): Query<std::collections::HashMap<String, String>>,
+) -> Result<GeoJson, AppError> {
+    let kind = kind_named(&collection_id)?;
+    let request = SearchRequest {
+        bbox: query.bbox.map(Value::String),
+        datetime: query.datetime,
+        limit: query.limit,
+        token: query.token,
+        ..SearchRequest::default()
+    };
+    let href = format!("{}/api/stac/collections/{kind}/items", state.config.public_url);
+    let origin = Origin::Get(raw.into_iter().collect());
+    let mut page = search(&state, &caller, &request, &[kind], (&href, &origin)).await?;
+    let base = &state.config.public_url;
+    let collection = format!("{base}/api/stac/collections/{kind}");
+    if let Some(links) = page["links"].as_array_mut() {
+        links.extend([
+            json!({"rel": "self", "href": href, "type": "application/geo+json"}),
+            json!({"rel": "root", "href": format!("{base}/api/stac"), "type": "application/json"}),
+            json!({"rel": "parent", "href": collection, "type": "application/json"}),
+            json!({"rel": "collection", "href": collection, "type": "application/json"}),
+        ]);
+    }
+    Ok(GeoJson(page))
+}
+
+/// One item: a published dataset of the collection's kind the caller may see.
+#[utoipa::path(get, path = "/api/stac/collections/{collection_id}/items/{item_id}", operation_id = "stac_item", tag = "stac",
+    params(("collection_id" = inline(DatasetKind), Path, description = "the kind of dataset: vector or raster"),
+           ("item_id" = Uuid, Path, description = "the dataset's id")),
+    responses((status = 200, description = "STAC Item", content(("application/geo+json"))),
+              (status = 404, description = "no such item the caller may see in this collection", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn collection_item(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((collection_id, item_id)): Path<(String, String)>,
+) -> Result<GeoJson, AppError> {
+    let kind = kind_named(&collection_id)?;
+    let missing = || AppError::not_found(format!("no item {item_id} in the STAC collection {kind}"));
+    let id: Uuid = item_id.parse().map_err(|_| missing())?;
+    let dataset = visible_dataset(&state, &caller, id)
+        .await
+        .map_err(|e| if e.status().as_u16() == 404 { missing() } else { e })?;
+    // Search lists published datasets only; an item is what search finds.
+    if dataset.kind != kind || dataset.status != PublicationStatus::Ready {
+        return Err(missing());
+    }
+    Ok(GeoJson(item::item(&state, &caller, &dataset)))
+}
+
+/// A JSON document answered as `application/geo+json`.
+struct GeoJson(Value);
+
+impl axum::response::IntoResponse for GeoJson {
+    fn into_response(self) -> axum::response::Response {
+        (
+            [(axum::http::header::CONTENT_TYPE, "application/geo+json")],
+            Json(self.0),
+        )
+            .into_response()
+    }
 }
 
 /// Item search parameters, from the query string or a POST body.
@@ -154,35 +418,6 @@ impl std::fmt::Display for Cursor {
     }
 }
 
-fn item_of(d: &Dataset, base: &str) -> Value {
-    let geometry = d.extent_bbox.as_deref().and_then(crate::bbox::geojson);
-    json!({
-        "type": "Feature",
-        "stac_version": STAC_VERSION,
-        "id": d.id,
-        "collection": COLLECTION,
-        "geometry": geometry,
-        "bbox": d.extent_bbox,
-        "properties": {
-            "title": d.title,
-            "description": d.summary,
-            "datetime": d.updated_at,
-            "created": d.created_at,
-            "updated": d.updated_at,
-            "keywords": d.keywords,
-            "geometry_type": d.geometry_type,
-            "feature_count": d.feature_count,
-        },
-        "links": [
-            {"rel": "self", "href": format!("{base}/api/datasets/{}", d.id), "type": "application/json"},
-            {"rel": "root", "href": format!("{base}/api/stac"), "type": "application/json"},
-        ],
-        "assets": {
-            "features": {"href": format!("{base}/api/collections/{}/items", d.id), "type": "application/geo+json", "title": "OGC API Features items", "roles": ["data"]}
-        },
-    })
-}
-
 /// The dataset's extent as a geometry (a point when the extent is one), in
 /// two parts across the antimeridian.
 const EXTENT: &str = "CASE WHEN d.extent_bbox[1] <= d.extent_bbox[3]
@@ -190,14 +425,21 @@ const EXTENT: &str = "CASE WHEN d.extent_bbox[1] <= d.extent_bbox[3]
       ELSE ST_Collect(ST_SetSRID(ST_MakeBox2D(ST_Point(d.extent_bbox[1], d.extent_bbox[2]), ST_Point(180, d.extent_bbox[4]))::geometry, 4326),
                       ST_SetSRID(ST_MakeBox2D(ST_Point(-180, d.extent_bbox[2]), ST_Point(d.extent_bbox[3], d.extent_bbox[4]))::geometry, 4326)) END";
 
-async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &Origin) -> Result<Value, AppError> {
-    let Some(search) = StacSearch::of(r)? else {
+/// One page of the items a search finds among `kinds`, with its `next`
+/// link (to `href`, repeating the request as it came).
+async fn search(
+    state: &AppState,
+    caller: &Caller,
+    r: &SearchRequest,
+    kinds: &[DatasetKind],
+    (href, origin): (&str, &Origin),
+) -> Result<Value, AppError> {
+    let Some(search) = StacSearch::of(r, kinds)? else {
         return Ok(
             json!({"type": "FeatureCollection", "features": [], "links": [], "numberMatched": 0, "numberReturned": 0}),
         );
     };
     let (mut datasets, total) = search.run(state, caller).await?;
-    let base = &state.config.public_url;
     let mut links = Vec::new();
     if datasets.len() as i64 > search.limit {
         datasets.truncate(search.limit as usize);
@@ -207,11 +449,11 @@ async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &O
             id: last.id,
         }
         .to_string();
-        links.push(origin.next_link(&format!("{base}/api/stac/search"), r, &token));
+        links.push(origin.next_link(href, r, &token));
     }
     Ok(json!({
         "type": "FeatureCollection",
-        "features": datasets.iter().map(|d| item_of(d, base)).collect::<Vec<_>>(),
+        "features": datasets.iter().map(|d| item::item(state, caller, d)).collect::<Vec<_>>(),
         "links": links,
         "numberMatched": total,
         "numberReturned": datasets.len(),
@@ -220,6 +462,8 @@ async fn search(state: &AppState, caller: &Caller, r: &SearchRequest, origin: &O
 
 /// A search request, checked: every value typed.
 struct StacSearch {
+    /// The kinds whose collections are searched.
+    kinds: Vec<DatasetKind>,
     limit: i64,
     after: Option<Cursor>,
     bbox: Option<Vec<f64>>,
@@ -229,8 +473,9 @@ struct StacSearch {
 }
 
 impl StacSearch {
-    /// The checked search, or None when it names only other collections.
-    fn of(r: &SearchRequest) -> Result<Option<Self>, AppError> {
+    /// The checked search among `kinds`, or None when it names only other
+    /// collections.
+    fn of(r: &SearchRequest, kinds: &[DatasetKind]) -> Result<Option<Self>, AppError> {
         // Keyset paging: the page size is all the pager takes from `page`.
         let limit = Limit::<10, 1000>::of(r.limit)?.get();
         let after = r.token.as_deref().map(Cursor::parse).transpose()?;
@@ -242,10 +487,20 @@ impl StacSearch {
             return Err(AppError::bad_request("bbox and intersects cannot be used together"));
         }
         let collections: Option<Vec<String>> = list_of("collections", &r.collections)?;
-        if collections.as_ref().is_some_and(|c| !c.iter().any(|c| c == COLLECTION)) {
+        let kinds: Vec<DatasetKind> = match collections {
+            // `datasets`, the one collection of earlier versions, is both kinds.
+            Some(named) if !named.iter().any(|c| c == ALL_DATASETS) => kinds
+                .iter()
+                .copied()
+                .filter(|k| named.iter().any(|c| c == k.as_str()))
+                .collect(),
+            _ => kinds.to_vec(),
+        };
+        if kinds.is_empty() {
             return Ok(None);
         }
         Ok(Some(Self {
+            kinds,
             limit,
             after,
             bbox,
@@ -285,6 +540,7 @@ impl StacSearch {
             .bind(self.interval.end)
             .bind(self.after.as_ref().map(|c| c.created_at))
             .bind(self.after.as_ref().map(|c| c.id))
+            .bind(self.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())
             .fetch_all(&state.pool)
             .await
             .map_err(|e| match &e {
@@ -305,16 +561,16 @@ impl StacSearch {
         ("bbox" = Option<Vec<f64>>, Query, description = "minx,miny,maxx,maxy in CRS84; not with intersects"),
         ("intersects" = Option<String>, Query, description = "a GeoJSON geometry, as JSON text; not with bbox"),
         ("datetime" = Option<String>, Query, description = "an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty"),
-        ("collections" = Option<Vec<String>>, Query, description = "collection ids"),
+        ("collections" = Option<Vec<String>>, Query, description = "collection ids: vector, raster (datasets, the one collection of earlier versions, names both)"),
         ("ids" = Option<Vec<Uuid>>, Query, description = "item ids"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "items per page, default 10"),
         ("token" = Option<String>, Query, description = "paging cursor from a `next` link")),
-    responses((status = 200, description = "STAC ItemCollection")))]
+    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json")))))]
 async fn search_get(
     State(state): State<AppState>,
     caller: Caller,
     Query(q): Query<std::collections::HashMap<String, String>>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<GeoJson, AppError> {
     let value = |k: &str| q.get(k).map(|v| Value::String(v.clone()));
     let request = SearchRequest {
         bbox: value("bbox"),
@@ -334,15 +590,22 @@ async fn search_get(
         token: q.get("token").cloned(),
     };
     let origin = Origin::Get(q.into_iter().collect());
-    Ok(Json(search(&state, &caller, &request, &origin).await?))
+    let href = format!("{}/api/stac/search", state.config.public_url);
+    Ok(GeoJson(
+        search(&state, &caller, &request, DatasetKind::ALL, (&href, &origin)).await?,
+    ))
 }
 
 /// STAC item search (read-only keys may use it).
-#[utoipa::path(post, path = "/api/stac/search", tag = "stac", request_body = SearchRequest, responses((status = 200, description = "STAC ItemCollection")))]
+#[utoipa::path(post, path = "/api/stac/search", tag = "stac", request_body = SearchRequest,
+    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json")))))]
 async fn search_post(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(request): JsonBody<SearchRequest>,
-) -> Result<Json<Value>, AppError> {
-    Ok(Json(search(&state, &caller, &request, &Origin::Post).await?))
+) -> Result<GeoJson, AppError> {
+    let href = format!("{}/api/stac/search", state.config.public_url);
+    Ok(GeoJson(
+        search(&state, &caller, &request, DatasetKind::ALL, (&href, &Origin::Post)).await?,
+    ))
 }

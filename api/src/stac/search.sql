@@ -2,7 +2,8 @@
 -- keyset cursor on (created_at, id); the count is over every match.
 -- $1 caller id, $2 admin, $3 bbox (float8[4], west > east across the
 -- antimeridian), $4 intersects (GeoJSON text), $5 ids, $6 updated at or
--- after, $7 created at or before, $8 and $9 the cursor.
+-- after, $7 created at or before, $8 and $9 the cursor, $10 the kinds
+-- (collections) searched.
 -- The column list, the visibility condition, the published status, the
 -- extent geometry and the page size are filled in by format! (never a
 -- caller's text).
@@ -18,6 +19,7 @@ SELECT * FROM (
      AND ($5::uuid[] IS NULL OR cardinality($5) = 0 OR d.id = ANY($5))
      AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
      AND ($7::timestamptz IS NULL OR d.created_at <= $7)
+     AND d.kind = ANY($10::text[])
 ) d
 WHERE $8::timestamptz IS NULL OR (d.created_at, d.id) > ($8, $9::uuid)
 ORDER BY d.created_at, d.id LIMIT {limit}
