@@ -42,6 +42,16 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
 "$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
+# Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile
+# Debian ships in r-cran-rgdal, taken from the package without installing it.
+export CATALOG_FIXTURES_DIR="$ROOT/.data/fixtures"
+if [[ ! -f $CATALOG_FIXTURES_DIR/scot_BNG/scot_BNG.shp ]]; then
+  package=$(mktemp -d)
+  (cd "$package" && apt-get download -q r-cran-rgdal >/dev/null && dpkg-deb -x r-cran-rgdal_*.deb unpacked)
+  mkdir -p "$CATALOG_FIXTURES_DIR/scot_BNG"
+  cp "$package"/unpacked/usr/lib/R/site-library/rgdal/vectors/scot_BNG.* "$CATALOG_FIXTURES_DIR/scot_BNG/"
+  rm -rf "$package"
+fi
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,
 # draws them.

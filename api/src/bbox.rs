@@ -92,6 +92,20 @@ pub fn schema() -> Value {
     })
 }
 
+/// The box of a route that also takes `bbox-crs`: four or six numbers
+/// whose ranges depend on that CRS (in CRS84 those of [`schema`]).
+pub fn schema_in_any_crs() -> Value {
+    json!({
+        "type": "array",
+        "description": "four (or six, with heights) numbers in bbox-crs, its axes in that CRS's order; \
+                        in CRS84 (the default) west, south, east, north as for every other bbox",
+        "items": {"type": "number"},
+        "minItems": 4,
+        "maxItems": 6,
+        "not": {"minItems": 5, "maxItems": 5},
+    })
+}
+
 /// Comma-separated numbers, as query parameters carry them.
 impl FromStr for Bbox {
     type Err = BboxError;

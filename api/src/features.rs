@@ -26,7 +26,10 @@ use crate::{
     bbox::Bbox,
     datasets::record::Dataset,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
-    ogc::items::{feature_sql, in_storage_crs, published_columns, table_sql},
+    ogc::{
+        crs::Crs,
+        items::{feature_sql, in_storage_crs, published_columns, table_sql},
+    },
     state::AppState,
 };
 
@@ -91,7 +94,11 @@ async fn list_features(
     };
     let sql = format!(
         "SELECT {}, count(*) OVER () FROM {} t WHERE {condition} ORDER BY t.{} LIMIT {limit} OFFSET {offset}",
-        feature_sql(&dataset, &columns, q.include_geometry.unwrap_or(true)),
+        feature_sql(
+            &dataset,
+            &columns,
+            q.include_geometry.unwrap_or(true).then_some(Crs::Crs84)
+        ),
         table_sql(&dataset),
         quote_ident(&dataset.key_column),
     );
@@ -271,7 +278,7 @@ async fn create_feature(
         table_sql(&dataset),
         names.join(", "),
         values.join(", "),
-        feature_sql(&dataset, &columns, true),
+        feature_sql(&dataset, &columns, Some(Crs::Crs84)),
     );
     let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
     for p in &params {

@@ -59,6 +59,7 @@ pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
     let pool = db::connect_for_requests(&config.database_url, 20).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     migrate(&pool).await?;
+    ogc::crs::check_extra_crs(&pool, &config.extra_crs).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
     let tile_connections = tile_connections::TileConnections::new(&config.database_url, 16)?;

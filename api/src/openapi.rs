@@ -188,16 +188,22 @@ pub fn describe_query_lists(doc: &mut serde_json::Value) {
         .flat_map(|i| i.values_mut())
         .filter_map(|operation| operation.get_mut("parameters").and_then(|p| p.as_array_mut()))
     {
+        let any_crs = parameters.iter().any(|p| p["name"] == "bbox-crs");
         for parameter in parameters.iter_mut().filter(|p| p["in"] == "query") {
-            describe_query_list(parameter);
+            describe_query_list(parameter, any_crs);
         }
     }
 }
 
-/// One query parameter as [`describe_query_lists`] says.
-pub fn describe_query_list(parameter: &mut serde_json::Value) {
+/// One query parameter as [`describe_query_lists`] says; `any_crs`: the
+/// operation takes a `bbox-crs`, so its box may hold any CRS's numbers.
+pub fn describe_query_list(parameter: &mut serde_json::Value, any_crs: bool) {
     if parameter["name"] == "bbox" {
-        parameter["schema"] = crate::bbox::schema();
+        parameter["schema"] = if any_crs {
+            crate::bbox::schema_in_any_crs()
+        } else {
+            crate::bbox::schema()
+        };
     }
     let schema = &parameter["schema"];
     let array = |t: &serde_json::Value| t == "array";
@@ -378,6 +384,25 @@ pub mod names {
     pub enum Crs84 {
         #[schema(rename = "http://www.opengis.net/def/crs/OGC/1.3/CRS84")]
         Crs84,
+    }
+
+    /// The tile matrix sets of OGC API Tiles.
+    #[derive(utoipa::ToSchema)]
+    pub enum TileMatrixSetId {
+        WebMercatorQuad,
+        #[schema(rename = "WorldCRS84Quad")]
+        WorldCrs84Quad,
+    }
+
+    /// A tile's encoding: `mvt` for vector datasets, `png`, `jpeg` or
+    /// `webp` for rasters.
+    #[derive(utoipa::ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    pub enum TileEncoding {
+        Mvt,
+        Png,
+        Jpeg,
+        Webp,
     }
 
     /// What records sort by: a field, ascending, or with `-` descending.

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use axum::{Json, extract::State, http::HeaderMap, response::Response};
+use catalog_raster::tile::Grid;
 use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -34,8 +35,9 @@ use crate::{
 
 mod raster;
 
-pub use raster::raster_file;
-use raster::{RasterTileQuery, TerrainQuery};
+pub(crate) use raster::RasterTileQuery;
+use raster::TerrainQuery;
+pub use raster::{native_zoom, raster_file};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,10 +48,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tile_token))
 }
 
-const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
+pub(crate) const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
 const EXTENT: u32 = 4096;
 const BUFFER: u32 = 64;
-const MAX_ZOOM: u32 = 24;
+pub const MAX_ZOOM: u32 = 24;
 /// The zoom past which viewers over-zoom instead of asking for more tiles.
 pub const SOURCE_MAX_ZOOM: u32 = 16;
 /// Features one tile carries at most; the cluster tiles summarise more.
@@ -66,6 +68,11 @@ pub struct TileAddress {
 }
 
 pub fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
+    grid_tile_address(Grid::WebMercator, z, x, y)
+}
+
+/// A tile address on `grid`, checked against the tile matrix of its zoom.
+pub fn grid_tile_address(grid: Grid, z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> {
     let y = y.strip_suffix(".pbf").or_else(|| y.strip_suffix(".mvt")).unwrap_or(y);
     // Only whole numbers name a tile: anything else (a template's `{z}`, a
     // negative row, digits past u32) is a 404 like a tile outside the matrix.
@@ -78,9 +85,10 @@ pub fn tile_address(z: &str, x: &str, y: &str) -> Result<TileAddress, AppError> 
         Ok(v.parse::<u32>().unwrap_or(u32::MAX))
     };
     let (z, x, y) = (number("z", z)?, number("x", x)?, number("y", y)?);
-    if z > MAX_ZOOM || x >= 1 << z || y >= 1 << z {
+    if z > MAX_ZOOM || u64::from(x) >= grid.columns(z) || y >= 1 << z {
         return Err(AppError::not_found(format!(
-            "tile {z}/{x}/{y} does not exist (zoom 0 to {MAX_ZOOM}, x and y below 2^zoom)"
+            "tile {z}/{x}/{y} does not exist (zoom 0 to {MAX_ZOOM}, x below {} and y below 2^zoom)",
+            if grid == Grid::Crs84 { "2^(zoom+1)" } else { "2^zoom" }
         )));
     }
     Ok(TileAddress { z, x, y })
@@ -221,32 +229,46 @@ async fn vector_tile(
 ) -> Result<Response, AppError> {
     let (id, z, x, y) = &address;
     let dataset = visible_collection(&state, &caller, id).await?;
+    let address = (Grid::WebMercator, z.as_str(), x.as_str(), y.as_str());
+    dataset_tile(&state, &caller, &request, dataset, address, &query).await
+}
+
+/// One tile of `dataset` at z/x/y (y with its extension): the one tile
+/// path of the XYZ and OGC API Tiles routes, so both answer the same bytes
+/// from the same cache.
+pub(crate) async fn dataset_tile(
+    state: &AppState,
+    caller: &Caller,
+    request: &HeaderMap,
+    dataset: Arc<Dataset>,
+    (grid, z, x, y): (Grid, &str, &str, &str),
+    query: &RasterTileQuery,
+) -> Result<Response, AppError> {
     if dataset.is_raster() {
         let (row, format, size) = raster::image_row(y).ok_or_else(|| {
             AppError::unprocessable(format!(
-                "dataset {id} is a raster: ask for its tiles as .png, .webp or .jpg (@2x for 512 px)"
+                "dataset {} is a raster: ask for its tiles as .png, .webp or .jpg (@2x for 512 px)",
+                dataset.id
             ))
         })?;
-        let at = tile_address(z, x, row)?;
+        let at = grid_tile_address(grid, z, x, row)?;
         // Boxed: the raster path's state would otherwise enlarge every vector tile's future.
         return Box::pin(raster::raster_tile(
-            &state,
-            &request,
+            state,
+            request,
             &dataset,
-            (at.z, at.x, at.y),
+            (grid, at.z, at.x, at.y),
             (format, size),
-            &query,
+            query,
         ))
         .await;
     }
-    serve_tile(
-        &state,
-        &caller,
-        &request,
-        (dataset, z.as_str(), x.as_str(), y.as_str()),
-        TileRoute::Vector,
-        |d| vector_tile_sql(d, &published_columns(d)),
-    )
+    if grid != Grid::WebMercator {
+        return Err(AppError::not_found("vector tiles are cut on WebMercatorQuad only"));
+    }
+    serve_tile(state, caller, request, (dataset, z, x, y), TileRoute::Vector, |d| {
+        vector_tile_sql(d, &published_columns(d))
+    })
     .await
 }
 
@@ -340,7 +362,7 @@ async fn tilejson(
     let base = &state.config.public_url;
     let query = tile_query(&state, &caller, &dataset);
     let mut document = if dataset.is_raster() {
-        let maxzoom = raster::native_zoom(&dataset);
+        let maxzoom = native_zoom(&dataset);
         json!({
             "tilejson": "3.0.0",
             "name": dataset.title,

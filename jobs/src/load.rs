@@ -9,7 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use catalog_shared::{datasets::DatasetVisibility, jobs::JobStatus};
+use catalog_shared::{
+    datasets::{self, DatasetVisibility},
+    jobs::JobStatus,
+};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -375,6 +378,9 @@ pub async fn publish(
     .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;
+    let columns = reader::column_info(plan);
+    let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
+    datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)
@@ -393,12 +399,14 @@ pub async fn replace(
     source: &SourceMeta,
 ) -> Result<(), JobError> {
     let mut tx = begin_publishing(ctx, loaded).await?;
-    let table: Option<String> =
-        sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1 AND NOT is_registered FOR UPDATE")
-            .bind(dataset_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let table = table.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new data loaded".into()))?;
+    let found: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT table_name, temporal_column FROM datasets WHERE id = $1 AND NOT is_registered FOR UPDATE",
+    )
+    .bind(dataset_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (table, time_axis) =
+        found.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new data loaded".into()))?;
     let swap = format!(
         "DROP TABLE IF EXISTS data.{table_q}; ALTER TABLE data.{} RENAME TO {table_q}",
         quote(&loaded.staging),
@@ -425,6 +433,18 @@ pub async fn replace(
     .bind(geometry_info(loaded))
     .execute(&mut *tx)
     .await?;
+    // The time axis stays where it was while the new data has it;
+    // otherwise it is found anew.
+    let columns = reader::column_info(plan);
+    let kept = time_axis.and_then(|name| {
+        columns
+            .iter()
+            .find(|c| c.name == name && datasets::is_temporal_type(&c.pg_type))
+    });
+    let time_axis = kept
+        .or_else(|| datasets::detect_temporal_column(&columns))
+        .map(|c| c.name.as_str());
+    datasets::set_time_axis(&mut tx, dataset_id, ("data", &table), time_axis).await?;
     sqlx::query(
         "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",
     )

@@ -104,6 +104,20 @@ impl RasterInfo {
             .ceil()
             .clamp(0.0, 24.0) as u32
     }
+
+    /// The zoom of OGC's WorldCRS84Quad grid (0.703125° per pixel at zoom
+    /// 0, halving with each zoom) whose pixels are as fine as the raster's.
+    pub fn native_crs84_zoom(&self, extent: &[f64]) -> u32 {
+        let [west, _, east, _] = extent else {
+            return 0;
+        };
+        let width_degrees = if west <= east { east - west } else { east - west + 360.0 };
+        let degrees_per_pixel = width_degrees / self.width as f64;
+        if degrees_per_pixel <= 0.0 || !degrees_per_pixel.is_finite() {
+            return 0;
+        }
+        (0.703_125 / degrees_per_pixel).log2().ceil().clamp(0.0, 24.0) as u32
+    }
 }
 
 /// Describes a stored raster.

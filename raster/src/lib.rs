@@ -1,8 +1,10 @@
 //! Raster work on GDAL, shared by the workers (checking a GeoTIFF,
 //! converting it to a Cloud-Optimized GeoTIFF, describing it) and the API
-//! (cutting Web Mercator tiles from it). GDAL datasets are `Send` but not
+//! (cutting Web Mercator tiles from it), and what the API asks PROJ about
+//! coordinate reference systems (`crs`). GDAL datasets are `Send` but not
 //! `Sync`: callers keep one open handle per thread.
 pub mod cog;
+pub mod crs;
 pub mod export;
 mod ffi;
 pub mod info;

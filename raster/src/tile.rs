@@ -124,10 +124,66 @@ impl Colormap {
     }
 }
 
+/// The tile grids tiles are cut on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Grid {
+    /// Web Mercator (EPSG:3857), one tile at zoom 0: XYZ and OGC's
+    /// WebMercatorQuad.
+    WebMercator,
+    /// Longitude and latitude (CRS84), two tiles side by side at zoom 0:
+    /// OGC's WorldCRS84Quad.
+    Crs84,
+}
+
+impl Grid {
+    /// The CRS the grid's bounds are in, as gdalwarp takes it.
+    fn srs(self) -> &'static str {
+        match self {
+            Grid::WebMercator => "EPSG:3857",
+            Grid::Crs84 => "OGC:CRS84",
+        }
+    }
+
+    /// Tile columns at zoom `z` (rows are `1 << z` on both).
+    pub fn columns(self, z: u32) -> u64 {
+        match self {
+            Grid::WebMercator => 1 << z,
+            Grid::Crs84 => 2 << z,
+        }
+    }
+
+    /// The bounds of tile z/x/y, `[xmin, ymin, xmax, ymax]` in the grid's CRS.
+    pub fn bounds(self, z: u8, x: u32, y: u32) -> [f64; 4] {
+        match self {
+            Grid::WebMercator => tile_bounds(z, x, y),
+            Grid::Crs84 => {
+                let span = 180.0 / f64::from(1u32 << z);
+                let west = -180.0 + f64::from(x) * span;
+                let north = 90.0 - f64::from(y) * span;
+                [west, north - span, west + span, north]
+            }
+        }
+    }
+
+    /// The bounds of tile z/x/y in longitude and latitude.
+    pub fn lon_lat_bounds(self, z: u8, x: u32, y: u32) -> [f64; 4] {
+        match self {
+            Grid::Crs84 => self.bounds(z, x, y),
+            Grid::WebMercator => {
+                let [xmin, ymin, xmax, ymax] = tile_bounds(z, x, y);
+                let lon = |x: f64| x / HALF_WORLD * 180.0;
+                let lat = |y: f64| (y / HALF_WORLD * std::f64::consts::PI).sinh().atan().to_degrees();
+                [lon(xmin), lat(ymin), lon(xmax), lat(ymax)]
+            }
+        }
+    }
+}
+
 /// What to draw.
 #[derive(Clone, Debug)]
 pub struct TileSpec {
-    /// `[xmin, ymin, xmax, ymax]` in EPSG:3857.
+    pub grid: Grid,
+    /// `[xmin, ymin, xmax, ymax]` in the grid's CRS.
     pub bounds: [f64; 4],
     /// Pixels per side (256, or 512 for `@2x`).
     pub size: usize,
@@ -227,7 +283,7 @@ pub fn render(ds: &Dataset, info: &RasterInfo, spec: &TileSpec) -> Result<Vec<u8
         "-of".into(),
         "MEM".into(),
         "-t_srs".into(),
-        "EPSG:3857".into(),
+        spec.grid.srs().into(),
         "-te".into(),
     ];
     args.extend([xmin, ymin, xmax, ymax].map(|v| v.to_string()));
@@ -344,6 +400,17 @@ fn encode(rgba: &[[u8; 4]], size: usize, format: TileFormat) -> Result<Vec<u8>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crs84_tiles_split_the_world_in_two_at_zoom_zero() {
+        assert_eq!(Grid::Crs84.bounds(0, 0, 0), [-180.0, -90.0, 0.0, 90.0]);
+        assert_eq!(Grid::Crs84.bounds(1, 3, 1), [90.0, -90.0, 180.0, 0.0]);
+        assert_eq!(Grid::Crs84.columns(1), 4);
+        let [w, s, e, n] = Grid::WebMercator.lon_lat_bounds(1, 1, 0);
+        assert!(
+            (w - 0.0).abs() < 1e-9 && s.abs() < 1e-9 && (e - 180.0).abs() < 1e-9 && (n - 85.051_128_78).abs() < 1e-6
+        );
+    }
 
     #[test]
     fn tile_bounds_cover_the_world_at_zoom_zero() {

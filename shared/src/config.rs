@@ -40,6 +40,9 @@ pub struct Config {
     pub tile_cache_bytes: u64,
     /// Where the fonts for map labels are (TrueType or OpenType files).
     pub fonts_dir: std::path::PathBuf,
+    /// EPSG codes every collection offers beside CRS84, EPSG:4326,
+    /// EPSG:3857 and its own source CRS (`EXTRA_CRS`).
+    pub extra_crs: Vec<u32>,
 }
 
 /// How a job whose provider failed for a while is run again.
@@ -114,6 +117,16 @@ impl Settings<'_> {
     }
 }
 
+/// An EPSG code written as the number, `EPSG:<code>` or the OGC URI
+/// `http://www.opengis.net/def/crs/EPSG/0/<code>`.
+fn epsg_code(text: &str) -> Option<u32> {
+    let code = text
+        .strip_prefix("EPSG:")
+        .or_else(|| text.strip_prefix("http://www.opengis.net/def/crs/EPSG/0/"))
+        .unwrap_or(text);
+    code.parse().ok().filter(|c| *c > 0)
+}
+
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
         Self::from_settings(&|name| env::var(name).ok())
@@ -161,7 +174,17 @@ impl Config {
         if !(1..=MAX_SIGNED_ASSET_TTL_SECONDS).contains(&signed_asset_ttl) {
             bail!("SIGNED_ASSET_TTL_SECONDS must be 1 to {MAX_SIGNED_ASSET_TTL_SECONDS} (7 days)");
         }
+        let extra_crs = settings
+            .list("EXTRA_CRS")
+            .iter()
+            .map(|code| {
+                epsg_code(code).with_context(|| {
+                    format!("EXTRA_CRS: {code:?} is not an EPSG code (27700, EPSG:27700 or its OGC URI)")
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
         Ok(Self {
+            extra_crs,
             database_url: settings
                 .var("DATABASE_URL")
                 .unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
@@ -233,6 +256,23 @@ mod tests {
             _ if key == name => Some(value.into()),
             _ => None,
         })
+    }
+
+    #[test]
+    fn extra_crs_are_epsg_codes_in_any_usual_spelling() {
+        assert_eq!(with("UNSET", "").unwrap().extra_crs, Vec::<u32>::new());
+        assert_eq!(
+            with(
+                "EXTRA_CRS",
+                "27700, EPSG:2157,http://www.opengis.net/def/crs/EPSG/0/3035"
+            )
+            .unwrap()
+            .extra_crs,
+            vec![27700, 2157, 3035]
+        );
+        for refused in ["OSGB", "EPSG:", "0", "EPSG:27700x"] {
+            assert!(with("EXTRA_CRS", refused).is_err(), "{refused}");
+        }
     }
 
     #[test]

@@ -72,6 +72,52 @@ pub struct ColumnInfo {
     pub source_type: String,
 }
 
+/// Whether a column of this type can be a dataset's time axis.
+pub fn is_temporal_type(pg_type: &str) -> bool {
+    matches!(pg_type, "date" | "timestamptz" | "timestamp")
+}
+
+/// The time axis ingest gives a dataset: its one column of a date or time
+/// type or, of several, the first whose name speaks of a date or time.
+pub fn detect_temporal_column(columns: &[ColumnInfo]) -> Option<&ColumnInfo> {
+    let temporal: Vec<&ColumnInfo> = columns.iter().filter(|c| is_temporal_type(&c.pg_type)).collect();
+    match temporal[..] {
+        [one] => Some(one),
+        _ => temporal.into_iter().find(|c| {
+            let name = c.original_name.to_ascii_lowercase();
+            name.contains("date") || name.contains("time")
+        }),
+    }
+}
+
+/// Sets a dataset's time axis (`column`, one of its columns, or none) and
+/// its temporal extent, the first and last value of that column, inside
+/// the caller's transaction.
+pub async fn set_time_axis(
+    connection: &mut sqlx::PgConnection,
+    dataset_id: Uuid,
+    (schema, table): (&str, &str),
+    column: Option<&str>,
+) -> sqlx::Result<()> {
+    let extent = match column {
+        Some(column) => format!(
+            "(SELECT CASE WHEN count({c}) > 0 THEN ARRAY[min({c})::timestamptz, max({c})::timestamptz] END FROM {}.{})",
+            crate::db::quote_ident(schema),
+            crate::db::quote_ident(table),
+            c = crate::db::quote_ident(column),
+        ),
+        None => "NULL".into(),
+    };
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE datasets SET temporal_column = $2, temporal_extent = {extent} WHERE id = $1"
+    )))
+    .bind(dataset_id)
+    .bind(column)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
 /// Tables a job is still loading, in the `data` schema, start with this and
 /// the job's id; the API never offers them for registration, and the
 /// worker's sweeper drops those whose job is no longer running.
@@ -104,6 +150,30 @@ impl DatasetChanged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn column(name: &str, pg_type: &str) -> ColumnInfo {
+        ColumnInfo {
+            name: name.into(),
+            original_name: name.into(),
+            pg_type: pg_type.into(),
+            source_type: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_time_axis_is_the_one_temporal_column_or_the_one_named_so() {
+        let name = |columns: &[ColumnInfo]| detect_temporal_column(columns).map(|c| c.name.clone());
+        assert_eq!(
+            name(&[column("a", "text"), column("seen", "date")]),
+            Some("seen".into())
+        );
+        assert_eq!(
+            name(&[column("built", "timestamptz"), column("updated_time", "timestamptz")]),
+            Some("updated_time".into())
+        );
+        assert_eq!(name(&[column("a", "text")]), None);
+        assert_eq!(name(&[column("x", "date"), column("y", "date")]), None);
+    }
 
     #[test]
     fn staging_prefix_is_the_job_id_without_hyphens() {

@@ -2,7 +2,8 @@
 
 Usage: stac_client.py STAC_URL API_KEY
 With pystac-client (the caller's API key in X-Api-Key): opens the landing
-page, lists the collections, searches both kinds page by page, and for
+page, lists the collections and their items, searches both kinds page by
+page, and for
 every item validates it, opens its `self` link (with the key) and its data
 asset (without it: a public asset needs none, a private one is signed).
 
@@ -10,8 +11,9 @@ Validation stays on loopback: pystac checks the STAC core schema it ships
 (the item read through pystac's own migration to the version it ships,
 1.1.0), and the projection, raster and web-map-links fields through its
 extension classes; nothing is fetched from the network (any attempt fails).
-Prints one JSON object: per item, its collection, what its self link gave
-and the data asset's status and media type.
+Prints one JSON object: each collection's item ids, and per item found by
+search its collection, what its self link gave and the data asset's
+status and media type.
 """
 import json
 import sys
@@ -88,7 +90,8 @@ def check(item_dict):
 
 
 client = Client.open(url, headers={"X-Api-Key": key})
-collections = sorted(c.id for c in client.get_collections())
+# Each collection's items, through OGC API Features (pystac-client pages them).
+collections = {c.id: sorted(i.id for i in c.get_items()) for c in client.get_collections()}
 found = {}
 for item in client.search(collections=["vector", "raster"], limit=2).items():
     data_href = check(item.to_dict(transform_hrefs=False))

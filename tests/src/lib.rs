@@ -685,8 +685,18 @@ pub fn zip_of(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
 
 /// The members of a shapefile set in the shared data, by layer directory.
 pub fn shapefile_members(dir: &str) -> Vec<(String, Vec<u8>)> {
-    let path = data_dir().join(dir);
-    let mut members: Vec<(String, Vec<u8>)> = std::fs::read_dir(&path)
+    members_of(&data_dir().join(dir))
+}
+
+/// The files of a directory the test command took from a Debian package
+/// (`scripts/test.sh`, under `.data/fixtures`), by name.
+pub fn fixture_members(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let fixtures = std::env::var("CATALOG_FIXTURES_DIR").expect("CATALOG_FIXTURES_DIR (set by scripts/test.sh)");
+    members_of(&Path::new(&fixtures).join(dir))
+}
+
+fn members_of(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut members: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .flatten()
         .map(|e| {

@@ -36,6 +36,21 @@ fn public_points() -> Vec<u8> {
         .into_bytes()
 }
 
+/// Each operation has an id of its own: clients name their methods after
+/// them, and link inference takes two operations with one id for one.
+fn assert_operation_ids_are_unique(document: &Value) {
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if let Some(id) = operation["operationId"].as_str()
+                && let Some(other) = seen.insert(id.to_string(), format!("{method} {path}"))
+            {
+                panic!("operationId {id} names both {other} and {method} {path}");
+            }
+        }
+    }
+}
+
 /// Lists in query strings are one comma-separated parameter, as every
 /// route reads them (`bbox=-10,40,-6,41`), never the parameter repeated.
 fn assert_lists_are_comma_separated(document: &Value) {
@@ -126,6 +141,7 @@ async fn every_operation_answers_as_documented_for_an_admin_and_a_viewer() {
         "the public dataset's own items path is in the document"
     );
     assert_lists_are_comma_separated(&document);
+    assert_operation_ids_are_unique(&document);
     assert_references_resolve(&document);
 
     let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");

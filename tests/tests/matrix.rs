@@ -54,6 +54,11 @@ fn table() -> Vec<Row> {
         row("GET", "/api/collections/{collectionId}/queryables", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/collections/{collectionId}/items", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/collections/{collectionId}/items/{featureId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/tiles", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/tiles/{tileMatrixSetId}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/collections/{collectionId}/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/tileMatrixSets", None, [200; 8]),
+        row("GET", "/api/tileMatrixSets/{tileMatrixSetId}", None, [200; 8]),
         row("GET", "/api/ready", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/metrics", None, [401, 401, 401, 403, 403, 403, 403, 200]),
         row("GET", "/api/openapi.json", None, [200, 401, 401, 200, 200, 200, 200, 200]),
@@ -371,6 +376,8 @@ async fn authorization_matrix() {
                 .replace("{slug}", "nobody")
                 .replace("{fontstack}/{range}", "DejaVu%20Sans%20Book/0-255.pbf")
                 .replace("{z}/{x}/{y}", "0/0/0.pbf")
+                .replace("{tileMatrixSetId}", "WebMercatorQuad")
+                .replace("{tileMatrix}/{tileRow}/{tileCol}", "0/0/0")
                 .replace("{user_id}", &fx.viewer_id.to_string());
             if row.method == "DELETE" && row.path.ends_with("/grants/{user_id}") {
                 sqlx::query("INSERT INTO dataset_grants (dataset_id, user_id, permission) VALUES ($1, $2, 'read')")

@@ -112,7 +112,11 @@ async fn landing_conformance_and_collections() {
         !classes.iter().any(|c| c.contains("oas30")),
         "OAS 3.0 classes are not claimed"
     );
-    assert_eq!(classes.len(), 20, "the specification's classes and the three HTML ones");
+    assert_eq!(
+        classes.len(),
+        27,
+        "the specification's classes, the three HTML ones, Features Part 2 and six of Tiles"
+    );
 
     let (status, collections) = stack.get_json(None, "/api/collections").await;
     assert_eq!(status, 200);
@@ -342,12 +346,14 @@ async fn items_parameters_paging_and_errors() {
         .0,
         200
     );
-    // Only CRS84: EPSG:4326 (latitude first) is another CRS.
+    // Filters are in CRS84 only (EPSG:4326, latitude first, is another
+    // CRS); a bbox may be in any CRS the collection offers, and no other.
     for (parameter, crs) in [
         ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/3857"),
         ("filter-crs", "http://www.opengis.net/def/crs/EPSG/0/4326"),
         ("filter-crs", "EPSG:4326"),
-        ("bbox-crs", "http://www.opengis.net/def/crs/EPSG/0/4326"),
+        ("bbox-crs", "http://www.opengis.net/def/crs/EPSG/0/2157"),
+        ("bbox-crs", "EPSG:4326"),
     ] {
         let (status, body) = items(&stack, &id, &[("filter", "n > 1"), (parameter, crs)]).await;
         assert_eq!(status, 400, "{parameter}={crs}: {body}");

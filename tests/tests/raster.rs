@@ -135,13 +135,14 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         get(&stack, Some(&token), &format!("/api/collections/{id}/items"))
             .await
             .status(),
-        422
+        404
     );
+    // A collection of tiles (tests/tests/ogc_tiles.rs).
     assert_eq!(
         get(&stack, Some(&token), &format!("/api/collections/{id}"))
             .await
             .status(),
-        404
+        200
     );
     assert_eq!(
         get(&stack, Some(&token), &format!("/api/tiles/{id}/8/132/86.pbf"))

@@ -449,6 +449,35 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
         assert_eq!((status, page["features"].as_array().map(Vec::len)), (200, Some(1)));
     }
 
+    // A collection's items page as search does, in that collection only.
+    let (status, page) = stack
+        .get_json(Some(&admin), "/api/stac/collections/raster/items?limit=1")
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (&page["numberMatched"], &page["numberReturned"]),
+        (&json!(2), &json!(1))
+    );
+    assert_eq!(page["features"][0]["collection"], "raster");
+    for rel in ["self", "root", "parent", "collection"] {
+        link(&page, rel);
+    }
+    let (status, rest) = stack
+        .get_json(Some(&admin), &link(&page, "next").replace(&stack.base, ""))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(rest["numberReturned"], 1);
+    assert_ne!(rest["features"][0]["id"], page["features"][0]["id"]);
+    let (_, boxed) = stack
+        .get_json(None, "/api/stac/collections/vector/items?bbox=0.5,9,1.5,11")
+        .await;
+    assert_eq!(boxed["features"][0]["id"], public_vector.as_str(), "{boxed}");
+    assert_eq!(boxed["numberMatched"], 1, "the private one stays hidden");
+    let (status, _) = stack
+        .get_json(None, "/api/stac/collections/vector/items?sortby=id")
+        .await;
+    assert_eq!(status, 400, "a parameter the route does not take");
+
     // pystac-client: collections, search, each item validated, its self link
     // and its data asset opened (the asset with no credential).
     let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
@@ -459,7 +488,15 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(seen["collections"], json!(["raster", "vector"]));
+    let by_kind = |a: &str, b: &str| {
+        let mut ids = vec![a.to_string(), b.to_string()];
+        ids.sort();
+        json!(ids)
+    };
+    assert_eq!(
+        seen["collections"],
+        json!({"vector": by_kind(&public_vector, &private_vector), "raster": by_kind(&public_raster, &private_raster)})
+    );
     let seen = seen["items"].as_object().unwrap();
     assert_eq!(seen.len(), 4, "{seen:?}");
     for (id, kind, media_type) in [

@@ -535,6 +535,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/collections/{collectionId}/tiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tilesets of a collection. */
+        get: operations["collection_tilesets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/collections/{collectionId}/tiles/{tileMatrixSetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A collection's tileset: the tile template, the tile matrices that hold
+         *     data, and for vectors the layer and its fields.
+         */
+        get: operations["collection_tileset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/collections/{collectionId}/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tile of a collection's tileset. */
+        get: operations["collection_tile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/conformance": {
         parameters: {
             query?: never;
@@ -656,9 +710,10 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Edits title, summary, keywords, visibility or publication status. A
-         *     change of visibility or status rolls the publication version, which
-         *     retires signed tile templates.
+         * Edits title, summary, keywords, visibility, publication status or the
+         *     time axis (whose temporal extent is worked out anew). A change of
+         *     visibility or status rolls the publication version, which retires
+         *     signed tile templates.
          */
         patch: operations["update_dataset"];
         trace?: never;
@@ -1514,6 +1569,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/stac/collections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The STAC collections: one per kind of dataset. */
+        get: operations["stac_collections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stac/collections/{collection_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One STAC collection. */
+        get: operations["stac_collection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stac/collections/{collection_id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A collection's items, paged, as search finds them. */
+        get: operations["stac_collection_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stac/collections/{collection_id}/items/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One item: a published dataset of the collection's kind the caller may see. */
+        get: operations["stac_item"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stac/conformance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conformance classes of the STAC API. */
+        get: operations["stac_conformance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/stac/search": {
         parameters: {
             query?: never;
@@ -1526,6 +1666,40 @@ export interface paths {
         put?: never;
         /** STAC item search (read-only keys may use it). */
         post: operations["search_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tileMatrixSets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tile matrix sets the tilesets of this service are on. */
+        get: operations["tile_matrix_sets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tileMatrixSets/{tileMatrixSetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tile matrix set's definition. */
+        get: operations["tile_matrix_set"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1833,9 +2007,9 @@ export interface components {
             /** Format: int32 */
             publication_version: number;
             /**
-             * @description For a raster: `{width, height, band_count, bands, resolution, srid,
-             *     crs_wkt, overview_count, is_cog, size_bytes}`; null for a vector
-             *     dataset.
+             * @description For a raster: `{width, height, band_count, bands, resolution,
+             *     geotransform, srid, crs_wkt, overview_count, is_cog, size_bytes}`;
+             *     null for a vector dataset.
              */
             raster?: Record<string, never> | null;
             sample_values: Record<string, never>;
@@ -1859,6 +2033,13 @@ export interface components {
             storage: string;
             summary?: string | null;
             table_name: string;
+            /**
+             * @description The column `datetime` filters the items on (detected at ingest, or
+             *     set by PATCH); null when the data has no time axis.
+             */
+            temporal_column?: string | null;
+            /** @description The first and last value of the time axis; null without one. */
+            temporal_extent?: string[] | null;
             title: string;
             /** Format: date-time */
             updated_at: string;
@@ -1878,6 +2059,11 @@ export interface components {
             keywords?: components["schemas"]["Keyword"][] | null;
             status?: null | components["schemas"]["PublicationStatus"];
             summary?: string | null;
+            /**
+             * @description The time axis: a column of a date or time type (its name or the
+             *     source's), which `datetime` then filters the items on; null for none.
+             */
+            temporal_column?: string | null;
             /** @description 1 to 500 characters once trimmed. */
             title?: string | null;
             visibility?: null | components["schemas"]["DatasetVisibility"];
@@ -5649,21 +5835,29 @@ export interface operations {
                 offset?: number;
                 /** @description keyset cursor: features with a larger key */
                 after_gid?: number;
-                /** @description minx,miny,maxx,maxy in CRS84 */
-                bbox?: number[] & (unknown | unknown);
-                /** @description accepted, not applied: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty; the start not after the end */
+                /** @description four (or six, with heights) numbers in bbox-crs, its axes in that CRS's order: in CRS84 (the default) west,south,east,north */
+                bbox?: number[];
+                /** @description features whose time (the collection's `temporal_column`) is in the interval: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty, the start not after the end; ignored by a collection with no time axis */
                 datetime?: string;
                 include_geometry?: boolean;
+                /** @description true: features without geometry */
+                skipGeometry?: boolean;
+                /** @description the properties each feature carries, in this order (an empty list: none) */
+                properties?: string[];
+                /** @description queryables to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending; pages stay exact (follow `next`) */
+                sortby?: string;
+                /** @description where a sorted page starts: only as a `next` link gives it */
+                cursor?: string;
                 /** @description CQL2 expression over the collection's queryables */
                 filter?: string;
                 /** @description cql2-text (default) or cql2-json */
                 "filter-lang"?: "cql2-text" | "cql2-json";
                 /** @description only CRS84 */
                 "filter-crs"?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
-                /** @description only CRS84 */
-                "bbox-crs"?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
-                /** @description only CRS84 */
-                crs?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
+                /** @description the CRS of bbox, one of the collection's `crs` (default CRS84) */
+                "bbox-crs"?: string;
+                /** @description the CRS of the coordinates, one of the collection's `crs` (default CRS84); the answer's Content-Crs names it */
+                crs?: string;
             };
             header?: never;
             path: {
@@ -5780,6 +5974,8 @@ export interface operations {
             query?: {
                 /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
                 f?: "json" | "html";
+                /** @description the CRS of the coordinates, one of the collection's `crs` (default CRS84); the answer's Content-Crs names it */
+                crs?: string;
             };
             header?: never;
             path: {
@@ -5816,7 +6012,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description an unknown `f` */
+            /** @description an unknown `f`, or a CRS the collection does not offer */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5918,6 +6114,339 @@ export interface operations {
                 };
             };
             /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    collection_tilesets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the collection's tilesets: WebMercatorQuad, and for a raster WorldCRS84Quad too */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    collection_tileset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collectionId: string;
+                tileMatrixSetId: "WebMercatorQuad" | "WorldCRS84Quad";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description tileset metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such collection, or no tileset on that tile matrix set (vectors: WebMercatorQuad only) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    collection_tile: {
+        parameters: {
+            query?: {
+                /** @description signed template: dataset:<id> */
+                scope?: string;
+                /** @description signed template: expiry, Unix seconds */
+                exp?: string;
+                /** @description signed template: signature */
+                sig?: string;
+                f?: null | ("mvt" | "png" | "jpeg" | "webp");
+                /** @description Raster: 1 or 3 band indexes, comma separated. */
+                bidx?: string | null;
+                /** @description Raster: `min,max` mapped to 0..255. */
+                rescale?: string | null;
+                /** @description Raster, one band: viridis, magma, terrain, greys or rdylgn. */
+                colormap?: string | null;
+                /** @description Raster: nearest (default), bilinear or cubic. */
+                resampling?: string | null;
+            };
+            header?: never;
+            path: {
+                collectionId: string;
+                tileMatrixSetId: "WebMercatorQuad" | "WorldCRS84Quad";
+                /** @description zoom, 0 to 24 */
+                tileMatrix: string;
+                /** @description row, below 2^tileMatrix */
+                tileRow: number;
+                /** @description column, below 2^tileMatrix */
+                tileCol: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a Mapbox Vector Tile, or a raster's image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.mapbox-vector-tile": unknown;
+                    "image/png": unknown;
+                    "image/jpeg": unknown;
+                    "image/webp": unknown;
+                };
+            };
+            /** @description nothing in this tile */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not modified (If-None-Match) */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description an encoding the dataset has not */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7005,6 +7534,15 @@ export interface operations {
                 token?: string | null;
                 /** @description Vector datasets: gpkg (default), geojson, csv or shp (zipped). */
                 format?: null | ("gpkg" | "geojson" | "csv" | "shp");
+                /** @description Signed asset link: dataset:<id>. */
+                scope?: string | null;
+                /**
+                 * @description Signed asset link: expiry, Unix seconds (a link that does not
+                 *     verify signs nothing).
+                 */
+                exp?: string | null;
+                /** @description Signed asset link: signature. */
+                sig?: string | null;
             };
             header?: never;
             path: {
@@ -7014,12 +7552,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the file */
+            /** @description the file: a raster's COG, or a vector dataset in the format asked for */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/tiff; application=geotiff; profile=cloud-optimized": unknown;
+                    "application/geopackage+sqlite3": unknown;
+                    "application/geo+json": unknown;
+                    "text/csv; charset=utf-8": unknown;
+                    "application/zip": unknown;
+                };
             };
             /** @description the dataset is archived and being restored: poll the job, then ask again */
             202: {
@@ -7037,12 +7581,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description a byte range of a raster */
+            /** @description a byte range of the file */
             206: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/tiff; application=geotiff; profile=cloud-optimized": unknown;
+                    "application/geopackage+sqlite3": unknown;
+                    "application/geo+json": unknown;
+                    "text/csv; charset=utf-8": unknown;
+                    "application/zip": unknown;
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -7053,7 +7603,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no valid download token */
+            /** @description no valid download token, signed link or credential, for data not everyone may read */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7071,7 +7621,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such resource, or none the caller may see */
+            /** @description a signed-in caller may not read the dataset, or there is none */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7080,7 +7630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the raster changed after If-Unmodified-Since */
+            /** @description the file changed after If-Unmodified-Since */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -7089,7 +7639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a Range the raster cannot satisfy; Content-Range gives its length */
+            /** @description a Range the file cannot satisfy; Content-Range gives its length */
             416: {
                 headers: {
                     [name: string]: unknown;
@@ -13294,6 +13844,464 @@ export interface operations {
             };
         };
     };
+    stac_collections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the collections `vector` and `raster`, their extents over the items the caller sees */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stac_collection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the kind of dataset: vector or raster */
+                collection_id: "vector" | "raster";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAC Collection */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such collection */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stac_collection_items: {
+        parameters: {
+            query?: {
+                /** @description minx,miny,maxx,maxy in CRS84 (or six numbers with heights) */
+                bbox?: number[] & (unknown | unknown);
+                /** @description an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty */
+                datetime?: string | null;
+                /** @description items per page, default 10 */
+                limit?: number | null;
+                /** @description paging cursor from a `next` link */
+                token?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description the kind of dataset: vector or raster */
+                collection_id: "vector" | "raster";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAC ItemCollection */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/geo+json": unknown;
+                };
+            };
+            /** @description a malformed bbox, datetime, limit or token */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such collection */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stac_item: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the kind of dataset: vector or raster */
+                collection_id: "vector" | "raster";
+                /** @description the dataset's id */
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description STAC Item */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/geo+json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such item the caller may see in this collection */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stac_conformance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the classes the STAC API conforms to */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     search_get: {
         parameters: {
             query?: {
@@ -13303,7 +14311,7 @@ export interface operations {
                 intersects?: string;
                 /** @description an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty */
                 datetime?: string;
-                /** @description collection ids */
+                /** @description collection ids: vector, raster (datasets, the one collection of earlier versions, names both) */
                 collections?: string[];
                 /** @description item ids */
                 ids?: string[];
@@ -13323,7 +14331,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/geo+json": unknown;
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -13412,7 +14422,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/geo+json": unknown;
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -13443,6 +14455,181 @@ export interface operations {
             };
             /** @description the body is not of a media type this operation takes */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tile_matrix_sets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the tile matrix sets (reads no credential) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tile_matrix_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tileMatrixSetId: "WebMercatorQuad" | "WorldCRS84Quad";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the definition, in the 2.0 and 1.0 encodings (reads no credential) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

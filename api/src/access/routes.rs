@@ -10,8 +10,9 @@ use super::Caller;
 /// specification says so), liveness, the routes that take their credential
 /// in the body or a cookie (sign-in, refresh, sign-out), the single sign-on
 /// redirects (their credential is the provider's answer), shared map
-/// links (404 or 410 whatever is sent), and the built-in basemap (the same
-/// for everyone, so a viewer's stale token never blanks it).
+/// links (404 or 410 whatever is sent), and the built-in basemap and the
+/// tile matrix sets (the same for everyone, so a viewer's stale token
+/// never blanks them).
 pub(super) fn reads_no_credential(path: &str) -> bool {
     matches!(
         path,
@@ -19,6 +20,7 @@ pub(super) fn reads_no_credential(path: &str) -> bool {
     ) || path.starts_with("/api/maps/shared/")
         || path.starts_with("/api/auth/oauth/")
         || path.starts_with("/api/basemap/")
+        || path.starts_with("/api/tileMatrixSets")
 }
 
 pub(super) fn is_read_method(method: &Method) -> bool {

@@ -49,8 +49,13 @@ pub fn signed_query(secret: &str, dataset_id: Uuid, publication_version: i32, ex
     format!("scope={scope}&exp={exp}&sig={sig}")
 }
 
-/// The dataset of a tile route path (`/api/tiles/{id}/...`), if it is one.
+/// The dataset of a tile route path (`/api/tiles/{id}/...`, or an OGC API
+/// tile `/api/collections/{id}/tiles/{tms}/{z}/{row}/{col}`), if it is one.
 fn tile_path_dataset(path: &str) -> Option<Uuid> {
+    if let Some(rest) = path.strip_prefix("/api/collections/") {
+        let (id, tail) = rest.split_once("/tiles/")?;
+        return (tail.split('/').count() == 4).then(|| id.parse().ok()).flatten();
+    }
     let rest = path.strip_prefix("/api/tiles/")?;
     let (id, tail) = rest.split_once('/')?;
     if tail.is_empty() {
@@ -110,5 +115,9 @@ mod tests {
         assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}/1/0/0.pbf")), Some(id));
         assert_eq!(tile_path_dataset(&format!("/api/tiles/token/{id}")), None);
         assert_eq!(tile_path_dataset(&format!("/api/tiles/{id}")), None);
+        let ogc = format!("/api/collections/{id}/tiles/WebMercatorQuad");
+        assert_eq!(tile_path_dataset(&format!("{ogc}/1/0/0")), Some(id));
+        assert_eq!(tile_path_dataset(&ogc), None);
+        assert_eq!(tile_path_dataset(&format!("/api/collections/{id}/items")), None);
     }
 }

@@ -132,11 +132,22 @@ struct DatasetUpdate {
     /// Publication status: `ready` (published) or `unpublished` (seen only
     /// by its owner and admins).
     status: Option<PublicationStatus>,
+    /// The time axis: a column of a date or time type (its name or the
+    /// source's), which `datetime` then filters the items on; null for none.
+    #[serde(default, deserialize_with = "set_or_null")]
+    #[schema(value_type = Option<String>, nullable)]
+    temporal_column: Option<Option<String>>,
 }
 
-/// Edits title, summary, keywords, visibility or publication status. A
-/// change of visibility or status rolls the publication version, which
-/// retires signed tile templates.
+/// A field that is absent (`None`), null (`Some(None)`) or set.
+fn set_or_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// Edits title, summary, keywords, visibility, publication status or the
+/// time axis (whose temporal extent is worked out anew). A change of
+/// visibility or status rolls the publication version, which retires
+/// signed tile templates.
 #[utoipa::path(patch, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)), request_body = DatasetUpdate,
     responses((status = 200, body = Dataset), (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_dataset(
@@ -158,7 +169,16 @@ async fn update_dataset(
             "keywords: at most 50, each 1 to 100 characters",
         ));
     }
-    writable_dataset(&state, &caller, id).await?;
+    let dataset = writable_dataset(&state, &caller, id).await?;
+    let time_axis = match &body.temporal_column {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(name)) => Some(Some(time_axis_of(&dataset, name)?)),
+    };
+    if time_axis.is_some() {
+        cold::ensure_hot(&state, &caller, &dataset).await?;
+    }
+    let mut tx = state.pool.begin().await?;
     sqlx::query(
         "UPDATE datasets SET
             title = coalesce($2, title),
@@ -177,10 +197,33 @@ async fn update_dataset(
     .bind(body.visibility)
     .bind(&body.keywords)
     .bind(body.status)
-    .execute(&state.pool)
+    .execute(&mut *tx)
     .await?;
+    if let Some(column) = time_axis {
+        let table = (dataset.schema_name.as_str(), dataset.table_name.as_str());
+        catalog_shared::datasets::set_time_axis(&mut tx, id, table, column.as_deref()).await?;
+    }
+    tx.commit().await?;
     state.datasets.forget(id);
     Ok(Json(visible_dataset(&state, &caller, id).await?))
+}
+
+/// The column a PATCH names as the time axis: one of the dataset's columns
+/// (by its name or the source's) of a date or time type.
+fn time_axis_of(dataset: &Dataset, name: &str) -> Result<String, AppError> {
+    let column = dataset
+        .column_info
+        .0
+        .iter()
+        .find(|c| c.name == name || c.original_name == name)
+        .ok_or_else(|| AppError::unprocessable(format!("temporal_column: the dataset has no column {name:?}")))?;
+    if !catalog_shared::datasets::is_temporal_type(&column.pg_type) {
+        return Err(AppError::unprocessable(format!(
+            "temporal_column: {name:?} holds {}, not dates or times",
+            column.pg_type
+        )));
+    }
+    Ok(column.name.clone())
 }
 
 /// Deletes a dataset with everything it keeps: an ingested dataset's

@@ -48,6 +48,11 @@ pub struct Dataset {
     #[serde(skip)]
     pub(crate) data_version: i64,
     pub(crate) keywords: Vec<String>,
+    /// The column `datetime` filters the items on (detected at ingest, or
+    /// set by PATCH); null when the data has no time axis.
+    pub(crate) temporal_column: Option<String>,
+    /// The first and last value of the time axis; null without one.
+    pub(crate) temporal_extent: Option<Vec<DateTime<Utc>>>,
     pub(crate) source_format: Option<String>,
     pub(crate) source_filename: Option<String>,
     pub(crate) source_layer: Option<String>,
@@ -90,7 +95,7 @@ pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 2]);
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, source_format,
+    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
 
 impl Dataset {

@@ -14,10 +14,11 @@ use sqlx::Row;
 
 use super::{
     cql::{self, Lang, Queryable, Queryables},
+    crs::{self, CRS84, Crs},
     params::{Param, query_with},
 };
 use crate::{
-    access::{Caller, datasets::visible_collection},
+    access::Caller,
     bbox::Bbox,
     datasets::record::Dataset,
     extract::{LinkCredential, Path, Query},
@@ -26,32 +27,46 @@ use crate::{
     state::AppState,
 };
 
-/// OGC's name of WGS 84 longitude, latitude: the only CRS the items speak.
-pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
-
 /// The published attribute columns of a dataset.
 pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
     dataset.column_info.0.clone()
 }
 
-/// A WGS 84 geometry expression in the dataset's storage CRS (registered
-/// tables may use any SRID; ingested ones are stored in 4326).
-pub fn in_storage_crs(dataset: &Dataset, expr: &str) -> String {
-    if dataset.srid == 4326 || dataset.srid <= 0 {
+/// The SRID a dataset's geometries are in: data of unknown SRID is taken
+/// for WGS 84, as its tiles do.
+fn storage_srid(dataset: &Dataset) -> i32 {
+    if dataset.srid <= 0 { 4326 } else { dataset.srid }
+}
+
+/// `expr`, a geometry of SRID `from`, in the dataset's storage CRS.
+fn to_storage(dataset: &Dataset, expr: &str, from: i32) -> String {
+    if from == storage_srid(dataset) {
         expr.to_string()
     } else {
-        format!("ST_Transform({expr}, {})", dataset.srid)
+        format!("ST_Transform({expr}, {})", storage_srid(dataset))
     }
 }
 
-/// The dataset's geometry column in WGS 84.
-fn geometry_in_wgs84(dataset: &Dataset) -> String {
-    let column = format!("t.{}", quote_ident(&dataset.geometry_column));
-    if dataset.srid == 4326 || dataset.srid <= 0 {
-        column
-    } else {
-        format!("ST_Transform({column}, 4326)")
+/// A WGS 84 geometry expression in the dataset's storage CRS (registered
+/// tables may use any SRID; ingested ones are stored in 4326).
+pub fn in_storage_crs(dataset: &Dataset, expr: &str) -> String {
+    to_storage(dataset, expr, 4326)
+}
+
+/// The dataset's geometry column in `crs`, its axes in that CRS's order:
+/// reprojected by PostGIS, so paging and filters stay as they are.
+fn geometry_in(dataset: &Dataset, crs: Crs) -> String {
+    let mut geometry = format!("t.{}", quote_ident(&dataset.geometry_column));
+    if dataset.srid <= 0 && crs.srid() != 4326 {
+        geometry = format!("ST_SetSRID({geometry}, 4326)");
     }
+    if storage_srid(dataset) != crs.srid() {
+        geometry = format!("ST_Transform({geometry}, {})", crs.srid());
+    }
+    if crs.northing_first() {
+        geometry = format!("ST_FlipCoordinates({geometry})");
+    }
+    geometry
 }
 
 fn queryables_of(dataset: &Dataset, columns: &[ColumnInfo]) -> Queryables {
@@ -103,10 +118,11 @@ fn properties_sql(columns: &[ColumnInfo]) -> String {
     }
 }
 
-/// The SQL of one feature as GeoJSON text.
-pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], include_geometry: bool) -> String {
-    let geometry = if include_geometry {
-        format!("ST_AsGeoJSON({})::json", geometry_in_wgs84(dataset))
+/// The SQL of one feature as GeoJSON text, its geometry in `crs` (none
+/// without one).
+pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], geometry_crs: Option<Crs>) -> String {
+    let geometry = if let Some(crs) = geometry_crs {
+        format!("ST_AsGeoJSON({})::json", geometry_in(dataset, crs))
     } else {
         "NULL::json".into()
     };
@@ -129,7 +145,13 @@ struct ItemsRequest {
     limit: i64,
     offset: i64,
     after: Option<i64>,
+    /// The `next` link's cursor of a sorted page.
+    cursor: Option<Cursor>,
     include_geometry: bool,
+    crs: Crs,
+    /// The properties each feature carries, in this order.
+    columns: Vec<ColumnInfo>,
+    sort: Vec<SortKey>,
     /// Conditions on what matches (paging excluded), and their values.
     conditions: Vec<String>,
     params: Vec<Param>,
@@ -151,14 +173,116 @@ fn parse_int(name: &str, v: &str) -> Result<i64, AppError> {
     v.trim().parse().map_err(|_| bad(format!("{name} must be an integer")))
 }
 
-/// `bbox-crs`, `crs` and `filter-crs` name CRS84 or nothing: EPSG:4326
-/// orders its axes latitude first, so taking it for CRS84 would swap
-/// coordinates, and it is refused like every other CRS.
-fn check_crs(name: &str, v: &str) -> Result<(), AppError> {
-    if v == CRS84 {
-        Ok(())
-    } else {
-        Err(bad(format!("{name} supports only {CRS84}")))
+/// A key of `sortby`: a queryable column, ascending (`+name` or `name`) or
+/// descending (`-name`); nulls come last ascending and first descending,
+/// as PostgreSQL orders them.
+#[derive(Clone, Debug)]
+struct SortKey {
+    column: String,
+    pg_type: String,
+    descending: bool,
+}
+
+/// Column types an order is defined on.
+fn sortable(pg_type: &str) -> bool {
+    matches!(
+        pg_type,
+        "integer"
+            | "bigint"
+            | "smallint"
+            | "double precision"
+            | "real"
+            | "numeric"
+            | "boolean"
+            | "date"
+            | "timestamptz"
+            | "timestamp"
+            | "time"
+            | "text"
+            | "character varying"
+            | "uuid"
+    )
+}
+
+fn parse_sortby(value: &str, queryables: &Queryables) -> Result<Vec<SortKey>, AppError> {
+    let mut keys: Vec<SortKey> = Vec::new();
+    for item in value.split(',') {
+        // A `+` the client did not percent-encode arrives as a space.
+        let item = item.trim_start_matches(' ');
+        let (descending, name) = match item.as_bytes().first() {
+            Some(b'-') => (true, &item[1..]),
+            Some(b'+') => (false, &item[1..]),
+            _ => (false, item),
+        };
+        let queryable = queryables
+            .by_name
+            .get(name)
+            .ok_or_else(|| bad(format!("sortby: {name:?} is not a queryable of this collection")))?;
+        if !sortable(&queryable.pg_type) {
+            return Err(bad(format!(
+                "sortby: {name:?} holds values of no order ({})",
+                queryable.pg_type
+            )));
+        }
+        if keys.iter().any(|k| k.column == queryable.column) {
+            return Err(bad(format!("sortby names {name:?} twice")));
+        }
+        keys.push(SortKey {
+            column: queryable.column.clone(),
+            pg_type: queryable.pg_type.clone(),
+            descending,
+        });
+    }
+    if keys.len() > MAX_SORT_KEYS {
+        return Err(bad(format!("sortby takes at most {MAX_SORT_KEYS} properties")));
+    }
+    Ok(keys)
+}
+
+const MAX_SORT_KEYS: usize = 8;
+
+/// The properties of `properties=a,b`: published columns, by their name or
+/// the source's, in the order asked (none for an empty value).
+fn parse_properties(value: &str, columns: &[ColumnInfo]) -> Result<Vec<ColumnInfo>, AppError> {
+    let mut chosen: Vec<ColumnInfo> = Vec::new();
+    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let column = columns
+            .iter()
+            .find(|c| c.name == name)
+            .or_else(|| columns.iter().find(|c| c.original_name == name))
+            .ok_or_else(|| bad(format!("properties: {name:?} is not a property of this collection")))?;
+        if !chosen.iter().any(|c| c.name == column.name) {
+            chosen.push(column.clone());
+        }
+    }
+    Ok(chosen)
+}
+
+/// Where a sorted page starts: the last feature's sort values (as text)
+/// and key, carried by the `next` link as base64url JSON.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Cursor {
+    values: Vec<Option<String>>,
+    key: i64,
+}
+
+impl Cursor {
+    fn encode(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+    }
+
+    fn decode(token: &str, keys: usize) -> Result<Self, AppError> {
+        use base64::Engine;
+        let wrong = || bad("cursor is not one of this collection's next links; follow the next link");
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| wrong())?;
+        let cursor: Cursor = serde_json::from_slice(&bytes).map_err(|_| wrong())?;
+        if cursor.values.len() != keys {
+            return Err(wrong());
+        }
+        Ok(cursor)
     }
 }
 
@@ -167,18 +291,24 @@ fn parse_request(
     dataset: &Dataset,
     columns: &[ColumnInfo],
     max_page: i64,
+    offered_crs: &[Crs],
 ) -> Result<ItemsRequest, AppError> {
     let queryables = queryables_of(dataset, columns);
     let mut request = ItemsRequest {
         limit: 10,
         offset: 0,
         after: None,
+        cursor: None,
         include_geometry: true,
+        crs: Crs::Crs84,
+        columns: columns.to_vec(),
+        sort: Vec::new(),
         conditions: Vec::new(),
         params: Vec::new(),
     };
     let mut filter: Option<&str> = None;
     let mut lang = Lang::Text;
+    let (mut bbox, mut bbox_crs, mut cursor) = (None, Crs::Crs84, None);
     for (name, value) in pairs {
         match name.as_str() {
             "limit" => {
@@ -195,18 +325,34 @@ fn parse_request(
                 }
             }
             "after_gid" => request.after = Some(parse_int("after_gid", value)?),
-            "bbox" => {
-                let condition = bbox_condition(dataset, value.parse()?, &mut request.params);
-                request.conditions.push(condition);
-            }
-            "bbox-crs" | "crs" | "filter-crs" => check_crs(name, value)?,
-            // Accepted but not applied: datasets carry no time axis.
+            "cursor" => cursor = Some(value.as_str()),
+            "bbox" => bbox = Some(value.as_str()),
+            "bbox-crs" => bbox_crs = crs::requested(name, value, offered_crs)?,
+            "crs" => request.crs = crs::requested(name, value, offered_crs)?,
+            // CQL2 literals are in CRS84.
+            "filter-crs" if value == CRS84 => {}
+            "filter-crs" => return Err(bad(format!("filter-crs supports only {CRS84}"))),
+            // Applied to the time axis; checked and ignored without one.
             "datetime" => {
-                Interval::parse(value)?;
+                let interval = Interval::parse(value)?;
+                if let Some(column) = &dataset.temporal_column {
+                    let column = quote_ident(column);
+                    for (bound, operator) in [(interval.start, ">="), (interval.end, "<=")] {
+                        if let Some(at) = bound {
+                            request.params.push(Param::Instant(at));
+                            request
+                                .conditions
+                                .push(format!("t.{column} {operator} ${}", request.params.len()));
+                        }
+                    }
+                }
             }
             // Read by `Format`.
             "f" => {}
             "include_geometry" => request.include_geometry = parse_bool("include_geometry", value)?,
+            "skipGeometry" => request.include_geometry = !parse_bool("skipGeometry", value)?,
+            "properties" => request.columns = parse_properties(value, columns)?,
+            "sortby" => request.sort = parse_sortby(value, &queryables)?,
             "filter" => filter = Some(value),
             "filter-lang" => {
                 lang = match value.as_str() {
@@ -227,36 +373,111 @@ fn parse_request(
             }
         }
     }
+    if let Some(bbox) = bbox {
+        let condition = bbox_condition(dataset, bbox, bbox_crs, &mut request.params)?;
+        request.conditions.push(condition);
+    }
     if let Some(filter) = filter {
         let condition = cql::translate(filter, lang, &queryables, &mut request.params)?;
         request.conditions.push(condition);
     }
+    if let Some(token) = cursor {
+        if request.sort.is_empty() {
+            return Err(bad(
+                "cursor pages a sorted request: it goes with the sortby it came with",
+            ));
+        }
+        if request.offset > 0 {
+            return Err(bad("cursor and offset exclude each other"));
+        }
+        request.cursor = Some(Cursor::decode(token, request.sort.len())?);
+    }
+    if request.after.is_some() && !request.sort.is_empty() {
+        return Err(bad(
+            "after_gid pages the default order; a sorted page goes on by its next link's cursor",
+        ));
+    }
     Ok(request)
 }
 
-/// The condition of a `bbox`, in the dataset's CRS; a box whose west is
-/// greater than its east crosses the antimeridian and is two boxes.
-fn bbox_condition(dataset: &Dataset, bbox: Bbox, params: &mut Vec<Param>) -> String {
-    let [w, s, e, n] = bbox.to_array();
+/// The condition of a `bbox` in `bbox_crs` (its axes in that CRS's
+/// order), in the dataset's CRS. A CRS84 box whose west is greater than
+/// its east crosses the antimeridian and is two boxes; a box in a projected
+/// CRS has its edges densified so that they keep their course when
+/// reprojected.
+fn bbox_condition(dataset: &Dataset, text: &str, bbox_crs: Crs, params: &mut Vec<Param>) -> Result<String, AppError> {
+    let numbers: Vec<f64> = text
+        .split(',')
+        .map(|n| n.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad(format!("bbox must be comma-separated numbers, not {text:?}")))?;
     let geom = quote_ident(&dataset.geometry_column);
-    let mut envelope = |w: f64, e: f64| {
-        let first = params.len() + 1;
-        params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
-        let envelope = format!(
-            "ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326)",
-            first + 1,
-            first + 2,
-            first + 3
-        );
-        format!("ST_Intersects({geom}, {})", in_storage_crs(dataset, &envelope))
-    };
-    if w <= e {
-        envelope(w, e)
-    } else {
-        let left = envelope(w, 180.0);
-        let right = envelope(-180.0, e);
-        format!("({left} OR {right})")
+    if bbox_crs.srid() == 4326 {
+        // CRS84 and EPSG:4326 differ only in the order of their axes.
+        let numbers = if bbox_crs.northing_first() {
+            match numbers[..] {
+                [s, w, n, e] => vec![w, s, e, n],
+                [s, w, h1, n, e, h2] => vec![w, s, h1, e, n, h2],
+                _ => numbers,
+            }
+        } else {
+            numbers
+        };
+        let [w, s, e, n] = Bbox::from_numbers(&numbers)?.to_array();
+        let mut envelope = |w: f64, e: f64| {
+            let first = params.len() + 1;
+            params.extend([Param::Float(w), Param::Float(s), Param::Float(e), Param::Float(n)]);
+            let envelope = format!(
+                "ST_MakeEnvelope(${first}, ${}, ${}, ${}, 4326)",
+                first + 1,
+                first + 2,
+                first + 3
+            );
+            format!("ST_Intersects({geom}, {})", in_storage_crs(dataset, &envelope))
+        };
+        return Ok(if w <= e {
+            envelope(w, e)
+        } else {
+            let left = envelope(w, 180.0);
+            let right = envelope(-180.0, e);
+            format!("({left} OR {right})")
+        });
     }
+    let [a, b, c, d] = match numbers[..] {
+        [a, b, c, d] | [a, b, _, c, d, _] => [a, b, c, d],
+        _ => return Err(bad("bbox must be four (or six, with heights) numbers")),
+    };
+    let [xmin, ymin, xmax, ymax] = if bbox_crs.northing_first() {
+        [b, a, d, c]
+    } else {
+        [a, b, c, d]
+    };
+    if ![xmin, ymin, xmax, ymax].iter().all(|v| v.is_finite()) || xmin > xmax || ymin > ymax {
+        return Err(bad(
+            "bbox must be finite numbers, each lower corner value not above the upper one",
+        ));
+    }
+    let first = params.len() + 1;
+    params.extend([
+        Param::Float(xmin),
+        Param::Float(ymin),
+        Param::Float(xmax),
+        Param::Float(ymax),
+    ]);
+    let envelope = format!(
+        "ST_Segmentize(ST_MakeEnvelope(${first}, ${}, ${}, ${}, {srid}), greatest(${} - ${first}, ${} - ${}, 1e-9) / 32)",
+        first + 1,
+        first + 2,
+        first + 3,
+        first + 2,
+        first + 3,
+        first + 1,
+        srid = bbox_crs.srid(),
+    );
+    Ok(format!(
+        "ST_Intersects({geom}, {})",
+        to_storage(dataset, &envelope, bbox_crs.srid())
+    ))
 }
 
 /// `name=value` for a queryable: equality, the value bound as text and
@@ -353,12 +574,166 @@ fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<S
     format!("{base}?{query}")
 }
 
-fn geojson_response(body: String) -> Response {
+/// A GeoJSON answer whose coordinates are in `crs` (`Content-Crs`).
+fn geojson_response(body: String, crs: Crs) -> Response {
     let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
+    if let Ok(value) = HeaderValue::from_str(&crs::content_crs(crs)) {
+        headers.insert("content-crs", value);
+    }
     response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/geo+json"));
-    response
+}
+
+/// A row of a page: the feature's key, its GeoJSON, and its sort values.
+struct PageRow {
+    key: i64,
+    feature: String,
+    sort_values: Vec<Option<String>>,
+}
+
+/// One page (and one feature more, to tell whether another follows).
+/// Unsorted pages go by key (`after_gid`) or offset. Sorted pages go by
+/// key after the sort values (the `cursor`); the first sort key also
+/// bounds the scan so an index on it starts at the cursor, with its nulls
+/// (last ascending, first descending) read as a part of their own.
+async fn fetch_page(
+    state: &AppState,
+    dataset: &Dataset,
+    request: &ItemsRequest,
+    where_sql: &str,
+) -> Result<Vec<PageRow>, AppError> {
+    let key = format!("t.{}", quote_ident(&dataset.key_column));
+    let feature = feature_sql(
+        dataset,
+        &request.columns,
+        request.include_geometry.then_some(request.crs),
+    );
+    let sort_values = if request.sort.is_empty() {
+        "ARRAY[]::text[]".to_string()
+    } else {
+        let values: Vec<String> = request
+            .sort
+            .iter()
+            .map(|k| format!("t.{}::text", quote_ident(&k.column)))
+            .collect();
+        format!("ARRAY[{}]", values.join(", "))
+    };
+    let order: Vec<String> = request
+        .sort
+        .iter()
+        .map(|k| {
+            format!(
+                "t.{} {}",
+                quote_ident(&k.column),
+                if k.descending { "DESC" } else { "ASC" }
+            )
+        })
+        .chain(std::iter::once(format!("{key} ASC")))
+        .collect();
+    let run = |condition: String, params: Vec<Param>, limit: i64, offset: i64| {
+        let sql = format!(
+            "SELECT {key}::bigint, {feature}, {sort_values} FROM {} t WHERE ({where_sql}) AND {condition} \
+             ORDER BY {} LIMIT {limit} OFFSET {offset}",
+            table_sql(dataset),
+            order.join(", "),
+        );
+        async move {
+            let rows = query_with(sql, &params)
+                .fetch_all(&state.pool)
+                .await
+                .map_err(query_error)?;
+            Ok::<_, AppError>(
+                rows.iter()
+                    .map(|r| PageRow {
+                        key: r.get(0),
+                        feature: r.get(1),
+                        sort_values: r.get(2),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+    let wanted = request.limit + 1;
+    let mut params = request.params.clone();
+    let Some(cursor) = &request.cursor else {
+        let condition = match request.after {
+            Some(after) => {
+                params.push(Param::Int(after));
+                format!("{key} > ${}", params.len())
+            }
+            None => "TRUE".into(),
+        };
+        return run(condition, params, wanted, request.offset).await;
+    };
+    let (condition, first_bound, nulls_after) = keyset(&request.sort, cursor, &key, &mut params);
+    let mut rows = run(format!("{condition} AND {first_bound}"), params.clone(), wanted, 0).await?;
+    if let (Some(nulls), true) = (nulls_after, (rows.len() as i64) < wanted) {
+        let more = run(
+            format!("{condition} AND {nulls}"),
+            params,
+            wanted - rows.len() as i64,
+            0,
+        )
+        .await?;
+        rows.extend(more);
+    }
+    Ok(rows)
+}
+
+/// The rows after `cursor` in the order of `keys` then the key column:
+/// the condition; the part of it a scan of the first key's index reads
+/// first; and the part that follows it when that one ends before the page
+/// does (the first key's nulls, or its values after them), if any.
+fn keyset(keys: &[SortKey], cursor: &Cursor, key: &str, params: &mut Vec<Param>) -> (String, String, Option<String>) {
+    let value_of = |value: &str, pg_type: &str, params: &mut Vec<Param>| {
+        params.push(Param::Text(value.to_string()));
+        format!("${}::{pg_type}", params.len())
+    };
+    let mut equal: Vec<String> = Vec::new();
+    let mut after: Vec<String> = Vec::new();
+    let mut first_value = None;
+    for (i, (k, value)) in keys.iter().zip(&cursor.values).enumerate() {
+        let column = format!("t.{}", quote_ident(&k.column));
+        let bound = value.as_deref().map(|v| value_of(v, &k.pg_type, params));
+        if i == 0 {
+            first_value = bound.clone();
+        }
+        let later = match (&bound, k.descending) {
+            // Ascending, nulls last: greater values, then every null.
+            (Some(b), false) => Some(format!("({column} > {b} OR {column} IS NULL)")),
+            (None, false) => None,
+            // Descending, nulls first: smaller values; after a null, every value.
+            (Some(b), true) => Some(format!("{column} < {b}")),
+            (None, true) => Some(format!("{column} IS NOT NULL")),
+        };
+        if let Some(later) = later {
+            let mut term = equal.clone();
+            term.push(later);
+            after.push(format!("({})", term.join(" AND ")));
+        }
+        equal.push(match &bound {
+            Some(b) => format!("{column} = {b}"),
+            None => format!("{column} IS NULL"),
+        });
+    }
+    params.push(Param::Int(cursor.key));
+    let mut last = equal;
+    last.push(format!("{key} > ${}", params.len()));
+    after.push(format!("({})", last.join(" AND ")));
+    let condition = format!("({})", after.join(" OR "));
+    let first = &keys[0];
+    let column = format!("t.{}", quote_ident(&first.column));
+    match (first_value, first.descending) {
+        (Some(v), false) => (condition, format!("{column} >= {v}"), Some(format!("{column} IS NULL"))),
+        (None, false) => (condition, format!("{column} IS NULL"), None),
+        (Some(v), true) => (condition, format!("{column} <= {v}"), None),
+        (None, true) => (
+            condition,
+            format!("{column} IS NULL"),
+            Some(format!("{column} IS NOT NULL")),
+        ),
+    }
 }
 
 /// The cursor of the page before a keyset page (`after_gid`), for the
@@ -401,15 +776,23 @@ async fn previous_cursor(
         ("limit" = Option<i64>, Query, minimum = 1, description = "default 10; larger values are clamped to OGC_ITEMS_MAX_PAGE_SIZE"),
         ("offset" = Option<i64>, Query, minimum = 0, description = "legacy offset paging"),
         ("after_gid" = Option<i64>, Query, description = "keyset cursor: features with a larger key"),
-        ("bbox" = Option<Vec<f64>>, Query, description = "minx,miny,maxx,maxy in CRS84"),
+        ("bbox" = Option<Vec<f64>>, Query,
+            description = "four (or six, with heights) numbers in bbox-crs, its axes in that CRS's order: in CRS84 (the default) west,south,east,north"),
         ("datetime" = Option<String>, Query,
-            description = "accepted, not applied: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty; the start not after the end"),
+            description = "features whose time (the collection's `temporal_column`) is in the interval: an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty, the start not after the end; ignored by a collection with no time axis"),
         ("include_geometry" = Option<bool>, Query),
+        ("skipGeometry" = Option<bool>, Query, description = "true: features without geometry"),
+        ("properties" = Option<Vec<String>>, Query, description = "the properties each feature carries, in this order (an empty list: none)"),
+        ("sortby" = Option<String>, Query,
+            description = "queryables to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending; pages stay exact (follow `next`)"),
+        ("cursor" = Option<String>, Query, description = "where a sorted page starts: only as a `next` link gives it"),
         ("filter" = Option<String>, Query, description = "CQL2 expression over the collection's queryables"),
         ("filter-lang" = inline(Option<crate::openapi::names::FilterLang>), Query, description = "cql2-text (default) or cql2-json"),
         ("filter-crs" = inline(Option<crate::openapi::names::Crs84>), Query, description = "only CRS84"),
-        ("bbox-crs" = inline(Option<crate::openapi::names::Crs84>), Query, description = "only CRS84"),
-        ("crs" = inline(Option<crate::openapi::names::Crs84>), Query, description = "only CRS84")),
+        ("bbox-crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
+            description = "the CRS of bbox, one of the collection's `crs` (default CRS84)"),
+        ("crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
+            description = "the CRS of the coordinates, one of the collection's `crs` (default CRS84); the answer's Content-Crs names it")),
     responses((status = 200, description = "GeoJSON FeatureCollection, or its page. `numberMatched` is exact; \
                   with filters it is left out when counting the matches takes longer than 2 s",
                   content(("application/geo+json"), (String = "text/html"))),
@@ -423,9 +806,16 @@ pub async fn items(
     Path(id): Path<String>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    let dataset = visible_collection(&state, &caller, &id).await?;
+    let dataset = super::feature_collection(&state, &caller, &id).await?;
     let columns = published_columns(&dataset);
-    let mut request = parse_request(&pairs, &dataset, &columns, state.config.ogc_items_max_page_size)?;
+    let offered = crs::collection_crs(&dataset, &state.config.extra_crs);
+    let request = parse_request(
+        &pairs,
+        &dataset,
+        &columns,
+        state.config.ogc_items_max_page_size,
+        &offered,
+    )?;
     // The page links are built from the request's own query, which the
     // extractor gave without the caller's key: it rides along again.
     let pairs = credential.kept_in(pairs);
@@ -437,26 +827,8 @@ pub async fn items(
     } else {
         "TRUE".into()
     };
-    let key = quote_ident(&dataset.key_column);
-    let mut page_where = where_sql.clone();
     let match_params = request.params.clone();
-    if let Some(after) = request.after {
-        request.params.push(Param::Int(after));
-        page_where = format!("{page_where} AND t.{key} > ${}", request.params.len());
-    }
-    let page_sql = format!(
-        "SELECT t.{key}::bigint, {} FROM {} t WHERE {page_where} ORDER BY t.{key} LIMIT {} OFFSET {}",
-        feature_sql(&dataset, &columns, request.include_geometry),
-        table_sql(&dataset),
-        request.limit + 1,
-        request.offset
-    );
-    let page = async {
-        query_with(page_sql, &request.params)
-            .fetch_all(&state.pool)
-            .await
-            .map_err(query_error)
-    };
+    let page = fetch_page(&state, &dataset, &request, &where_sql);
     // The page and the count run side by side on two connections.
     let (mut rows, matched) = tokio::try_join!(
         page,
@@ -464,8 +836,7 @@ pub async fn items(
     )?;
     let has_next = rows.len() as i64 > request.limit;
     rows.truncate(request.limit as usize);
-    let last_key: Option<i64> = rows.last().map(|r| r.get(0));
-    let features: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+    let features: Vec<&str> = rows.iter().map(|r| r.feature.as_str()).collect();
     let base = format!("{}/api/collections/{}/items", state.config.public_url, dataset.id);
     let self_href = with_query(&base, &pairs, &[]);
     let mut links = vec![
@@ -477,12 +848,20 @@ pub async fn items(
             "application/json",
         ),
     ];
-    if let (true, Some(last_key)) = (has_next, last_key) {
-        let next = with_query(
-            &base,
-            &pairs,
-            &[("after_gid", Some(last_key.to_string())), ("offset", None)],
-        );
+    if let (true, Some(last)) = (has_next, rows.last()) {
+        let next = if request.sort.is_empty() {
+            with_query(
+                &base,
+                &pairs,
+                &[("after_gid", Some(last.key.to_string())), ("offset", None)],
+            )
+        } else {
+            let cursor = Cursor {
+                values: last.sort_values.clone(),
+                key: last.key,
+            };
+            with_query(&base, &pairs, &[("cursor", Some(cursor.encode())), ("offset", None)])
+        };
         links.push(link(next, "next", "application/geo+json"));
     }
     if request.offset > 0 && request.after.is_none() {
@@ -500,7 +879,7 @@ pub async fn items(
             links.push(link(prev, "prev", "application/geo+json"));
         }
     }
-    let mut body = String::with_capacity(features.iter().map(String::len).sum::<usize>() + 512);
+    let mut body = String::with_capacity(features.iter().map(|f| f.len()).sum::<usize>() + 512);
     body.push_str(r#"{"type":"FeatureCollection","features":["#);
     for (i, feature) in features.iter().enumerate() {
         if i > 0 {
@@ -519,7 +898,7 @@ pub async fn items(
         Value::Array(links)
     ));
     Ok(match format {
-        Format::Json => ogc_html::json_answer(geojson_response(body)),
+        Format::Json => ogc_html::json_answer(geojson_response(body, request.crs)),
         Format::Html => {
             let document: Value = serde_json::from_str(&body).map_err(AppError::internal)?;
             let context = PageContext {
@@ -532,11 +911,19 @@ pub async fn items(
     })
 }
 
+/// The query of a single feature: the CRS of its coordinates.
+#[derive(serde::Deserialize)]
+pub struct ItemQuery {
+    crs: Option<String>,
+}
+
 /// One feature by its key.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/items/{featureId}", tag = "ogc",
-    params(("collectionId" = String, Path), ("featureId" = String, Path), FormatQuery),
+    params(("collectionId" = String, Path), ("featureId" = String, Path), FormatQuery,
+        ("crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
+            description = "the CRS of the coordinates, one of the collection's `crs` (default CRS84); the answer's Content-Crs names it")),
     responses((status = 200, description = "GeoJSON Feature, or its page", content(("application/geo+json"), (String = "text/html"))),
-              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 400, description = "an unknown `f`, or a CRS the collection does not offer", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub async fn item(
     State(state): State<AppState>,
@@ -544,15 +931,20 @@ pub async fn item(
     credential: LinkCredential,
     format: Format,
     Path((id, feature_id)): Path<(String, String)>,
+    Query(query): Query<ItemQuery>,
 ) -> Result<Response, AppError> {
-    let dataset = visible_collection(&state, &caller, &id).await?;
+    let dataset = super::feature_collection(&state, &caller, &id).await?;
+    let output_crs = match &query.crs {
+        Some(value) => crs::requested("crs", value, &crs::collection_crs(&dataset, &state.config.extra_crs))?,
+        None => Crs::Crs84,
+    };
     crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let missing = || AppError::not_found(format!("no feature {feature_id} in collection {id}"));
     let key: i64 = feature_id.parse().map_err(|_| missing())?;
     let columns = published_columns(&dataset);
     let sql = format!(
         "SELECT {} FROM {} t WHERE t.{} = $1",
-        feature_sql(&dataset, &columns, true),
+        feature_sql(&dataset, &columns, Some(output_crs)),
         table_sql(&dataset),
         quote_ident(&dataset.key_column)
     );
@@ -578,7 +970,7 @@ pub async fn item(
     };
     let collection_id = dataset.id.to_string();
     Ok(format.answer(
-        || geojson_response(feature.to_string()),
+        || geojson_response(feature.to_string(), output_crs),
         || ogc_html::features::item(&context, &dataset.title, &collection_id, &feature),
     ))
 }

@@ -8,15 +8,15 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{
-    AppError,
-    datasets::{DatasetKind, PublicationStatus},
-};
+use catalog_shared::{AppError, datasets::PublicationStatus};
 use serde_json::{Value, json};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
 
 use crate::{
-    access::{Caller, datasets::visible_collection, policy::visible_to_caller},
+    access::{Caller, datasets::visible_collection, policy::visible_to_caller, signed_assets::cog_href},
     datasets::record::{DATASET_COLUMNS, Dataset},
     extract::{LinkCredential, Path},
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
@@ -24,13 +24,16 @@ use crate::{
 };
 
 pub mod cql;
+pub mod crs;
 pub(crate) mod items;
 
-use items::CRS84;
+use crs::CRS84;
 pub mod openapi;
 mod params;
+pub mod tile_matrix_sets;
+mod tiles;
 
-pub const CONFORMANCE: [&str; 20] = [
+pub const CONFORMANCE: [&str; 27] = [
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/landing-page",
     "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/json",
@@ -39,6 +42,7 @@ pub const CONFORMANCE: [&str; 20] = [
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/html",
+    "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
     "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
@@ -52,6 +56,12 @@ pub const CONFORMANCE: [&str; 20] = [
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/sorting",
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/json",
     "http://www.opengis.net/spec/ogcapi-records-1/1.0/conf/html",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt",
+    "http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/png",
 ];
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -63,6 +73,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(queryables))
         .routes(routes!(items::items))
         .routes(routes!(items::item))
+        .routes(routes!(tile_matrix_sets::tile_matrix_sets))
+        .routes(routes!(tile_matrix_sets::tile_matrix_set))
+        .routes(routes!(tiles::tilesets))
+        .routes(routes!(tiles::tileset))
+        .routes(routes!(tiles::tile).layer(tower_http::compression::CompressionLayer::new()))
 }
 
 fn link(href: String, rel: &str, media_type: &str, title: &str) -> Value {
@@ -85,6 +100,7 @@ async fn landing(State(state): State<AppState>, format: Format, credential: Link
             link(format!("{base}/api/openapi.json"), "service-desc", "application/vnd.oai.openapi+json;version=3.1", "the API definition"),
             link(format!("{base}/api/conformance"), "conformance", "application/json", "conformance classes implemented"),
             link(format!("{base}/api/collections"), "data", "application/json", "the collections"),
+            link(format!("{base}/api/tileMatrixSets"), "http://www.opengis.net/def/rel/ogc/1.0/tiling-schemes", "application/json", "the tile matrix sets"),
         ]
     });
     let context = PageContext {
@@ -117,25 +133,49 @@ async fn conformance(State(state): State<AppState>, format: Format, credential: 
     )
 }
 
-pub fn collection_json(base: &str, d: &Dataset, credential: &LinkCredential) -> Value {
+/// A dataset as a collection: a vector dataset's features with the CRSs
+/// they are served in, a raster's tilesets; both with their tiles.
+pub fn collection_json(state: &AppState, caller: &Caller, d: &Dataset, credential: &LinkCredential) -> Value {
+    let base = &state.config.public_url;
     let id = d.id;
-    let items = format!("{base}/api/collections/{id}/items");
-    let mut collection = json!({
-        "id": id,
-        "title": d.title,
-        "description": d.summary.clone().unwrap_or_default(),
-        "itemType": "feature",
-        "crs": [CRS84],
-        "storageCrs": CRS84,
-        "links": [
-            link(credential.on(format!("{base}/api/collections/{id}")), "self", "application/json", "this collection"),
-            alternate_link(&credential.on(format!("{base}/api/collections/{id}"))),
-            link(credential.on(items.clone()), "items", "application/geo+json", "the features"),
-            link(credential.on(format!("{base}/api/collections/{id}/queryables")), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
-        ],
-    });
+    let this = credential.on(format!("{base}/api/collections/{id}"));
+    let mut collection = if d.is_raster() {
+        json!({
+            "id": id,
+            "title": d.title,
+            "description": d.summary.clone().unwrap_or_default(),
+            "links": [
+                link(this.clone(), "self", "application/json", "this collection"),
+                alternate_link(&this),
+                tiles::tilesets_link(base, d, credential),
+                link(cog_href(state, caller, d), "enclosure", catalog_raster::cog::MEDIA_TYPE, "the Cloud-Optimized GeoTIFF"),
+            ],
+        })
+    } else {
+        json!({
+            "id": id,
+            "title": d.title,
+            "description": d.summary.clone().unwrap_or_default(),
+            "itemType": "feature",
+            "crs": crs::collection_crs(d, &state.config.extra_crs).iter().map(|c| c.uri()).collect::<Vec<_>>(),
+            "storageCrs": crs::storage_crs(d).uri(),
+            "links": [
+                link(this.clone(), "self", "application/json", "this collection"),
+                alternate_link(&this),
+                link(credential.on(format!("{base}/api/collections/{id}/items")), "items", "application/geo+json", "the features"),
+                link(credential.on(format!("{base}/api/collections/{id}/queryables")), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
+                tiles::tilesets_link(base, d, credential),
+            ],
+        })
+    };
     if let Some(bbox) = &d.extent_bbox {
         collection["extent"] = json!({"spatial": {"bbox": [bbox], "crs": CRS84}});
+    }
+    if let Some([first, last]) = d.temporal_extent.as_deref() {
+        collection["extent"]["temporal"] = json!({
+            "interval": [[first, last]],
+            "trs": "http://www.opengis.net/def/uom/ISO-8601/0/Gregorian",
+        });
     }
     collection
 }
@@ -152,9 +192,8 @@ async fn collections(
 ) -> Result<Response, AppError> {
     let visible = visible_to_caller("datasets");
     let sql = format!(
-        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = '{ready}' AND kind = '{vector}' ORDER BY title, id",
+        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = '{ready}' ORDER BY title, id",
         ready = PublicationStatus::Ready,
-        vector = DatasetKind::Vector,
     );
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
@@ -165,7 +204,7 @@ async fn collections(
     let href = credential.on(format!("{base}/api/collections"));
     let document = json!({
         "collections": std::iter::once(crate::records::catalog_collection_json(base, &credential))
-            .chain(datasets.iter().map(|d| collection_json(base, d, &credential)))
+            .chain(datasets.iter().map(|d| collection_json(&state, &caller, d, &credential)))
             .collect::<Vec<_>>(),
         "links": [link(href.clone(), "self", "application/json", "the collections"), alternate_link(&href)],
     });
@@ -190,22 +229,27 @@ async fn collection(
     format: Format,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
-    let dataset = feature_collection(&state, &caller, &id).await?;
+    let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
-    let document = collection_json(base, &dataset, &credential);
+    let document = collection_json(&state, &caller, &dataset, &credential);
     let context = PageContext {
         base,
         credential: &credential,
     };
+    let queryables = (!dataset.is_raster()).then(|| queryables_json(base, &dataset));
     Ok(format.answer(
         || Json(&document).into_response(),
-        || ogc_html::features::collection(&context, &document, Some(&queryables_json(base, &dataset))),
+        || ogc_html::features::collection(&context, &document, queryables.as_ref()),
     ))
 }
 
 /// A dataset the caller may read, as a collection of features: a raster
-/// dataset is none (it is served as raster tiles).
-async fn feature_collection(state: &AppState, caller: &Caller, id: &str) -> Result<std::sync::Arc<Dataset>, AppError> {
+/// dataset has none (it is served as tiles and its COG).
+pub(crate) async fn feature_collection(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<std::sync::Arc<Dataset>, AppError> {
     let dataset = visible_collection(state, caller, id).await?;
     if dataset.is_raster() {
         return Err(AppError::not_found(format!(

@@ -49,7 +49,13 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
     }
     let problem = json!({"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}});
     for dataset in &datasets {
-        let crs84 = json!({"type": "string", "enum": [super::items::CRS84]});
+        let crs84 = json!({"type": "string", "enum": [super::crs::CRS84]});
+        let offered: Vec<String> = super::crs::collection_crs(dataset, &state.config.extra_crs)
+            .iter()
+            .map(|c| c.uri())
+            .collect();
+        let crs_list = json!({"type": "string", "enum": offered});
+        let names: Vec<String> = published_columns(dataset).iter().map(|c| c.name.clone()).collect();
         let mut parameters = vec![
             parameter(
                 "limit",
@@ -61,7 +67,11 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 json!({"type": "integer", "format": "int64", "minimum": 0, "default": 0}),
                 "legacy offset paging",
             ),
-            parameter("bbox", crate::bbox::schema(), "minx,miny,maxx,maxy in CRS84"),
+            parameter(
+                "bbox",
+                crate::bbox::schema_in_any_crs(),
+                "four (or six, with heights) numbers in bbox-crs, its axes in that CRS's order",
+            ),
             parameter(
                 "after_gid",
                 json!({"type": "integer", "format": "int64"}),
@@ -78,13 +88,37 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
                 "filter encoding",
             ),
-            parameter("filter-crs", crs84.clone(), "only CRS84"),
-            parameter("bbox-crs", crs84.clone(), "only CRS84"),
-            parameter("crs", crs84, "only CRS84"),
+            parameter("filter-crs", crs84, "only CRS84"),
+            parameter("bbox-crs", crs_list.clone(), "the CRS of bbox (default CRS84)"),
+            parameter(
+                "crs",
+                crs_list,
+                "the CRS of the coordinates (default CRS84); the answer's Content-Crs names it",
+            ),
+            parameter(
+                "skipGeometry",
+                json!({"type": "boolean", "default": false}),
+                "true: features without geometry",
+            ),
+            parameter(
+                "properties",
+                json!({"type": "array", "items": {"type": "string", "enum": names}}),
+                "the properties each feature carries, in this order",
+            ),
+            parameter(
+                "sortby",
+                json!({"type": "string"}),
+                "queryables to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending",
+            ),
+            parameter(
+                "cursor",
+                json!({"type": "string"}),
+                "where a sorted page starts: only as a `next` link gives it",
+            ),
             parameter(
                 "datetime",
                 json!({"type": "string"}),
-                "accepted, not applied: an RFC 3339 instant or date, or an interval start/end",
+                "features whose time (the collection's `temporal_column`) is in the interval: an RFC 3339 instant or date, or an interval start/end",
             ),
             parameter(
                 "f",
@@ -108,7 +142,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             }
         }
         for parameter in &mut parameters {
-            crate::openapi::describe_query_list(parameter);
+            crate::openapi::describe_query_list(parameter, true);
         }
         let mut item = json!({"paths": {"/": {"get": {
                 "tags": ["ogc"],

@@ -7,6 +7,7 @@ pub enum Param {
     Int(i64),
     Float(f64),
     Bool(bool),
+    Instant(chrono::DateTime<chrono::Utc>),
 }
 
 /// A query of SQL the service built, with the request's values bound.
@@ -18,6 +19,7 @@ pub fn query_with(sql: String, params: &[Param]) -> Query<'_, Postgres, PgArgume
             Param::Int(v) => query.bind(*v),
             Param::Float(v) => query.bind(*v),
             Param::Bool(v) => query.bind(*v),
+            Param::Instant(v) => query.bind(*v),
         };
     }
     query

@@ -15,7 +15,7 @@ use std::{
 use axum::{http::HeaderMap, response::Response};
 use catalog_raster::{
     RasterError, RasterInfo,
-    tile::{self, Colormap, TerrainEncoding, TileFormat, TileSpec},
+    tile::{self, Colormap, Grid, TerrainEncoding, TileFormat, TileSpec},
 };
 use catalog_shared::AppError;
 use futures::StreamExt;
@@ -134,17 +134,13 @@ pub fn image_row(y: &str) -> Option<(&str, TileFormat, usize)> {
     })
 }
 
-/// Whether the tile's area meets the raster's extent (`[west, south,
-/// east, north]`, west > east across the antimeridian).
-fn meets_extent(extent: &[f64], z: u32, x: u32, y: u32) -> bool {
+/// Whether the area of tile z/x/y of `grid` meets the raster's extent
+/// (`[west, south, east, north]`, west > east across the antimeridian).
+fn meets_extent(extent: &[f64], grid: Grid, z: u32, x: u32, y: u32) -> bool {
     let [west, south, east, north] = extent else {
         return true;
     };
-    let n = f64::from(1u32 << z);
-    let lon = |x: f64| x / n * 360.0 - 180.0;
-    let lat = |y: f64| (std::f64::consts::PI * (1.0 - 2.0 * y / n)).sinh().atan().to_degrees();
-    let (tile_west, tile_east) = (lon(f64::from(x)), lon(f64::from(x + 1)));
-    let (tile_north, tile_south) = (lat(f64::from(y)), lat(f64::from(y + 1)));
+    let [tile_west, tile_south, tile_east, tile_north] = grid.lon_lat_bounds(z as u8, x, y);
     let overlaps = |w: f64, e: f64| tile_west <= e && tile_east >= w;
     let across = if west <= east {
         overlaps(*west, *east)
@@ -168,7 +164,7 @@ pub async fn raster_tile(
     state: &AppState,
     request: &HeaderMap,
     dataset: &Dataset,
-    (z, x, y): (u32, u32, u32),
+    (grid, z, x, y): (Grid, u32, u32, u32),
     (format, size): (TileFormat, usize),
     query: &RasterTileQuery,
 ) -> Result<Response, AppError> {
@@ -177,9 +173,10 @@ pub async fn raster_tile(
         .as_ref()
         .map(|r| r.0.clone())
         .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
-    let spec = tile_spec(&info, query, tile::tile_bounds(z as u8, x, y), size, format)?;
-    let recipe = format!("{:?} {format:?} {size} {query:?}", dataset.raster_object);
+    let spec = tile_spec(&info, query, (grid, grid.bounds(z as u8, x, y)), size, format)?;
+    let recipe = format!("{:?} {grid:?} {format:?} {size} {query:?}", dataset.raster_object);
     let cut = Cut {
+        grid,
         route: TileRoute::Raster,
         address: (z, x, y),
         recipe,
@@ -190,6 +187,7 @@ pub async fn raster_tile(
 
 /// A raster or terrain tile to serve: where, and what shapes its bytes.
 struct Cut {
+    grid: Grid,
     route: TileRoute,
     address: (u32, u32, u32),
     recipe: String,
@@ -210,7 +208,11 @@ async fn serve_cut(
     state
         .tiles
         .respond(request, dataset, key, move || async move {
-            if !dataset.extent_bbox.as_deref().is_none_or(|e| meets_extent(e, z, x, y)) {
+            if !dataset
+                .extent_bbox
+                .as_deref()
+                .is_none_or(|e| meets_extent(e, cut.grid, z, x, y))
+            {
                 return Ok(Tile::empty());
             }
             let file = raster_file(state, dataset).await?;
@@ -255,6 +257,7 @@ pub async fn terrain_tile(
     };
     let recipe = format!("{:?} {size} {encoding:?} {resampling}", dataset.raster_object);
     let cut = Cut {
+        grid: Grid::WebMercator,
         route: TileRoute::Terrain,
         address: (z, x, y),
         recipe,
@@ -270,7 +273,7 @@ pub async fn terrain_tile(
 fn tile_spec(
     info: &RasterInfo,
     query: &RasterTileQuery,
-    bounds: [f64; 4],
+    (grid, bounds): (Grid, [f64; 4]),
     size: usize,
     format: TileFormat,
 ) -> Result<TileSpec, AppError> {
@@ -322,6 +325,7 @@ fn tile_spec(
         return Err(AppError::bad_request("resampling must be nearest, bilinear or cubic"));
     }
     Ok(TileSpec {
+        grid,
         bounds,
         size,
         bands,
@@ -391,11 +395,14 @@ mod tests {
     #[test]
     fn tiles_meet_extents_across_the_antimeridian() {
         let luxembourg = [5.74, 49.44, 6.53, 50.19];
-        assert!(meets_extent(&luxembourg, 0, 0, 0));
-        assert!(meets_extent(&luxembourg, 8, 132, 86));
-        assert!(!meets_extent(&luxembourg, 8, 10, 86));
+        assert!(meets_extent(&luxembourg, Grid::WebMercator, 0, 0, 0));
+        assert!(meets_extent(&luxembourg, Grid::WebMercator, 8, 132, 86));
+        assert!(!meets_extent(&luxembourg, Grid::WebMercator, 8, 10, 86));
+        // On WorldCRS84Quad, zoom 0 has a western and an eastern tile.
+        assert!(meets_extent(&luxembourg, Grid::Crs84, 0, 1, 0));
+        assert!(!meets_extent(&luxembourg, Grid::Crs84, 0, 0, 0));
         let fiji = [177.0, -19.0, -178.0, -16.0];
-        assert!(meets_extent(&fiji, 4, 0, 8) && meets_extent(&fiji, 4, 15, 8));
-        assert!(!meets_extent(&fiji, 4, 8, 8));
+        assert!(meets_extent(&fiji, Grid::WebMercator, 4, 0, 8) && meets_extent(&fiji, Grid::WebMercator, 4, 15, 8));
+        assert!(!meets_extent(&fiji, Grid::WebMercator, 4, 8, 8));
     }
 }

@@ -117,7 +117,7 @@ async fn prepare(
     let (gdal_path, dir) = (source.gdal_path.clone(), workdir.to_path_buf());
     let checked = blocking(move || check(&gdal_path, &dir, &raster)).await?;
     match checked {
-        Checked::AsUploaded(prepared) => Ok(prepared),
+        Checked::AsUploaded(prepared) => Ok(*prepared),
         Checked::Convert { overview_share } => convert_reporting(ctx, source, options, workdir, overview_share).await,
     }
 }
@@ -180,7 +180,7 @@ async fn convert_reporting(
 
 enum Checked {
     /// `strict_cog`: the upload is a valid COG and is stored as it is.
-    AsUploaded(Prepared),
+    AsUploaded(Box<Prepared>),
     /// To be written as a COG; the share of the work its overviews take.
     Convert { overview_share: f64 },
 }
@@ -216,7 +216,7 @@ fn check(gdal_path: &str, dir: &Path, options: &RasterOptions) -> Result<Checked
             problems.join("; ")
         )));
     }
-    describe(file, true).map(Checked::AsUploaded)
+    describe(file, true).map(|prepared| Checked::AsUploaded(Box::new(prepared)))
 }
 
 fn convert(

@@ -1,0 +1,284 @@
+//! OGC API Tiles and rasters as collections, read by real clients: GDAL's
+//! OGC API driver opens a raster through its tiles; a client that knows
+//! only a tileset's template and `tileMatrixSetLimits` finds every feature
+//! of zooms 0 to 5, each tile decoded by GDAL's MVT driver; every tile
+//! equals the same tile of `/api/tiles`.
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    process::Command,
+};
+
+use catalog_tests::{Api, Stack, StackOptions, data_file, shapefile_members, zip_owned};
+use futures::{StreamExt, stream};
+use serde_json::Value;
+
+async fn ingested(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
+    let job = stack.upload_ok(token, filename, bytes, fields).await;
+    let job = stack.wait_job(token, &job).await;
+    assert_eq!(job["status"], "succeeded", "{filename}: {job}");
+    job["dataset_id"].as_str().unwrap().to_string()
+}
+
+fn link<'a>(document: &'a Value, rel: &str) -> Option<&'a Value> {
+    document["links"].as_array()?.iter().find(|l| l["rel"] == rel)
+}
+
+fn href(document: &Value, rel: &str) -> String {
+    link(document, rel).unwrap_or_else(|| panic!("no {rel} link in {document}"))["href"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn get(stack: &Stack, url: &str) -> (u16, Vec<u8>) {
+    let response = stack.http.get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.bytes().await.unwrap().to_vec())
+}
+
+async fn get_json(stack: &Stack, url: &str) -> Value {
+    let (status, body) = get(stack, url).await;
+    assert_eq!(status, 200, "{url}: {}", String::from_utf8_lossy(&body));
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// The feature ids (`gid`) GDAL's MVT driver reads from tile z/x/y.
+fn gdal_mvt_ids(dir: &std::path::Path, (z, x, y): (u32, u64, u64), bytes: &[u8]) -> BTreeSet<i64> {
+    let file = dir.join(format!("{z}-{x}-{y}.mvt"));
+    std::fs::write(&file, bytes).unwrap();
+    let output = Command::new("ogrinfo")
+        .args(["-ro", "-al", "-q"])
+        .args([
+            "-oo",
+            &format!("Z={z}"),
+            "-oo",
+            &format!("X={x}"),
+            "-oo",
+            &format!("Y={y}"),
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "ogrinfo {z}/{x}/{y}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // GDAL numbers features itself and gives the tile's own id as `mvt_id`.
+    stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mvt_id (Integer64) = "))
+        .map(|id| id.trim().parse().unwrap())
+        .collect()
+}
+
+/// What a client that reads only the tileset metadata finds: from the
+/// collection to its tilesets, the WebMercatorQuad tileset's template and
+/// limits, every tile of zooms 0 to 5 within them decoded by GDAL.
+async fn features_through_tileset(stack: &Stack, id: &str) -> BTreeMap<u32, BTreeSet<i64>> {
+    let collection = get_json(stack, &stack.url(&format!("/api/collections/{id}"))).await;
+    let tilesets = get_json(
+        stack,
+        &href(&collection, "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector"),
+    )
+    .await;
+    let tileset = tilesets["tilesets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tileMatrixSetURI"].as_str().unwrap().ends_with("/WebMercatorQuad"))
+        .expect("a WebMercatorQuad tileset");
+    assert_eq!(tileset["dataType"], "vector");
+    let metadata = get_json(stack, &href(tileset, "self")).await;
+    let item = link(&metadata, "item").expect("a tile template");
+    assert_eq!(item["type"], "application/vnd.mapbox-vector-tile");
+    let template = item["href"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut found: BTreeMap<u32, BTreeSet<i64>> = BTreeMap::new();
+    for limits in metadata["tileMatrixSetLimits"].as_array().unwrap() {
+        let z: u32 = limits["tileMatrix"].as_str().unwrap().parse().unwrap();
+        if z > 5 {
+            continue;
+        }
+        let n = |k: &str| limits[k].as_u64().unwrap();
+        let addresses: Vec<(u64, u64)> = (n("minTileRow")..=n("maxTileRow"))
+            .flat_map(|row| (n("minTileCol")..=n("maxTileCol")).map(move |col| (row, col)))
+            .collect();
+        let tiles: Vec<(u64, u64, u16, Vec<u8>)> = stream::iter(addresses)
+            .map(|(row, col)| {
+                let url = template
+                    .replace("{tileMatrix}", &z.to_string())
+                    .replace("{tileRow}", &row.to_string())
+                    .replace("{tileCol}", &col.to_string());
+                async move {
+                    let (status, body) = get(stack, &url).await;
+                    (row, col, status, body)
+                }
+            })
+            .buffer_unordered(4)
+            .collect()
+            .await;
+        for (row, col, status, body) in tiles {
+            assert!(matches!(status, 200 | 204), "{z}/{row}/{col}: {status}");
+            if status == 200 {
+                let ids = gdal_mvt_ids(dir.path(), (z, col, row), &body);
+                found.entry(z).or_default().extend(ids);
+            }
+        }
+    }
+    found
+}
+
+async fn all_keys(stack: &Stack, id: &str) -> BTreeSet<i64> {
+    let dataset = stack.dataset(&stack.admin_token().await, id).await;
+    let name = |field: &str| format!("\"{}\"", dataset[field].as_str().unwrap());
+    let keys: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT {}::bigint FROM {}.{}",
+        name("key_column"),
+        name("schema_name"),
+        name("table_name")
+    )))
+    .fetch_all(&stack.pool)
+    .await
+    .unwrap();
+    keys.into_iter().collect()
+}
+
+#[tokio::test]
+async fn clients_of_ogc_api_tiles_find_every_feature_and_pixel() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let public = [("visibility", "public")];
+    let cities = ingested(
+        &stack,
+        &token,
+        "cities.zip",
+        zip_owned(&shapefile_members("shp/naturalearth_cities")),
+        &public,
+    )
+    .await;
+    let raster = ingested(
+        &stack,
+        &token,
+        "elev.tif",
+        data_file("raster/elev_luxembourg.tif"),
+        &public,
+    )
+    .await;
+
+    // The landing page and conformance lead to the tile matrix sets.
+    let landing = get_json(&stack, &stack.url("/api")).await;
+    let sets = get_json(
+        &stack,
+        &href(&landing, "http://www.opengis.net/def/rel/ogc/1.0/tiling-schemes"),
+    )
+    .await;
+    let ids: Vec<&str> = sets["tileMatrixSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["WebMercatorQuad", "WorldCRS84Quad"]);
+    let conformance = get_json(&stack, &stack.url("/api/conformance")).await;
+    for class in ["core", "tileset", "tilesets-list", "geodata-tilesets", "mvt", "png"] {
+        let uri = format!("http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/{class}");
+        assert!(
+            conformance["conformsTo"].as_array().unwrap().iter().any(|c| c == &uri),
+            "{uri}"
+        );
+    }
+
+    // Every feature of every zoom from 0 to 5, by the tileset alone.
+    let keys = all_keys(&stack, &cities).await;
+    let found = features_through_tileset(&stack, &cities).await;
+    assert_eq!(found.len(), 6, "zooms 0 to 5");
+    for (z, ids) in &found {
+        assert_eq!(ids, &keys, "zoom {z}: every city once at least, nothing else");
+    }
+
+    // The same tile as /api/tiles, byte for byte, for zooms 0 to 3.
+    for (id, extension) in [(&cities, ""), (&raster, ".png")] {
+        for z in 0..=3u32 {
+            for x in 0..1u32 << z {
+                for y in 0..1u32 << z {
+                    let ogc = get(
+                        &stack,
+                        &stack.url(&format!("/api/collections/{id}/tiles/WebMercatorQuad/{z}/{y}/{x}")),
+                    )
+                    .await;
+                    let xyz = get(&stack, &stack.url(&format!("/api/tiles/{id}/{z}/{x}/{y}{extension}"))).await;
+                    assert_eq!(ogc, xyz, "{id} {z}/{x}/{y}");
+                }
+            }
+        }
+    }
+
+    // A raster is a collection of tiles, not of features.
+    let collection = get_json(&stack, &stack.url(&format!("/api/collections/{raster}"))).await;
+    assert!(link(&collection, "items").is_none(), "{collection}");
+    assert!(link(&collection, "http://www.opengis.net/def/rel/ogc/1.0/tilesets-map").is_some());
+    let cog = link(&collection, "enclosure").expect("the COG");
+    assert_eq!(cog["type"], "image/tiff; application=geotiff; profile=cloud-optimized");
+    let ranged = stack
+        .http
+        .get(cog["href"].as_str().unwrap())
+        .header("Range", "bytes=0-3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ranged.status(), 206, "a public COG opens with no credential");
+    assert_eq!(&ranged.bytes().await.unwrap()[..2], b"II", "a little-endian TIFF");
+    let collections = get_json(&stack, &stack.url("/api/collections")).await;
+    assert!(
+        collections["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == raster.as_str()),
+        "rasters are listed"
+    );
+    let (status, body) = get(&stack, &stack.url(&format!("/api/collections/{raster}/items"))).await;
+    assert_eq!(status, 404);
+    assert!(
+        String::from_utf8_lossy(&body).contains("raster"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let (status, _) = get(
+        &stack,
+        &stack.url(&format!("/api/collections/{cities}/tiles/WorldCRS84Quad")),
+    )
+    .await;
+    assert_eq!(status, 404, "vector tiles are on WebMercatorQuad only");
+    let (status, _) = get(
+        &stack,
+        &stack.url(&format!("/api/collections/{cities}/tiles/WebMercatorQuad/0/0/0?f=png")),
+    )
+    .await;
+    assert_eq!(status, 400, "a vector collection has no PNG tiles");
+
+    // GDAL 3.6 opens the raster through its tiles, with no option: four
+    // bands (PNG's RGBA), on WorldCRS84Quad at the zoom of the raster's
+    // own resolution (95 px over 0.79 degrees: zoom 7, 0.703125 / 2^7).
+    let opened = Command::new("gdalinfo")
+        .args(["-stats", "-oo", "CACHE=NO"])
+        .arg(format!("OGCAPI:{}", stack.url(&format!("/api/collections/{raster}"))))
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&opened.stdout);
+    assert!(
+        opened.status.success(),
+        "{info}\n{}",
+        String::from_utf8_lossy(&opened.stderr)
+    );
+    assert!(info.contains("Band 4 Block") && !info.contains("Band 5"), "{info}");
+    assert!(info.contains("WGS 84"), "{info}");
+    assert!(
+        info.contains("Pixel Size = (0.005493164062500,-0.005493164062500)"),
+        "{info}"
+    );
+    // The data is there: the alpha band is opaque somewhere.
+    assert!(info.contains("STATISTICS_MAXIMUM=255"), "{info}");
+}
