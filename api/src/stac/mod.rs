@@ -240,6 +240,13 @@ struct ItemsQuery {
     limit: Option<i64>,
     /// paging cursor from a `next` link
     token: Option<String>,
+    /// collection ids, as search takes them (pystac-client sends this
+    /// collection's): naming another collection finds nothing
+    #[param(value_type = Option<Vec<String>>)]
+    collections: Option<String>,
+    /// item ids
+    #[param(value_type = Option<Vec<Uuid>>)]
+    ids: Option<String>,
 }
 
 /// A collection's items, paged, as search finds them.
@@ -261,7 +268,9 @@ async fn collection_items(
         datetime: query.datetime,
         limit: query.limit,
         token: query.token,
-        ..SearchRequest::default()
+        collections: query.collections.map(Value::String),
+        ids: query.ids.map(Value::String),
+        intersects: None,
     };
     let href = format!("{}/api/stac/collections/{kind}/items", state.config.public_url);
     let origin = Origin::Get(raw.into_iter().collect());
