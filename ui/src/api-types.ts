@@ -14028,6 +14028,13 @@ export interface operations {
                 limit?: number | null;
                 /** @description paging cursor from a `next` link */
                 token?: string | null;
+                /**
+                 * @description collection ids, as search takes them (pystac-client sends this
+                 *     collection's): naming another collection finds nothing
+                 */
+                collections?: string[] | null;
+                /** @description item ids */
+                ids?: string[] | null;
             };
             header?: never;
             path: {
