@@ -118,6 +118,7 @@ async fn stac_search_pages_and_filters() {
     assert_eq!(stack.get_json(None, "/api/stac/search?limit=0").await.0, 400);
     assert_eq!(stack.get_json(None, "/api/stac/search?bbox=1,2").await.0, 400);
     assert_eq!(stack.get_json(None, "/api/stac/search?datetime=yesterday").await.0, 400);
+    assert_eq!(stack.get_json(None, "/api/stac/search?ids=not-an-id").await.0, 400);
 }
 
 /// A GeoTIFF in UTM zone 33N (EPSG:32633): 64 x 48 Byte pixels of 30 m.

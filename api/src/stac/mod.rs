@@ -514,7 +514,8 @@ impl StacSearch {
             after,
             bbox,
             intersects: r.intersects.as_ref().map(|g| g.to_string()),
-            ids: list_of("ids", &r.ids).unwrap_or(Some(Vec::new())),
+            // Item ids are dataset ids: anything else names no item, and is refused.
+            ids: list_of("ids", &r.ids)?,
             interval: r
                 .datetime
                 .as_deref()
