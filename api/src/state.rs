@@ -32,6 +32,8 @@ pub struct Shared {
     pub metrics: crate::metrics::http::HttpMetrics,
     pub reads: crate::read_clock::ReadClock,
     pub tiles: crate::tile_cache::TileCache,
+    /// Exact counts of filtered items, per data version.
+    pub match_counts: crate::match_counts::MatchCounts,
     pub fonts: crate::glyphs::Fonts,
 }
 
@@ -55,6 +57,7 @@ impl AppState {
             metrics: Default::default(),
             reads: Default::default(),
             tiles: crate::tile_cache::TileCache::new(config.tile_cache_bytes),
+            match_counts: Default::default(),
             fonts: crate::glyphs::Fonts::load(&config.fonts_dir),
             config: Arc::new(config),
         })))

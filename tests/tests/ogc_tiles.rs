@@ -282,3 +282,65 @@ async fn clients_of_ogc_api_tiles_find_every_feature_and_pixel() {
     // The data is there: the alpha band is opaque somewhere.
     assert!(info.contains("STATISTICS_MAXIMUM=255"), "{info}");
 }
+
+/// Runs `tests/clients/qgis_draw.py` with Debian's Python and QGIS.
+fn qgis_draw(args: &[&str]) -> Value {
+    let python = std::env::var("CATALOG_QGIS_PYTHON").expect("CATALOG_QGIS_PYTHON (set by scripts/test.sh)");
+    let out = tempfile::tempdir().unwrap();
+    let image = out.path().join("drawn.png");
+    let output = Command::new(python)
+        .arg(catalog_tests::package_dir().join("clients/qgis_draw.py"))
+        .args(args)
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The life of the two-minute download token, and a little more: a signed
+/// asset link must outlive it.
+const PAST_A_DOWNLOAD_TOKEN: std::time::Duration = std::time::Duration::from_secs(125);
+
+#[tokio::test]
+async fn qgis_draws_a_private_cog_in_place_and_an_oapif_layer_in_web_mercator() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let raster = ingested(&stack, &token, "elev.tif", data_file("raster/elev_luxembourg.tif"), &[]).await;
+    let cities = ingested(
+        &stack,
+        &token,
+        "cities.zip",
+        zip_owned(&shapefile_members("shp/naturalearth_cities")),
+        &[("visibility", "public")],
+    )
+    .await;
+
+    // The private raster's collection gives its reader a signed COG link.
+    let (status, collection) = stack
+        .get_json(Some(&token), &format!("/api/collections/{raster}"))
+        .await;
+    assert_eq!(status, 200);
+    let cog = href(&collection, "enclosure");
+    assert!(cog.contains("sig="), "a private COG's link is signed: {cog}");
+    let unsigned = cog.split('?').next().unwrap();
+    assert_eq!(get(&stack, unsigned).await.0, 401, "without the signature, no COG");
+
+    // QGIS reads it in place once the download token's two minutes are long gone.
+    tokio::time::sleep(PAST_A_DOWNLOAD_TOKEN).await;
+    let drawn = qgis_draw(&["cog", &cog]);
+    assert_eq!(drawn["valid"], true, "{drawn}");
+    assert_eq!(drawn["crs"], "EPSG:4326", "{drawn}");
+    assert!(drawn["painted"].as_u64().unwrap() > 10_000, "the DEM is drawn: {drawn}");
+    assert_eq!(drawn["errors"], serde_json::json!([]), "{drawn}");
+
+    // And an OGC API Features layer, drawn in Web Mercator.
+    let drawn = qgis_draw(&["oapif", &stack.url("/api"), &cities]);
+    assert_eq!(drawn["valid"], true, "{drawn}");
+    assert_eq!(drawn["features"], 243, "{drawn}");
+    assert!(
+        drawn["painted"].as_u64().unwrap() > 100,
+        "the cities are drawn: {drawn}"
+    );
+}

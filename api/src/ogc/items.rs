@@ -23,6 +23,7 @@ use crate::{
     datasets::record::Dataset,
     extract::{LinkCredential, Path, Query},
     interval::Interval,
+    match_counts::CountKey,
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
@@ -512,7 +513,8 @@ const COUNT_TIME_LIMIT: &str = "2s";
 
 /// numberMatched: the catalog's count without filters; with filters an
 /// exact count, or `None` when counting takes longer than
-/// `COUNT_TIME_LIMIT`. It runs as a task of its own, so that a request
+/// `COUNT_TIME_LIMIT`, either kept for the data version
+/// (`match_counts`). It runs as a task of its own, so that a request
 /// that ends first (its page failed, its client left) never drops the
 /// counting transaction half begun, which would hand the pool a connection
 /// still inside it.
@@ -523,13 +525,22 @@ fn number_matched(
     params: &[Param],
     filtered: bool,
 ) -> impl Future<Output = Result<Option<i64>, AppError>> + use<> {
-    let count = filtered.then(|| format!("SELECT count(*) FROM {} t WHERE {where_sql}", table_sql(dataset)));
-    let (pool, params, unfiltered) = (state.pool.clone(), params.to_vec(), dataset.feature_count);
+    let key = filtered.then(|| {
+        let filter = crate::tile_cache::recipe_digest(&format!("{where_sql}\n{params:?}"));
+        CountKey::new(dataset, filter)
+    });
+    let kept = key.as_ref().and_then(|k| state.match_counts.get(k));
+    let count = (filtered && kept.is_none())
+        .then(|| format!("SELECT count(*) FROM {} t WHERE {where_sql}", table_sql(dataset)));
+    let (state, dataset, params) = (state.clone(), dataset.clone(), params.to_vec());
     let task = tokio::spawn(async move {
-        let Some(count) = count else {
-            return Ok(Some(unfiltered.unwrap_or(0)));
+        if let Some(kept) = kept {
+            return Ok(kept);
+        }
+        let (Some(count), Some(key)) = (count, key) else {
+            return Ok(Some(dataset.feature_count.unwrap_or(0)));
         };
-        let mut tx = pool.begin().await?;
+        let mut tx = state.pool.begin().await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "SET LOCAL statement_timeout = '{COUNT_TIME_LIMIT}'"
         )))
@@ -540,12 +551,14 @@ fn number_matched(
             // The pool closes a connection that fails; the count stands.
             tracing::debug!(error = %e, "the counting transaction did not roll back");
         }
-        match counted {
-            Ok(row) => Ok(Some(row.get(0))),
+        let matched = match counted {
+            Ok(row) => Some(row.get(0)),
             // query_canceled: the time limit, not the caller's filter.
-            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("57014") => Ok(None),
-            Err(e) => Err(query_error(e)),
-        }
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("57014") => None,
+            Err(e) => return Err(query_error(e)),
+        };
+        state.match_counts.keep(key, &dataset, matched);
+        Ok(matched)
     });
     async move { task.await.map_err(AppError::internal)? }
 }
