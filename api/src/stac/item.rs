@@ -8,7 +8,6 @@ use catalog_raster::{RasterInfo, cog::MEDIA_TYPE as COG_MEDIA_TYPE, export::Expo
 use catalog_shared::datasets::DatasetKind;
 use serde_json::{Map, Value, json};
 
-use super::STAC_VERSION;
 use crate::{
     access::{
         Caller,
@@ -19,6 +18,8 @@ use crate::{
     tiles::tile_query,
 };
 
+/// The STAC version of every document of the API.
+pub const STAC_VERSION: &str = "1.0.0";
 const PROJECTION_EXTENSION: &str = "https://stac-extensions.github.io/projection/v2.0.0/schema.json";
 const RASTER_EXTENSION: &str = "https://stac-extensions.github.io/raster/v1.1.0/schema.json";
 const WEB_MAP_LINKS_EXTENSION: &str = "https://stac-extensions.github.io/web-map-links/v1.2.0/schema.json";

@@ -27,6 +27,8 @@ use crate::{
 
 mod item;
 
+use item::STAC_VERSION;
+
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(landing))
@@ -38,7 +40,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(search_get, search_post))
 }
 
-const STAC_VERSION: &str = "1.0.0";
 /// The collection id of earlier versions, when every item was in one:
 /// still taken by search's `collections`, for both kinds.
 const ALL_DATASETS: &str = "datasets";
