@@ -12,9 +12,8 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::visible_dataset},
-    datasets::record::Dataset,
+    datasets::record::{Dataset, published_columns, table_sql},
     extract::Json as JsonBody,
-    ogc::items::{published_columns, table_sql},
     state::AppState,
 };
 

@@ -24,11 +24,11 @@ use crate::{
         datasets::{visible_dataset, writable_dataset},
     },
     bbox::Bbox,
-    datasets::record::Dataset,
+    datasets::record::{Dataset, published_columns, table_sql},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::{
         crs::Crs,
-        items::{feature_sql, in_storage_crs, published_columns, table_sql},
+        items::{feature_sql, in_storage_crs},
     },
     state::AppState,
 };

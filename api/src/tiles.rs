@@ -26,9 +26,8 @@ use crate::{
         signed_assets::cog_href,
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
-    datasets::record::Dataset,
+    datasets::record::{Dataset, json_schema_of, published_columns, table_sql},
     extract::{Path, Query},
-    ogc::items::{published_columns, table_sql},
     state::AppState,
     tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
 };
@@ -419,7 +418,7 @@ fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
     let fields: serde_json::Map<String, Value> = published_columns(dataset)
         .iter()
         .map(|c| {
-            let kind = match crate::ogc::json_schema_of(&c.pg_type)["type"].as_str() {
+            let kind = match json_schema_of(&c.pg_type)["type"].as_str() {
                 Some("integer" | "number") => "Number",
                 Some("boolean") => "Boolean",
                 _ => "String",

@@ -2,10 +2,18 @@
 //! GDAL) defines them: whether a code exists and the order of its axes,
 //! which PostGIS does not say.
 
-/// Whether the CRS of an EPSG code puts its northing or latitude axis
-/// first (EPSG:4326, EPSG:4258, many national grids); `None` when PROJ
-/// does not know the code.
-pub fn northing_first(epsg: u32) -> Option<bool> {
+/// What PROJ says of an EPSG code's CRS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrsFacts {
+    /// Its northing or latitude axis comes first (EPSG:4326, EPSG:4258,
+    /// many national grids).
+    pub northing_first: bool,
+    /// Its coordinates are angles (degrees), not lengths.
+    pub geographic: bool,
+}
+
+/// What PROJ says of an EPSG code's CRS; `None` when PROJ does not know it.
+pub fn facts(epsg: u32) -> Option<CrsFacts> {
     let srs = gdal::spatial_ref::SpatialRef::from_epsg(epsg).ok()?;
     let handle = srs.to_c_hsrs();
     // SAFETY: the handle is valid while `srs` lives; both calls only read it.
@@ -15,7 +23,10 @@ pub fn northing_first(epsg: u32) -> Option<bool> {
             gdal_sys::OSREPSGTreatsAsNorthingEasting(handle),
         )
     };
-    Some(lat_long != 0 || northing_easting != 0)
+    Some(CrsFacts {
+        northing_first: lat_long != 0 || northing_easting != 0,
+        geographic: srs.is_geographic(),
+    })
 }
 
 #[cfg(test)]
@@ -24,11 +35,13 @@ mod tests {
 
     #[test]
     fn axis_order_is_epsg_s() {
+        let northing_first = |code| facts(code).map(|f| f.northing_first);
         assert_eq!(northing_first(4326), Some(true));
         assert_eq!(northing_first(3857), Some(false));
         assert_eq!(northing_first(27700), Some(false));
         // ETRS89 / Swedish grid SWEREF 99 TM: northing first.
         assert_eq!(northing_first(3006), Some(true));
         assert_eq!(northing_first(999_999), None);
+        assert!(facts(4258).unwrap().geographic && !facts(27700).unwrap().geographic);
     }
 }

@@ -25,11 +25,10 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
-use super::record::{DATASET_COLUMNS, Dataset};
+use super::record::{DATASET_COLUMNS, Dataset, published_columns, table_sql};
 use crate::{
     access::{Caller, datasets::downloadable_dataset},
     extract::{Path, Query},
-    ogc::items::{published_columns, table_sql},
     state::AppState,
 };
 

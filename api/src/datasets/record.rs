@@ -98,6 +98,34 @@ pub(crate) const DATASET_COLUMNS: &str =
     feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
 
+/// The published attribute columns of a dataset.
+pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
+    dataset.column_info.0.clone()
+}
+
+/// The dataset's table, quoted for SQL.
+pub fn table_sql(dataset: &Dataset) -> String {
+    format!(
+        "{}.{}",
+        catalog_shared::db::quote_ident(&dataset.schema_name),
+        catalog_shared::db::quote_ident(&dataset.table_name)
+    )
+}
+
+/// The JSON Schema of a column's values, by its PostgreSQL type.
+pub fn json_schema_of(pg_type: &str) -> Value {
+    match pg_type {
+        "integer" | "bigint" | "smallint" => serde_json::json!({"type": "integer"}),
+        "double precision" | "real" | "numeric" => serde_json::json!({"type": "number"}),
+        "boolean" => serde_json::json!({"type": "boolean"}),
+        "date" => serde_json::json!({"type": "string", "format": "date"}),
+        "timestamptz" | "timestamp" => serde_json::json!({"type": "string", "format": "date-time"}),
+        "time" => serde_json::json!({"type": "string", "format": "time"}),
+        "jsonb" | "json" => serde_json::json!({"type": "array"}),
+        _ => serde_json::json!({"type": "string"}),
+    }
+}
+
 impl Dataset {
     pub fn is_raster(&self) -> bool {
         match self.kind {

@@ -8,6 +8,7 @@ use std::{
     sync::{Mutex, OnceLock},
 };
 
+use catalog_raster::crs::CrsFacts;
 use catalog_shared::AppError;
 
 use crate::datasets::record::Dataset;
@@ -56,19 +57,29 @@ impl Crs {
     pub fn northing_first(self) -> bool {
         match self {
             Self::Crs84 => false,
-            Self::Epsg(code) => axis_order(code).unwrap_or(false),
+            Self::Epsg(code) => facts(code).is_some_and(|f| f.northing_first),
+        }
+    }
+
+    /// The decimals GeoJSON gives its coordinates: PostGIS's nine for
+    /// degrees, three (a millimetre, or a third of one in feet) for lengths,
+    /// where more only lengthens every answer.
+    pub fn decimals(self) -> u8 {
+        match self {
+            Self::Epsg(code) if facts(code).is_some_and(|f| !f.geographic) => 3,
+            _ => 9,
         }
     }
 }
 
 /// PROJ's answer per EPSG code, asked once: `None` for a code it lacks.
-fn axis_order(code: u32) -> Option<bool> {
-    static KNOWN: OnceLock<Mutex<HashMap<u32, Option<bool>>>> = OnceLock::new();
+fn facts(code: u32) -> Option<CrsFacts> {
+    static KNOWN: OnceLock<Mutex<HashMap<u32, Option<CrsFacts>>>> = OnceLock::new();
     let known = KNOWN.get_or_init(Default::default);
     if let Some(answer) = known.lock().unwrap_or_else(|e| e.into_inner()).get(&code) {
         return *answer;
     }
-    let answer = catalog_raster::crs::northing_first(code);
+    let answer = catalog_raster::crs::facts(code);
     known.lock().unwrap_or_else(|e| e.into_inner()).insert(code, answer);
     answer
 }
@@ -76,7 +87,7 @@ fn axis_order(code: u32) -> Option<bool> {
 /// Whether PROJ knows the code (PostGIS knows every code PROJ does: its
 /// `spatial_ref_sys` is filled from the same EPSG database).
 pub fn is_known(code: u32) -> bool {
-    axis_order(code).is_some()
+    facts(code).is_some()
 }
 
 /// The CRS a dataset's coordinates are stored in: CRS84 for data in WGS 84

@@ -20,18 +20,13 @@ use super::{
 use crate::{
     access::Caller,
     bbox::Bbox,
-    datasets::record::Dataset,
+    datasets::record::{Dataset, published_columns, table_sql},
     extract::{LinkCredential, Path, Query},
     interval::Interval,
     match_counts::CountKey,
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
-
-/// The published attribute columns of a dataset.
-pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
-    dataset.column_info.0.clone()
-}
 
 /// The SRID a dataset's geometries are in: data of unknown SRID is taken
 /// for WGS 84, as its tiles do.
@@ -123,7 +118,7 @@ fn properties_sql(columns: &[ColumnInfo]) -> String {
 /// without one).
 pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], geometry_crs: Option<Crs>) -> String {
     let geometry = if let Some(crs) = geometry_crs {
-        format!("ST_AsGeoJSON({})::json", geometry_in(dataset, crs))
+        format!("ST_AsGeoJSON({}, {})::json", geometry_in(dataset, crs), crs.decimals())
     } else {
         "NULL::json".into()
     };
@@ -131,14 +126,6 @@ pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], geometry_cr
         "json_build_object('type', 'Feature', 'id', t.{key}, 'geometry', {geometry}, 'properties', {props})::text",
         key = quote_ident(&dataset.key_column),
         props = properties_sql(columns),
-    )
-}
-
-pub(crate) fn table_sql(dataset: &Dataset) -> String {
-    format!(
-        "{}.{}",
-        quote_ident(&dataset.schema_name),
-        quote_ident(&dataset.table_name)
     )
 }
 
@@ -819,7 +806,7 @@ pub async fn items(
     Path(id): Path<String>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    let dataset = super::feature_collection(&state, &caller, &id).await?;
+    let dataset = super::common::feature_collection(&state, &caller, &id).await?;
     let columns = published_columns(&dataset);
     let offered = crs::collection_crs(&dataset, &state.config.extra_crs);
     let request = parse_request(
@@ -946,7 +933,7 @@ pub async fn item(
     Path((id, feature_id)): Path<(String, String)>,
     Query(query): Query<ItemQuery>,
 ) -> Result<Response, AppError> {
-    let dataset = super::feature_collection(&state, &caller, &id).await?;
+    let dataset = super::common::feature_collection(&state, &caller, &id).await?;
     let output_crs = match &query.crs {
         Some(value) => crs::requested("crs", value, &crs::collection_crs(&dataset, &state.config.extra_crs))?,
         None => Crs::Crs84,

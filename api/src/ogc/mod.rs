@@ -17,16 +17,18 @@ use utoipa_axum::{
 
 use crate::{
     access::{Caller, datasets::visible_collection, policy::visible_to_caller, signed_assets::cog_href},
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    datasets::record::{DATASET_COLUMNS, Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path},
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
 
+mod common;
 pub mod cql;
 pub mod crs;
 pub(crate) mod items;
 
+use common::{feature_collection, link};
 use crs::CRS84;
 pub mod openapi;
 mod params;
@@ -78,10 +80,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tiles::tilesets))
         .routes(routes!(tiles::tileset))
         .routes(routes!(tiles::tile).layer(tower_http::compression::CompressionLayer::new()))
-}
-
-fn link(href: String, rel: &str, media_type: &str, title: &str) -> Value {
-    json!({"href": href, "rel": rel, "type": media_type, "title": title})
 }
 
 /// The landing page (reads no credential).
@@ -243,22 +241,6 @@ async fn collection(
     ))
 }
 
-/// A dataset the caller may read, as a collection of features: a raster
-/// dataset has none (it is served as tiles and its COG).
-pub(crate) async fn feature_collection(
-    state: &AppState,
-    caller: &Caller,
-    id: &str,
-) -> Result<std::sync::Arc<Dataset>, AppError> {
-    let dataset = visible_collection(state, caller, id).await?;
-    if dataset.is_raster() {
-        return Err(AppError::not_found(format!(
-            "no feature collection {id}: the dataset is a raster"
-        )));
-    }
-    Ok(dataset)
-}
-
 /// JSON Schema of what a filter may name: the published columns and the geometry.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/queryables", tag = "ogc", params(("collectionId" = String, Path), FormatQuery),
     responses((status = 200, description = "JSON Schema of the queryables", content(("application/schema+json"), (String = "text/html"))),
@@ -304,7 +286,7 @@ fn queryables_json(base: &str, dataset: &Dataset) -> Value {
         dataset.key_column.clone(),
         json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}),
     );
-    for column in items::published_columns(dataset) {
+    for column in published_columns(dataset) {
         let mut schema = json_schema_of(&column.pg_type);
         schema["title"] = Value::String(column.original_name.clone());
         properties.insert(column.name.clone(), schema);
@@ -323,18 +305,5 @@ fn geometry_format(geometry_type: Option<&str>) -> String {
     match geometry_type {
         Some(t) if t != "Geometry" => t.to_ascii_lowercase(),
         _ => "any".to_string(),
-    }
-}
-
-pub fn json_schema_of(pg_type: &str) -> Value {
-    match pg_type {
-        "integer" | "bigint" | "smallint" => json!({"type": "integer"}),
-        "double precision" | "real" | "numeric" => json!({"type": "number"}),
-        "boolean" => json!({"type": "boolean"}),
-        "date" => json!({"type": "string", "format": "date"}),
-        "timestamptz" | "timestamp" => json!({"type": "string", "format": "date-time"}),
-        "time" => json!({"type": "string", "format": "time"}),
-        "jsonb" | "json" => json!({"type": "array"}),
-        _ => json!({"type": "string"}),
     }
 }

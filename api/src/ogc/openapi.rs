@@ -12,10 +12,9 @@ use catalog_shared::{
 };
 use serde_json::{Value, json};
 
-use super::items::published_columns;
 use crate::{
     access::{Caller, policy::visible_to_caller},
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    datasets::record::{DATASET_COLUMNS, Dataset, published_columns},
     state::AppState,
 };
 

@@ -10,14 +10,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
+    common::link,
     crs::CRS84,
-    items::published_columns,
-    json_schema_of, link,
     tile_matrix_sets::{TileMatrixSet, limits},
 };
 use crate::{
     access::{Caller, datasets::visible_collection},
-    datasets::record::Dataset,
+    datasets::record::{Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path, Query},
     state::AppState,
     tiles::{MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, dataset_tile, native_zoom, tile_query},
