@@ -68,7 +68,9 @@ PAGE_SQL[sort_deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.value
 
 declare -A OUR_RPS
 printf '\n%-10s %12s %10s %12s %10s %8s %12s %10s %-24s %s\n' mix "ours req/s" "ours p99" "tipg req/s" "tipg p99" ratio "pgbench tps" "ours/db" "goal (>=5x, lower p99)" "vs plain (>=0.8)"
-for mix in first bbox filter deep crs_first crs_bbox crs_deep sort_first sort_bbox sort_deep; do
+# Each CRS and sorted mix right after its plain one, so a slower moment
+# of the machine does not fall between the two it compares.
+for mix in first crs_first sort_first bbox crs_bbox sort_bbox deep crs_deep sort_deep filter; do
   curl -sf "${OUR_URL[$mix]}" >/dev/null || { echo "our $mix request failed"; exit 1; }
   curl -sf "${TIPG_URL[$mix]}" >/dev/null || echo "tipg $mix request failed" >&2
   # Warm-up first: every pooled connection runs the prepared page query
