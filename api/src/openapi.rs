@@ -24,7 +24,10 @@ impl utoipa::Modify for BearerAuth {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
+                    // Prometheus and other clients that send only
+                    // `Authorization` carry an API key this way.
+                    .bearer_format("JWT or API key")
+                    .description(Some("a session's access token (a JWT), or an API key"))
                     .build(),
             ),
         );
