@@ -5,7 +5,14 @@ set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
+# The crates download while apt installs (fetching needs no system package).
+FETCH=""
+if command -v cargo >/dev/null; then
+  cargo fetch --quiet &
+  FETCH=$!
+fi
 ensure_packages
+[[ -z $FETCH ]] || wait "$FETCH"
 PORT=${CATALOG_PG_PORT:-54329}
 start_cluster "$ROOT/.data/pg" "$PORT"
 ensure_database "$PORT" catalog
