@@ -16,6 +16,7 @@ pub mod datasets;
 mod embed;
 pub mod policy;
 pub mod routes;
+mod signatures;
 pub mod signed_assets;
 pub mod signed_tiles;
 

@@ -6,34 +6,19 @@
 //! templates. They live `SIGNED_ASSET_TTL_SECONDS` (an hour by default),
 //! long enough for a desktop client reading a COG in place, unlike the
 //! two-minute download token. Both signing and checking live here.
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 use uuid::Uuid;
 
-use super::{Caller, Capability, policy::readable_by_anyone, signed_tiles::now_secs};
+use super::{
+    Caller, Capability,
+    policy::readable_by_anyone,
+    signatures::{self, Kind, now_secs},
+};
 use crate::{datasets::record::Dataset, state::AppState};
-
-type HmacSha256 = Hmac<Sha256>;
-
-/// The MAC of a link; its key is labelled apart from the tile templates'
-/// so that neither kind of signature opens the other's routes.
-fn signer(secret: &str, scope: &str, exp: i64, publication_version: i32) -> HmacSha256 {
-    let mut mac =
-        HmacSha256::new_from_slice(format!("asset-link:{secret}").as_bytes()).expect("HMAC takes a key of any length");
-    mac.update(format!("{scope}\n{exp}\n{publication_version}").as_bytes());
-    mac
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// The query string that signs a dataset's download links until `exp`,
 /// for its current publication version.
 pub fn signed_query(secret: &str, dataset_id: Uuid, publication_version: i32, exp: i64) -> String {
-    let scope = format!("dataset:{dataset_id}");
-    let sig = hex(&signer(secret, &scope, exp, publication_version).finalize().into_bytes());
-    format!("scope={scope}&exp={exp}&sig={sig}")
+    signatures::signed_query(Kind::AssetLink, secret, dataset_id, publication_version, exp)
 }
 
 /// The download route's path of a dataset.
@@ -89,27 +74,7 @@ pub fn cog_href(state: &AppState, caller: &Caller, dataset: &Dataset) -> String 
 /// version. Answers the capability: the dataset it covers.
 pub async fn verify(state: &AppState, path: &str, query: &str) -> Option<Capability> {
     let id = download_path_dataset(path)?;
-    let (mut scope, mut exp, mut sig) = (None, None, None);
-    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-        match k.as_ref() {
-            "scope" => scope = Some(v.into_owned()),
-            "exp" => exp = v.parse::<i64>().ok(),
-            "sig" => sig = Some(v.into_owned()),
-            _ => {}
-        }
-    }
-    let (scope, exp, sig) = (scope?, exp?, sig?);
-    if scope != format!("dataset:{id}") || exp <= now_secs() || sig.len() != 64 {
-        return None;
-    }
-    let sig: Vec<u8> = (0..sig.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(sig.get(i..i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
-    let dataset = state.datasets.dataset(&state.pool, id).await.ok()?;
-    signer(&state.config.jwt_secret, &scope, exp, dataset.publication_version)
-        .verify_slice(&sig)
-        .ok()?;
+    signatures::verified_expiry(state, Kind::AssetLink, id, query).await?;
     Some(Capability::Asset { dataset: id })
 }
 

@@ -2,26 +2,17 @@
 //! query parameters let a tile request of one dataset through until the
 //! expiry, for the dataset's publication version at signing (a change of
 //! visibility or status ends them). Both signing and checking live here.
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 use uuid::Uuid;
 
-use super::Capability;
+pub use super::signatures::now_secs;
+use super::{
+    Capability,
+    signatures::{self, Kind},
+};
 use crate::state::AppState;
 
 /// A signed template lives at least this long; see `template_expiry`.
 const TEMPLATE_TTL_SECS: i64 = 86_400;
-
-type HmacSha256 = Hmac<Sha256>;
-
-pub fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
 
 /// Expiry of a template signed now: the end of the next whole day (UTC), so
 /// a template lives 24 to 48 hours and two exports of a map on the same
@@ -30,23 +21,10 @@ pub fn template_expiry(now: i64) -> i64 {
     (now / TEMPLATE_TTL_SECS + 2) * TEMPLATE_TTL_SECS
 }
 
-fn signer(secret: &str, scope: &str, exp: i64, publication_version: i32) -> HmacSha256 {
-    let mut mac = HmacSha256::new_from_slice(format!("tile-template:{secret}").as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(format!("{scope}\n{exp}\n{publication_version}").as_bytes());
-    mac
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The query string that signs a dataset's tile URLs until `exp`, for its
 /// current publication version.
 pub fn signed_query(secret: &str, dataset_id: Uuid, publication_version: i32, exp: i64) -> String {
-    let scope = format!("dataset:{dataset_id}");
-    let sig = hex(&signer(secret, &scope, exp, publication_version).finalize().into_bytes());
-    format!("scope={scope}&exp={exp}&sig={sig}")
+    signatures::signed_query(Kind::TileTemplate, secret, dataset_id, publication_version, exp)
 }
 
 /// The dataset of a tile route path (`/api/tiles/{id}/...`, or an OGC API
@@ -70,27 +48,7 @@ fn tile_path_dataset(path: &str) -> Option<Uuid> {
 /// until when.
 pub async fn verify(state: &AppState, path: &str, query: &str) -> Option<Capability> {
     let id = tile_path_dataset(path)?;
-    let (mut scope, mut exp, mut sig) = (None, None, None);
-    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-        match k.as_ref() {
-            "scope" => scope = Some(v.into_owned()),
-            "exp" => exp = v.parse::<i64>().ok(),
-            "sig" => sig = Some(v.into_owned()),
-            _ => {}
-        }
-    }
-    let (scope, exp, sig) = (scope?, exp?, sig?);
-    if scope != format!("dataset:{id}") || exp <= now_secs() || sig.len() != 64 {
-        return None;
-    }
-    let sig: Vec<u8> = (0..sig.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(sig.get(i..i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
-    let dataset = state.datasets.dataset(&state.pool, id).await.ok()?;
-    signer(&state.config.jwt_secret, &scope, exp, dataset.publication_version)
-        .verify_slice(&sig)
-        .ok()?;
+    let exp = signatures::verified_expiry(state, Kind::TileTemplate, id, query).await?;
     Some(Capability::Tiles {
         dataset: id,
         expires: exp,
