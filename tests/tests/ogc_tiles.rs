@@ -344,3 +344,40 @@ async fn qgis_draws_a_private_cog_in_place_and_an_oapif_layer_in_web_mercator() 
         "the cities are drawn: {drawn}"
     );
 }
+
+#[tokio::test]
+async fn signed_tileset_templates_open_their_tiles_only() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let cities = zip_owned(&shapefile_members("shp/naturalearth_cities"));
+    let private = ingested(&stack, &token, "cities.zip", cities.clone(), &[]).await;
+    let other = ingested(&stack, &token, "cities.zip", cities, &[]).await;
+
+    let (status, tileset) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/collections/{private}/tiles/WebMercatorQuad"),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let template = link(&tileset, "item").unwrap()["href"].as_str().unwrap().to_string();
+    assert!(
+        template.contains("sig="),
+        "a private tileset's template is signed: {template}"
+    );
+    let tile = template
+        .replace("{tileMatrix}", "0")
+        .replace("{tileRow}", "0")
+        .replace("{tileCol}", "0");
+    assert_eq!(get(&stack, &tile).await.0, 200, "its own tile, with no credential");
+    let query = tile.split_once('?').unwrap().1;
+    for path in [
+        format!("/api/collections/{other}/tiles/WebMercatorQuad/0/0/0"),
+        format!("/api/collections/{private}"),
+        format!("/api/collections/{private}/tiles/WebMercatorQuad"),
+        format!("/api/collections/{private}/items"),
+    ] {
+        let (status, _) = get(&stack, &format!("{}?{query}", stack.url(&path))).await;
+        assert_eq!(status, 404, "{path} with another template's signature");
+    }
+}
