@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 
 const E: &str = "http://www.opengis.net/def/crs/EPSG/0";
 const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
+/// `ogr2ogr`'s output as GeoJSON with the coordinates as read (not forced
+/// to WGS 84) to a micrometre.
+const GEOJSON_OUTPUT: [&str; 6] = ["-f", "GeoJSON", "-lco", "RFC7946=NO", "-lco", "COORDINATE_PRECISION=6"];
 
 async fn ingested(api: &impl Api, token: &str, filename: &str, bytes: Vec<u8>) -> String {
     let job = api.upload_ok(token, filename, bytes, &[("visibility", "public")]).await;
@@ -79,16 +82,8 @@ fn ogr2ogr_to(target: &str, collection: &Value) -> Value {
         .retain(|k, _| k == "type" || k == "features");
     std::fs::write(&source, plain.to_string()).unwrap();
     let output = Command::new("ogr2ogr")
-        .args([
-            "-f",
-            "GeoJSON",
-            "-lco",
-            "RFC7946=NO",
-            "-lco",
-            "COORDINATE_PRECISION=6",
-            "-t_srs",
-            target,
-        ])
+        .args(GEOJSON_OUTPUT)
+        .args(["-t_srs", target])
         .arg(&target_file)
         .arg(&source)
         .output()
@@ -223,16 +218,8 @@ async fn gdal_and_owslib_read_items_in_web_mercator_and_the_british_national_gri
     // it on every page it follows.
     let url = format!("OAPIF:{}/api/collections/{id}?crs={E}/3857", stack.base);
     let read = Command::new("ogr2ogr")
-        .args([
-            "-f",
-            "GeoJSON",
-            "-lco",
-            "RFC7946=NO",
-            "-lco",
-            "COORDINATE_PRECISION=6",
-            "-oo",
-            "PAGE_SIZE=20",
-        ])
+        .args(GEOJSON_OUTPUT)
+        .args(["-oo", "PAGE_SIZE=20"])
         .args(["/vsistdout/", &url])
         .output()
         .unwrap();
