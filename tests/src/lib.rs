@@ -715,6 +715,33 @@ pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
     zip_of(&borrowed)
 }
 
+/// What GDAL's MVT driver reads from tile z/x/y: `ogrinfo`'s listing of
+/// every layer and feature (geometries left out).
+pub fn ogrinfo_of_tile(tile: &[u8], (z, x, y): (u32, u64, u64)) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tile.pbf");
+    std::fs::write(&path, tile).unwrap();
+    let output = Command::new("ogrinfo")
+        .args(["-ro", "-al", "-geom=NO"])
+        .args([
+            "-oo",
+            &format!("Z={z}"),
+            "-oo",
+            &format!("X={x}"),
+            "-oo",
+            &format!("Y={y}"),
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ogrinfo of tile {z}/{x}/{y}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Fails unless MapLibre's style-spec validator (npm) accepts `style`
 /// without a word.
 pub fn validate_style(style: &Value) {

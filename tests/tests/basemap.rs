@@ -1,33 +1,15 @@
 //! The built-in basemap: its style (valid for MapLibre's validator, all
 //! URLs on this service), its vector tiles as GDAL reads them, the glyphs
 //! its labels need, and new maps exported on it.
-use std::process::Command;
 
-use catalog_tests::{Api, App, layer_ids, validate_style};
+use catalog_tests::{Api, App, layer_ids, ogrinfo_of_tile, validate_style};
 use pbf_font_tools::{Glyphs, prost::Message};
 use serde_json::{Value, json};
 
 /// The features of each layer of a tile, as GDAL's MVT driver reads them:
 /// (layer, properties as `ogrinfo` prints them).
 fn tile_features(tile: &[u8], (z, x, y): (u32, u32, u32)) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tile.pbf");
-    std::fs::write(&path, tile).unwrap();
-    let output = Command::new("ogrinfo")
-        .args(["-ro", "-al", "-geom=NO"])
-        .args([
-            "-oo",
-            &format!("Z={z}"),
-            "-oo",
-            &format!("X={x}"),
-            "-oo",
-            &format!("Y={y}"),
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    ogrinfo_of_tile(tile, (z, u64::from(x), u64::from(y)))
 }
 
 /// What `ogrinfo` printed of `layer`.

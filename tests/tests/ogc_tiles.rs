@@ -8,7 +8,7 @@ use std::{
     process::Command,
 };
 
-use catalog_tests::{Api, Stack, StackOptions, data_file, shapefile_members, zip_owned};
+use catalog_tests::{Api, Stack, StackOptions, data_file, ogrinfo_of_tile, shapefile_members, zip_owned};
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
@@ -43,30 +43,9 @@ async fn get_json(stack: &Stack, url: &str) -> Value {
 }
 
 /// The feature ids (`gid`) GDAL's MVT driver reads from tile z/x/y.
-fn gdal_mvt_ids(dir: &std::path::Path, (z, x, y): (u32, u64, u64), bytes: &[u8]) -> BTreeSet<i64> {
-    let file = dir.join(format!("{z}-{x}-{y}.mvt"));
-    std::fs::write(&file, bytes).unwrap();
-    let output = Command::new("ogrinfo")
-        .args(["-ro", "-al", "-q"])
-        .args([
-            "-oo",
-            &format!("Z={z}"),
-            "-oo",
-            &format!("X={x}"),
-            "-oo",
-            &format!("Y={y}"),
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "ogrinfo {z}/{x}/{y}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+fn gdal_mvt_ids(address: (u32, u64, u64), bytes: &[u8]) -> BTreeSet<i64> {
     // GDAL numbers features itself and gives the tile's own id as `mvt_id`.
-    stdout
+    ogrinfo_of_tile(bytes, address)
         .lines()
         .filter_map(|l| l.trim().strip_prefix("mvt_id (Integer64) = "))
         .map(|id| id.trim().parse().unwrap())
@@ -94,7 +73,6 @@ async fn features_through_tileset(stack: &Stack, id: &str) -> BTreeMap<u32, BTre
     let item = link(&metadata, "item").expect("a tile template");
     assert_eq!(item["type"], "application/vnd.mapbox-vector-tile");
     let template = item["href"].as_str().unwrap().to_string();
-    let dir = tempfile::tempdir().unwrap();
     let mut found: BTreeMap<u32, BTreeSet<i64>> = BTreeMap::new();
     for limits in metadata["tileMatrixSetLimits"].as_array().unwrap() {
         let z: u32 = limits["tileMatrix"].as_str().unwrap().parse().unwrap();
@@ -122,7 +100,7 @@ async fn features_through_tileset(stack: &Stack, id: &str) -> BTreeMap<u32, BTre
         for (row, col, status, body) in tiles {
             assert!(matches!(status, 200 | 204), "{z}/{row}/{col}: {status}");
             if status == 200 {
-                let ids = gdal_mvt_ids(dir.path(), (z, col, row), &body);
+                let ids = gdal_mvt_ids((z, col, row), &body);
                 found.entry(z).or_default().extend(ids);
             }
         }
