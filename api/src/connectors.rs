@@ -19,7 +19,7 @@ use catalog_shared::{
     AppError,
     connectors::{
         ConnectorCredential, ConnectorKind, CredentialMethod, ObjectKey, StoreLocation, check_service_account_key,
-        parse_endpoint, valid_azure_account, valid_region,
+        parse_endpoint, valid_azure_account, valid_bucket, valid_region,
     },
     jobs::{ConnectorPayload, IngestOptions, JobInput, StorePullPayload, UrlDownloadPayload},
     secrets::seal,
@@ -97,6 +97,21 @@ fn config_required(config: &Map<String, Value>, name: &str) -> Result<String, Ap
     config_text(config, name)?
         .filter(|v| !v.is_empty())
         .ok_or_else(|| AppError::invalid_field(&format!("config.{name}"), "is required"))
+}
+
+/// The bucket (or container) a store connector names, checked against the
+/// store's own naming rules.
+fn bucket_name(config: &Map<String, Value>, kind: ConnectorKind, setting: &str) -> Result<String, AppError> {
+    let name = config_required(config, setting)?;
+    if !valid_bucket(kind, &name) {
+        return Err(AppError::invalid_field(
+            &format!("config.{setting}"),
+            &format!(
+                "must be a {kind} {setting} name: 3 to 63 lowercase letters, digits and '-', beginning and ending with a letter or digit"
+            ),
+        ));
+    }
+    Ok(name)
 }
 
 /// Refuses settings the connector kind does not have (a typo would
@@ -334,7 +349,7 @@ fn s3_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
         ));
     }
     Ok(StoreLocation::S3 {
-        bucket: config_required(config, "bucket")?,
+        bucket: bucket_name(config, ConnectorKind::S3, "bucket")?,
         region,
         endpoint: config_text(config, "endpoint")?
             .map(|e| endpoint_origin(&e))
@@ -346,7 +361,7 @@ fn s3_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
 fn gcs_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError> {
     refuse_unknown_settings(config, ConnectorKind::Gcs, &["bucket", "prefix"])?;
     Ok(StoreLocation::Gcs {
-        bucket: config_required(config, "bucket")?,
+        bucket: bucket_name(config, ConnectorKind::Gcs, "bucket")?,
     })
 }
 
@@ -362,7 +377,7 @@ fn azure_location(config: &Map<String, Value>) -> Result<StoreLocation, AppError
     }
     Ok(StoreLocation::Azure {
         account,
-        container: config_required(config, "container")?,
+        container: bucket_name(config, ConnectorKind::Azure, "container")?,
     })
 }
 

@@ -364,6 +364,28 @@ pub fn valid_azure_account(name: &str) -> bool {
     (3..=24).contains(&name.len()) && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
+/// Whether a name can be a bucket (S3, GCS) or container (Azure): 3 to
+/// 63 lowercase letters, digits, `-` and `.` (`_` too on GCS; no `.` and
+/// no `--` on Azure), beginning and ending with a letter or digit, no `..`,
+/// and not an IPv4 address.
+/// The name becomes part of a host name or a request path, so anything
+/// else could address another bucket or server.
+pub fn valid_bucket(kind: ConnectorKind, name: &str) -> bool {
+    let allowed = |c: char| match kind {
+        ConnectorKind::Gcs => c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_'),
+        ConnectorKind::Azure => c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-',
+        _ => c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'),
+    };
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (3..=63).contains(&name.len())
+        && name.chars().all(allowed)
+        && alphanumeric(name.chars().next())
+        && alphanumeric(name.chars().last())
+        && !name.contains("..")
+        && !(kind == ConnectorKind::Azure && name.contains("--"))
+        && name.parse::<std::net::Ipv4Addr>().is_err()
+}
+
 /// Whether a name can be an AWS region (`eu-west-1`): lowercase letters,
 /// digits and `-`, at most 32. The region becomes part of the host name
 /// requests go to (`s3.<region>.amazonaws.com`), so anything else could
@@ -497,6 +519,36 @@ mod tests {
         }
         for bad in ["", "US-EAST-1", "evil.example#", "a/b", "x y", &"a".repeat(33)] {
             assert!(!valid_region(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn buckets_are_names_their_store_accepts() {
+        for (kind, ok) in [
+            (ConnectorKind::S3, "my-bucket.v2"),
+            (ConnectorKind::S3, "abc"),
+            (ConnectorKind::Gcs, "under_score"),
+            (ConnectorKind::Azure, "container-1"),
+        ] {
+            assert!(valid_bucket(kind, ok), "{ok}");
+        }
+        let long = "a".repeat(64);
+        for (kind, bad) in [
+            (ConnectorKind::S3, "ab"),
+            (ConnectorKind::S3, long.as_str()),
+            (ConnectorKind::S3, "Upper"),
+            (ConnectorKind::S3, "a/b"),
+            (ConnectorKind::S3, "a..b"),
+            (ConnectorKind::S3, "-ab"),
+            (ConnectorKind::S3, "ab."),
+            (ConnectorKind::S3, "192.168.1.1"),
+            (ConnectorKind::S3, "a%2fb"),
+            (ConnectorKind::S3, "under_score"),
+            (ConnectorKind::Azure, "a.b.c"),
+            (ConnectorKind::Azure, "a--b"),
+            (ConnectorKind::Gcs, "evil.example#"),
+        ] {
+            assert!(!valid_bucket(kind, bad), "{bad}");
         }
     }
 }

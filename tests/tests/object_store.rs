@@ -335,7 +335,7 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
         ),
         (
             "s3",
-            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "url_template": "x"}}),
+            json!({"resource_id": "a.geojson", "config": {"bucket": "bkt", "url_template": "x"}}),
             "config.url_template",
         ),
         (
@@ -345,17 +345,37 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
         ),
         (
             "s3",
-            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "endpoint": "http://127.0.0.1:1"}}),
+            json!({"resource_id": "a.geojson", "config": {"bucket": "bkt", "endpoint": "http://127.0.0.1:1"}}),
             "config.endpoint",
         ),
         (
             "s3",
-            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "endpoint": format!("{}/path?x", s3.endpoint)}}),
+            json!({"resource_id": "a.geojson", "config": {"bucket": "bkt", "endpoint": format!("{}/path?x", s3.endpoint)}}),
             "config.endpoint",
         ),
         (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "evil.example/x?"}}),
+            "config.bucket",
+        ),
+        (
+            "s3",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "169.254.169.254"}}),
+            "config.bucket",
+        ),
+        (
+            "gcs",
+            json!({"resource_id": "a.geojson", "config": {"bucket": "a%2F..%2Fb"}}),
+            "config.bucket",
+        ),
+        (
             "azure",
-            json!({"resource_id": "a.geojson", "config": {"account": "Not An Account", "container": "c"}}),
+            json!({"resource_id": "a.geojson", "config": {"account": "acct", "container": "c/../d"}}),
+            "config.container",
+        ),
+        (
+            "azure",
+            json!({"resource_id": "a.geojson", "config": {"account": "Not An Account", "container": "ctr"}}),
             "config.account",
         ),
         (
@@ -365,7 +385,7 @@ async fn the_s3_connector_pulls_objects_with_the_stored_key() {
         ),
         (
             "gcs",
-            json!({"resource_id": "a.geojson", "config": {"bucket": "b", "region": "x"}}),
+            json!({"resource_id": "a.geojson", "config": {"bucket": "bkt", "region": "x"}}),
             "config.region",
         ),
     ];
