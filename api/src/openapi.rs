@@ -445,6 +445,8 @@ pub mod names {
         Geojson,
         Csv,
         Shp,
+        Fgb,
+        Parquet,
     }
 
     /// The kind of a single sign-on provider.

@@ -1,10 +1,14 @@
 //! A vector dataset written out as a file for download, by GDAL from
-//! PostGIS: GeoPackage, GeoJSON (RFC 7946), CSV (geometry as WKT) or a
-//! shapefile set. Rows stream from the database into the file, so memory
-//! stays flat however large the table.
-use std::path::{Path, PathBuf};
+//! PostGIS: GeoPackage, GeoJSON, CSV (geometry as WKT), a shapefile set,
+//! FlatGeobuf, or GeoParquet where the installed GDAL has that driver.
+//! Rows stream from the database into the file, so memory stays flat
+//! however large the table.
+use std::{
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
+};
 
-use gdal::{Dataset, DatasetOptions, GdalOpenFlags};
+use gdal::{Dataset, DatasetOptions, DriverManager, GdalOpenFlags};
 
 use crate::{RasterError, ffi};
 
@@ -14,19 +18,34 @@ pub enum ExportFormat {
     GeoJson,
     Csv,
     Shapefile,
+    FlatGeobuf,
+    GeoParquet,
 }
 
 impl ExportFormat {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 6] = [
         ExportFormat::GeoPackage,
         ExportFormat::GeoJson,
         ExportFormat::Csv,
         ExportFormat::Shapefile,
+        ExportFormat::FlatGeobuf,
+        ExportFormat::GeoParquet,
     ];
-    pub const NAMES: [&'static str; 4] = ["gpkg", "geojson", "csv", "shp"];
+    pub const NAMES: [&'static str; 6] = ["gpkg", "geojson", "csv", "shp", "fgb", "parquet"];
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The formats this process's GDAL can write.
+    pub fn available() -> impl Iterator<Item = Self> {
+        Self::ALL.into_iter().filter(|f| f.is_available())
+    }
+
+    /// Whether the installed GDAL has this format's driver (GeoParquet
+    /// needs a GDAL built with Arrow, which Debian 12's is not).
+    pub fn is_available(self) -> bool {
+        DriverManager::get_driver_by_name(self.driver()).is_ok()
     }
 
     /// The name the download route's `format` takes.
@@ -36,6 +55,8 @@ impl ExportFormat {
             ExportFormat::GeoJson => "geojson",
             ExportFormat::Csv => "csv",
             ExportFormat::Shapefile => "shp",
+            ExportFormat::FlatGeobuf => "fgb",
+            ExportFormat::GeoParquet => "parquet",
         }
     }
 
@@ -46,7 +67,15 @@ impl ExportFormat {
             ExportFormat::GeoJson => "application/geo+json",
             ExportFormat::Csv => "text/csv; charset=utf-8",
             ExportFormat::Shapefile => "application/zip",
+            ExportFormat::FlatGeobuf => "application/flatgeobuf",
+            ExportFormat::GeoParquet => "application/vnd.apache.parquet",
         }
+    }
+
+    /// Whether the format keeps each feature's id (the dataset's key),
+    /// rather than numbering features itself.
+    pub fn keeps_ids(self) -> bool {
+        matches!(self, ExportFormat::GeoPackage | ExportFormat::GeoJson)
     }
 
     /// The downloaded file's name: a shapefile's set comes as one zip.
@@ -64,44 +93,92 @@ impl ExportFormat {
             ExportFormat::GeoJson => format!("{stem}.geojson"),
             ExportFormat::Csv => format!("{stem}.csv"),
             ExportFormat::Shapefile => stem.to_string(),
+            ExportFormat::FlatGeobuf => format!("{stem}.fgb"),
+            ExportFormat::GeoParquet => format!("{stem}.parquet"),
         }
     }
 
-    fn driver_args(self) -> &'static [&'static str] {
+    fn driver(self) -> &'static str {
         match self {
-            ExportFormat::GeoPackage => &["-f", "GPKG"],
-            ExportFormat::GeoJson => &["-f", "GeoJSON", "-lco", "RFC7946=YES"],
-            ExportFormat::Csv => &["-f", "CSV", "-lco", "GEOMETRY=AS_WKT"],
-            ExportFormat::Shapefile => &["-f", "ESRI Shapefile", "-lco", "ENCODING=UTF-8"],
+            ExportFormat::GeoPackage => "GPKG",
+            ExportFormat::GeoJson => "GeoJSON",
+            ExportFormat::Csv => "CSV",
+            ExportFormat::Shapefile => "ESRI Shapefile",
+            ExportFormat::FlatGeobuf => "FlatGeobuf",
+            ExportFormat::GeoParquet => "Parquet",
         }
+    }
+
+    /// GDAL's options for the format; GeoJSON is RFC 7946 when it is in
+    /// WGS 84 and names its CRS (the 2008 form) when it is not; FlatGeobuf
+    /// keeps an asked order by going without its spatial index, which
+    /// would put the features in the order of a Hilbert curve.
+    fn driver_args(self, wgs84: bool, ordered: bool) -> Vec<&'static str> {
+        let mut args = vec!["-f", self.driver()];
+        args.extend(match self {
+            ExportFormat::GeoJson if wgs84 => &["-lco", "RFC7946=YES"][..],
+            ExportFormat::FlatGeobuf if ordered => &["-lco", "SPATIAL_INDEX=NO"],
+            ExportFormat::Csv => &["-lco", "GEOMETRY=AS_WKT"],
+            ExportFormat::Shapefile => &["-lco", "ENCODING=UTF-8"],
+            _ => &[],
+        });
+        args
     }
 }
 
-/// Writes the rows `sql` selects from the database at `connection` (a
-/// libpq URI) into `dir` as `layer`; answers the written path.
-pub fn export(
-    connection: &str,
-    sql: &str,
-    layer: &str,
-    format: ExportFormat,
-    dir: &Path,
-) -> Result<PathBuf, RasterError> {
-    let source = Dataset::open_ex(
-        format!("PG:{connection}"),
-        DatasetOptions {
-            open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
-            ..Default::default()
-        },
-    )
-    .map_err(|_| RasterError::Gdal("the database could not be opened for the export".into()))?;
-    let target = dir.join(format.file_name(layer));
-    let mut args: Vec<String> = format.driver_args().iter().map(|a| a.to_string()).collect();
-    args.extend(["-sql".into(), sql.to_string(), "-nln".into(), layer.to_string()]);
-    let path = target
-        .to_str()
-        .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
-    ffi::vector_translate(&source, path, &args)?;
-    Ok(target)
+/// What to write: the rows `sql` selects from the database at
+/// `connection` (a libpq connection string), as `layer`, in `format`.
+/// A column `ID_COLUMN` in the selection becomes each feature's id where
+/// the format keeps ids.
+pub struct Export<'a> {
+    pub connection: &'a str,
+    pub sql: &'a str,
+    pub layer: &'a str,
+    pub format: ExportFormat,
+    /// Whether the selected geometries are WGS 84 longitude/latitude.
+    pub wgs84: bool,
+    /// Whether the order of the features was asked for.
+    pub ordered: bool,
+}
+
+/// The column of a selection GDAL reads as each feature's id (its
+/// PostgreSQL driver's default FID name).
+pub const ID_COLUMN: &str = "ogc_fid";
+
+impl Export<'_> {
+    /// Writes the file into `dir`; answers its path. Stops, with an
+    /// error, as soon as `cancelled` is set (the client went away).
+    pub fn write(&self, dir: &Path, cancelled: &AtomicBool) -> Result<PathBuf, RasterError> {
+        let source = Dataset::open_ex(
+            format!("PG:{}", self.connection),
+            DatasetOptions {
+                open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
+                ..Default::default()
+            },
+        )
+        .map_err(|_| RasterError::Gdal("the database could not be opened for the export".into()))?;
+        let target = dir.join(self.format.file_name(self.layer));
+        let mut args: Vec<String> = self
+            .format
+            .driver_args(self.wgs84, self.ordered)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        args.extend([
+            "-sql".into(),
+            self.sql.to_string(),
+            "-nln".into(),
+            self.layer.to_string(),
+        ]);
+        if self.format.keeps_ids() {
+            args.push("-preserve_fid".into());
+        }
+        let path = target
+            .to_str()
+            .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
+        ffi::vector_translate(&source, path, &args, &mut |_| !cancelled.load(Ordering::Relaxed))?;
+        Ok(target)
+    }
 }
 
 #[cfg(test)]

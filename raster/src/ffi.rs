@@ -50,8 +50,8 @@ fn last_error(what: &str) -> RasterError {
 /// What GDAL calls as it works: `report` is handed the share done (0 to 1)
 /// and answers whether to go on.
 unsafe extern "C" fn report_progress(done: f64, _message: *const c_char, report: *mut c_void) -> c_int {
-    // SAFETY: `report` is the `&mut &mut dyn FnMut` `translate` passes, alive
-    // for the whole GDALTranslate call that calls this.
+    // SAFETY: `report` is the `&mut &mut dyn FnMut` `translate` or
+    // `vector_translate` passes, alive for the whole call that calls this.
     let report = unsafe { &mut *(report as *mut &mut dyn FnMut(f64) -> bool) };
     c_int::from(report(done))
 }
@@ -118,8 +118,14 @@ pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
     }
 }
 
-/// `ogr2ogr args dst src`.
-pub fn vector_translate(src: &Dataset, dst: &str, args: &[String]) -> Result<(), RasterError> {
+/// `ogr2ogr args dst` from `src`, telling `progress` the share done; the
+/// work stops when it answers false.
+pub fn vector_translate(
+    src: &Dataset,
+    dst: &str,
+    args: &[String],
+    mut progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(), RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
     // SAFETY: as in `translate`; the output dataset is closed at once,
@@ -130,6 +136,11 @@ pub fn vector_translate(src: &Dataset, dst: &str, args: &[String]) -> Result<(),
         if options.is_null() {
             return Err(last_error("vector translate options"));
         }
+        gdal_sys::GDALVectorTranslateOptionsSetProgress(
+            options,
+            Some(report_progress),
+            (&mut progress as *mut &mut dyn FnMut(f64) -> bool).cast::<c_void>(),
+        );
         let mut sources = [src.c_dataset()];
         let mut usage_error = 0;
         let out = gdal_sys::GDALVectorTranslate(

@@ -3,7 +3,10 @@
 //! needs none). A raster comes as its COG with byte ranges (GDAL reads it
 //! in place through `/vsicurl/`); a vector dataset as GeoPackage, GeoJSON,
 //! CSV or a zipped shapefile, with its source's attribute names. Signed
-//! asset links are tested with STAC (`stac.rs`).
+//! asset links are tested with STAC (`stac.rs`), filtered exports in
+//! `exports.rs`.
+use std::time::{Duration, Instant};
+
 use catalog_shared::auth::{DownloadClaims, TokenKeys};
 use catalog_tests::{Api, JWT_SECRET, Stack, StackOptions, data_file};
 use gdal::vector::LayerAccess;
@@ -267,9 +270,24 @@ async fn a_query_key_opens_as_on_every_read() {
     }
 }
 
+/// What is in a folder.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A million points download as GeoJSON and as GeoPackage in bounded
+/// memory; the file GDAL writes is gone once the answer starts (a slow
+/// reader leaves nothing on disk), and a client that leaves while it is
+/// written stops the export, which leaves nothing either.
 #[tokio::test]
-async fn a_million_features_download_in_bounded_memory() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
+async fn a_million_features_download_in_bounded_memory_and_leave_no_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    let stack = Stack::start_with(StackOptions::workers(1).env("TMPDIR", scratch.path().to_str().unwrap())).await;
     let admin = stack.admin_token().await;
     let body = serde_json::json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [0, 0]}, "properties": {"name": "seed", "value": 0.5}}]});
@@ -295,27 +313,56 @@ async fn a_million_features_download_in_bounded_memory() {
     .execute(stack.pool())
     .await
     .unwrap();
+    let left_before = entries(scratch.path());
 
     let before = stack.api_peak_rss_kib();
-    let minted = mint(&stack, Some(&admin), &id).await;
-    let url = format!("{}&format=geojson", minted["download_url"].as_str().unwrap());
-    let mut response = fetch(&stack, &url, None).await;
-    assert_eq!(response.status(), 200);
-    let path = tempfile::NamedTempFile::new().unwrap();
-    let mut file = std::fs::File::create(path.path()).unwrap();
-    let mut bytes = 0usize;
-    while let Some(chunk) = response.chunk().await.unwrap() {
-        bytes += chunk.len();
-        std::io::Write::write_all(&mut file, &chunk).unwrap();
+    let mut largest = 0;
+    for (format, name) in [("geojson", "many.geojson"), ("gpkg", "many.gpkg")] {
+        let minted = mint(&stack, Some(&admin), &id).await;
+        let url = format!("{}&format={format}", minted["download_url"].as_str().unwrap());
+        let mut response = fetch(&stack, &url, None).await;
+        assert_eq!(response.status(), 200, "{format}");
+        let path = tempfile::tempdir().unwrap();
+        let file_path = path.path().join(name);
+        let mut file = std::fs::File::create(&file_path).unwrap();
+        let mut bytes = 0usize;
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            if bytes == 0 {
+                assert_eq!(
+                    entries(scratch.path()),
+                    left_before,
+                    "{format}: nothing on disk once the answer starts"
+                );
+            }
+            bytes += chunk.len();
+            std::io::Write::write_all(&mut file, &chunk).unwrap();
+        }
+        drop(file);
+        largest = largest.max(bytes);
+        let ds = gdal::Dataset::open(&file_path).unwrap();
+        assert_eq!(ds.layer(0).unwrap().feature_count(), 1_000_000, "{format}");
     }
-    drop(file);
     let grown_mib = (stack.api_peak_rss_kib() - before) / 1024;
-    assert!(bytes > 100 << 20, "a large file: {bytes} bytes");
+    assert!(largest > 100 << 20, "a large file: {largest} bytes");
     assert!(
         grown_mib < 64,
         "the API's peak memory grew {grown_mib} MiB for a {} MiB export",
-        bytes >> 20
+        largest >> 20
     );
-    let ds = gdal::Dataset::open(path.path()).unwrap();
-    assert_eq!(ds.layer(0).unwrap().feature_count(), 1_000_000);
+
+    // A client that gives up while the GeoPackage is being written.
+    let minted = mint(&stack, Some(&admin), &id).await;
+    let url = format!("{}&format=gpkg", minted["download_url"].as_str().unwrap());
+    let gave_up = tokio::time::timeout(Duration::from_millis(500), stack.http.get(&url).send()).await;
+    assert!(gave_up.is_err(), "the export takes longer than half a second");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !stack.logs().contains("export stopped: the client left") {
+        assert!(Instant::now() < deadline, "the export went on: {}", stack.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while entries(scratch.path()) != left_before {
+        assert!(Instant::now() < deadline, "left behind: {:?}", entries(scratch.path()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -7530,19 +7530,34 @@ export interface operations {
     download: {
         parameters: {
             query?: {
-                /** @description A download token for this dataset. */
-                token?: string | null;
-                /** @description Vector datasets: gpkg (default), geojson, csv or shp (zipped). */
-                format?: null | ("gpkg" | "geojson" | "csv" | "shp");
-                /** @description Signed asset link: dataset:<id>. */
-                scope?: string | null;
-                /**
-                 * @description Signed asset link: expiry, Unix seconds (a link that does not
-                 *     verify signs nothing).
-                 */
-                exp?: string | null;
-                /** @description Signed asset link: signature. */
-                sig?: string | null;
+                /** @description a download token for this dataset */
+                token?: string;
+                /** @description vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet, where the server's GDAL has the driver; otherwise 400) */
+                format?: "gpkg" | "geojson" | "csv" | "shp" | "fgb" | "parquet";
+                /** @description as on items: features meeting the box, in bbox-crs */
+                bbox?: number[];
+                /** @description as on items */
+                "bbox-crs"?: string;
+                /** @description as on items: a CQL2 expression over the collection's queryables */
+                filter?: string;
+                /** @description cql2-text (default) or cql2-json */
+                "filter-lang"?: "cql2-text" | "cql2-json";
+                /** @description as on items */
+                datetime?: string;
+                /** @description the columns the file holds, in this order (the key then goes only as the feature id, in formats that keep one) */
+                properties?: string[];
+                /** @description as on items: the order of the features */
+                sortby?: string;
+                /** @description true: a file without geometry */
+                skipGeometry?: boolean;
+                /** @description the CRS of the coordinates, one of the collection's `crs` (default CRS84); Content-Crs names it */
+                crs?: string;
+                /** @description signed asset link: dataset:<id> */
+                scope?: string;
+                /** @description signed asset link: expiry, Unix seconds (a link that does not verify signs nothing) */
+                exp?: string;
+                /** @description signed asset link: signature */
+                sig?: string;
             };
             header?: never;
             path: {
@@ -7552,7 +7567,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the file: a raster's COG, or a vector dataset in the format asked for */
+            /** @description the file: a raster's COG, or the matching features of a vector dataset in the format asked for */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7563,6 +7578,8 @@ export interface operations {
                     "application/geo+json": unknown;
                     "text/csv; charset=utf-8": unknown;
                     "application/zip": unknown;
+                    "application/flatgeobuf": unknown;
+                    "application/vnd.apache.parquet": unknown;
                 };
             };
             /** @description the dataset is archived and being restored: poll the job, then ask again */
@@ -7592,9 +7609,11 @@ export interface operations {
                     "application/geo+json": unknown;
                     "text/csv; charset=utf-8": unknown;
                     "application/zip": unknown;
+                    "application/flatgeobuf": unknown;
+                    "application/vnd.apache.parquet": unknown;
                 };
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a parameter the download does not take, a filter that does not parse or fit, a format this server cannot write */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,13 +1,22 @@
 //! Downloads: a raster's COG with HTTP Range, so GDAL's `/vsicurl/` and
 //! QGIS read it in place; a vector dataset as GeoPackage (default),
-//! GeoJSON, CSV or a zipped shapefile, written by GDAL from PostGIS into a
-//! temporary file (memory stays flat however many features). Opened by a
+//! GeoJSON, CSV, a zipped shapefile, FlatGeobuf or GeoParquet, its
+//! features chosen as on items (`ogc::exports`), written by GDAL from
+//! PostGIS into a temporary file (memory stays flat however many
+//! features; the file is gone once the answer starts, or the client
+//! leaves). Opened by a
 //! download token for that dataset (a two-minute JWT from
 //! `POST /api/auth/download-token/{id}`, in the `token` query parameter,
 //! the grant itself), or else as any read: the caller's own credential, a
 //! signed asset link (`access::signed_assets`), or nothing for data
 //! everyone may read.
-use std::{io::Write, path::Path as FilePath};
+use std::{
+    path::Path as FilePath,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use axum::{
     body::Body,
@@ -17,53 +26,53 @@ use axum::{
 };
 use catalog_raster::{
     cog::MEDIA_TYPE as COG_MEDIA_TYPE,
-    export::{self, ExportFormat},
+    export::{Export, ExportFormat},
 };
-use catalog_shared::{AppError, db::quote_ident};
-use serde::Deserialize;
+use catalog_shared::AppError;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
-use super::record::{DATASET_COLUMNS, Dataset, published_columns, table_sql};
+use super::record::{DATASET_COLUMNS, Dataset};
 use crate::{
     access::{Caller, datasets::downloadable_dataset},
     extract::{Path, Query},
+    ogc::{crs::content_crs, exports::export_query},
     state::AppState,
 };
 
-#[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-pub(super) struct DownloadQuery {
-    /// A download token for this dataset.
-    token: Option<String>,
-    /// Vector datasets: gpkg (default), geojson, csv or shp (zipped).
-    #[param(value_type = Option<crate::openapi::names::DownloadFormat>, inline)]
-    format: Option<String>,
-    // A signed asset link's parameters are a credential, which `edge`
-    // reads (`access::signed_assets`); they are named here so that the
-    // query is not refused as unknown, and described for clients.
-    /// Signed asset link: dataset:<id>.
-    #[serde(rename = "scope")]
-    _scope: Option<String>,
-    /// Signed asset link: expiry, Unix seconds (a link that does not
-    /// verify signs nothing).
-    #[serde(rename = "exp")]
-    _exp: Option<String>,
-    /// Signed asset link: signature.
-    #[serde(rename = "sig")]
-    _sig: Option<String>,
-}
+/// Query parameters the download route reads itself; the others choose
+/// what a vector download holds (`ogc::exports`).
+const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "api_key"];
 
 /// The dataset's data as a file.
 #[utoipa::path(get, path = "/api/datasets/{dataset_id}/download", tag = "datasets",
-    params(("dataset_id" = Uuid, Path), DownloadQuery),
-    responses((status = 200, description = "the file: a raster's COG, or a vector dataset in the format asked for",
+    params(("dataset_id" = Uuid, Path),
+        ("token" = Option<String>, Query, description = "a download token for this dataset"),
+        ("format" = inline(Option<crate::openapi::names::DownloadFormat>), Query,
+            description = "vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet, where the server's GDAL has the driver; otherwise 400)"),
+        ("bbox" = Option<Vec<f64>>, Query, description = "as on items: features meeting the box, in bbox-crs"),
+        ("bbox-crs" = Option<String>, Query, description = "as on items"),
+        ("filter" = Option<String>, Query, description = "as on items: a CQL2 expression over the collection's queryables"),
+        ("filter-lang" = inline(Option<crate::openapi::names::FilterLang>), Query, description = "cql2-text (default) or cql2-json"),
+        ("datetime" = Option<String>, Query, description = "as on items"),
+        ("properties" = Option<Vec<String>>, Query,
+            description = "the columns the file holds, in this order (the key then goes only as the feature id, in formats that keep one)"),
+        ("sortby" = Option<String>, Query, description = "as on items: the order of the features"),
+        ("skipGeometry" = Option<bool>, Query, description = "true: a file without geometry"),
+        ("crs" = Option<String>, Query, description = "the CRS of the coordinates, one of the collection's `crs` (default CRS84); Content-Crs names it"),
+        ("scope" = Option<String>, Query, description = "signed asset link: dataset:<id>"),
+        ("exp" = Option<String>, Query, description = "signed asset link: expiry, Unix seconds (a link that does not verify signs nothing)"),
+        ("sig" = Option<String>, Query, description = "signed asset link: signature")),
+    responses((status = 200, description = "the file: a raster's COG, or the matching features of a vector dataset in the format asked for",
                content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
-                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"))),
+                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"),
+                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"))),
               (status = 206, description = "a byte range of the file",
                content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
-                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"))),
+                       ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"),
+                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"))),
+              (status = 400, description = "a parameter the download does not take, a filter that does not parse or fit, a format this server cannot write", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 401, description = "no valid download token, signed link or credential, for data not everyone may read", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, description = "a signed-in caller may not read the dataset, or there is none", body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -73,48 +82,102 @@ pub(super) async fn download(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
-    Query(query): Query<DownloadQuery>,
+    Query(pairs): Query<Vec<(String, String)>>,
     request: Request,
 ) -> Result<Response, AppError> {
-    let dataset = match query.token.as_deref() {
+    let own = |name: &str| pairs.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    let selection: Vec<(String, String)> = pairs
+        .iter()
+        .filter(|(name, _)| !OWN_PARAMETERS.contains(&name.as_str()))
+        .cloned()
+        .collect();
+    let dataset = match own("token") {
         Some(token) => token_dataset(&state, token, id).await?,
         None => downloadable_dataset(&state, &caller, id).await?,
     };
     let stem = file_stem(&dataset.title);
     if dataset.is_raster() {
-        if query.format.is_some() {
+        if own("format").is_some() || !selection.is_empty() {
             return Err(AppError::bad_request(
-                "a raster downloads as its COG; format is for vector datasets",
+                "a raster downloads as its COG; format and feature selections are for vector datasets",
             ));
         }
         let file = crate::tiles::raster_file(&state, &dataset).await?;
         return serve(&file, request, COG_MEDIA_TYPE, &format!("{stem}.tif")).await;
     }
-    let format = match query.format.as_deref() {
+    let format = match own("format") {
         None => ExportFormat::GeoPackage,
-        Some(name) => ExportFormat::from_name(name).ok_or_else(|| {
-            AppError::bad_request(format!("format must be one of {}", ExportFormat::NAMES.join(", ")))
-        })?,
+        Some(name) => ExportFormat::from_name(name)
+            .filter(|f| f.is_available())
+            .ok_or_else(|| {
+                let names: Vec<&str> = ExportFormat::available().map(ExportFormat::name).collect();
+                AppError::bad_request(format!("format must be one of {} on this server", names.join(", ")))
+            })?,
     };
+    let query = export_query(
+        &state.pool,
+        &selection,
+        &dataset,
+        &state.config.extra_crs,
+        format.keeps_ids(),
+    )
+    .await?;
     super::cold::ensure_hot(&state, &caller, &dataset).await?;
-    let workdir = tempfile::tempdir().map_err(AppError::internal)?;
     let connection = conninfo(&state.config.database_url)?;
-    let (select, dir) = (export_sql(&dataset), workdir.path().to_path_buf());
-    let layer = stem.clone();
-    let written = tokio::task::spawn_blocking(move || {
-        let written = export::export(&connection, &select, &layer, format, &dir)?;
-        if format == ExportFormat::Shapefile {
-            return zip_folder(&written, &dir.join(format!("{layer}.zip")));
+    // A client that leaves stops GDAL at its next feature; the folder goes
+    // with the work, whichever ends first.
+    let cancelled = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+    let (flag, layer, crs, ordered) = (cancelled.0.clone(), stem.clone(), query.crs, query.ordered);
+    let (workdir, written) = tokio::task::spawn_blocking(move || {
+        let workdir = tempfile::tempdir().map_err(|e| catalog_raster::RasterError::Gdal(e.to_string()))?;
+        let export = Export {
+            connection: &connection,
+            sql: &query.sql,
+            layer: &layer,
+            format,
+            wgs84: crs.srid() == 4326,
+            ordered,
+        };
+        let written = export.write(workdir.path(), &flag);
+        if flag.load(Ordering::Relaxed) {
+            tracing::info!(dataset = %id, "export stopped: the client left");
         }
-        Ok(written)
+        let mut written = written?;
+        if format == ExportFormat::Shapefile {
+            written = zip_folder(&written, &workdir.path().join(format!("{layer}.zip")))?;
+        }
+        Ok::<_, catalog_raster::RasterError>((workdir, written))
     })
     .await
     .map_err(AppError::internal)?
-    .map_err(|e| AppError::internal(format!("export: {e}")))?;
+    .map_err(export_error)?;
     // The open file outlives its folder: the response streams from it.
-    let response = serve(&written, request, format.media_type(), &format.download_name(&stem)).await;
+    let mut response = serve(&written, request, format.media_type(), &format.download_name(&stem)).await?;
     drop(workdir);
-    response
+    if let Ok(value) = HeaderValue::from_str(&content_crs(crs)) {
+        response.headers_mut().insert("content-crs", value);
+    }
+    Ok(response)
+}
+
+/// Tells the export's thread to stop when the request is dropped.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A value of a row that a filter cannot read (text cast to a number where
+/// the planner could not see it) fails inside GDAL's query: the caller's
+/// error, as on items. Anything else is the service's.
+fn export_error(e: catalog_raster::RasterError) -> AppError {
+    let message = e.to_string();
+    if message.contains("invalid input syntax") || message.contains("out of range") {
+        return AppError::bad_request(format!("the filter does not fit the data: {message}"));
+    }
+    AppError::internal(format!("export: {message}"))
 }
 
 /// The dataset a download token opens: the token is the grant, so the
@@ -133,25 +196,6 @@ async fn token_dataset(state: &AppState, token: &str, id: Uuid) -> Result<Datase
         .fetch_optional(&state.pool)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
-}
-
-/// The dataset's rows as users know them: the key, the published columns
-/// under their source names, and the geometry.
-fn export_sql(dataset: &Dataset) -> String {
-    let mut columns = vec![quote_ident(&dataset.key_column)];
-    columns.extend(
-        published_columns(dataset)
-            .iter()
-            .filter(|c| c.name != dataset.key_column && c.name != dataset.geometry_column)
-            .map(|c| format!("{} AS {}", quote_ident(&c.name), quote_ident(&c.original_name))),
-    );
-    columns.push(quote_ident(&dataset.geometry_column));
-    format!(
-        "SELECT {} FROM {} ORDER BY {}",
-        columns.join(", "),
-        table_sql(dataset),
-        quote_ident(&dataset.key_column)
-    )
 }
 
 /// The database URL as libpq's `key=value` connection string, the form
@@ -262,8 +306,8 @@ fn zip_folder(folder: &FilePath, target: &FilePath) -> Result<std::path::PathBuf
             .unwrap_or_default()
             .to_string();
         archive.start_file(name, options).map_err(|e| fail(&e))?;
-        let bytes = std::fs::read(&path).map_err(|e| fail(&e))?;
-        archive.write_all(&bytes).map_err(|e| fail(&e))?;
+        let mut member = std::fs::File::open(&path).map_err(|e| fail(&e))?;
+        std::io::copy(&mut member, &mut archive).map_err(|e| fail(&e))?;
     }
     archive.finish().map_err(|e| fail(&e))?;
     Ok(target.to_path_buf())

@@ -49,16 +49,23 @@ pub fn in_storage_crs(dataset: &Dataset, expr: &str) -> String {
     to_storage(dataset, expr, 4326)
 }
 
-/// The dataset's geometry column in `crs`, its axes in that CRS's order:
-/// reprojected by PostGIS, so paging and filters stay as they are.
-fn geometry_in(dataset: &Dataset, crs: Crs) -> String {
+/// The dataset's geometry column reprojected by PostGIS to `srid`, east
+/// first whatever the CRS (as files keep it), so paging and filters stay
+/// as they are.
+pub(super) fn geometry_as(dataset: &Dataset, srid: i32) -> String {
     let mut geometry = format!("t.{}", quote_ident(&dataset.geometry_column));
-    if dataset.srid <= 0 && crs.srid() != 4326 {
+    if dataset.srid <= 0 && srid != 4326 {
         geometry = format!("ST_SetSRID({geometry}, 4326)");
     }
-    if storage_srid(dataset) != crs.srid() {
-        geometry = format!("ST_Transform({geometry}, {})", crs.srid());
+    if storage_srid(dataset) != srid {
+        geometry = format!("ST_Transform({geometry}, {srid})");
     }
+    geometry
+}
+
+/// The dataset's geometry column in `crs`, its axes in that CRS's order.
+fn geometry_in(dataset: &Dataset, crs: Crs) -> String {
+    let mut geometry = geometry_as(dataset, crs.srid());
     if crs.northing_first() {
         geometry = format!("ST_FlipCoordinates({geometry})");
     }
@@ -129,20 +136,52 @@ pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], geometry_cr
     )
 }
 
-struct ItemsRequest {
+pub(super) struct ItemsRequest {
     limit: i64,
     offset: i64,
     after: Option<i64>,
     /// The `next` link's cursor of a sorted page.
     cursor: Option<Cursor>,
-    include_geometry: bool,
-    crs: Crs,
+    pub(super) include_geometry: bool,
+    pub(super) crs: Crs,
     /// The properties each feature carries, in this order.
-    columns: Vec<ColumnInfo>,
+    pub(super) columns: Vec<ColumnInfo>,
     sort: Vec<SortKey>,
     /// Conditions on what matches (paging excluded), and their values.
-    conditions: Vec<String>,
-    params: Vec<Param>,
+    pub(super) conditions: Vec<String>,
+    pub(super) params: Vec<Param>,
+}
+
+impl ItemsRequest {
+    /// The order features go in: the sort keys, then the key.
+    pub(super) fn order_sql(&self, dataset: &Dataset) -> String {
+        let key = format!("t.{} ASC", quote_ident(&dataset.key_column));
+        self.sort
+            .iter()
+            .map(|k| {
+                format!(
+                    "t.{} {}",
+                    quote_ident(&k.column),
+                    if k.descending { "DESC" } else { "ASC" }
+                )
+            })
+            .chain(std::iter::once(key))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub(super) fn is_sorted(&self) -> bool {
+        !self.sort.is_empty()
+    }
+
+    /// The condition features match (`TRUE` without filters).
+    pub(super) fn where_sql(&self) -> String {
+        if self.conditions.is_empty() {
+            "TRUE".into()
+        } else {
+            self.conditions.join(" AND ")
+        }
+    }
 }
 
 fn bad(detail: impl Into<String>) -> AppError {
@@ -274,7 +313,7 @@ impl Cursor {
     }
 }
 
-fn parse_request(
+pub(super) fn parse_request(
     pairs: &[(String, String)],
     dataset: &Dataset,
     columns: &[ColumnInfo],
@@ -482,7 +521,7 @@ fn property_condition(queryable: &Queryable, value: &str, params: &mut Vec<Param
 
 /// A query the filter made invalid for the column types (a date that is no
 /// date, text compared with a number) is the caller's error.
-fn query_error(e: sqlx::Error) -> AppError {
+pub(super) fn query_error(e: sqlx::Error) -> AppError {
     if let sqlx::Error::Database(db) = &e
         && db
             .code()
@@ -619,24 +658,12 @@ async fn fetch_page(
             .collect();
         format!("ARRAY[{}]", values.join(", "))
     };
-    let order: Vec<String> = request
-        .sort
-        .iter()
-        .map(|k| {
-            format!(
-                "t.{} {}",
-                quote_ident(&k.column),
-                if k.descending { "DESC" } else { "ASC" }
-            )
-        })
-        .chain(std::iter::once(format!("{key} ASC")))
-        .collect();
+    let order = request.order_sql(dataset);
     let run = |condition: String, params: Vec<Param>, limit: i64, offset: i64| {
         let sql = format!(
             "SELECT {key}::bigint, {feature}, {sort_values} FROM {} t WHERE ({where_sql}) AND {condition} \
-             ORDER BY {} LIMIT {limit} OFFSET {offset}",
+             ORDER BY {order} LIMIT {limit} OFFSET {offset}",
             table_sql(dataset),
-            order.join(", "),
         );
         async move {
             let rows = query_with(sql, &params)
@@ -822,11 +849,7 @@ pub async fn items(
     // Only a well-formed request restores an archived dataset.
     crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
     let filtered = !request.conditions.is_empty();
-    let where_sql = if filtered {
-        request.conditions.join(" AND ")
-    } else {
-        "TRUE".into()
-    };
+    let where_sql = request.where_sql();
     let match_params = request.params.clone();
     let page = fetch_page(&state, &dataset, &request, &where_sql);
     // The page and the count run side by side on two connections.

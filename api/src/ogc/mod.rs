@@ -26,6 +26,7 @@ use crate::{
 mod common;
 pub mod cql;
 pub mod crs;
+pub(crate) mod exports;
 pub(crate) mod items;
 
 use common::{feature_collection, link};

@@ -97,7 +97,7 @@ pub fn item(state: &AppState, caller: &Caller, d: &Dataset) -> Value {
             if let Some(count) = d.feature_count {
                 properties.insert("feature_count".into(), json!(count));
             }
-            for format in ExportFormat::ALL {
+            for format in ExportFormat::available() {
                 let media_type = match format {
                     // The charset is the route's; a STAC client compares the type.
                     ExportFormat::Csv => "text/csv",
@@ -145,6 +145,8 @@ fn export_title(format: ExportFormat) -> &'static str {
         ExportFormat::GeoJson => "GeoJSON",
         ExportFormat::Csv => "CSV (geometry as WKT)",
         ExportFormat::Shapefile => "Shapefile (zipped)",
+        ExportFormat::FlatGeobuf => "FlatGeobuf",
+        ExportFormat::GeoParquet => "GeoParquet",
     }
 }
 

@@ -1,0 +1,85 @@
+//! What a download selects: the items parameters that choose features
+//! (`bbox`, `filter`, `datetime`, property values), their properties and
+//! order (`properties`, `sortby`, `skipGeometry`) and the CRS (`crs`), the
+//! same engine as items, written as one query with its values inlined for
+//! GDAL, which reads it through a cursor.
+use catalog_raster::export::ID_COLUMN;
+use catalog_shared::{AppError, db::quote_ident};
+
+use super::{
+    crs::{self, Crs},
+    items::{geometry_as, parse_request, query_error},
+    params::{inlined, query_with},
+};
+use crate::datasets::record::{Dataset, published_columns, table_sql};
+
+/// Items parameters that page or choose a page's format: a download is
+/// every matching feature, in the format it names.
+const PAGING: [&str; 5] = ["limit", "offset", "after_gid", "cursor", "f"];
+
+pub(crate) struct ExportQuery {
+    pub sql: String,
+    /// The CRS of the coordinates (east first, as files keep them).
+    pub crs: Crs,
+    /// Whether the features' order was asked for (`sortby`).
+    pub ordered: bool,
+}
+
+/// The query of a download. `keeps_ids`: the format keeps the key as each
+/// feature's id (`ID_COLUMN`); otherwise a download of every property
+/// carries the key as its first column, as the source did. Named
+/// properties are exactly those, in their order, under their source names.
+pub(crate) async fn export_query(
+    pool: &sqlx::PgPool,
+    pairs: &[(String, String)],
+    dataset: &Dataset,
+    extra_crs: &[u32],
+    keeps_ids: bool,
+) -> Result<ExportQuery, AppError> {
+    if let Some((name, _)) = pairs.iter().find(|(name, _)| PAGING.contains(&name.as_str())) {
+        return Err(AppError::bad_request(format!(
+            "{name} is not a download parameter: a download holds every matching feature"
+        )));
+    }
+    let columns = published_columns(dataset);
+    let offered = crs::collection_crs(dataset, extra_crs);
+    let request = parse_request(pairs, dataset, &columns, i64::MAX, &offered)?;
+    let key = quote_ident(&dataset.key_column);
+    let named = pairs.iter().any(|(name, _)| name == "properties");
+    let clashes = |name: &str| columns.iter().any(|c| c.original_name == name);
+    let mut select = Vec::new();
+    if keeps_ids && !clashes(ID_COLUMN) {
+        select.push(format!("t.{key} AS {ID_COLUMN}"));
+    } else if !named {
+        select.push(format!("t.{key}"));
+    }
+    select.extend(
+        request
+            .columns
+            .iter()
+            .filter(|c| c.name != dataset.key_column && c.name != dataset.geometry_column)
+            .map(|c| format!("t.{} AS {}", quote_ident(&c.name), quote_ident(&c.original_name))),
+    );
+    if request.include_geometry {
+        let geometry = geometry_as(dataset, request.crs.srid());
+        select.push(format!("{geometry} AS {}", quote_ident(&dataset.geometry_column)));
+    }
+    let sql = format!(
+        "SELECT {} FROM {} t WHERE {} ORDER BY {}",
+        select.join(", "),
+        table_sql(dataset),
+        request.where_sql(),
+        request.order_sql(dataset),
+    );
+    // Planned first with its values bound: a filter that does not fit the
+    // column types is the caller's 400 here, not an error inside GDAL.
+    query_with(format!("EXPLAIN {sql}"), &request.params)
+        .fetch_all(pool)
+        .await
+        .map_err(query_error)?;
+    Ok(ExportQuery {
+        sql: inlined(&sql, &request.params)?,
+        crs: request.crs,
+        ordered: request.is_sorted(),
+    })
+}
