@@ -18,8 +18,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    assist, auth, basemap, catalog, connectors, datasets, edge, features, health, jobs, maps, metrics, notifications,
-    ogc, openapi::ApiDoc, quotas, records, sandbox, search, services, stac, state::AppState, tiles,
+    assist, auth, basemap, catalog, connectors, datasets, edge, editing, features, health, jobs, maps, metrics,
+    notifications, ogc, openapi::ApiDoc, quotas, records, sandbox, search, services, stac, state::AppState, tiles,
 };
 
 /// The router as one service, answering paths with or without a trailing
@@ -36,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::routes())
         .merge(ogc::routes())
         .merge(features::routes())
+        .merge(editing::routes())
         .merge(maps::routes())
         .merge(catalog::routes())
         .merge(search::routes())

@@ -337,23 +337,9 @@ async fn contents(state: &AppState, qualified: &str, geometry_column: &str) -> R
             curves.join(", ")
         ));
     }
-    // The extent in WGS 84 whatever the table's CRS, counted part by part
-    // as ingest counts it, so data across the antimeridian gets its RFC 7946
-    // form. Parts come back gathered by the one-degree bins they start and
-    // end in, which is all the count needs, so few rows cross the wire.
-    let parts_sql = format!(
-        "SELECT min(ST_XMin(b)), max(ST_XMax(b)), min(ST_YMin(b)), max(ST_YMax(b))
-         FROM (SELECT ST_Transform((ST_Dump({geom})).geom, 4326)::box2d AS b FROM {qualified}) p
-         GROUP BY floor(ST_XMin(b)), floor(ST_XMax(b))"
-    );
-    let parts: Vec<(f64, f64, f64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(parts_sql))
-        .fetch_all(&state.pool)
+    let extent = catalog_shared::extent::of_table(&state.pool, qualified, geometry_column)
         .await
         .map_err(fail)?;
-    let mut extent = ExtentTracker::default();
-    for (min_x, max_x, min_y, max_y) in parts {
-        extent.add(min_x, max_x, min_y, max_y);
-    }
     Ok((count, extent))
 }
 

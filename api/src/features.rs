@@ -6,11 +6,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{
-    AppError,
-    datasets::{ColumnInfo, PublicationStatus},
-    db::quote_ident,
-};
+use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{Row, types::Json as SqlJson};
@@ -25,6 +21,7 @@ use crate::{
     },
     bbox::Bbox,
     datasets::record::{Dataset, published_columns, table_sql},
+    editing::{check_geometry, editable, insert_feature},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::{
         crs::Crs,
@@ -176,57 +173,6 @@ enum FeatureType {
     Feature,
 }
 
-const SINGLE_TYPES: [&str; 6] = [
-    "Point",
-    "LineString",
-    "Polygon",
-    "MultiPoint",
-    "MultiLineString",
-    "MultiPolygon",
-];
-
-/// Checks the geometry against the dataset's type; answers whether it must
-/// be promoted to the multi type.
-fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<bool, AppError> {
-    let kind = geometry["type"]
-        .as_str()
-        .ok_or_else(|| AppError::unprocessable("geometry needs a type"))?;
-    if kind == "GeometryCollection" {
-        let parts = geometry["geometries"]
-            .as_array()
-            .ok_or_else(|| AppError::unprocessable("a GeometryCollection needs geometries"))?;
-        if parts.iter().any(|g| g["type"] == "GeometryCollection") {
-            return Err(AppError::unprocessable("nested GeometryCollections are not accepted"));
-        }
-        if dataset_type != "Geometry" {
-            return Err(AppError::unprocessable(format!(
-                "a GeometryCollection fits only datasets of generic geometry type; this one holds {dataset_type}"
-            )));
-        }
-        for part in parts {
-            check_geometry(part, "Geometry")?;
-        }
-        return Ok(false);
-    }
-    if !SINGLE_TYPES.contains(&kind) {
-        return Err(AppError::unprocessable(format!(
-            "{kind} is not a GeoJSON geometry type"
-        )));
-    }
-    if !geometry["coordinates"].is_array() {
-        return Err(AppError::unprocessable("geometry needs coordinates"));
-    }
-    if dataset_type == "Geometry" || dataset_type == kind {
-        return Ok(false);
-    }
-    if dataset_type == format!("Multi{kind}") {
-        return Ok(true);
-    }
-    Err(AppError::unprocessable(format!(
-        "a {kind} does not fit this dataset of {dataset_type}"
-    )))
-}
-
 /// Adds one feature. Writes never retire tile links.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/features", tag = "features", params(("dataset_id" = Uuid, Path)), request_body = NewFeature,
     responses((status = 201, description = "the created feature", content_type = "application/geo+json"),
@@ -242,66 +188,10 @@ async fn create_feature(
     if body.kind.as_deref().is_some_and(|k| k != "Feature") {
         return Err(AppError::unprocessable("type must be Feature"));
     }
-    let promote = check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
-    if dataset.status != PublicationStatus::Ready {
-        return Err(AppError::conflict(format!(
-            "the dataset is {}, not ready",
-            dataset.status
-        )));
-    }
-    let columns = published_columns(&dataset);
-    let mut names = vec![quote_ident(&dataset.geometry_column)];
-    let geometry_sql = in_storage_crs(&dataset, "ST_SetSRID(ST_GeomFromGeoJSON($1), 4326)");
-    let mut values = vec![if promote {
-        format!("ST_Multi({geometry_sql})")
-    } else {
-        geometry_sql.to_string()
-    }];
-    let mut params: Vec<Option<String>> = vec![Some(body.geometry.to_string())];
-    for (key, value) in &body.properties {
-        let column: &ColumnInfo = columns
-            .iter()
-            .find(|c| &c.name == key)
-            .or_else(|| columns.iter().find(|c| &c.original_name == key))
-            .ok_or_else(|| AppError::unprocessable(format!("{key:?} is not a column of this dataset")))?;
-        names.push(quote_ident(&column.name));
-        params.push(match value {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        });
-        values.push(format!("${}::{}", params.len(), column.pg_type));
-    }
-    let sql = format!(
-        "WITH t AS (INSERT INTO {} ({}) VALUES ({}) RETURNING *) SELECT {} FROM t",
-        table_sql(&dataset),
-        names.join(", "),
-        values.join(", "),
-        feature_sql(&dataset, &columns, Some(Crs::Crs84)),
-    );
-    let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
-    for p in &params {
-        query = query.bind(p.as_deref());
-    }
-    let mut tx = state.pool.begin().await?;
-    let feature = query.fetch_one(&mut *tx).await.map_err(|e| match &e {
-        sqlx::Error::Database(db)
-            if db
-                .code()
-                .is_some_and(|c| c.starts_with("22") || c.starts_with("XX") || c == "23502") =>
-        {
-            AppError::unprocessable(format!("the feature does not fit the dataset: {}", db.message()))
-        }
-        _ => e.into(),
-    })?;
-    sqlx::query("UPDATE datasets SET feature_count = feature_count + 1, data_version = data_version + 1, updated_at = now() WHERE id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    state.datasets.forget(id);
-    Ok(geojson(StatusCode::CREATED, feature))
+    check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
+    editable(&state, &caller, &dataset).await?;
+    let written = insert_feature(&state, &caller, &dataset, &body.geometry, Some(&body.properties)).await?;
+    Ok(geojson(StatusCode::CREATED, written.feature))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

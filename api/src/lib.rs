@@ -17,6 +17,7 @@ mod connectors;
 mod dataset_cache;
 mod datasets;
 mod edge;
+mod editing;
 mod extract;
 mod features;
 mod framing;

@@ -1,11 +1,13 @@
 //! What the workers sweep on a schedule, so nothing grows without bound:
 //! staging tables of jobs that ended without publishing, uploaded sources
-//! of finished jobs past their retention, and finished job rows (and their
-//! queue tasks) past theirs, except those a dataset still names.
+//! of finished jobs past their retention, finished job rows (and their
+//! queue tasks) past theirs, except those a dataset still names, and
+//! datasets' past versions past theirs.
 use std::time::Duration;
 
 use catalog_shared::{
     datasets::{PublicationStatus, STAGING_PREFIX, StorageTier},
+    history,
     jobs::{self, DatasetPayload, JobInput, JobStatus},
 };
 use sqlx::PgPool;
@@ -22,6 +24,8 @@ pub struct Retention {
     pub jobs: Duration,
     /// A hot dataset nobody read (`ARCHIVE_AFTER_IDLE_DAYS`); None: never.
     pub archive_after_idle: Option<Duration>,
+    /// A dataset's past versions (`VERSION_RETENTION_DAYS`).
+    pub versions: Duration,
 }
 
 /// What one sweep removed.
@@ -32,6 +36,7 @@ pub struct Swept {
     pub uploads: u64,
     pub jobs: u64,
     pub archived: u64,
+    pub versions: u64,
 }
 
 pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept> {
@@ -43,6 +48,12 @@ pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept
         archived: match retention.archive_after_idle {
             Some(idle) => archive_idle(deps, idle).await?,
             None => 0,
+        },
+        versions: {
+            let mut tx = deps.pool.begin().await?;
+            let forgotten = history::forget_old_versions(&mut tx, retention.versions).await?;
+            tx.commit().await?;
+            forgotten
         },
     })
 }

@@ -11,6 +11,7 @@ use std::{
 
 use catalog_shared::{
     datasets::{self, DatasetVisibility},
+    history::{self, VersionKind},
     jobs::JobStatus,
 };
 use serde_json::{Map, Value};
@@ -381,13 +382,14 @@ pub async fn publish(
     let columns = reader::column_info(plan);
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
+    history::record_load(&mut tx, dataset_id, ctx.created_by, loaded.stats.rows as i64).await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)
 }
 
 /// One transaction: the job is still running and the dataset still there;
-/// its old table is dropped and the loaded one takes its name (so tile
+/// its old table is kept in `history` and the loaded one takes its name (so tile
 /// layer names and exported styles stay valid); the dataset row takes the
 /// new shape. The publication version does not roll: a reupload keeps
 /// signed tile links. API processes are told to forget their cached copy.
@@ -407,10 +409,13 @@ pub async fn replace(
     .await?;
     let (table, time_axis) =
         found.ok_or_else(|| JobError::Invalid("the dataset was deleted while its new data loaded".into()))?;
+    // The old table is kept as the end of its era (history); the loaded
+    // one takes its name.
+    history::retire_table(&mut tx, dataset_id, &table).await?;
     let swap = format!(
-        "DROP TABLE IF EXISTS data.{table_q}; ALTER TABLE data.{} RENAME TO {table_q}",
+        "ALTER TABLE data.{} RENAME TO {}",
         quote(&loaded.staging),
-        table_q = quote(&table)
+        quote(&table)
     );
     sqlx::raw_sql(sqlx::AssertSqlSafe(swap)).execute(&mut *tx).await?;
     let samples = samples_of(plan, loaded);
@@ -445,6 +450,7 @@ pub async fn replace(
         .or_else(|| datasets::detect_temporal_column(&columns))
         .map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &table), time_axis).await?;
+    history::begin_era(&mut tx, dataset_id, VersionKind::Reupload, ctx.created_by, None).await?;
     sqlx::query(
         "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",
     )

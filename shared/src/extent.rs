@@ -113,6 +113,30 @@ impl ExtentTracker {
     }
 }
 
+/// The extent of a table's geometries in WGS 84 whatever its CRS, counted
+/// part by part as ingest counts it, so data across the antimeridian gets
+/// its RFC 7946 form. Parts come back gathered by the one-degree bins they
+/// start and end in, which is all the count needs, so few rows cross the
+/// wire.
+pub async fn of_table(
+    db: impl sqlx::PgExecutor<'_>,
+    qualified: &str,
+    geometry_column: &str,
+) -> Result<ExtentTracker, sqlx::Error> {
+    let geom = crate::db::quote_ident(geometry_column);
+    let parts_sql = format!(
+        "SELECT min(ST_XMin(b)), max(ST_XMax(b)), min(ST_YMin(b)), max(ST_YMax(b))
+         FROM (SELECT ST_Transform((ST_Dump({geom})).geom, 4326)::box2d AS b FROM {qualified}) p
+         GROUP BY floor(ST_XMin(b)), floor(ST_XMax(b))"
+    );
+    let parts: Vec<(f64, f64, f64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(parts_sql)).fetch_all(db).await?;
+    let mut extent = ExtentTracker::default();
+    for (min_x, max_x, min_y, max_y) in parts {
+        extent.add(min_x, max_x, min_y, max_y);
+    }
+    Ok(extent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

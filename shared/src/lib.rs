@@ -15,6 +15,7 @@ pub mod datasets;
 pub mod db;
 pub mod error;
 pub mod extent;
+pub mod history;
 pub mod jobs;
 pub mod maps;
 pub mod notify;

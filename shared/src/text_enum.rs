@@ -55,6 +55,7 @@ mod tests {
     use crate::{
         connectors::CredentialMethod,
         datasets::{DatasetKind, DatasetVisibility, PublicationStatus, StorageTier},
+        history::VersionKind,
         maps::MapVisibility,
     };
 
@@ -105,6 +106,7 @@ mod tests {
             ("datasets", "storage", names(StorageTier::ALL)),
             ("maps", "visibility", names(MapVisibility::ALL)),
             ("connector_credentials", "method", names(CredentialMethod::ALL)),
+            ("dataset_versions", "kind", names(VersionKind::ALL)),
         ] {
             compared.push((table, column, allowed(&mut db, table, column).await, names));
         }

@@ -21,6 +21,8 @@ const DEFAULT_DRAIN: Duration = Duration::from_secs(300);
 const CLEANUP_INTERVAL: u64 = 60;
 const UPLOAD_RETENTION_HOURS: u64 = 24;
 const JOB_RETENTION_DAYS: u64 = 30;
+/// How long a dataset's past versions are kept (its current one always is).
+const VERSION_RETENTION_DAYS: u64 = 30;
 const RESTART_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
 /// A worker that ran this long before failing starts over with a short backoff.
@@ -57,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         uploads: Duration::from_secs(3600 * setting("UPLOAD_RETENTION_HOURS")?.unwrap_or(UPLOAD_RETENTION_HOURS)),
         jobs: Duration::from_secs(86400 * setting("JOB_RETENTION_DAYS")?.unwrap_or(JOB_RETENTION_DAYS)),
         archive_after_idle: deps.config.archive_after_idle,
+        versions: Duration::from_secs(86400 * setting("VERSION_RETENTION_DAYS")?.unwrap_or(VERSION_RETENTION_DAYS)),
     };
     tokio::spawn(clean_up(deps.clone(), every, retention));
 

@@ -241,11 +241,12 @@ async fn delete_dataset(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Removes a dataset: its record (grants and map layers go with it), for
-/// an ingested dataset its table, and every object it keeps in the store;
+/// Removes a dataset: its record (grants, map layers and history go with
+/// it), for an ingested dataset its table and the tables of its history, and every object it keeps in the store;
 /// a registered table stays in place.
 pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -> Result<(), AppError> {
     let mut tx = state.pool.begin().await?;
+    catalog_shared::history::drop_kept_tables(&mut tx, dataset.id).await?;
     sqlx::query("DELETE FROM datasets WHERE id = $1")
         .bind(dataset.id)
         .execute(&mut *tx)

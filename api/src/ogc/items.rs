@@ -921,7 +921,15 @@ pub async fn items(
         Value::Array(links)
     ));
     Ok(match format {
-        Format::Json => ogc_html::json_answer(geojson_response(body, request.crs)),
+        Format::Json => {
+            let digest = crate::tile_cache::recipe_digest(&body);
+            let etag: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            let mut response = ogc_html::json_answer(geojson_response(body, request.crs));
+            if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
+                response.headers_mut().insert(header::ETAG, value);
+            }
+            response
+        }
         Format::Html => {
             let document: Value = serde_json::from_str(&body).map_err(AppError::internal)?;
             let context = PageContext {
@@ -966,16 +974,18 @@ pub async fn item(
     let key: i64 = feature_id.parse().map_err(|_| missing())?;
     let columns = published_columns(&dataset);
     let sql = format!(
-        "SELECT {} FROM {} t WHERE t.{} = $1",
+        "SELECT {}, {} FROM {} t WHERE t.{} = $1",
         feature_sql(&dataset, &columns, Some(output_crs)),
+        catalog_shared::history::row_etag("t", &dataset.geometry_column),
         table_sql(&dataset),
         quote_ident(&dataset.key_column)
     );
-    let feature: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+    let found: Option<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(key)
         .fetch_optional(&state.pool)
         .await?;
-    let mut feature: Value = serde_json::from_str(&feature.ok_or_else(missing)?).map_err(AppError::internal)?;
+    let (feature, etag) = found.ok_or_else(missing)?;
+    let mut feature: Value = serde_json::from_str(&feature).map_err(AppError::internal)?;
     let base = &state.config.public_url;
     let self_href = format!("{base}/api/collections/{}/items/{key}", dataset.id);
     feature["links"] = json!([
@@ -992,8 +1002,14 @@ pub async fn item(
         credential: &credential,
     };
     let collection_id = dataset.id.to_string();
-    Ok(format.answer(
+    // The row's tag, whatever its representation: what a writer sends
+    // back in If-Match (`editing`).
+    let mut response = format.answer(
         || geojson_response(feature.to_string(), output_crs),
         || ogc_html::features::item(&context, &dataset.title, &collection_id, &feature),
-    ))
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("\"{etag}\"")) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
 }
