@@ -207,10 +207,13 @@ fn writable_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
         .collect()
 }
 
+/// A sent feature's `geometry` and `properties`, each if present.
+type FeatureParts<'a> = (Option<&'a Value>, Option<&'a Map<String, Value>>);
+
 /// The `type`, `geometry` and `properties` of a feature a writer sent;
 /// other members (`id`, `links`, `bbox`) are ignored: the key is the
 /// service's.
-fn feature_parts(body: &Value) -> Result<(Option<&Value>, Option<&Map<String, Value>>), AppError> {
+fn feature_parts(body: &Value) -> Result<FeatureParts<'_>, AppError> {
     let object = body
         .as_object()
         .ok_or_else(|| AppError::unprocessable("the body must be a GeoJSON Feature"))?;

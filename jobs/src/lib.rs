@@ -12,6 +12,7 @@ mod pull;
 mod quota;
 mod raster;
 mod reader;
+mod restore;
 mod reupload;
 mod runner;
 mod source_text;

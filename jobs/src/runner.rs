@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     cold,
     context::{JobContext, JobDeps, JobError, drop_staging},
-    download, harvest, ingest, pull, reupload,
+    download, harvest, ingest, pull, restore, reupload,
 };
 
 /// Tries of a handler whose database or object store is unavailable,
@@ -188,6 +188,7 @@ async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobE
             JobInput::ServiceImport(payload) => harvest::run(ctx, payload).await,
             JobInput::Archive(payload) => cold::archive(ctx, payload.dataset_id).await,
             JobInput::Rehydrate(payload) => cold::rehydrate(ctx, payload.dataset_id).await,
+            JobInput::Restore(payload) => restore::run(ctx, payload).await,
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {

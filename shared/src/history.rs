@@ -80,9 +80,10 @@ pub async fn retire_table(tx: &mut PgConnection, dataset_id: Uuid, table: &str) 
     let qualified = format!("data.{}", quote_ident(table));
     let dependents: Vec<(String, String)> = sqlx::query_as(
         "SELECT c.relname::text, c.relkind::text FROM pg_class c
-         WHERE c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = $1::regclass)
-            OR c.oid IN (SELECT objid FROM pg_depend WHERE refobjid = $1::regclass AND classid = 'pg_class'::regclass
-                         AND deptype IN ('a', 'i'))
+         WHERE c.relkind IN ('i', 'S')
+           AND (c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = $1::regclass)
+                OR c.oid IN (SELECT objid FROM pg_depend WHERE refobjid = $1::regclass
+                             AND classid = 'pg_class'::regclass AND deptype IN ('a', 'i')))
          ORDER BY c.relname",
     )
     .bind(&qualified)

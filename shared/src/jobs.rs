@@ -48,10 +48,11 @@ pub enum JobKind {
     Connector,
     ServiceImport,
     Archive,
+    Restore,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 7] = [
+    pub const ALL: [JobKind; 8] = [
         JobKind::Ingest,
         JobKind::Reupload,
         JobKind::UrlDownload,
@@ -59,6 +60,7 @@ impl JobKind {
         JobKind::Connector,
         JobKind::ServiceImport,
         JobKind::Archive,
+        JobKind::Restore,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +72,7 @@ impl JobKind {
             JobKind::Connector => "connector",
             JobKind::ServiceImport => "service_import",
             JobKind::Archive => "archive",
+            JobKind::Restore => "restore",
         }
     }
 }
@@ -273,6 +276,14 @@ pub enum JobInput {
     ServiceImport(ServiceImportPayload),
     Archive(DatasetPayload),
     Rehydrate(DatasetPayload),
+    Restore(RestorePayload),
+}
+
+/// The version of a dataset a restore job brings back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RestorePayload {
+    pub dataset_id: Uuid,
+    pub version: i32,
 }
 
 /// The dataset an archive or rehydrate job moves.
@@ -291,14 +302,17 @@ impl JobInput {
             JobInput::ServiceImport(_) => JobKind::ServiceImport,
             JobInput::Archive(_) => JobKind::Archive,
             JobInput::Rehydrate(_) => JobKind::Rehydrate,
+            JobInput::Restore(_) => JobKind::Restore,
         }
     }
 
-    /// The dataset an archive or rehydrate job moves: recorded on the job
-    /// row when it is queued, where the one-move-per-dataset index sees it.
+    /// The dataset an archive, rehydrate or restore job works on: recorded
+    /// on the job row when it is queued, where the one-move-per-dataset
+    /// index sees the moves.
     fn moved_dataset(&self) -> Option<Uuid> {
         match self {
             JobInput::Archive(p) | JobInput::Rehydrate(p) => Some(p.dataset_id),
+            JobInput::Restore(p) => Some(p.dataset_id),
             _ => None,
         }
     }
@@ -312,6 +326,7 @@ impl JobInput {
             JobInput::Connector(p) => serde_json::to_value(p),
             JobInput::ServiceImport(p) => serde_json::to_value(p),
             JobInput::Archive(p) | JobInput::Rehydrate(p) => serde_json::to_value(p),
+            JobInput::Restore(p) => serde_json::to_value(p),
         };
         payload.expect("job payloads serialize")
     }
@@ -330,6 +345,7 @@ impl JobInput {
             JobKind::ServiceImport => JobInput::ServiceImport(parse(kind, payload)?),
             JobKind::Archive => JobInput::Archive(parse(kind, payload)?),
             JobKind::Rehydrate => JobInput::Rehydrate(parse(kind, payload)?),
+            JobKind::Restore => JobInput::Restore(parse(kind, payload)?),
         })
     }
 }

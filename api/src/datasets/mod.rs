@@ -31,6 +31,7 @@ use crate::{
 pub mod cold;
 mod download;
 mod grants;
+mod history;
 pub mod record;
 mod upload;
 
@@ -49,6 +50,10 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(get_dataset, update_dataset, delete_dataset))
         .routes(routes!(grants::list_grants, grants::grant_by_username))
         .routes(routes!(grants::put_grant, grants::delete_grant))
+        .routes(routes!(history::list_versions))
+        .routes(routes!(history::list_changes))
+        .routes(routes!(history::diff))
+        .routes(routes!(history::restore))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

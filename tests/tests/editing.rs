@@ -1,0 +1,348 @@
+//! Editing (OGC API Features Part 4) and history: writers create, replace,
+//! merge and delete features with strong ETags and If-Match; everything
+//! read downstream (items, counts, extent, tiles) follows at once; every
+//! edit and reupload is a version, a diff lists what changed, and a
+//! restore brings back a version exactly (rows compared in PostGIS).
+use catalog_tests::{Api, App, shapefile_members, zip_owned};
+use serde_json::{Value, json};
+
+async fn ingested(app: &App, token: &str, filename: &str, bytes: Vec<u8>) -> String {
+    let job = app.upload_ok(token, filename, bytes, &[("visibility", "public")]).await;
+    let job = app.wait_job(token, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    job["dataset_id"].as_str().unwrap().to_string()
+}
+
+/// Status, ETag and body of a request.
+async fn call(app: &App, request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
+    let response = app.send(request).await;
+    let status = response.status().as_u16();
+    let etag = response.headers().get("etag").map(|v| v.to_str().unwrap().to_string());
+    let body = response.json::<Value>().await.unwrap_or(Value::Null);
+    (status, etag, body)
+}
+
+async fn matched(app: &App, id: &str) -> i64 {
+    let (status, page) = app
+        .get_json(None, &format!("/api/collections/{id}/items?limit=1"))
+        .await;
+    assert_eq!(status, 200);
+    page["numberMatched"].as_i64().unwrap()
+}
+
+/// The dataset table's rows as exact JSON (geometry as hex EWKB), by key.
+async fn rows(app: &App, id: &str) -> Vec<(i64, Value)> {
+    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1::uuid")
+        .bind(id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT gid, {} FROM data.\"{table}\" t ORDER BY gid",
+        catalog_shared::history::row_json("t", "geom")
+    )))
+    .fetch_all(app.pool())
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn writers_edit_features_with_etags_and_every_version_comes_back_exactly() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let id = ingested(
+        &app,
+        &admin,
+        "countries.zip",
+        zip_owned(&shapefile_members("shp/naturalearth_lowres")),
+    )
+    .await;
+    let original = rows(&app, &id).await;
+    assert_eq!(original.len(), 177);
+    let items = format!("/api/collections/{id}/items");
+
+    // Only writers write: anonymous 401, a viewer and an editor without a
+    // grant 403.
+    let (_, viewer) = app.user_token("viewer1", "viewer").await;
+    let (editor_id, editor) = app.user_token("editor1", "editor").await;
+    let island = json!({"type": "Feature",
+        "geometry": {"type": "MultiPolygon", "coordinates": [[[[-160, 84], [-150, 84], [-150, 86], [-160, 86], [-160, 84]]]]},
+        "properties": {"name": "Northland", "pop_est": 12, "continent": "Arctic"}});
+    let (status, _, _) = call(&app, app.http().post(app.url(&items)).json(&island)).await;
+    assert_eq!(status, 401);
+    for token in [&viewer, &editor] {
+        let (status, _, problem) = call(&app, app.http().post(app.url(&items)).bearer_auth(token).json(&island)).await;
+        assert_eq!(status, 403, "{problem}");
+    }
+    let (status, _, _) = call(
+        &app,
+        app.http()
+            .put(app.url(&format!("/api/datasets/{id}/grants/{editor_id}")))
+            .bearer_auth(&admin)
+            .json(&json!({"permission": "write"})),
+    )
+    .await;
+    assert!(status < 300, "grant: {status}");
+
+    // Create: 201, Location, ETag; everything downstream follows.
+    let tile = "/api/tiles/{id}/3/0/0.pbf".replace("{id}", &id);
+    let empty_tile = app.send(app.http().get(app.url(&tile))).await.status().as_u16();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url(&items))
+                .bearer_auth(&editor)
+                .header("content-type", "application/geo+json")
+                .body(island.to_string()),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let location = response.headers()["location"].to_str().unwrap().to_string();
+    let created_tag = response.headers()["etag"].to_str().unwrap().to_string();
+    let created: Value = response.json().await.unwrap();
+    let fid = created["id"].as_i64().unwrap();
+    assert!(location.ends_with(&format!("{items}/{fid}")), "{location}");
+    assert_eq!(created["properties"]["name"], "Northland");
+    assert_eq!(matched(&app, &id).await, 178);
+    let (_, dataset) = app.get_json(Some(&admin), &format!("/api/datasets/{id}")).await;
+    assert_eq!(dataset["feature_count"], 178);
+    assert_eq!(
+        dataset["extent_bbox"][3], 86.0,
+        "the extent reaches the new island: {dataset}"
+    );
+    let (status, read_tag, _) = call(&app, app.http().get(app.url(&format!("{items}/{fid}")))).await;
+    assert_eq!((status, read_tag.as_deref()), (200, Some(created_tag.as_str())));
+    let drawn = app.send(app.http().get(app.url(&tile))).await;
+    assert_eq!(drawn.status(), 200, "the tile over the new island (was {empty_tile})");
+
+    // Mistakes are 4xx problems and change nothing.
+    for (body, why) in [
+        (
+            json!({"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}, "properties": {}}),
+            "a line in a polygon dataset",
+        ),
+        (
+            json!({"type": "Feature", "geometry": null, "properties": {"nosuch": 1}}),
+            "an unknown property",
+        ),
+        (
+            json!({"type": "Feature", "geometry": null, "properties": {"pop_est": "many"}}),
+            "text for a number",
+        ),
+        (json!({"type": "FeatureCollection", "features": []}), "not a feature"),
+    ] {
+        let (status, _, problem) = call(&app, app.http().post(app.url(&items)).bearer_auth(&editor).json(&body)).await;
+        assert_eq!(status, 422, "{why}: {problem}");
+    }
+    assert_eq!(matched(&app, &id).await, 178);
+
+    // Replace: If-Match required (428), a stale tag 412, the current 200.
+    let feature_url = app.url(&format!("{items}/{fid}"));
+    let replacement =
+        json!({"type": "Feature", "geometry": island["geometry"], "properties": {"name": "Northland Isles"}});
+    let (status, _, _) = call(
+        &app,
+        app.http().put(&feature_url).bearer_auth(&editor).json(&replacement),
+    )
+    .await;
+    assert_eq!(status, 428);
+    let (status, _, _) = call(
+        &app,
+        app.http()
+            .put(&feature_url)
+            .bearer_auth(&editor)
+            .header("if-match", "\"0123\"")
+            .json(&replacement),
+    )
+    .await;
+    assert_eq!(status, 412);
+    let (status, replaced_tag, replaced) = call(
+        &app,
+        app.http()
+            .put(&feature_url)
+            .bearer_auth(&editor)
+            .header("if-match", &created_tag)
+            .json(&replacement),
+    )
+    .await;
+    assert_eq!(status, 200, "{replaced}");
+    assert_eq!(replaced["properties"]["name"], "Northland Isles");
+    assert_eq!(replaced["properties"]["pop_est"], Value::Null, "replaced whole");
+    let replaced_tag = replaced_tag.unwrap();
+    assert_ne!(replaced_tag, created_tag);
+
+    // Merge: what the patch names, nothing else.
+    let (status, patched_tag, patched) = call(
+        &app,
+        app.http()
+            .patch(&feature_url)
+            .bearer_auth(&editor)
+            .header("if-match", &replaced_tag)
+            .header("content-type", "application/merge-patch+json")
+            .body(json!({"properties": {"pop_est": 40}}).to_string()),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(patched["properties"]["pop_est"], 40.0);
+    assert_eq!(patched["properties"]["name"], "Northland Isles");
+
+    // Twenty pairs of writers holding the same tag: one wins, one gets 412.
+    let mut tag = patched_tag.unwrap();
+    for round in 0..20 {
+        let write = |value: i64| {
+            app.send(
+                app.http()
+                    .patch(&feature_url)
+                    .bearer_auth(&editor)
+                    .header("if-match", &tag)
+                    .json(&json!({"properties": {"pop_est": value}})),
+            )
+        };
+        let (first, second) = tokio::join!(write(round * 2), write(round * 2 + 1));
+        let mut statuses = [first.status().as_u16(), second.status().as_u16()];
+        statuses.sort();
+        assert_eq!(statuses, [200, 412], "round {round}");
+        let winner = if first.status() == 200 { first } else { second };
+        tag = winner.headers()["etag"].to_str().unwrap().to_string();
+    }
+
+    // Edit an original country, delete another.
+    let (_, france_page) = app.get_json(None, &format!("{items}?name=France")).await;
+    let france = france_page["features"][0]["id"].as_i64().unwrap();
+    let (status, france_tag, _) = call(&app, app.http().get(app.url(&format!("{items}/{france}")))).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = call(
+        &app,
+        app.http()
+            .patch(app.url(&format!("{items}/{france}")))
+            .bearer_auth(&admin)
+            .header("if-match", france_tag.unwrap())
+            .json(&json!({"properties": {"pop_est": 1}})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, chile_page) = app.get_json(None, &format!("{items}?name=Chile")).await;
+    let chile = chile_page["features"][0]["id"].as_i64().unwrap();
+    let (_, chile_tag, _) = call(&app, app.http().get(app.url(&format!("{items}/{chile}")))).await;
+    let (status, _, _) = call(
+        &app,
+        app.http()
+            .delete(app.url(&format!("{items}/{chile}")))
+            .bearer_auth(&admin)
+            .header("if-match", chile_tag.unwrap()),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, _, _) = call(&app, app.http().get(app.url(&format!("{items}/{chile}")))).await;
+    assert_eq!(status, 404);
+    assert_eq!(matched(&app, &id).await, 177);
+
+    // History: every edit a version, each change with who and before/after.
+    let (status, versions) = app
+        .get_json(Some(&editor), &format!("/api/datasets/{id}/versions?limit=200"))
+        .await;
+    assert_eq!(status, 200, "{versions}");
+    let list = versions["versions"].as_array().unwrap();
+    // The load, the island, its replacement and patch, 20 winning patches,
+    // France and Chile.
+    assert_eq!(list.len(), 1 + 1 + 2 + 20 + 2, "{versions}");
+    assert_eq!(list.last().unwrap()["kind"], "load");
+    assert_eq!(list[0]["current"], true);
+    let latest = list[0]["version"].as_i64().unwrap();
+    let (status, changes) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/changes?limit=2"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(changes["changes"][0]["feature_id"], chile);
+    assert_eq!(changes["changes"][0]["changed_by"], "admin");
+    assert_eq!(changes["changes"][0]["after"], Value::Null);
+    assert_eq!(changes["changes"][0]["before"]["properties"]["name"], "Chile");
+    assert_eq!(changes["changes"][1]["feature_id"], france);
+    assert_eq!(changes["changes"][1]["after"]["properties"]["pop_est"], 1.0);
+    let (status, _) = app
+        .get_json(Some(&viewer), &format!("/api/datasets/{id}/changes"))
+        .await;
+    assert_eq!(status, 403, "history is for writers");
+
+    // The diff from the load: the island added, Chile removed, France changed.
+    let (status, diff) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/versions/1/diff/{latest}"))
+        .await;
+    assert_eq!(status, 200, "{diff}");
+    assert_eq!(diff["added"].as_array().unwrap().len(), 1, "{diff}");
+    assert_eq!(diff["added"][0]["id"], fid);
+    assert_eq!(diff["removed"][0]["properties"]["name"], "Chile");
+    assert_eq!(diff["changed"].as_array().unwrap().len(), 1, "{diff}");
+    assert_eq!(diff["changed"][0]["after"]["properties"]["pop_est"], 1.0);
+    assert_eq!(diff["complete"], true);
+
+    // A reupload is a version of its own (another file, other columns);
+    // restoring the load brings back its rows, keys and columns exactly.
+    let columns_before: Value = sqlx::query_scalar("SELECT column_info FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let response = app
+        .post_file(
+            &format!("/api/datasets/{id}/reupload"),
+            &admin,
+            "cities.zip",
+            zip_owned(&shapefile_members("shp/naturalearth_cities")),
+            &[],
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let job: Value = response.json().await.unwrap();
+    let job = app.wait_job(&admin, job["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(matched(&app, &id).await, 243);
+    let response = app
+        .send(
+            app.http()
+                .post(app.url(&format!("/api/datasets/{id}/versions/1/restore")))
+                .bearer_auth(&editor),
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let job: Value = response.json().await.unwrap();
+    assert_eq!(job["status"], "queued");
+    let job = app.wait_job(&admin, job["job_id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(rows(&app, &id).await, original, "the load's rows, keys and values");
+    let columns_after: Value = sqlx::query_scalar("SELECT column_info FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(columns_after, columns_before);
+    assert_eq!(matched(&app, &id).await, 177);
+    let (_, versions) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/versions?limit=2"))
+        .await;
+    assert_eq!(versions["versions"][0]["kind"], "restore");
+    assert_eq!(versions["versions"][0]["restored_from"], 1);
+    assert_eq!(versions["versions"][1]["kind"], "reupload");
+    let now = versions["versions"][0]["version"].as_i64().unwrap();
+    let (_, diff) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/versions/1/diff/{now}"))
+        .await;
+    assert_eq!(
+        (
+            diff["added"].as_array().unwrap().len(),
+            diff["removed"].as_array().unwrap().len(),
+            diff["changed"].as_array().unwrap().len()
+        ),
+        (0, 0, 0),
+        "{diff}"
+    );
+    // New features never reuse a key any version had.
+    let (status, _, again) = call(&app, app.http().post(app.url(&items)).bearer_auth(&admin).json(&island)).await;
+    assert_eq!(status, 201);
+    assert!(again["id"].as_i64().unwrap() > fid, "{again}");
+    // And the pre-restore state is itself a version that comes back.
+    let (status, _) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/versions/999/diff/1"))
+        .await;
+    assert_eq!(status, 404);
+}
