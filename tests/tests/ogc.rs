@@ -105,6 +105,8 @@ async fn landing_conformance_and_collections() {
         "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
         "http://www.opengis.net/spec/cql2/1.0/conf/basic-spatial-functions",
         "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
+        "http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete",
+        "http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update",
     ] {
         assert!(classes.contains(class), "{class}");
     }
@@ -114,8 +116,8 @@ async fn landing_conformance_and_collections() {
     );
     assert_eq!(
         classes.len(),
-        27,
-        "the specification's classes, the three HTML ones, Features Part 2 and six of Tiles"
+        29,
+        "the specification's classes, the three HTML ones, Features Part 2, six of Tiles and two of Part 4"
     );
 
     let (status, collections) = stack.get_json(None, "/api/collections").await;

@@ -2,11 +2,7 @@
 //! changes edits recorded (who, when, which feature, before and after),
 //! the difference between two versions, and restoring one (a job). The
 //! model is `catalog_shared::history`.
-use axum::{
-    Json,
-    extract::State,
-    response::{IntoResponse, Response},
-};
+use axum::{Json, extract::State, response::Response};
 use catalog_shared::{
     AppError,
     history::{self, VersionKind},
@@ -21,6 +17,7 @@ use super::record::Dataset;
 use crate::{
     access::{Caller, datasets::writable_dataset},
     extract::{Path, Query},
+    jobs::{IdempotencyKey, queue_once, respond},
     page::{Limit, Offset},
     state::AppState,
 };
@@ -267,29 +264,44 @@ pub(super) async fn diff(
 /// Brings back a version exactly (the same features, keys and columns) as
 /// a new version, by a job.
 #[utoipa::path(post, path = "/api/datasets/{dataset_id}/versions/{version}/restore", tag = "history",
-    params(("dataset_id" = Uuid, Path), ("version" = i32, Path)),
+    params(("dataset_id" = Uuid, Path), ("version" = i32, Path),
+        ("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]{1,255}$",
+            description = "a retried request with the same key answers the same job")),
     responses((status = 202, description = "the restore job, queued", body = crate::jobs::JobAccepted),
+              (status = 422, description = "the owner's storage quota is full", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 403, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, description = "no such dataset, or a version not kept", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 409, description = "a raster or registered table", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub(super) async fn restore(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyKey,
     Path((id, version)): Path<(Uuid, i32)>,
 ) -> Result<Response, AppError> {
     let dataset = dataset_with_history(&state, &caller, id).await?;
+    let requester = caller.editor()?.id;
     crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
-    let mut tx = state.pool.begin().await?;
-    if history::version_source(&mut tx, id, version).await?.is_none() {
-        return Err(AppError::not_found(format!(
-            "version {version} of dataset {id} is not kept"
-        )));
-    }
     let input = JobInput::Restore(RestorePayload {
         dataset_id: id,
         version,
     });
-    let job_id = jobs::enqueue(&mut tx, Uuid::now_v7(), &input, caller.user_id()).await?;
-    tx.commit().await?;
-    Ok(crate::jobs::accepted(&state, job_id).into_response())
+    let job_id = Uuid::now_v7();
+    let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();
+    let queued = queue_once(&state, requester, &keys, job_id, |tx| {
+        Box::pin(async move {
+            if history::version_source(tx, id, version).await?.is_none() {
+                return Err(AppError::not_found(format!(
+                    "version {version} of dataset {id} is not kept"
+                )));
+            }
+            // The version kept now counts in its owner's storage.
+            if let Some(owner) = dataset.created_by {
+                crate::quotas::admit(tx, owner, crate::quotas::Demand { bytes: 0, datasets: 0 }).await?;
+            }
+            jobs::enqueue(tx, job_id, &input, Some(requester)).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    Ok(respond(&state, queued, job_id))
 }
