@@ -114,6 +114,21 @@ fn table() -> Vec<Row> {
         row("POST", "/api/datasets/{dataset_id}/features",
             Json(r#"{"geometry": {"type": "Point", "coordinates": [3, 4]}, "properties": {}}"#),
             [401, 401, 401, 403, 404, 404, 201, 201]),
+        row("POST", "/api/collections/{collectionId}/items",
+            Json(r#"{"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]}, "properties": {}}"#),
+            [401, 401, 401, 403, 404, 404, 201, 201]),
+        // Without If-Match, a writer's change is refused (428) before it looks.
+        row("PUT", "/api/collections/{collectionId}/items/{featureId}",
+            Json(r#"{"type": "Feature", "geometry": null, "properties": {}}"#), [401, 401, 401, 403, 404, 404, 428, 428]),
+        row("PATCH", "/api/collections/{collectionId}/items/{featureId}", Json(r#"{"properties": {}}"#),
+            [401, 401, 401, 403, 404, 404, 428, 428]),
+        row("DELETE", "/api/collections/{collectionId}/items/{featureId}", None, [401, 401, 401, 403, 404, 404, 428, 428]),
+        // The history is read by those who may change the dataset (a
+        // read-only key of its owner included); to others it is not there.
+        row("GET", "/api/datasets/{dataset_id}/versions", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/datasets/{dataset_id}/changes", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/datasets/{dataset_id}/versions/{a}/diff/{b}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("POST", "/api/datasets/{dataset_id}/versions/{version}/restore", None, [401, 401, 401, 403, 404, 404, 202, 202]),
         row("POST", "/api/layers/{dataset_id}/columns", Json(r#"{"column": {"name": "extra", "type": "text"}}"#),
             [401, 401, 401, 403, 404, 404, 200, 200]),
         row("POST", "/api/maps", Json(r#"{"name": "m"}"#), [401, 401, 401, 403, 403, 201, 201, 201]),
@@ -241,6 +256,11 @@ async fn fixture_dataset(stack: &App, owner: Uuid) -> Uuid {
         .execute(&stack.pool)
         .await
         .unwrap();
+    // Its first version, as a load makes it.
+    let mut connection = stack.pool.acquire().await.unwrap();
+    catalog_shared::history::record_load(&mut connection, id, Some(owner), 1)
+        .await
+        .unwrap();
     id
 }
 
@@ -360,6 +380,8 @@ async fn authorization_matrix() {
                 .replace("{collection_id}", "vector")
                 .replace("{item_id}", &dataset.to_string())
                 .replace("{featureId}", "1")
+                .replace("{a}/diff/{b}", "1/diff/1")
+                .replace("{version}", "1")
                 .replace("{map_id}", &map.to_string())
                 .replace("{token}", &share)
                 .replace("{file}", "default.json")
