@@ -34,14 +34,15 @@ psql -h 127.0.0.1 -p "$PORT" -U catalog -d postgres -qc "DROP DATABASE IF EXISTS
 ensure_database "$PORT" catalog_template
 DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGET_DIR/debug/catalog-api" migrate
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
-# Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib and
+# Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib, the
+# JSON-LD processor harvesters use (PyLD) and
 # pystac-client (PyPI); a real SMTP server, aiosmtpd; and the OpenAPI
 # validator client generators rely on, openapi-spec-validator; and the
 # Prometheus project's text-format parser, prometheus-client; an
 # S3-compatible server on loopback for the object-store tests, moto; and
 # schemathesis, which tests every operation against the OpenAPI document.
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile

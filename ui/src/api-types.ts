@@ -5691,8 +5691,8 @@ export interface operations {
                 offset?: number | null;
                 /** @description comma-separated: title, created, updated, type, each with an optional + or - prefix */
                 sortby?: ("title" | "+title" | "-title" | "created" | "+created" | "-created" | "updated" | "+updated" | "-updated" | "type" | "+type" | "-type")[] | null;
-                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
-                f?: "json" | "html";
+                /** @description `json`, `html` or `jsonld` (DCAT-AP 3); without it, `Accept` decides */
+                f?: "json" | "html" | "jsonld";
             };
             header?: never;
             path?: never;
@@ -5700,7 +5700,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description GeoJSON FeatureCollection of records, or its page */
+            /** @description GeoJSON FeatureCollection of records, its page, or (`f=jsonld`) a DCAT-AP 3 catalog of them in JSON-LD */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5708,6 +5708,7 @@ export interface operations {
                 content: {
                     "application/geo+json": unknown;
                     "text/html": string;
+                    "application/ld+json": unknown;
                 };
             };
             400: {
@@ -5781,8 +5782,8 @@ export interface operations {
     catalog_item: {
         parameters: {
             query?: {
-                /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
-                f?: "json" | "html";
+                /** @description `json`, `html` or `jsonld` (DCAT-AP 3); without it, `Accept` decides */
+                f?: "json" | "html" | "jsonld";
             };
             header?: never;
             path: {
@@ -5792,7 +5793,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description a record */
+            /** @description a record, its page, or (`f=jsonld`) a DCAT-AP 3 dataset in JSON-LD */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5800,6 +5801,7 @@ export interface operations {
                 content: {
                     "application/json": unknown;
                     "text/html": string;
+                    "application/ld+json": unknown;
                 };
             };
             /** @description an unknown `f` */

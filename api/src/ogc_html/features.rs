@@ -4,6 +4,7 @@
 use maud::{Markup, html};
 use serde_json::Value;
 
+use super::linked_data::Described;
 use super::map::{self, View};
 use super::page::{PageContext, count_line, link_href, pager, shell, value_text};
 
@@ -98,6 +99,7 @@ pub fn collection(context: &PageContext, document: &Value, queryables: Option<&V
     let self_href = link_href(document, "self").unwrap_or_default();
     let bbox: Option<Vec<f64>> = serde_json::from_value(document["extent"]["spatial"]["bbox"][0].clone()).ok();
     let content = html! {
+        (Described::collection(document, context.base).script())
         @if !text(document, "description").is_empty() { p { (text(document, "description")) } }
         h2 { "Links" }
         ul {

@@ -6,7 +6,8 @@
 //!
 //! `page` holds the page shell and its links, `map` the inline SVG map,
 //! `features` the OGC API Common and Features pages, `records` the
-//! Records pages.
+//! Records pages, `linked_data` the JSON-LD other catalogs read (DCAT for
+//! records, schema.org in dataset pages).
 use std::sync::OnceLock;
 
 use axum::{
@@ -24,6 +25,7 @@ use sha2::{Digest, Sha256};
 use crate::extract::Query;
 
 pub mod features;
+pub mod linked_data;
 pub mod map;
 pub mod page;
 pub mod records;
@@ -128,7 +130,7 @@ fn prefers_html(headers: &HeaderMap) -> bool {
 
 /// The quality `Accept` gives a media type: that of the most specific
 /// range matching it (RFC 9110, 12.5.1), 0 when none does.
-fn quality(accept: &str, media_type: &str) -> f32 {
+pub(crate) fn quality(accept: &str, media_type: &str) -> f32 {
     let kind = media_type.split('/').next().unwrap_or_default();
     let mut best: Option<(u8, f32)> = None;
     for range in accept.split(',') {

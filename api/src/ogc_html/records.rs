@@ -3,6 +3,7 @@
 use maud::{Markup, html};
 use serde_json::Value;
 
+use super::linked_data::Described;
 use super::map::{self, View};
 use super::page::{PageContext, count_line, link_href, pager, shell, value_text};
 
@@ -89,6 +90,7 @@ pub fn record(context: &PageContext, collection_id: &str, record: &Value) -> Mar
     );
     let contacts: Vec<&Value> = properties["contacts"].as_array().into_iter().flatten().collect();
     let content = html! {
+        (Described::record(record, context.base).script())
         @if let Some(description) = properties["description"].as_str() { p { (description) } }
         dl {
             dt { "Type" } dd { (value_text(&properties["type"])) }

@@ -21,9 +21,13 @@ use crate::{
     bbox::Bbox,
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     interval::Interval,
+    ogc_html::linked_data,
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
+
+mod format;
+use format::{JSON_LD, RecordFormat, RecordFormatQuery};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -194,14 +198,15 @@ fn sort_sql(sortby: Option<&str>) -> Result<String, AppError> {
 }
 
 /// Records, filtered by the Records core query parameters and sorted.
-#[utoipa::path(get, path = "/api/collections/catalog/items", tag = "records", params(RecordQuery, FormatQuery),
-    responses((status = 200, description = "GeoJSON FeatureCollection of records, or its page", content(("application/geo+json"), (String = "text/html"))),
+#[utoipa::path(get, path = "/api/collections/catalog/items", tag = "records", params(RecordQuery, RecordFormatQuery),
+    responses((status = 200, description = "GeoJSON FeatureCollection of records, its page, or (`f=jsonld`) a DCAT-AP 3 catalog of them in JSON-LD",
+                  content(("application/geo+json"), (String = "text/html"), ("application/ld+json"))),
               (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn catalog_items(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
-    format: Format,
+    format: RecordFormat,
     Query(q): Query<RecordQuery>,
 ) -> Result<Response, AppError> {
     let search = RecordSearch::of(&q)?;
@@ -234,6 +239,10 @@ async fn catalog_items(
         let previous = (search.offset - search.limit).max(0);
         links.push(json!({"href": page(previous), "rel": "prev", "type": "application/geo+json"}));
     }
+    let format = match format {
+        RecordFormat::JsonLd => return Ok(json_ld(linked_data::dcat_catalog(&features, base, &self_href))),
+        RecordFormat::Other(format) => format,
+    };
     let document = json!({"type": "FeatureCollection", "features": features, "numberMatched": total, "numberReturned": records.len(), "links": links});
     let context = PageContext {
         base,
@@ -249,6 +258,15 @@ async fn catalog_items(
         },
         || ogc_html::records::records(&context, CATALOG_ID, &document),
     ))
+}
+
+/// A JSON-LD answer; it varies with `Accept` as the other forms do.
+fn json_ld(document: Value) -> Response {
+    let mut response = Json(document).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_LD));
+    ogc_html::json_answer(response)
 }
 
 /// A records query, checked: every value typed, the order and page fixed.
@@ -359,19 +377,26 @@ async fn one_record(state: &AppState, caller: &Caller, id: Uuid) -> Result<Value
     Ok(record_json(&record, contacts, &state.config.public_url))
 }
 
-#[utoipa::path(get, path = "/api/collections/catalog/items/{recordId}", tag = "records", params(("recordId" = String, Path), FormatQuery),
-    responses((status = 200, description = "a record", content(("application/json"), (String = "text/html"))),
+#[utoipa::path(get, path = "/api/collections/catalog/items/{recordId}", tag = "records", params(("recordId" = String, Path), RecordFormatQuery),
+    responses((status = 200, description = "a record, its page, or (`f=jsonld`) a DCAT-AP 3 dataset in JSON-LD",
+                  content(("application/json"), (String = "text/html"), ("application/ld+json"))),
               (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn catalog_item(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
-    format: Format,
+    format: RecordFormat,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
     let id: Uuid = id.parse().map_err(|_| AppError::not_found(format!("no record {id}")))?;
     let record = one_record(&state, &caller, id).await?;
+    let format = match format {
+        RecordFormat::JsonLd => {
+            return Ok(json_ld(linked_data::dcat_document(&record, &state.config.public_url)));
+        }
+        RecordFormat::Other(format) => format,
+    };
     let context = PageContext {
         base: &state.config.public_url,
         credential: &credential,
