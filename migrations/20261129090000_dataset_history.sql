@@ -19,7 +19,10 @@ CREATE TABLE dataset_versions (
     created_by uuid REFERENCES users (id) ON DELETE SET NULL,
     -- A restore's source version.
     restored_from integer,
+    -- The dataset's count and extent as this version left them, which a
+    -- restore puts back without counting again.
     feature_count bigint NOT NULL DEFAULT 0,
+    extent_bbox double precision[],
     PRIMARY KEY (dataset_id, version),
     CHECK (era <= version)
 );
@@ -53,8 +56,8 @@ CREATE TABLE feature_changes (
 CREATE INDEX feature_changes_by_version ON feature_changes (dataset_id, version, id);
 
 -- Every ingested vector dataset so far is version 1, a load.
-INSERT INTO dataset_versions (dataset_id, version, kind, era, created_at, created_by, feature_count)
-SELECT id, 1, 'load', 1, created_at, created_by, coalesce(feature_count, 0)
+INSERT INTO dataset_versions (dataset_id, version, kind, era, created_at, created_by, feature_count, extent_bbox)
+SELECT id, 1, 'load', 1, created_at, created_by, coalesce(feature_count, 0), extent_bbox
 FROM datasets WHERE kind = 'vector' AND NOT is_registered;
 INSERT INTO dataset_eras (dataset_id, era)
 SELECT id, 1 FROM datasets WHERE kind = 'vector' AND NOT is_registered;

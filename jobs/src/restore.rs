@@ -1,61 +1,73 @@
 //! Restoring a version of a vector dataset: a new table made of the
 //! version's rows (its era's table, rows changed later in the era taken as
-//! they were), with the same keys and columns, takes the dataset's table
-//! name in one transaction; the table it replaces is kept as the end of
-//! its era, and the restore is a new version (`catalog_shared::history`).
+//! they were), with the same keys and columns, indexed as an ingest
+//! indexes, takes the dataset's table name in one short transaction; the
+//! table it replaces is kept as the end of its era, and the restore is a
+//! new version (`catalog_shared::history`) with the count and extent the
+//! restored version had.
 use catalog_shared::{
     datasets,
     db::quote_ident,
-    extent,
     history::{self, VersionKind},
     jobs::RestorePayload,
 };
 
-use crate::context::{JobContext, JobError};
+use crate::{
+    context::{JobContext, JobError},
+    load,
+};
 
 pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobError> {
     ctx.progress("restoring", None, None).await?;
     let id = payload.dataset_id;
-    let mut tx = ctx.deps.pool.begin().await?;
-    // The dataset row's lock holds edits back until the new table is in.
-    let found: Option<(String, bool, String)> =
-        sqlx::query_as("SELECT table_name, is_registered, kind FROM datasets WHERE id = $1 FOR UPDATE")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (table, registered, kind) = found.ok_or_else(|| JobError::Invalid(format!("dataset {id} was deleted")))?;
+    let pool = &ctx.deps.pool;
+    let found: Option<(bool, String)> = sqlx::query_as("SELECT is_registered, kind FROM datasets WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    let (registered, kind) = found.ok_or_else(|| JobError::Invalid(format!("dataset {id} was deleted")))?;
     if registered || kind != "vector" {
         return Err(JobError::Invalid(
             "only an ingested vector dataset has versions to restore".into(),
         ));
     }
-    let (era, source) = history::version_source(&mut tx, id, payload.version)
+    let not_kept = || {
+        JobError::Invalid(format!(
+            "version {} of dataset {id} is not kept (past VERSION_RETENTION_DAYS, or never made)",
+            payload.version
+        ))
+    };
+    let (era, source) = history::version_source(&mut *pool.acquire().await?, id, payload.version)
         .await?
-        .ok_or_else(|| {
-            JobError::Invalid(format!(
-                "version {} of dataset {id} is not kept (past VERSION_RETENTION_DAYS, or never made)",
-                payload.version
-            ))
-        })?;
+        .ok_or_else(not_kept)?;
+    // The version's rows, copied in one statement (one snapshot) and
+    // indexed as an ingest indexes, outside the dataset's lock: a version's
+    // rows never change, whatever edits come meanwhile.
     let staging = format!("{}_0", ctx.staging_prefix());
     let staging_q = format!("data.{}", quote_ident(&staging));
-    let statements = [
-        format!(
-            "CREATE TABLE {staging_q} AS {}",
-            history::state_sql(id, payload.version, era, &source)
-        ),
-        format!(
-            "ALTER TABLE {staging_q} ADD CONSTRAINT {} PRIMARY KEY (gid)",
-            quote_ident(&format!("{staging}_pkey"))
-        ),
-        format!(
-            "CREATE INDEX {} ON {staging_q} USING gist (geom)",
-            quote_ident(&format!("{staging}_geom_idx"))
-        ),
-    ];
-    for sql in statements {
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
-    }
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE {staging_q} AS {}",
+        history::state_sql(id, payload.version, era, &source)
+    )))
+    .execute(pool)
+    .await?;
+    load::index_and_analyze(ctx, &staging, &staging, 1).await?;
+
+    // The swap, under the dataset row's lock.
+    let mut tx = pool.begin().await?;
+    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| JobError::Invalid(format!("dataset {id} was deleted")))?;
+    let (count, extent): (i64, Option<Vec<f64>>) = sqlx::query_as(
+        "SELECT feature_count, extent_bbox FROM dataset_versions WHERE dataset_id = $1 AND version = $2",
+    )
+    .bind(id)
+    .bind(payload.version)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(not_kept)?;
     // New features go on after the largest key any version had, so a key
     // never names two features.
     let next: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
@@ -68,8 +80,7 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .fetch_one(&mut *tx)
     .await?;
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER TABLE {staging_q} ALTER COLUMN gid ADD GENERATED BY DEFAULT AS IDENTITY (SEQUENCE NAME data.{} START WITH {next})",
-        quote_ident(&format!("{staging}_gid_seq"))
+        "ALTER TABLE {staging_q} ALTER COLUMN gid RESTART WITH {next}"
     )))
     .execute(&mut *tx)
     .await?;
@@ -80,13 +91,9 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     )))
     .execute(&mut *tx)
     .await?;
-    let qualified = format!("data.{}", quote_ident(&table));
-    let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {qualified}")))
-        .fetch_one(&mut *tx)
-        .await?;
-    let counted = extent::of_table(&mut *tx, &qualified, "geom").await?;
     // The dataset row describes the data as it was at the end of the
-    // version's era (its columns, geometry type, source).
+    // version's era (its columns, geometry type, source), with the
+    // version's own count and extent.
     sqlx::query(
         "UPDATE datasets d SET geometry_type = e.shape->>'geometry_type',
                 source_srid = (e.shape->>'source_srid')::integer,
@@ -101,7 +108,7 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .bind(id)
     .bind(era)
     .bind(count)
-    .bind(counted.bbox().map(|b| b.to_vec()))
+    .bind(extent)
     .execute(&mut *tx)
     .await?;
     let time_axis: Option<String> = sqlx::query_scalar("SELECT temporal_column FROM datasets WHERE id = $1")

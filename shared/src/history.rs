@@ -40,20 +40,15 @@ pub fn row_json(alias: &str, geometry_column: &str) -> String {
     )
 }
 
-/// The first version of a dataset just published, a load, in era 1.
-pub async fn record_load(
-    tx: &mut PgConnection,
-    dataset_id: Uuid,
-    actor: Option<Uuid>,
-    feature_count: i64,
-) -> Result<(), sqlx::Error> {
+/// The first version of a dataset just published (its row written), a
+/// load, in era 1.
+pub async fn record_load(tx: &mut PgConnection, dataset_id: Uuid, actor: Option<Uuid>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, feature_count)
-         VALUES ($1, 1, 'load', 1, $2, $3)",
+        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, feature_count, extent_bbox)
+         SELECT id, 1, 'load', 1, $2, coalesce(feature_count, 0), extent_bbox FROM datasets WHERE id = $1",
     )
     .bind(dataset_id)
     .bind(actor)
-    .bind(feature_count)
     .execute(&mut *tx)
     .await?;
     sqlx::query("INSERT INTO dataset_eras (dataset_id, era) VALUES ($1, 1)")
@@ -139,8 +134,8 @@ pub async fn begin_era(
         .fetch_one(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, restored_from, feature_count)
-         SELECT $1, $2, $3, $2, $4, $5, coalesce(feature_count, 0) FROM datasets WHERE id = $1",
+        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, restored_from, feature_count, extent_bbox)
+         SELECT $1, $2, $3, $2, $4, $5, coalesce(feature_count, 0), extent_bbox FROM datasets WHERE id = $1",
     )
     .bind(dataset_id)
     .bind(version)
@@ -258,7 +253,8 @@ pub fn row_etag(alias: &str, geometry_column: &str) -> String {
 /// An edit's version, under the dataset row's lock until the transaction
 /// ends (versions are numbered in commit order): the data version rolls
 /// (tiles and counts are cached under it), the feature count moves by
-/// `added`, and each changed row is recorded before and after.
+/// `added`, and each changed row is recorded before and after. Call it
+/// once the extent is kept: the version keeps it.
 pub async fn record_edit(
     tx: &mut PgConnection,
     dataset_id: Uuid,
@@ -276,10 +272,10 @@ pub async fn record_edit(
     .fetch_one(&mut *tx)
     .await?;
     sqlx::query(
-        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, feature_count)
+        "INSERT INTO dataset_versions (dataset_id, version, kind, era, created_by, feature_count, extent_bbox)
          SELECT $1, $2, 'edit',
                 coalesce((SELECT era FROM dataset_versions WHERE dataset_id = $1 AND version = $2 - 1), $2),
-                $3, coalesce(feature_count, 0)
+                $3, coalesce(feature_count, 0), extent_bbox
          FROM datasets WHERE id = $1",
     )
     .bind(dataset_id)

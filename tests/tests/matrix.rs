@@ -258,7 +258,7 @@ async fn fixture_dataset(stack: &App, owner: Uuid) -> Uuid {
         .unwrap();
     // Its first version, as a load makes it.
     let mut connection = stack.pool.acquire().await.unwrap();
-    catalog_shared::history::record_load(&mut connection, id, Some(owner), 1)
+    catalog_shared::history::record_load(&mut connection, id, Some(owner))
         .await
         .unwrap();
     id
