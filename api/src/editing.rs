@@ -510,10 +510,21 @@ async fn change_feature(
     Ok(result)
 }
 
-fn feature_key(collection: &str, feature_id: &str) -> Result<i64, AppError> {
-    feature_id
+/// A change of the feature `feature_id` of collection `id`, by a writer
+/// whose `If-Match` names its current tag.
+async fn change_item(
+    state: &AppState,
+    caller: &Caller,
+    (id, feature_id): (&str, &str),
+    headers: &HeaderMap,
+    change: Change<'_>,
+) -> Result<Option<Written>, AppError> {
+    let dataset = editable_collection(state, caller, id).await?;
+    let key: i64 = feature_id
         .parse()
-        .map_err(|_| AppError::not_found(format!("no feature {feature_id} in collection {collection}")))
+        .map_err(|_| AppError::not_found(format!("no feature {feature_id} in collection {id}")))?;
+    let tags = if_match(headers)?;
+    change_feature(state, caller, &dataset, key, &tags, change).await
 }
 
 /// Adds a feature to a collection (OGC API Features Part 4).
@@ -567,10 +578,7 @@ async fn replace_item(
     headers: HeaderMap,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, AppError> {
-    let dataset = editable_collection(&state, &caller, &id).await?;
-    let key = feature_key(&id, &feature_id)?;
-    let tags = if_match(&headers)?;
-    let written = change_feature(&state, &caller, &dataset, key, &tags, Change::Replace(&body)).await?;
+    let written = change_item(&state, &caller, (&id, &feature_id), &headers, Change::Replace(&body)).await?;
     Ok(written.expect("a replaced feature exists").response(StatusCode::OK))
 }
 
@@ -594,10 +602,7 @@ async fn patch_item(
     headers: HeaderMap,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, AppError> {
-    let dataset = editable_collection(&state, &caller, &id).await?;
-    let key = feature_key(&id, &feature_id)?;
-    let tags = if_match(&headers)?;
-    let written = change_feature(&state, &caller, &dataset, key, &tags, Change::Merge(&body)).await?;
+    let written = change_item(&state, &caller, (&id, &feature_id), &headers, Change::Merge(&body)).await?;
     Ok(written.expect("a merged feature exists").response(StatusCode::OK))
 }
 
@@ -616,9 +621,6 @@ async fn delete_item(
     Path((id, feature_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    let dataset = editable_collection(&state, &caller, &id).await?;
-    let key = feature_key(&id, &feature_id)?;
-    let tags = if_match(&headers)?;
-    change_feature(&state, &caller, &dataset, key, &tags, Change::Delete).await?;
+    change_item(&state, &caller, (&id, &feature_id), &headers, Change::Delete).await?;
     Ok(StatusCode::NO_CONTENT)
 }
