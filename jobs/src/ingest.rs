@@ -17,6 +17,7 @@ use crate::{
     plan::{LayerPlan, ReadError},
     quota, raster, reader, source_text,
     sources::{self, Source},
+    styles,
 };
 
 pub async fn run(ctx: &JobContext, payload: &IngestPayload) -> Result<(), JobError> {
@@ -144,6 +145,14 @@ pub async fn ingest_object(
                 format: layer.source.format.name().to_string(),
                 filename: filename.to_string(),
                 layer: layer.key.clone(),
+            },
+            styles: if layer.source.format == SourceFormat::GeoPackage {
+                let (path, name) = (layer.source.gdal_path.clone(), layer.plan.name.clone());
+                tokio::task::spawn_blocking(move || styles::read(&path, &name))
+                    .await
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
             },
         };
         load::publish(ctx, &layer.plan, &loaded, &meta).await?;

@@ -17,6 +17,7 @@ mod reupload;
 mod runner;
 mod source_text;
 mod sources;
+mod styles;
 
 pub use cleanup::{Retention, Swept, sweep};
 pub use context::JobDeps;

@@ -24,6 +24,7 @@ use crate::{
     plan::{GeomTarget, LayerPlan, ReadError},
     reader::{self, ReadRequest, ReadStats, postgis_type_name},
     sources::Source,
+    styles::{self, KeptStyle},
 };
 
 /// A loaded, indexed staging table waiting to be published.
@@ -333,6 +334,8 @@ pub struct DatasetMeta {
     pub summary: Option<String>,
     pub visibility: DatasetVisibility,
     pub source: SourceMeta,
+    /// The styles the source brought for the layer (`styles`).
+    pub styles: Vec<KeptStyle>,
 }
 
 /// What the dataset row says about its source.
@@ -389,6 +392,7 @@ pub async fn publish(
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
     history::record_load(&mut tx, dataset_id, ctx.created_by).await?;
+    styles::store(&mut tx, dataset_id, &loaded.geometry_type, &columns, &meta.styles).await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)

@@ -129,6 +129,9 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/changes", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/datasets/{dataset_id}/versions/{a}/diff/{b}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/datasets/{dataset_id}/versions/{version}/restore", None, [401, 401, 401, 403, 404, 404, 202, 202]),
+        row("GET", "/api/datasets/{dataset_id}/styles", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        // The fixture has no styles: a style of it is not there for anyone.
+        row("GET", "/api/datasets/{dataset_id}/styles/{style_id}/{format}", None, [404, 401, 401, 404, 404, 404, 404, 404]),
         row("POST", "/api/layers/{dataset_id}/columns", Json(r#"{"column": {"name": "extra", "type": "text"}}"#),
             [401, 401, 401, 403, 404, 404, 200, 200]),
         row("POST", "/api/maps", Json(r#"{"name": "m"}"#), [401, 401, 401, 403, 403, 201, 201, 201]),
@@ -382,6 +385,7 @@ async fn authorization_matrix() {
                 .replace("{featureId}", "1")
                 .replace("{a}/diff/{b}", "1/diff/1")
                 .replace("{version}", "1")
+                .replace("{style_id}/{format}", &format!("{}/qml", Uuid::now_v7()))
                 .replace("{map_id}", &map.to_string())
                 .replace("{token}", &share)
                 .replace("{file}", "default.json")

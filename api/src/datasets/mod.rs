@@ -33,6 +33,7 @@ mod download;
 mod grants;
 mod history;
 pub mod record;
+mod styles;
 mod upload;
 
 use record::{DATASET_COLUMNS, Dataset, SUMMARY_MAX, TITLE_MAX, check_text};
@@ -54,6 +55,8 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(history::list_changes))
         .routes(routes!(history::diff))
         .routes(routes!(history::restore))
+        .routes(routes!(styles::list_styles))
+        .routes(routes!(styles::style_file))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -373,6 +373,10 @@ pub struct MapLayerResponse {
     pub dataset_id: Uuid,
     pub dataset_name: String,
     pub dataset_geometry_type: Option<String>,
+    /// The paint the dataset's own default style (from its GeoPackage)
+    /// became; the layer's `paint` goes over it.
+    #[schema(value_type = Option<Object>)]
+    pub dataset_default_paint: Option<Value>,
     /// `vector` or `raster`.
     #[serde(serialize_with = "or_empty")]
     #[schema(value_type = String)]
@@ -460,6 +464,7 @@ impl MapLayerResponse {
             dataset_id,
             dataset_name: String::new(),
             dataset_geometry_type: None,
+            dataset_default_paint: None,
             dataset_kind: None,
             dataset_table_name: String::new(),
             dataset_extent_bbox: None,

@@ -68,6 +68,7 @@ struct LayerRow {
     dataset_id: Uuid,
     dataset_name: String,
     dataset_geometry_type: Option<String>,
+    dataset_default_paint: Option<Value>,
     dataset_kind: DatasetKind,
     dataset_table_name: String,
     dataset_extent_bbox: Option<Vec<f64>>,
@@ -112,6 +113,7 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
     let visible = visible_to_caller("d");
     let layers: Vec<LayerRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT l.map_id, l.id, l.dataset_id, d.title AS dataset_name, d.geometry_type AS dataset_geometry_type,
+                d.default_paint AS dataset_default_paint,
                 d.kind AS dataset_kind, d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.raster AS dataset_raster,
@@ -167,6 +169,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         dataset_id: l.dataset_id,
         dataset_name: l.dataset_name,
         dataset_geometry_type: l.dataset_geometry_type,
+        dataset_default_paint: l.dataset_default_paint,
         dataset_kind: Some(l.dataset_kind),
         dataset_table_name: l.dataset_table_name,
         dataset_extent_bbox: l.dataset_extent_bbox,

@@ -117,7 +117,12 @@ fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Va
     } else {
         kind_of(layer.dataset_geometry_type.as_deref())
     };
+    // The dataset's own style first (its GeoPackage's default), then the
+    // layer's paint over it.
     let mut paint = default_paint(kind);
+    if let Some(own) = layer.dataset_default_paint.as_ref().and_then(Value::as_object) {
+        paint.extend(own.clone());
+    }
     if let Some(custom) = layer.paint.as_object() {
         paint.extend(custom.clone());
     }

@@ -1,0 +1,141 @@
+//! Styles kept: a GeoPackage whose layer QGIS styled (categorized and
+//! graduated, saved to its `layer_styles` as QML and SLD) keeps its styles:
+//! listed, downloaded byte for byte, and the default one becomes the
+//! dataset's MapLibre paint (a `match` with QGIS's colours), which a map
+//! layer starts from.
+use std::process::Command;
+
+use catalog_tests::{Api, App, validate_style};
+use gdal::vector::LayerAccess;
+use serde_json::{Value, json};
+
+/// Natural Earth's countries as a GeoPackage with QGIS's two styles;
+/// answers its bytes and its `layer_styles` rows (name, QML, SLD).
+fn styled_geopackage() -> (Vec<u8>, Vec<(String, String, String)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let gpkg = dir.path().join("countries.gpkg");
+    let shapefile = catalog_tests::data_dir().join("shp/naturalearth_lowres/naturalearth_lowres.shp");
+    let status = Command::new("ogr2ogr")
+        .args(["-f", "GPKG", "-nln", "countries", "-nlt", "MULTIPOLYGON"])
+        .arg(&gpkg)
+        .arg(&shapefile)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let python = std::env::var("CATALOG_QGIS_PYTHON").expect("CATALOG_QGIS_PYTHON (set by scripts/test.sh)");
+    let output = Command::new(python)
+        .arg(catalog_tests::package_dir().join("clients/qgis_styles.py"))
+        .arg(&gpkg)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ds = gdal::Dataset::open(&gpkg).unwrap();
+    let mut rows = ds
+        .execute_sql(
+            "SELECT styleName, styleQML, styleSLD FROM layer_styles ORDER BY id",
+            None,
+            gdal::vector::sql::Dialect::SQLITE,
+        )
+        .unwrap()
+        .unwrap();
+    let styles = rows
+        .features()
+        .map(|f| {
+            let text = |i| f.field_as_string(i).unwrap().unwrap();
+            (text(0), text(1), text(2))
+        })
+        .collect();
+    drop(rows);
+    drop(ds);
+    (std::fs::read(&gpkg).unwrap(), styles)
+}
+
+#[tokio::test]
+async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre_paint() {
+    let (gpkg, kept) = styled_geopackage();
+    assert_eq!(kept.len(), 2, "QGIS saved two styles");
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let job = app
+        .upload_ok(&admin, "countries.gpkg", gpkg, &[("visibility", "public")])
+        .await;
+    let job = app.wait_job(&admin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(
+        job["dataset_ids"].as_array().unwrap().len(),
+        1,
+        "layer_styles is not a dataset"
+    );
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+
+    let (status, list) = app.get_json(None, &format!("/api/datasets/{id}/styles")).await;
+    assert_eq!(status, 200, "{list}");
+    let styles = list["styles"].as_array().unwrap();
+    let names: Vec<&str> = styles.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["by continent", "by population"], "the default first");
+    assert_eq!(styles[0]["default"], true);
+    // Each encoding downloads as it came, byte for byte.
+    for (style, (name, qml, sld)) in styles.iter().zip(&kept) {
+        assert_eq!(style["name"], name.as_str());
+        assert_eq!(style["formats"], json!(["qml", "sld"]));
+        for (format, text) in [("qml", qml), ("sld", sld)] {
+            let link = style["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["href"].as_str().unwrap().ends_with(format))
+                .unwrap();
+            let href = link["href"].as_str().unwrap();
+            let path = &href[href.find("/api/").unwrap()..];
+            let response = app.send(app.http().get(app.url(path))).await;
+            assert_eq!(response.status(), 200, "{path}");
+            assert_eq!(
+                response.bytes().await.unwrap().as_ref(),
+                text.as_bytes(),
+                "{name} {format}"
+            );
+        }
+    }
+
+    // The default (categorized) became a match on the same colours.
+    let expected = json!([
+        "match",
+        ["get", "continent"],
+        "Africa",
+        "#e41a1c",
+        "Asia",
+        "#377eb8",
+        "Europe",
+        "#4daf4a",
+        "#999999"
+    ]);
+    assert_eq!(list["default_paint"]["fill-color"], expected, "{list}");
+
+    // A map layer of the dataset starts from it.
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&admin)
+                .json(&json!({"name": "Continents", "layers": [{"dataset_id": id}]})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let (status, style) = app
+        .get_json(
+            Some(&admin),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    validate_style(&style);
+    let layer = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["source"].as_str().is_some_and(|s| s.starts_with("dataset-")))
+        .unwrap_or_else(|| panic!("the dataset's layer: {style}"));
+    assert_eq!(layer["type"], "fill");
+    assert_eq!(layer["paint"]["fill-color"], expected);
+}
