@@ -346,3 +346,123 @@ async fn writers_edit_features_with_etags_and_every_version_comes_back_exactly()
         .await;
     assert_eq!(status, 404);
 }
+
+/// Past `VERSION_RETENTION_DAYS` the workers' sweep forgets a dataset's
+/// past versions (never its current one), their changes and the kept
+/// tables no version lives in; a restore of a forgotten version is a 404.
+/// Kept versions count in the owner's storage: a restore past the quota
+/// is refused before it is queued.
+#[tokio::test]
+async fn past_versions_go_after_their_retention_and_count_in_the_quota() {
+    use catalog_tests::{Stack, StackOptions};
+    let stack = Stack::start_with(
+        StackOptions::workers(1)
+            .env("VERSION_RETENTION_DAYS", "0")
+            .env("CLEANUP_INTERVAL_SECONDS", "1"),
+    )
+    .await;
+    let (owner_id, owner) = stack.user_token("owner1", "editor").await;
+    let points = |n: usize| {
+        json!({"type": "FeatureCollection", "features": (0..n).map(|i| json!({"type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [i as f64, 1.0]}, "properties": {"n": i}})).collect::<Vec<_>>()})
+    };
+    let id = stack.ingest_geojson(&owner, &points(3), &[]).await;
+    let items = format!("/api/collections/{id}/items");
+    let response = stack
+        .send(stack.http().get(stack.url(&format!("{items}/1"))).bearer_auth(&owner))
+        .await;
+    let tag = response.headers()["etag"].to_str().unwrap().to_string();
+    let response = stack
+        .send(
+            stack
+                .http()
+                .patch(stack.url(&format!("{items}/1")))
+                .bearer_auth(&owner)
+                .header("if-match", tag)
+                .json(&json!({"properties": {"n": 10}})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let response = stack
+        .post_file(
+            &format!("/api/datasets/{id}/reupload"),
+            &owner,
+            "more.geojson",
+            points(5).to_string().into_bytes(),
+            &[],
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let job: Value = response.json().await.unwrap();
+    assert_eq!(
+        stack.wait_job(&owner, job["job_id"].as_str().unwrap()).await["status"],
+        "succeeded"
+    );
+
+    // The sweep leaves the current version alone and nothing else.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, versions) = stack
+            .get_json(Some(&owner), &format!("/api/datasets/{id}/versions"))
+            .await;
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM pg_tables WHERE schemaname = 'history')
+                  + (SELECT count(*) FROM feature_changes WHERE dataset_id = $1::uuid)",
+        )
+        .bind(&id)
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+        let list = versions["versions"].as_array().unwrap();
+        if list.len() == 1 && kept == 0 {
+            assert_eq!(list[0]["kind"], "reupload");
+            assert_eq!(list[0]["current"], true);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still kept: {versions}, {kept} tables and changes"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let response = stack
+        .send(
+            stack
+                .http()
+                .post(stack.url(&format!("/api/datasets/{id}/versions/1/restore")))
+                .bearer_auth(&owner),
+        )
+        .await;
+    assert_eq!(response.status(), 404, "version 1 is forgotten");
+
+    // A full storage quota refuses a restore before it is queued.
+    let admin = stack.admin_token().await;
+    let response = stack
+        .send(
+            stack
+                .http()
+                .put(stack.url(&format!("/api/admin/users/{owner_id}/quota")))
+                .bearer_auth(&admin)
+                .json(&json!({"storage_bytes": 1})),
+        )
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let (_, versions) = stack
+        .get_json(Some(&owner), &format!("/api/datasets/{id}/versions"))
+        .await;
+    let current = versions["versions"][0]["version"].as_i64().unwrap();
+    let response = stack
+        .send(
+            stack
+                .http()
+                .post(stack.url(&format!("/api/datasets/{id}/versions/{current}/restore")))
+                .bearer_auth(&owner),
+        )
+        .await;
+    assert_eq!(response.status(), 422);
+    let problem: Value = response.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("storage quota"),
+        "{problem}"
+    );
+}
