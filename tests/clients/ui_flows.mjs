@@ -226,6 +226,33 @@ await changes.waitFor({ state: 'detached', timeout: 60_000 });
 const replacedJobs = await api('GET', '/api/jobs?kind=reupload', adminToken);
 assert.equal(replacedJobs.jobs.filter((j) => j.status === 'succeeded').length, 2, 'the preview and the replacement ran');
 
+// --- Edit a row's value in the table and delete another (with the
+// feature's ETag), see both in the history, then restore the version
+// before them: the table shows the old value again.
+step('edit features and restore');
+page.on('dialog', (dialog) => dialog.accept());
+await page.getByRole('heading', { name: 'History' }).waitFor();
+await page.getByRole('button', { name: 'Previous rows' }).click();
+await page.getByText('rows 1–10 of 100').waitFor();
+const firstName = await page.locator('tbody tr').first().locator('td').nth(
+  await page.getByRole('columnheader').allInnerTexts().then((h) => h.indexOf('name'))).innerText();
+const before = (await api('GET', `/api/datasets/${datasetId}/versions`, adminToken)).versions[0].version;
+await page.getByRole('button', { name: /^Edit feature / }).first().click();
+const nameInput = page.getByRole('textbox', { name: /^name of feature / }).first();
+await nameInput.fill('Renamed county');
+await page.getByRole('button', { name: 'Save row' }).click();
+await page.getByRole('cell', { name: 'Renamed county', exact: true }).waitFor();
+await page.getByRole('button', { name: /^Delete feature / }).nth(1).click();
+await page.getByText('rows 1–10 of 99').waitFor();
+await page.getByText(new RegExp(`Feature \\d+ deleted by ${admin}`)).waitFor();
+await page.getByText(new RegExp(`Feature \\d+ changed name by ${admin}`)).waitFor();
+await screen(page, 'dataset-history');
+await page.getByRole('button', { name: `Restore version ${before}`, exact: true }).click();
+await page.getByText('rows 1–10 of 100').waitFor({ timeout: 60_000 });
+await page.getByRole('cell', { name: firstName, exact: true }).first().waitFor();
+assert.equal(await page.getByRole('cell', { name: 'Renamed county', exact: true }).count(), 0, 'the restore brought the old name back');
+await page.getByRole('cell', { name: `restore of ${before}` }).waitFor();
+
 // --- The OGC pages: the browser's own Accept gets the server-rendered
 // pages, which are accessible, show typed markup as text, and page.
 step('ogc pages');

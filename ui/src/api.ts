@@ -82,13 +82,20 @@ export async function get<T>(path: string): Promise<T> {
   return (await request(path)).json();
 }
 
-export async function send<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function send<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   const response = await request(path, {
     method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return response.status === 204 ? (undefined as T) : response.json();
+}
+
+/** A document with its entity tag, for a change that must not overwrite
+ * someone else's: the tag goes back in `If-Match`. */
+export async function getTagged<T>(path: string): Promise<{ value: T; etag: string }> {
+  const response = await request(path);
+  return { value: await response.json(), etag: response.headers.get("ETag") ?? "" };
 }
 
 export async function signIn(username: string, password: string): Promise<void> {

@@ -4,6 +4,7 @@ import { get, send, type Schemas } from "../api";
 import { navigate } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ErrorNote, LoadFailed, cellText, useAction, useLoad, when } from "./common";
+import { EditableRow, History } from "./history";
 import { MapView } from "./mapview";
 import { Grants, Reupload } from "./reupload";
 import { ServiceReupload } from "./services";
@@ -44,7 +45,8 @@ function previewStyle(d: Dataset): StyleSpecification {
   return { version: 8, sources: { data: { type: "vector", url: tilejson } }, layers };
 }
 
-function AttributeTable({ dataset }: { dataset: Dataset }) {
+/** The attribute table; a writer edits a row's values or deletes it. */
+function AttributeTable({ dataset, editable, onEdited }: { dataset: Dataset; editable: boolean; onEdited: () => void }) {
   const [offset, setOffset] = useState(0);
   // The page shown keeps its own offset, so its caption never runs ahead of its rows.
   const items = useLoad(
@@ -52,10 +54,16 @@ function AttributeTable({ dataset }: { dataset: Dataset }) {
       offset,
       page: await get<Items>(`/api/collections/${dataset.id}/items?limit=${ROWS}&offset=${offset}`),
     }),
-    [dataset.id, offset],
+    // A change of the data (an edit, a reupload, a restore) shows at once.
+    [dataset.id, dataset.updated_at, offset],
   );
   const shown = items.value?.offset ?? 0;
-  const columns = (dataset.column_info as unknown as Column[]).map((c) => c.name);
+  const columnInfo = dataset.column_info as unknown as Column[];
+  const columns = columnInfo.map((c) => c.name);
+  const edited = () => {
+    items.reload();
+    onEdited();
+  };
   const total = items.value?.page.numberMatched ?? dataset.feature_count ?? 0;
   return (
     <section aria-labelledby="attributes">
@@ -70,16 +78,25 @@ function AttributeTable({ dataset }: { dataset: Dataset }) {
                   {c}
                 </th>
               ))}
+              {editable && (
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
-            {items.value?.page.features.map((f, i) => (
-              <tr key={String(f.id ?? i)}>
-                {columns.map((c) => (
-                  <td key={c}>{cellText(f.properties?.[c])}</td>
-                ))}
-              </tr>
-            ))}
+            {items.value?.page.features.map((f, i) =>
+              editable ? (
+                <EditableRow key={String(f.id ?? i)} dataset={dataset} columns={columnInfo} feature={f} onChanged={edited} />
+              ) : (
+                <tr key={String(f.id ?? i)}>
+                  {columns.map((c) => (
+                    <td key={c}>{cellText(f.properties?.[c])}</td>
+                  ))}
+                </tr>
+              ),
+            )}
           </tbody>
         </table>
       </div>
@@ -224,7 +241,10 @@ export function DatasetPage({ id }: { id: string }) {
           <ErrorNote error={action.error} />
         </section>
       </div>
-      {d.kind !== "raster" && <AttributeTable dataset={d} />}
+      {d.kind !== "raster" && (
+        <AttributeTable dataset={d} editable={mayEdit && !d.is_registered} onEdited={dataset.reload} />
+      )}
+      {mayEdit && d.kind !== "raster" && !d.is_registered && <History dataset={d} onRestored={dataset.reload} />}
       {mayEdit && (
         <div className="columns">
           {/* Rasters take a new GeoTIFF through the API; registered tables are changed in place. */}

@@ -1,0 +1,213 @@
+import { useState } from "react";
+import { ApiError, get, getTagged, send, type Schemas } from "../api";
+import { Link } from "../router";
+import { ErrorNote, cellText, useAction, useLoad, when } from "./common";
+
+type Dataset = Schemas["Dataset"];
+type Column = { name: string; type?: string };
+type Feature = { id?: string | number; properties: Record<string, unknown> };
+
+const NUMERIC = ["integer", "bigint", "smallint", "double precision", "real", "numeric"];
+
+/** What a cell's text becomes: a number for a numeric column, null when empty. */
+function valueOf(text: string, column: Column): unknown {
+  if (text.trim() === "") return null;
+  if (NUMERIC.includes(column.type ?? "")) {
+    const n = Number(text);
+    return Number.isFinite(n) ? n : text;
+  }
+  return text;
+}
+
+/** A problem as people read it; a stale ETag says what to do. */
+function explain(error: unknown): unknown {
+  if (error instanceof ApiError && error.status === 412) {
+    return new Error("Someone changed this feature since you opened it; its row now shows their change. Edit it again.");
+  }
+  return error;
+}
+
+/** One row of the attribute table for a writer: its values, or inputs
+ * while it is edited. The feature's ETag is read when editing starts and
+ * sent back with the change, so nobody's change is overwritten. */
+export function EditableRow({
+  dataset,
+  columns,
+  feature,
+  onChanged,
+}: {
+  dataset: Dataset;
+  columns: Column[];
+  feature: Feature;
+  onChanged: () => void;
+}) {
+  const [editing, setEditing] = useState<{ etag: string; values: Record<string, string> } | null>(null);
+  const action = useAction();
+  const url = `/api/collections/${dataset.id}/items/${feature.id}`;
+  const start = () =>
+    action.run(async () => {
+      const { value, etag } = await getTagged<Feature>(url);
+      setEditing({ etag, values: Object.fromEntries(columns.map((c) => [c.name, cellText(value.properties[c.name])])) });
+    });
+  const save = () =>
+    action.run(async () => {
+      if (!editing) return;
+      const changed = Object.fromEntries(
+        columns
+          .filter((c) => editing.values[c.name] !== cellText(feature.properties[c.name]))
+          .map((c) => [c.name, valueOf(editing.values[c.name], c)]),
+      );
+      try {
+        await send("PATCH", url, { properties: changed }, { "If-Match": editing.etag });
+      } catch (e) {
+        setEditing(null);
+        onChanged();
+        throw explain(e);
+      }
+      setEditing(null);
+      onChanged();
+    });
+  const remove = () => {
+    if (!window.confirm(`Delete feature ${feature.id}? The dataset's history keeps it.`)) return;
+    action.run(async () => {
+      const { etag } = await getTagged<Feature>(url);
+      await send("DELETE", url, undefined, { "If-Match": etag });
+      onChanged();
+    });
+  };
+  return (
+    <tr>
+      {columns.map((c) => (
+        <td key={c.name}>
+          {editing ? (
+            <input
+              aria-label={`${c.name} of feature ${feature.id}`}
+              value={editing.values[c.name]}
+              onChange={(e) => setEditing({ ...editing, values: { ...editing.values, [c.name]: e.target.value } })}
+            />
+          ) : (
+            cellText(feature.properties?.[c.name])
+          )}
+        </td>
+      ))}
+      <td className="row-actions">
+        {editing ? (
+          <>
+            <button type="button" onClick={save} disabled={action.busy}>
+              Save row
+            </button>
+            <button type="button" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </>
+        ) : (
+          <>
+            <button type="button" onClick={start} aria-label={`Edit feature ${feature.id}`}>
+              Edit
+            </button>
+            <button type="button" className="danger" onClick={remove} aria-label={`Delete feature ${feature.id}`}>
+              Delete
+            </button>
+          </>
+        )}
+        <ErrorNote error={action.error} />
+      </td>
+    </tr>
+  );
+}
+
+type Versions = Schemas["VersionList"];
+type Changes = Schemas["ChangeList"];
+
+/** What a change did to a feature, in a few words. */
+function summary(change: Changes["changes"][number]): string {
+  const before = (change.before as { properties?: Record<string, unknown> } | null)?.properties;
+  const after = (change.after as { properties?: Record<string, unknown> } | null)?.properties;
+  if (!before) return "added";
+  if (!after) return "deleted";
+  const changed = Object.keys({ ...before, ...after }).filter(
+    (k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]),
+  );
+  return changed.length ? `changed ${changed.join(", ")}` : "changed its geometry";
+}
+
+/** A dataset's versions (each load, reupload, edit and restore) with a
+ * restore for each past one, and the latest changes: who changed which
+ * feature when. */
+export function History({ dataset, onRestored }: { dataset: Dataset; onRestored: () => void }) {
+  const versions = useLoad(() => get<Versions>(`/api/datasets/${dataset.id}/versions?limit=20`), [dataset.id, dataset.updated_at]);
+  const changes = useLoad(() => get<Changes>(`/api/datasets/${dataset.id}/changes?limit=10`), [dataset.id, dataset.updated_at]);
+  const action = useAction();
+  const [restoring, setRestoring] = useState<string | null>(null);
+  const restore = (version: number) => {
+    if (!window.confirm(`Bring back version ${version}? The data now becomes a version you can restore too.`)) return;
+    action.run(async () => {
+      const job = await send<Schemas["JobAccepted"]>("POST", `/api/datasets/${dataset.id}/versions/${version}/restore`);
+      setRestoring(job.job_id);
+      for (;;) {
+        const state = await get<Schemas["JobView"]>(`/api/jobs/${job.job_id}`);
+        if (state.status === "failed" || state.status === "cancelled") throw new Error(`The restore ${state.status}.`);
+        if (state.status === "succeeded") break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      setRestoring(null);
+      onRestored();
+    });
+  };
+  return (
+    <section aria-labelledby="history">
+      <h2 id="history">History</h2>
+      <ErrorNote error={versions.error ?? changes.error ?? action.error} />
+      {restoring && (
+        <p role="status">
+          Restoring… <Link href={`/jobs/${restoring}`}>the job</Link>
+        </p>
+      )}
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="Versions">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">What</th>
+              <th scope="col">Who</th>
+              <th scope="col">When</th>
+              <th scope="col">Features</th>
+              <th scope="col">
+                <span className="visually-hidden">Restore</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {versions.value?.versions.map((v) => (
+              <tr key={v.version}>
+                <th scope="row">{v.version}</th>
+                <td>{v.restored_from ? `restore of ${v.restored_from}` : v.kind}</td>
+                <td>{v.created_by ?? "—"}</td>
+                <td>{when(v.created_at)}</td>
+                <td>{v.feature_count.toLocaleString()}</td>
+                <td>
+                  {v.current ? (
+                    "current"
+                  ) : (
+                    <button type="button" onClick={() => restore(v.version)} disabled={action.busy}>
+                      Restore version {v.version}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <h3>Latest changes</h3>
+      {changes.value && changes.value.changes.length === 0 && <p>No feature has been edited.</p>}
+      <ul className="changes">
+        {changes.value?.changes.map((c) => (
+          <li key={`${c.version}-${c.feature_id}`}>
+            Feature {c.feature_id} {summary(c)} by {c.changed_by ?? "someone"}, {when(c.changed_at)} (version {c.version})
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
