@@ -199,7 +199,9 @@ pub(super) struct DiffQuery {
 }
 
 /// The features added, removed and changed from version `a` to version
-/// `b`, by key, comparing every value and the geometry exactly.
+/// `b`, by key, comparing every value and the geometry exactly: within one
+/// era only the features edits touched between them, across eras (a
+/// reupload or restore between them) every feature.
 #[utoipa::path(get, path = "/api/datasets/{dataset_id}/versions/{a}/diff/{b}", tag = "history",
     params(("dataset_id" = Uuid, Path), ("a" = i32, Path), ("b" = i32, Path), DiffQuery),
     responses((status = 200, body = Diff),
@@ -219,12 +221,23 @@ pub(super) async fn diff(
         let (era, source) = history::version_source(&mut tx, id, version)
             .await?
             .ok_or_else(|| AppError::not_found(format!("version {version} of dataset {id} is not kept")))?;
-        Ok::<_, AppError>(history::state_sql(id, version, era, &source))
+        Ok::<_, AppError>((era, history::state_sql(id, version, era, &source)))
     };
-    let (from, to) = (state_of(a).await?, state_of(b).await?);
+    let ((era_a, from), (era_b, to)) = (state_of(a).await?, state_of(b).await?);
+    // Within one era only the features edits between the two versions
+    // touched can differ: the comparison reads those (by key) alone.
+    let touched = if era_a == era_b {
+        format!(
+            "WHERE s.gid IN (SELECT gid FROM feature_changes WHERE dataset_id = '{id}' AND version > {} AND version <= {})",
+            a.min(b),
+            a.max(b)
+        )
+    } else {
+        String::new()
+    };
     let json = |alias: &str| history::row_json(alias, &dataset.geometry_column);
     let sql = format!(
-        "WITH a AS ({from}), b AS ({to}),
+        "WITH a AS (SELECT * FROM ({from}) s {touched}), b AS (SELECT * FROM ({to}) s {touched}),
               pairs AS (SELECT coalesce(a.gid, b.gid) AS gid,
                                CASE WHEN a.gid IS NULL THEN NULL ELSE {a_json} END AS before,
                                CASE WHEN b.gid IS NULL THEN NULL ELSE {b_json} END AS after
