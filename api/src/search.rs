@@ -201,10 +201,10 @@ async fn facets(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NewSavedSearch {
-    /// 1 to 255 characters, not only blanks.
+    /// 1 to 255 characters, not only blanks, no NUL (which text cannot hold).
     #[schema(
         max_length = 255,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+        pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\u0000]*$"
     )]
     name: String,
     query: SearchQuery,

@@ -340,11 +340,29 @@ async fn writers_edit_features_with_etags_and_every_version_comes_back_exactly()
     let (status, _, again) = call(&app, app.http().post(app.url(&items)).bearer_auth(&admin).json(&island)).await;
     assert_eq!(status, 201);
     assert!(again["id"].as_i64().unwrap() > fid, "{again}");
-    // And the pre-restore state is itself a version that comes back.
+    // A version never made is not there to compare.
     let (status, _) = app
         .get_json(Some(&admin), &format!("/api/datasets/{id}/versions/999/diff/1"))
         .await;
     assert_eq!(status, 404);
+
+    // A raster has no features to write.
+    let raster = ingested(
+        &app,
+        &admin,
+        "elev.tif",
+        catalog_tests::data_file("raster/elev_luxembourg.tif"),
+    )
+    .await;
+    let (status, _, problem) = call(
+        &app,
+        app.http()
+            .post(app.url(&format!("/api/collections/{raster}/items")))
+            .bearer_auth(&admin)
+            .json(&island),
+    )
+    .await;
+    assert_eq!(status, 409, "{problem}");
 }
 
 /// Past `VERSION_RETENTION_DAYS` the workers' sweep forgets a dataset's

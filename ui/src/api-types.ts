@@ -983,7 +983,9 @@ export interface paths {
         };
         /**
          * The features added, removed and changed from version `a` to version
-         *     `b`, by key, comparing every value and the geometry exactly.
+         *     `b`, by key, comparing every value and the geometry exactly: within one
+         *     era only the features edits touched between them, across eras (a
+         *     reupload or restore between them) every feature.
          */
         get: operations["diff"];
         put?: never;
@@ -2673,7 +2675,7 @@ export interface components {
             type?: string | null;
         };
         NewSavedSearch: {
-            /** @description 1 to 255 characters, not only blanks. */
+            /** @description 1 to 255 characters, not only blanks, no NUL (which text cannot hold). */
             name: string;
             query: components["schemas"]["SearchQuery"];
         };
