@@ -145,14 +145,7 @@ pub async fn ingest_object(
                 format: layer.source.format.name().to_string(),
                 filename: filename.to_string(),
                 layer: layer.key.clone(),
-            },
-            styles: if layer.source.format == SourceFormat::GeoPackage {
-                let (path, name) = (layer.source.gdal_path.clone(), layer.plan.name.clone());
-                tokio::task::spawn_blocking(move || styles::read(&path, &name))
-                    .await
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
+                styles: styles::of_source(&layer.source, &layer.plan.name).await,
             },
         };
         load::publish(ctx, &layer.plan, &loaded, &meta).await?;

@@ -334,8 +334,6 @@ pub struct DatasetMeta {
     pub summary: Option<String>,
     pub visibility: DatasetVisibility,
     pub source: SourceMeta,
-    /// The styles the source brought for the layer (`styles`).
-    pub styles: Vec<KeptStyle>,
 }
 
 /// What the dataset row says about its source.
@@ -343,6 +341,8 @@ pub struct SourceMeta {
     pub format: String,
     pub filename: String,
     pub layer: String,
+    /// The styles the source brought for the layer (`styles`).
+    pub styles: Vec<KeptStyle>,
 }
 
 /// One transaction: the job is still running, the table takes its final
@@ -392,7 +392,14 @@ pub async fn publish(
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
     history::record_load(&mut tx, dataset_id, ctx.created_by).await?;
-    styles::store(&mut tx, dataset_id, &loaded.geometry_type, &columns, &meta.styles).await?;
+    styles::store(
+        &mut tx,
+        dataset_id,
+        &loaded.geometry_type,
+        &columns,
+        &meta.source.styles,
+    )
+    .await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)
@@ -460,6 +467,7 @@ pub async fn replace(
         .or_else(|| datasets::detect_temporal_column(&columns))
         .map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &table), time_axis).await?;
+    styles::store(&mut tx, dataset_id, &loaded.geometry_type, &columns, &source.styles).await?;
     history::begin_era(&mut tx, dataset_id, VersionKind::Reupload, ctx.created_by, None).await?;
     sqlx::query(
         "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",

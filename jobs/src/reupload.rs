@@ -18,7 +18,7 @@ use crate::{
     harvest,
     ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
     load::{self, SourceMeta},
-    reader, sources,
+    reader, sources, styles,
 };
 
 const PREVIEW_ROWS: usize = 5;
@@ -118,6 +118,7 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         format: layer.source.format.name().to_string(),
         filename: payload.filename.clone(),
         layer: layer.key.clone(),
+        styles: styles::of_source(&layer.source, &layer.plan.name).await,
     };
     load::replace(ctx, payload.dataset_id, &layer.plan, &loaded, &source).await
 }

@@ -4,12 +4,14 @@
 //! categories into a `match` on their attribute, graduated classes into a
 //! `step`, each with the symbols' own colours. A style it cannot read
 //! gives no paint; the style is kept all the same.
-use catalog_shared::datasets::ColumnInfo;
+use catalog_shared::{datasets::ColumnInfo, uploads::SourceFormat};
 use gdal::{Dataset, vector::LayerAccess};
 use roxmltree::{Document, Node};
 use serde_json::{Map, Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+use crate::sources::Source;
 
 /// One `layer_styles` row.
 pub struct KeptStyle {
@@ -20,9 +22,21 @@ pub struct KeptStyle {
     pub sld: Option<String>,
 }
 
+/// The styles a source brings for `layer`: a GeoPackage's, none for other
+/// formats.
+pub async fn of_source(source: &Source, layer: &str) -> Vec<KeptStyle> {
+    if source.format != SourceFormat::GeoPackage {
+        return Vec::new();
+    }
+    let (path, layer) = (source.gdal_path.clone(), layer.to_string());
+    tokio::task::spawn_blocking(move || read(&path, &layer))
+        .await
+        .unwrap_or_default()
+}
+
 /// The styles of `layer` in the GeoPackage at `gdal_path`; none when it
 /// has no `layer_styles` table. Blocking (GDAL).
-pub fn read(gdal_path: &str, layer: &str) -> Vec<KeptStyle> {
+fn read(gdal_path: &str, layer: &str) -> Vec<KeptStyle> {
     let Ok(dataset) = Dataset::open(gdal_path) else {
         return Vec::new();
     };
@@ -53,8 +67,10 @@ pub fn read(gdal_path: &str, layer: &str) -> Vec<KeptStyle> {
         .collect()
 }
 
-/// Keeps the styles with the dataset, and the default one's paint (the
-/// first style's when none is marked default) as the dataset's.
+/// Keeps the styles with the dataset in place of those it had, and the
+/// default one's paint (the first style's when none is marked default) as
+/// the dataset's. Without styles nothing changes: data that brings none
+/// keeps the dataset's.
 pub async fn store(
     tx: &mut PgConnection,
     dataset_id: Uuid,
@@ -62,6 +78,17 @@ pub async fn store(
     columns: &[ColumnInfo],
     styles: &[KeptStyle],
 ) -> Result<(), sqlx::Error> {
+    if styles.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("DELETE FROM dataset_styles WHERE dataset_id = $1")
+        .bind(dataset_id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE datasets SET default_paint = NULL WHERE id = $1")
+        .bind(dataset_id)
+        .execute(&mut *tx)
+        .await?;
     for style in styles {
         sqlx::query(
             "INSERT INTO dataset_styles (id, dataset_id, name, description, is_default, qml, sld)

@@ -2,26 +2,32 @@
 //! graduated, saved to its `layer_styles` as QML and SLD) keeps its styles:
 //! listed, downloaded byte for byte, and the default one becomes the
 //! dataset's MapLibre paint (a `match` with QGIS's colours), which a map
-//! layer starts from.
+//! layer starts from. A reupload with styles brings its own; one without
+//! keeps the dataset's.
 use std::process::Command;
 
 use catalog_tests::{Api, App, validate_style};
 use gdal::vector::LayerAccess;
 use serde_json::{Value, json};
 
+/// Natural Earth's countries as a GeoPackage (layer `countries`), unstyled.
+fn plain_geopackage(gpkg: &std::path::Path) {
+    let shapefile = catalog_tests::data_dir().join("shp/naturalearth_lowres/naturalearth_lowres.shp");
+    let status = Command::new("ogr2ogr")
+        .args(["-f", "GPKG", "-nln", "countries", "-nlt", "MULTIPOLYGON"])
+        .arg(gpkg)
+        .arg(&shapefile)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Natural Earth's countries as a GeoPackage with QGIS's two styles;
 /// answers its bytes and its `layer_styles` rows (name, QML, SLD).
 fn styled_geopackage() -> (Vec<u8>, Vec<(String, String, String)>) {
     let dir = tempfile::tempdir().unwrap();
     let gpkg = dir.path().join("countries.gpkg");
-    let shapefile = catalog_tests::data_dir().join("shp/naturalearth_lowres/naturalearth_lowres.shp");
-    let status = Command::new("ogr2ogr")
-        .args(["-f", "GPKG", "-nln", "countries", "-nlt", "MULTIPOLYGON"])
-        .arg(&gpkg)
-        .arg(&shapefile)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    plain_geopackage(&gpkg);
     let python = std::env::var("CATALOG_QGIS_PYTHON").expect("CATALOG_QGIS_PYTHON (set by scripts/test.sh)");
     let output = Command::new(python)
         .arg(catalog_tests::package_dir().join("clients/qgis_styles.py"))
@@ -138,4 +144,44 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
         .unwrap_or_else(|| panic!("the dataset's layer: {style}"));
     assert_eq!(layer["type"], "fill");
     assert_eq!(layer["paint"]["fill-color"], expected);
+
+    // New data without styles keeps the dataset's; new data with styles
+    // brings its own in their place.
+    let reupload = async |bytes: Vec<u8>| {
+        let response = app
+            .post_file(
+                &format!("/api/datasets/{id}/reupload"),
+                &admin,
+                "countries.gpkg",
+                bytes,
+                &[],
+            )
+            .await;
+        assert_eq!(response.status(), 202);
+        let job: Value = response.json().await.unwrap();
+        let job = app.wait_job(&admin, job["job_id"].as_str().unwrap()).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        app.get_json(None, &format!("/api/datasets/{id}/styles")).await.1
+    };
+    let plain = tempfile::tempdir().unwrap();
+    plain_geopackage(&plain.path().join("plain.gpkg"));
+    let kept = reupload(std::fs::read(plain.path().join("plain.gpkg")).unwrap()).await;
+    assert_eq!(kept["styles"], list["styles"], "unstyled data keeps the styles");
+    assert_eq!(kept["default_paint"], list["default_paint"]);
+    let (again, _) = styled_geopackage();
+    let replaced = reupload(again).await;
+    let ids = |l: &Value| {
+        l["styles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(replaced["styles"].as_array().unwrap().len(), 2);
+    assert!(
+        ids(&replaced).iter().all(|i| !ids(&list).contains(i)),
+        "the new file's styles in place of the old"
+    );
+    assert_eq!(replaced["default_paint"]["fill-color"], expected);
 }
