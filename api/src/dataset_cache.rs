@@ -12,10 +12,13 @@ use std::{
 
 use catalog_shared::AppError;
 use catalog_shared::datasets::DatasetChanged;
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::{FromRow, PgPool, Row, postgres::PgListener};
 use uuid::Uuid;
 
-use crate::datasets::record::{DATASET_COLUMNS, Dataset};
+use crate::{
+    datasets::record::{DATASET_COLUMNS, Dataset},
+    replicas::{POSITION_SQL, UNKNOWN_POSITION},
+};
 
 const TTL: Duration = Duration::from_secs(60);
 const MAX_ENTRIES: usize = 10_000;
@@ -24,7 +27,10 @@ const MAX_ENTRIES: usize = 10_000;
 /// records were forgotten so far.
 #[derive(Default)]
 struct Entries {
-    records: HashMap<Uuid, (Instant, Arc<Dataset>)>,
+    /// Each record with when it was fetched and the database's WAL position
+    /// then (see `replicas`): a replica that has replayed that position
+    /// holds the data the record names.
+    records: HashMap<Uuid, (Instant, Arc<Dataset>, i64)>,
     forgets: u64,
 }
 
@@ -44,24 +50,26 @@ impl DatasetCache {
         entries
             .records
             .get(&id)
-            .filter(|(at, _)| at.elapsed() < TTL)
-            .map(|(_, d)| d.clone())
+            .filter(|(at, _, _)| at.elapsed() < TTL)
+            .map(|(_, d, _)| d.clone())
             .ok_or(entries.forgets)
     }
 
     /// Keeps a record fetched after `forgets` forgets, unless one came
     /// since: a record read before a change was announced would otherwise
     /// be kept after the announcement, for the whole minute.
-    fn put(&self, dataset: Dataset, forgets: u64) -> Arc<Dataset> {
+    fn put(&self, dataset: Dataset, position: i64, forgets: u64) -> Arc<Dataset> {
         let dataset = Arc::new(dataset);
         let mut entries = self.entries();
         if entries.forgets != forgets {
             return dataset;
         }
         if entries.records.len() >= MAX_ENTRIES {
-            entries.records.retain(|_, (at, _)| at.elapsed() < TTL);
+            entries.records.retain(|_, (at, _, _)| at.elapsed() < TTL);
         }
-        entries.records.insert(dataset.id, (Instant::now(), dataset.clone()));
+        entries
+            .records
+            .insert(dataset.id, (Instant::now(), dataset.clone(), position));
         dataset
     }
 
@@ -72,13 +80,23 @@ impl DatasetCache {
             Ok(dataset) => return Ok(dataset),
             Err(forgets) => forgets,
         };
-        let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = $1");
-        let dataset: Dataset = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        let sql = format!("SELECT {DATASET_COLUMNS}, {POSITION_SQL} AS wal_position FROM datasets WHERE id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(pool)
             .await?
             .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
-        Ok(self.put(dataset, forgets))
+        let dataset = Dataset::from_row(&row)?;
+        Ok(self.put(dataset, row.try_get("wal_position")?, forgets))
+    }
+
+    /// The WAL position at which the cached record of `id` was read; a
+    /// read of its data must not go to a replica behind it.
+    pub fn position(&self, id: Uuid) -> i64 {
+        self.entries()
+            .records
+            .get(&id)
+            .map_or(UNKNOWN_POSITION, |(_, _, position)| *position)
     }
 
     pub fn forget(&self, id: Uuid) {

@@ -77,7 +77,20 @@ async fn answer(state: &AppState, peer: SocketAddr, request: Request, next: Next
     let method = request.method().clone();
     let started = Instant::now();
     let mut response = match admit(state, peer, request, route.as_ref()).await {
-        Ok(request) => run(request, next).await,
+        Ok(request) => {
+            let writer = (!method.is_safe())
+                .then(|| request.extensions().get::<access::Caller>().and_then(|c| c.user_id()))
+                .flatten();
+            let response = run(request, next).await;
+            // Read-your-writes: this caller's next reads wait for replicas
+            // to replay what the write committed.
+            if let Some(writer) = writer
+                && response.status().is_success()
+            {
+                state.db.note_write(writer).await;
+            }
+            response
+        }
         Err(refusal) => refusal.into_response(),
     };
     state.metrics.observe(

@@ -17,7 +17,7 @@ use crate::page::{Limit, Offset};
 use crate::{
     access::{
         Caller,
-        datasets::{visible_dataset, writable_dataset},
+        datasets::{cached_visible_dataset, writable_dataset},
     },
     bbox::Bbox,
     datasets::record::{Dataset, published_columns, table_sql},
@@ -70,7 +70,7 @@ async fn list_features(
     Path(id): Path<Uuid>,
     Query(q): Query<FeatureListQuery>,
 ) -> Result<Response, AppError> {
-    let dataset = visible_dataset(&state, &caller, id).await?;
+    let dataset = cached_visible_dataset(&state, &caller, id).await?;
     let (limit, offset) = (q.limit.get(), q.offset.get());
     let bounds = q
         .bbox
@@ -103,7 +103,12 @@ async fn list_features(
     if let Some(b) = bounds {
         query = query.bind(b[0]).bind(b[1]).bind(b[2]).bind(b[3]);
     }
-    let rows = query.fetch_all(&state.pool).await?;
+    let reads = state
+        .db
+        .reader(caller.user_id(), state.datasets.position(dataset.id))
+        .await
+        .pool;
+    let rows = query.fetch_all(reads).await?;
     let matched: i64 = match rows.first() {
         Some(row) => row.get(1),
         // Past the last page the window is empty; count the matches alone.
@@ -116,7 +121,7 @@ async fn list_features(
                 .bind(b[1])
                 .bind(b[2])
                 .bind(b[3])
-                .fetch_one(&state.pool)
+                .fetch_one(reads)
                 .await?
         }
     };

@@ -37,6 +37,7 @@ mod page;
 mod quotas;
 mod rate_limit;
 mod read_clock;
+mod replicas;
 mod records;
 mod sandbox;
 mod search;
@@ -58,15 +59,19 @@ pub async fn migrate(pool: &sqlx::PgPool) -> anyhow::Result<()> {
 /// Connects, migrates, makes the bootstrap admin and starts the background
 /// work of one API process; answers the state its router serves from.
 pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
-    let pool = db::connect_for_requests(&config.database_url, 20).await?;
-    db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
-    migrate(&pool).await?;
+    let pool = db::connect_for_requests(&config.database_url, 20, config.database_prepared_statements)?;
+    // Migrations and LISTEN need a session of their own: never through a
+    // transaction-mode pooler.
+    let direct = db::connect(&config.database_direct_url, 2).await?;
+    db::wait_until_reachable(&direct, Duration::from_secs(60)).await?;
+    migrate(&direct).await?;
     ogc::crs::check_extra_crs(&pool, &config.extra_crs).await?;
     auth::bootstrap_admin(&pool, &config).await?;
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
-    let tile_connections = tile_connections::TileConnections::new(&config.database_url, 16)?;
-    let state = state::AppState::new(pool, tile_connections, config, rate_limiter)?;
+    let database = std::sync::Arc::new(replicas::Database::new(pool.clone(), &config, rate_limiter.store())?);
+    tokio::spawn(database.clone().watch());
+    let state = state::AppState::new(pool, database, config, rate_limiter)?;
     state.sandbox.prepare_login(&state.pool).await;
-    tokio::spawn(state.datasets.clone().follow_changes(state.pool.clone()));
+    tokio::spawn(state.datasets.clone().follow_changes(direct));
     Ok(state)
 }

@@ -42,8 +42,11 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     match command.as_str() {
         "migrate" => {
-            let url =
-                std::env::var("DATABASE_URL").unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
+            // The primary itself: a transaction-mode pooler cannot hold a
+            // migration's session (advisory locks, several transactions).
+            let url = std::env::var("DATABASE_DIRECT_URL")
+                .or_else(|_| std::env::var("DATABASE_URL"))
+                .unwrap_or_else(|_| catalog_shared::config::DEFAULT_DATABASE_URL.into());
             let pool = db::connect(&url, 2).await?;
             db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
             catalog_api::migrate(&pool).await?;

@@ -18,6 +18,9 @@ use axum::http::request::Parts;
 use catalog_shared::{AppError, config::RateLimits};
 use redis::aio::ConnectionManager;
 
+/// The Redis connection, once reached (none without `REDIS_URL`).
+pub type SharedStore = Arc<RwLock<Option<ConnectionManager>>>;
+
 const WINDOW_SECS: u64 = 60;
 /// How long a store call may take before the request is counted locally.
 const STORE_TIMEOUT: Duration = Duration::from_millis(250);
@@ -67,7 +70,7 @@ type Counts = HashMap<(Bucket, IpAddr), (u64, u64)>;
 /// used alone without a store and while the store is unreachable.
 #[derive(Clone)]
 pub struct RateLimiter {
-    store: Arc<RwLock<Option<ConnectionManager>>>,
+    store: SharedStore,
     /// Until when the store is left alone after a failure, so requests do
     /// not each wait for a dead store.
     store_resting_until: Arc<Mutex<Option<Instant>>>,
@@ -135,6 +138,12 @@ impl RateLimiter {
             }
         }
         limiter
+    }
+
+    /// The shared store (Redis), when it is configured and was reached;
+    /// other per-caller state every API process must see lives there too.
+    pub fn store(&self) -> SharedStore {
+        self.store.clone()
     }
 
     /// Counts a request from `peer` against its bucket; 429 with

@@ -131,7 +131,7 @@ async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Resul
         conditions()
     );
     let rows: Vec<HitRow> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), caller, s)
-        .fetch_all(&state.pool)
+        .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
         .await?;
     let total = rows.first().map_or(0, |r| r.total);
     Ok(SearchResults {
@@ -188,7 +188,7 @@ async fn facets(
             conditions()
         );
         let rows: Vec<(String, i64)> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &caller, &s)
-            .fetch_all(&state.pool)
+            .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
             .await?;
         out.insert(
             name.to_string(),

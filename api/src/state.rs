@@ -17,9 +17,11 @@ impl std::ops::Deref for AppState {
 }
 
 pub struct Shared {
+    /// The primary's request pool: writes and catalog state.
     pub pool: PgPool,
-    /// Connections for vector tile queries only (generic plans).
-    pub tile_connections: crate::tile_connections::TileConnections,
+    /// Where reads go: the primary or a replica, with the connections for
+    /// vector tile queries (generic plans) of each.
+    pub db: Arc<crate::replicas::Database>,
     /// Connections as the SQL sandbox's role, for callers' statements only.
     pub sandbox: crate::sandbox::pool::SandboxPool,
     pub storage: Storage,
@@ -40,14 +42,14 @@ pub struct Shared {
 impl AppState {
     pub fn new(
         pool: PgPool,
-        tile_connections: crate::tile_connections::TileConnections,
+        db: Arc<crate::replicas::Database>,
         config: Config,
         rate_limiter: crate::rate_limit::RateLimiter,
     ) -> anyhow::Result<Self> {
         Ok(Self(Arc::new(Shared {
             sandbox: crate::sandbox::pool::SandboxPool::new(&config),
             pool,
-            tile_connections,
+            db,
             storage: Storage::open(&config.storage_url)?,
             keys: TokenKeys::new(&config.jwt_secret),
             outbound: OutboundPolicy::new(&config.outbound_allowed_hosts),

@@ -251,10 +251,11 @@ impl TileCache {
         request: &HeaderMap,
         dataset: &Dataset,
         key: TileKey,
+        at_current_version: bool,
         render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
-        self.respond_with(request, key, (lifetime, cache_control(dataset)), render)
+        self.respond_with(request, key, (lifetime, cache_control(dataset, at_current_version)), render)
             .await
     }
 
@@ -303,13 +304,17 @@ impl TileCache {
     }
 }
 
-/// Published public datasets may be cached by anyone; others only by the
-/// viewer.
-fn cache_control(dataset: &Dataset) -> &'static str {
-    if readable_by_anyone(dataset.visibility, dataset.status) {
-        "public, max-age=300"
-    } else {
+/// Published public datasets may be cached by anyone, for a year when the
+/// URL names the data version the tile was cut from (its bytes never
+/// change; a table registered in place changes without new versions);
+/// others only by the viewer.
+fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
+    if !readable_by_anyone(dataset.visibility, dataset.status) {
         "private, max-age=60"
+    } else if at_current_version && !dataset.is_registered {
+        "public, max-age=31536000, immutable"
+    } else {
+        "public, max-age=300"
     }
 }
 

@@ -28,13 +28,23 @@ pub struct TileConnections {
     pool: managed::Pool<Opener>,
 }
 
+/// What a tile query answers: the dataset's data version in the snapshot
+/// the tile was cut from (none for the basemap), and the tile.
+pub type CutTile = (Option<i64>, Option<Vec<u8>>);
+
 /// Opens and checks the pool's connections.
 struct Opener {
     options: PgConnectOptions,
     /// When a connection was last found dropped by the database: the
     /// others, idle since before then, are checked before they are lent.
     lost_at: Mutex<Option<Instant>>,
+    /// False behind a transaction-mode pooler that cannot keep prepared
+    /// statements: each tile is then one transaction of its own.
+    prepared_statements: bool,
 }
+
+/// A tile's session settings (see `Opener::create`), for one transaction.
+const POOLED_TILE_BEGIN: &str = "BEGIN; SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off";
 
 impl managed::Manager for Opener {
     type Type = PgConnection;
@@ -42,6 +52,9 @@ impl managed::Manager for Opener {
 
     async fn create(&self) -> Result<PgConnection, sqlx::Error> {
         let mut connection = self.options.connect().await?;
+        if !self.prepared_statements {
+            return Ok(connection);
+        }
         // A tile's area is a small window on the spatial index: parallel
         // workers only add contention under concurrent tile requests. JIT
         // compilation cost a crowded tile a third of its time (190 ms against
@@ -74,10 +87,11 @@ impl managed::Manager for Opener {
 struct Lent(Option<Object<Opener>>);
 
 impl TileConnections {
-    pub fn new(url: &str, max_connections: usize) -> anyhow::Result<Self> {
+    pub fn new(url: &str, max_connections: usize, prepared_statements: bool) -> anyhow::Result<Self> {
         let opener = Opener {
             options: url.parse()?,
             lost_at: Mutex::new(None),
+            prepared_statements,
         };
         let pool = managed::Pool::builder(opener)
             .max_size(max_connections)
@@ -92,21 +106,22 @@ impl TileConnections {
     }
 
     /// The tile that `sql` cuts at `address` with its layer named `layer`
-    /// (none when it holds nothing). A connection the database has dropped
-    /// (it restarted, or ended the session) is closed and the query runs
-    /// once more on another, so an outage that is over costs no request an
-    /// error.
-    pub async fn tile(&self, sql: &str, address: (u32, u32, u32), layer: &str) -> Result<Option<Vec<u8>>, AppError> {
+    /// (none when it holds nothing), and, when `dataset` is given (as `$5`),
+    /// the data version `sql` read beside it. A connection the database has
+    /// dropped (it restarted, or ended the session) is closed and the query
+    /// runs once more on another, so an outage that is over costs no
+    /// request an error.
+    pub async fn tile(
+        &self,
+        sql: &str,
+        address: (u32, u32, u32),
+        layer: &str,
+        dataset: Option<uuid::Uuid>,
+    ) -> Result<CutTile, AppError> {
         let mut retried = false;
         loop {
             let mut connection = self.lend().await?;
-            let outcome = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .bind(address.0 as i32)
-                .bind(address.1 as i32)
-                .bind(address.2 as i32)
-                .bind(layer)
-                .fetch_one(&mut *connection)
-                .await;
+            let outcome = self.cut(&mut connection, sql, address, layer, dataset).await;
             connection.give_back(&outcome);
             match outcome {
                 Err(e) if !retried && is_unavailable(&e) => {
@@ -116,6 +131,35 @@ impl TileConnections {
                 outcome => return outcome.map_err(AppError::from),
             }
         }
+    }
+
+    async fn cut(
+        &self,
+        connection: &mut PgConnection,
+        sql: &str,
+        address: (u32, u32, u32),
+        layer: &str,
+        dataset: Option<uuid::Uuid>,
+    ) -> Result<CutTile, sqlx::Error> {
+        let prepared = self.pool.manager().prepared_statements;
+        if !prepared {
+            sqlx::raw_sql(POOLED_TILE_BEGIN).execute(&mut *connection).await?;
+        }
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .persistent(prepared)
+            .bind(address.0 as i32)
+            .bind(address.1 as i32)
+            .bind(address.2 as i32)
+            .bind(layer);
+        if let Some(dataset) = dataset {
+            query = query.bind(dataset);
+        }
+        let tile = query.fetch_one(&mut *connection).await;
+        if !prepared {
+            // Ends the transaction whether or not the query failed in it.
+            sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await?;
+        }
+        tile
     }
 
     async fn lend(&self) -> Result<Lent, AppError> {

@@ -5,7 +5,12 @@
 //! (a change of visibility or publication status).
 use std::sync::Arc;
 
-use axum::{Json, extract::State, http::HeaderMap, response::Response};
+use axum::{
+    Json,
+    extract::{OriginalUri, State},
+    http::HeaderMap,
+    response::Response,
+};
 use catalog_raster::tile::Grid;
 use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use chrono::{DateTime, Utc};
@@ -33,8 +38,10 @@ use crate::{
 };
 
 mod raster;
+mod version;
 
 pub(crate) use raster::RasterTileQuery;
+pub use version::{Pinned, TileVersion, versioned_query};
 use raster::TerrainQuery;
 pub use raster::{native_zoom, raster_file};
 
@@ -196,14 +203,40 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
     )
 }
 
-/// A vector tile cut by `sql`; empty when the tile holds nothing.
-async fn render(state: &AppState, sql: &str, dataset: &Dataset, at: TileAddress) -> Result<Tile, AppError> {
+/// A vector tile cut by `sql`; empty when the tile holds nothing. It is
+/// cut on a replica that has the data version the record names, or on the
+/// primary, and the version read in the same snapshot must be that one:
+/// the tile is cached, and may be kept a year, under it.
+async fn render(
+    state: &AppState,
+    caller: &Caller,
+    sql: &str,
+    dataset: &Dataset,
+    at: TileAddress,
+) -> Result<Tile, AppError> {
+    let reader = state
+        .db
+        .reader(caller.user_id(), state.datasets.position(dataset.id))
+        .await;
     // The tile layer is named after the table, as PostGIS tile servers do.
-    let tile = state
-        .tile_connections
-        .tile(sql, (at.z, at.x, at.y), &dataset.table_name)
+    let (seen, tile) = reader
+        .tiles
+        .tile(sql, (at.z, at.x, at.y), &dataset.table_name, Some(dataset.id))
         .await?;
+    if seen != Some(dataset.data_version) {
+        state.datasets.forget(dataset.id);
+        return Err(AppError::unavailable(format!(
+            "dataset {} changed while its tile was cut; ask again",
+            dataset.id
+        )));
+    }
     Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
+}
+
+/// A dataset's tile query beside the data version it reads, in one
+/// snapshot (`$5` is the dataset's id).
+fn with_data_version(tile_sql: &str) -> String {
+    format!("SELECT (SELECT data_version FROM datasets WHERE id = $5), (\n{tile_sql}\n)")
 }
 
 /// One vector tile of a dataset's features (layer named after its table),
@@ -215,21 +248,25 @@ async fn render(state: &AppState, sql: &str, dataset: &Dataset, at: TileAddress)
            ("scope" = Option<String>, Query, description = "signed template: dataset:<id>"),
            ("exp" = Option<String>, Query, description = "signed template: expiry, Unix seconds (a template that does not verify signs nothing)"),
            ("sig" = Option<String>, Query, description = "signed template: signature"),
-           RasterTileQuery),
+           RasterTileQuery, TileVersion),
     responses((status = 200, description = "Mapbox Vector Tile, or a raster dataset's image", content_type = "application/vnd.mapbox-vector-tile"),
               (status = 204, description = "nothing in this tile"),
+              (status = 307, description = "`v` names an older data version: the same tile at the current one", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn vector_tile(
     State(state): State<AppState>,
     caller: Caller,
     request: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     Path(address): Path<(String, String, String, String)>,
     Query(query): Query<RasterTileQuery>,
+    Query(version): Query<TileVersion>,
 ) -> Result<Response, AppError> {
     let (id, z, x, y) = &address;
     let dataset = visible_collection(&state, &caller, id).await?;
+    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     let address = (Grid::WebMercator, z.as_str(), x.as_str(), y.as_str());
-    dataset_tile(&state, &caller, &request, dataset, address, &query).await
+    dataset_tile(&state, &caller, &request, (dataset, pinned), address, &query).await
 }
 
 /// One tile of `dataset` at z/x/y (y with its extension): the one tile
@@ -239,7 +276,7 @@ pub(crate) async fn dataset_tile(
     state: &AppState,
     caller: &Caller,
     request: &HeaderMap,
-    dataset: Arc<Dataset>,
+    (dataset, pinned): (Arc<Dataset>, Pinned),
     (grid, z, x, y): (Grid, &str, &str, &str),
     query: &RasterTileQuery,
 ) -> Result<Response, AppError> {
@@ -259,13 +296,14 @@ pub(crate) async fn dataset_tile(
             (grid, at.z, at.x, at.y),
             (format, size),
             query,
+            pinned,
         ))
         .await;
     }
     if grid != Grid::WebMercator {
         return Err(AppError::not_found("vector tiles are cut on WebMercatorQuad only"));
     }
-    serve_tile(state, caller, request, (dataset, z, x, y), TileRoute::Vector, |d| {
+    serve_tile(state, caller, request, (dataset, pinned, (z, x, y)), TileRoute::Vector, |d| {
         vector_tile_sql(d, &published_columns(d))
     })
     .await
@@ -274,21 +312,25 @@ pub(crate) async fn dataset_tile(
 /// One tile of a dataset's features gathered into clusters.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/cluster/{z}/{x}/{y}", tag = "tiles",
     params(("dataset_id" = Uuid, Path), ("z" = u32, Path, maximum = 24), ("x" = u32, Path),
-           ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt)?$", description = "row, with or without .pbf or .mvt")),
+           ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt)?$", description = "row, with or without .pbf or .mvt"), TileVersion),
     responses((status = 200, description = "Mapbox Vector Tile of points with point_count", content_type = "application/vnd.mapbox-vector-tile"),
-              (status = 204, description = "nothing in this tile")))]
+              (status = 204, description = "nothing in this tile"),
+              (status = 307, description = "`v` names an older data version: the same tile at the current one", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn cluster_tile(
     State(state): State<AppState>,
     caller: Caller,
     request: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     Path((id, z, x, y)): Path<(String, String, String, String)>,
+    Query(version): Query<TileVersion>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
+    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     serve_tile(
         &state,
         &caller,
         &request,
-        (dataset, &z, &x, &y),
+        (dataset, pinned, (&z, &x, &y)),
         TileRoute::Cluster,
         cluster_tile_sql,
     )
@@ -299,18 +341,22 @@ async fn cluster_tile(
 /// raster dataset: 512 px unless `tile_size=256`, nodata as 0 m.
 #[utoipa::path(get, path = "/api/tiles/{dataset_id}/terrain/{z}/{x}/{y}", tag = "tiles",
     params(("dataset_id" = Uuid, Path), ("z" = u32, Path, maximum = 24), ("x" = u32, Path),
-           ("y" = String, Path, pattern = r"^[0-9]+\.png$", description = "row, with .png"), TerrainQuery),
+           ("y" = String, Path, pattern = r"^[0-9]+\.png$", description = "row, with .png"), TerrainQuery, TileVersion),
     responses((status = 200, description = "PNG of encoded heights", content_type = "image/png"),
               (status = 204, description = "outside the raster's extent"),
+              (status = 307, description = "`v` names an older data version: the same tile at the current one", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 422, description = "not a single-band raster", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn terrain_tile(
     State(state): State<AppState>,
     caller: Caller,
     request: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     Path((id, z, x, y)): Path<(String, String, String, String)>,
     Query(query): Query<TerrainQuery>,
+    Query(version): Query<TileVersion>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
+    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     if !dataset.is_raster() {
         return Err(AppError::unprocessable(format!(
             "dataset {id} is not a raster; terrain tiles come from single-band rasters"
@@ -320,7 +366,7 @@ async fn terrain_tile(
         .strip_suffix(".png")
         .ok_or_else(|| AppError::not_found("terrain tiles are PNG: ask for {y}.png"))?;
     let at = tile_address(&z, &x, row)?;
-    raster::terrain_tile(&state, &request, &dataset, (at.z, at.x, at.y), &query).await
+    raster::terrain_tile(&state, &request, &dataset, (at.z, at.x, at.y), &query, pinned).await
 }
 
 /// A vector tile of `dataset` at (z, x, y) on `route`, cut by the SQL
@@ -329,7 +375,7 @@ async fn serve_tile(
     state: &AppState,
     caller: &Caller,
     request: &HeaderMap,
-    (dataset, z, x, y): (Arc<Dataset>, &str, &str, &str),
+    (dataset, pinned, (z, x, y)): (Arc<Dataset>, Pinned, (&str, &str, &str)),
     route: TileRoute,
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
@@ -337,14 +383,14 @@ async fn serve_tile(
     crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
     let (sql, digest) = memo.get_or_init(|| {
-        let sql = sql_of(&dataset);
+        let sql = with_data_version(&sql_of(&dataset));
         let digest = recipe_digest(&sql);
         (sql.into(), digest)
     });
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, || render(state, sql, &dataset, at))
+        .respond(request, &dataset, key, pinned == Pinned::Current, || render(state, caller, sql, &dataset, at))
         .await
 }
 
@@ -383,35 +429,22 @@ async fn tilejson(
     Ok(Json(document))
 }
 
-/// The query that signs `dataset`'s tile URLs for `caller` (empty when no
-/// signature is needed), with its leading `?`.
+/// The query of `dataset`'s tile URLs for `caller`, with its leading `?`:
+/// the data version, and a signature when not everyone may read it.
 pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> String {
     // Tiles not everyone may read come signed, so a viewer given this
     // document needs no credential; an embedding page sends its token. A
     // document read through a signed template hands back that template's
-    // expiry: a capability never buys a longer-lived one.
-    match caller.capability {
-        _ if readable_by_anyone(dataset.visibility, dataset.status) => String::new(),
-        Some(Capability::Embed { .. } | Capability::Asset { .. } | Capability::Metrics) => String::new(),
-        Some(Capability::Tiles { expires, .. }) => format!(
-            "?{}",
-            signed_query(
-                &state.config.jwt_secret,
-                dataset.id,
-                dataset.publication_version,
-                expires
-            )
-        ),
-        None => format!(
-            "?{}",
-            signed_query(
-                &state.config.jwt_secret,
-                dataset.id,
-                dataset.publication_version,
-                template_expiry(now_secs())
-            )
-        ),
-    }
+    // expiry: a capability never buys a longer-lived one. The data
+    // version goes first, so a CDN may keep the tiles (`version`).
+    let expires = match caller.capability {
+        _ if readable_by_anyone(dataset.visibility, dataset.status) => None,
+        Some(Capability::Embed { .. } | Capability::Asset { .. } | Capability::Metrics) => None,
+        Some(Capability::Tiles { expires, .. }) => Some(expires),
+        None => Some(template_expiry(now_secs())),
+    };
+    let signature = expires.map(|exp| signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp));
+    format!("?{}", versioned_query(dataset.data_version, signature.as_deref()))
 }
 
 fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
@@ -465,7 +498,10 @@ async fn tile_token(
     let dataset: Arc<Dataset> = visible_collection(&state, &caller, &id).await?;
     let now = now_secs();
     let exp = template_expiry(now);
-    let query = signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp);
+    let query = versioned_query(
+        dataset.data_version,
+        Some(&signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp)),
+    );
     let base = format!("{}/api/tiles/{}", state.config.public_url, dataset.id);
     Ok(Json(TileToken {
         dataset_id: dataset.id,

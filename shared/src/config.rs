@@ -7,6 +7,17 @@ use anyhow::{Context, bail};
 #[derive(Clone, Debug)]
 pub struct Config {
     pub database_url: String,
+    /// The primary itself, never through a pooler: migrations and LISTEN
+    /// (`DATABASE_DIRECT_URL`; `database_url` when unset).
+    pub database_direct_url: String,
+    /// Streaming replicas the read routes use (`DATABASE_READ_URLS`).
+    pub database_read_urls: Vec<String>,
+    /// A replica further behind than this is skipped (`READ_MAX_LAG_SECONDS`).
+    pub read_max_lag: Duration,
+    /// Whether statements may stay prepared on a connection between
+    /// transactions: false behind a transaction-mode pooler that cannot
+    /// keep them (PgBouncer before 1.21), `DATABASE_PREPARED_STATEMENTS`.
+    pub database_prepared_statements: bool,
     /// The SQL sandbox's own login; derived from `database_url` when unset.
     pub sandbox_database_url: Option<String>,
     pub redis_url: Option<String>,
@@ -183,11 +194,19 @@ impl Config {
                 })
             })
             .collect::<anyhow::Result<_>>()?;
+        let database_url = settings
+            .var("DATABASE_URL")
+            .unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        let read_max_lag = settings.at_least_one("READ_MAX_LAG_SECONDS", 5)?;
         Ok(Self {
             extra_crs,
-            database_url: settings
-                .var("DATABASE_URL")
-                .unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            database_direct_url: settings
+                .var("DATABASE_DIRECT_URL")
+                .unwrap_or_else(|| database_url.clone()),
+            database_url,
+            database_read_urls: settings.list("DATABASE_READ_URLS"),
+            read_max_lag: Duration::from_secs(read_max_lag),
+            database_prepared_statements: settings.parsed("DATABASE_PREPARED_STATEMENTS", true)?,
             sandbox_database_url: settings.var("SANDBOX_DATABASE_URL"),
             redis_url: settings.var("REDIS_URL"),
             jwt_secret,

@@ -1,7 +1,10 @@
 use std::time::Duration;
 
 use apalis_postgres::PostgresStorage;
-use sqlx::{PgPool, postgres::PgPoolOptions};
+use sqlx::{
+    PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -11,25 +14,61 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
     Ok(pool_options(max_connections).connect_lazy(url)?)
 }
 
-/// The same for request handlers: many small queries at once, where
-/// parallel query workers only add contention. Statements are prepared once
-/// per connection, but planned for each request's own values: a generic
-/// plan (which PostgreSQL picks after five runs) cannot tell a dense bbox
-/// from a sparse one and chose a 20x slower plan for the items page. JIT
-/// compilation is off: it spent 60 ms of a crowded tile's 190 ms compiling
-/// expressions that ran for less than that.
-pub async fn connect_for_requests(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    let options = pool_options(max_connections).after_connect(|conn, _| {
-        Box::pin(async move {
-            sqlx::raw_sql(
-                "SET max_parallel_workers_per_gather = 0; SET plan_cache_mode = force_custom_plan; SET jit = off",
-            )
-            .execute(conn)
-            .await?;
-            Ok(())
+/// Settings every request's connection runs with. Statements are prepared
+/// once per connection, but planned for each request's own values: a
+/// generic plan (which PostgreSQL picks after five runs) cannot tell a
+/// dense bbox from a sparse one and chose a 20x slower plan for the items
+/// page. JIT compilation is off: it spent 60 ms of a crowded tile's 190 ms
+/// compiling expressions that ran for less than that. Parallel query
+/// workers only add contention among many small queries.
+const REQUEST_SETTINGS: &str =
+    "SET max_parallel_workers_per_gather = 0; SET plan_cache_mode = force_custom_plan; SET jit = off";
+
+/// What a connection lent behind a transaction-mode pooler runs first: the
+/// same settings for this transaction only, and no statement left by
+/// whoever used the server connection before.
+const POOLED_TRANSACTION_BEGIN: &str = "BEGIN; DEALLOCATE ALL; SET LOCAL max_parallel_workers_per_gather = 0; \
+     SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL jit = off";
+
+/// The same for request handlers. With `prepared_statements` off (a
+/// transaction-mode pooler that cannot keep them, such as PgBouncer before
+/// 1.21) nothing outlives a transaction: every borrowed connection is one
+/// transaction (begun when lent, committed when given back, so the pooler
+/// keeps one server connection under it for that long), whose settings
+/// are `SET LOCAL` and whose statements are prepared within it.
+pub fn connect_for_requests(url: &str, max_connections: u32, prepared_statements: bool) -> anyhow::Result<PgPool> {
+    if prepared_statements {
+        let options = pool_options(max_connections).after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::raw_sql(REQUEST_SETTINGS).execute(conn).await?;
+                Ok(())
+            })
+        });
+        return Ok(options.connect_lazy(url)?);
+    }
+    let connect_options = url.parse::<PgConnectOptions>()?.statement_cache_capacity(0);
+    let options = pool_options(max_connections)
+        // Beginning the transaction checks the connection as well.
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::raw_sql(POOLED_TRANSACTION_BEGIN).execute(conn).await?;
+                Ok(())
+            })
         })
-    });
-    Ok(options.connect_lazy(url)?)
+        .before_acquire(|conn, _| {
+            Box::pin(async move {
+                sqlx::raw_sql(POOLED_TRANSACTION_BEGIN).execute(conn).await?;
+                Ok(true)
+            })
+        })
+        .after_release(|conn, _| {
+            Box::pin(async move {
+                sqlx::raw_sql("COMMIT").execute(conn).await?;
+                Ok(true)
+            })
+        });
+    Ok(options.connect_lazy_with(connect_options))
 }
 
 /// One pool's connections: open, lent out, and the most it opens.

@@ -11,6 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub mod clusters;
 pub mod idp;
 mod in_process;
 

@@ -37,10 +37,10 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let config = Arc::new(Config::from_env()?);
     let concurrency: usize = setting("WORKER_CONCURRENCY")?.filter(|n| *n > 0).unwrap_or(2);
-    let pool = db::connect(&config.database_url, concurrency as u32 * 2 + 4).await?;
+    let pool = db::connect(&config.database_direct_url, concurrency as u32 * 2 + 4).await?;
     db::wait_until_reachable(&pool, Duration::from_secs(60)).await?;
     db::migrate(&pool).await?;
-    let keep_alive = KeepAlive::start(&config.database_url)?;
+    let keep_alive = KeepAlive::start(&config.database_direct_url)?;
     let deps = JobDeps {
         pool: pool.clone(),
         storage: Storage::open(&config.storage_url)?,

@@ -101,7 +101,7 @@ pub async fn visible_collection(state: &AppState, caller: &Caller, id: &str) -> 
 /// The dataset for the hot read routes (items, tiles), from the minute
 /// cache; the caller's grant is looked up only when the decision needs it.
 pub async fn cached_visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Arc<Dataset>, AppError> {
-    let dataset = state.datasets.dataset(&state.pool, id).await?;
+    let dataset = state.datasets.dataset(state.db.catalog_reader().pool, id).await?;
     let grant = if read_needs_grant(caller, dataset.created_by, dataset.visibility) {
         let permission: Option<String> =
             sqlx::query_scalar("SELECT permission FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")

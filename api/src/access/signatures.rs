@@ -78,7 +78,7 @@ pub async fn verified_expiry(state: &AppState, kind: Kind, id: Uuid, query: &str
         .step_by(2)
         .map(|i| u8::from_str_radix(sig.get(i..i + 2)?, 16).ok())
         .collect::<Option<_>>()?;
-    let dataset = state.datasets.dataset(&state.pool, id).await.ok()?;
+    let dataset = state.datasets.dataset(state.db.catalog_reader().pool, id).await.ok()?;
     signer(kind, &state.config.jwt_secret, &scope, exp, dataset.publication_version)
         .verify_slice(&sig)
         .ok()?;

@@ -114,9 +114,11 @@ async fn tile(
     }
     let key = TileKey::basemap(address, *data::DIGEST);
     let render = || async {
-        let tile = state
-            .tile_connections
-            .tile(include_str!("tile.sql"), address, "")
+        let (_, tile) = state
+            .db
+            .catalog_reader()
+            .tiles
+            .tile(include_str!("tile.sql"), address, "", None)
             .await?;
         Ok(Tile::image(tile.unwrap_or_default(), MVT_MEDIA_TYPE))
     };

@@ -1,13 +1,14 @@
 -- The built-in basemap's tile $1/$2/$3: land (earth), national borders
 -- (boundary) and country names (place), simplified to the tile's pixel.
 -- ($4, the layer name the tile connections bind for dataset tiles, is not
--- read: each layer is named here.)
+-- read: each layer is named here.) No data version: the tile's key holds
+-- the basemap data's digest.
 WITH tile AS (
   SELECT ST_TileEnvelope($1, $2, $3) AS envelope,
          ST_TileEnvelope($1, $2, $3, margin => 0.015625) AS area,
          40075016.68557849 / (4096 * 2 ^ $1) AS pixel
 )
-SELECT coalesce((
+SELECT NULL::bigint, coalesce((
   SELECT ST_AsMVT(earth, 'earth', 4096, 'geom') FROM (
     SELECT c.name, ST_AsMVTGeom(ST_Simplify(c.geom, tile.pixel, true), tile.envelope, 4096, 64, true) AS geom
     FROM basemap.countries c, tile WHERE c.geom && tile.area

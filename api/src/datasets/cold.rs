@@ -77,21 +77,25 @@ pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) ->
         rehydrated(state, caller, dataset.id).await?;
     }
     if state.reads.due(dataset.id) {
-        record_read(state, dataset.id).await?;
+        // Beside the read, not before it: a read must not wait for (or
+        // fail with) the primary, which may be down while replicas answer.
+        tokio::spawn(record_read(state.pool.clone(), dataset.id));
     }
     Ok(())
 }
 
 /// Notes that the dataset's data was read (for `ARCHIVE_AFTER_IDLE_DAYS`).
-async fn record_read(state: &AppState, dataset_id: Uuid) -> Result<(), AppError> {
-    sqlx::query(
+async fn record_read(pool: sqlx::PgPool, dataset_id: Uuid) {
+    let recorded = sqlx::query(
         "INSERT INTO dataset_reads (dataset_id, last_read_at) VALUES ($1, now())
          ON CONFLICT (dataset_id) DO UPDATE SET last_read_at = now()",
     )
     .bind(dataset_id)
-    .execute(&state.pool)
-    .await?;
-    Ok(())
+    .execute(&pool)
+    .await;
+    if let Err(e) = recorded {
+        tracing::warn!(error = %e, %dataset_id, "could not record a read of the dataset; a read an hour later records it");
+    }
 }
 
 /// For a read of a dataset its caller's copy of the record says is cold

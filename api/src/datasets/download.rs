@@ -125,7 +125,7 @@ pub(super) async fn download(
     )
     .await?;
     super::cold::ensure_hot(&state, &caller, &dataset).await?;
-    let connection = conninfo(&state.config.database_url)?;
+    let connection = conninfo(&state.config.database_direct_url)?;
     // A client that leaves stops GDAL at its next feature; the folder goes
     // with the work, whichever ends first.
     let cancelled = CancelOnDrop(Arc::new(AtomicBool::new(false)));

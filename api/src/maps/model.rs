@@ -428,6 +428,9 @@ pub struct MapLayerResponse {
     pub band_count: Option<i32>,
     pub tile_version: i32,
     pub publication_version: i32,
+    /// The dataset's data version, which its tile templates carry (`?v=`).
+    #[serde(skip)]
+    pub data_version: i64,
     /// A raster's native zoom (`RasterInfo::native_zoom`), where its style
     /// source stops.
     #[serde(skip)]
@@ -494,6 +497,7 @@ impl MapLayerResponse {
             band_count: None,
             tile_version: 0,
             publication_version: 0,
+            data_version: 0,
             native_zoom: None,
         }
     }

@@ -79,6 +79,7 @@ struct LayerRow {
     dataset_status: PublicationStatus,
     dataset_raster: Option<SqlJson<RasterInfo>>,
     publication_version: i32,
+    data_version: i64,
     display_name: Option<String>,
     sort_order: i32,
     visible: bool,
@@ -117,7 +118,7 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
                 d.kind AS dataset_kind, d.table_name AS dataset_table_name, d.extent_bbox AS dataset_extent_bbox, d.column_info AS dataset_column_info,
                 d.feature_count AS dataset_feature_count, d.sample_values AS dataset_sample_values,
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.raster AS dataset_raster,
-                d.publication_version,
+                d.publication_version, d.data_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
                 l.popup_config, l.style_config, l.layer_type, l.show_in_legend, {visible} AS readable
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
@@ -199,6 +200,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         band_count: raster.as_ref().map(|r| i32::try_from(r.band_count).unwrap_or(i32::MAX)),
         tile_version: l.publication_version,
         publication_version: l.publication_version,
+        data_version: l.data_version,
         native_zoom,
     }
 }

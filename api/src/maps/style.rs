@@ -26,7 +26,7 @@ use crate::{
     datasets::record::Dataset,
     extract::Path,
     state::AppState,
-    tiles::SOURCE_MAX_ZOOM,
+    tiles::{SOURCE_MAX_ZOOM, versioned_query},
 };
 
 const MAP_META: &str = "catalog:map";
@@ -179,7 +179,8 @@ fn raster_basemap_layer(config: &BasemapConfig) -> Value {
 }
 
 /// The style of a map. `signatures` holds, by dataset, the query string
-/// that signs its tile URLs (datasets the reader may see but not everyone);
+/// of its tile URLs (its data version, and a signature for datasets the
+/// reader may see but not everyone);
 /// `basemap` the vector basemap style its `basemap_style` names, if loaded;
 /// `dem` the record of its terrain's dataset, when the reader may see it.
 pub fn style_of(
@@ -312,10 +313,8 @@ pub async fn export_style(
     let map = readable_map(&state, &caller, id).await?;
     let dem = terrain_dataset(&state, &caller, &map).await?;
     let mut signatures = tile_signatures(&state, &caller, &map);
-    if let Some(dem) = &dem
-        && let Some(query) = terrain_signature(&state, &caller, dem)
-    {
-        signatures.insert(dem.id, query);
+    if let Some(dem) = &dem {
+        signatures.insert(dem.id, terrain_signature(&state, &caller, dem));
     }
     let basemap = if crate::basemap::is_builtin(&map.basemap_style, &state.config.public_url) {
         Some(std::sync::Arc::new(crate::basemap::style(&state.config.public_url)))
@@ -333,29 +332,26 @@ pub async fn export_style(
     )))
 }
 
-/// Signed tile queries for the map's datasets that not everyone may see
-/// (not public, or not published) but the reader may (the map's layers
-/// say which, see `load_maps`): a style loaded in a browser then draws them
-/// with no credential. A reader through an embed token gets none: its page
-/// sends the token with every request, so that revoking the token stops
-/// the tiles at once.
+/// The query of each tiled layer's tile template, by dataset: the data
+/// version (`v`, so a CDN may keep the tiles), and a signature for a
+/// dataset the reader may see but not everyone (the map's layers say
+/// which, see `load_maps`): a style loaded in a browser then draws them
+/// with no credential. A reader through an embed token gets no signature:
+/// its page sends the token with every request, so that revoking the token
+/// stops the tiles at once.
 fn tile_signatures(state: &AppState, caller: &Caller, map: &MapResponse) -> HashMap<Uuid, String> {
-    if caller.capability.is_some() {
-        return HashMap::new();
-    }
     let exp = template_expiry(chrono::Utc::now().timestamp());
     map.layers
         .iter()
-        .filter(|l| {
+        .filter(|l| l.dataset_available && (l.layer_type == LayerType::VectorService || is_raster(l)))
+        .map(|l| {
             let public = l
                 .dataset_visibility
                 .zip(l.dataset_status)
                 .is_some_and(|(visibility, status)| readable_by_anyone(visibility, status));
-            l.dataset_available && (l.layer_type == LayerType::VectorService || is_raster(l)) && !public
-        })
-        .map(|l| {
-            let query = signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp);
-            (l.dataset_id, query)
+            let signature = (caller.capability.is_none() && !public)
+                .then(|| signed_query(&state.config.jwt_secret, l.dataset_id, l.publication_version, exp));
+            (l.dataset_id, versioned_query(l.data_version, signature.as_deref()))
         })
         .collect()
 }
@@ -378,20 +374,13 @@ async fn terrain_dataset(state: &AppState, caller: &Caller, map: &MapResponse) -
     }
 }
 
-/// The signed query of the map's terrain source, by the same rule as its
-/// layers': a DEM the reader may read but not everyone, for a reader
-/// without an embed token.
-fn terrain_signature(state: &AppState, caller: &Caller, dem: &Dataset) -> Option<String> {
-    if caller.capability.is_some() || readable_by_anyone(dem.visibility, dem.status) {
-        return None;
-    }
-    let exp = template_expiry(chrono::Utc::now().timestamp());
-    Some(signed_query(
-        &state.config.jwt_secret,
-        dem.id,
-        dem.publication_version,
-        exp,
-    ))
+/// The query of the map's terrain source, by the same rule as its layers'.
+fn terrain_signature(state: &AppState, caller: &Caller, dem: &Dataset) -> String {
+    let signature = (caller.capability.is_none() && !readable_by_anyone(dem.visibility, dem.status)).then(|| {
+        let exp = template_expiry(chrono::Utc::now().timestamp());
+        signed_query(&state.config.jwt_secret, dem.id, dem.publication_version, exp)
+    });
+    versioned_query(dem.data_version, signature.as_deref())
 }
 
 /// A MapInput that recreates this map (fork).

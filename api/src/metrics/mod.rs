@@ -36,8 +36,9 @@ async fn metrics(State(state): State<AppState>, caller: Caller) -> Result<Respon
     let mut families = state.metrics.gather();
     families.extend(pool_families(&[
         ("requests", db::PoolFigures::of(&state.pool)),
-        ("tiles", state.tile_connections.figures()),
+        ("tiles", state.db.catalog_reader().tiles.figures()),
     ]));
+    families.extend(replica_families(&state.db));
     families.extend(tile_cache_families(&state.tiles));
     families.push(refusal_family(&state.rate_limiter));
     families.extend(database::families(&state.pool).await?);
@@ -76,6 +77,38 @@ fn pool_families(pools: &[(&str, db::PoolFigures)]) -> Vec<proto::MetricFamily> 
             "catalog_db_pool_max_connections",
             "The most database connections this API process opens, by pool.",
             most,
+        ),
+    ]
+}
+
+/// Where this process's reads went, and each replica's state.
+fn replica_families(db: &crate::replicas::Database) -> Vec<proto::MetricFamily> {
+    let reads = db
+        .reads()
+        .into_iter()
+        .map(|(target, count)| (vec![("target", target.to_string())], count))
+        .collect();
+    let replicas = db
+        .replicas()
+        .iter()
+        .flat_map(|r| {
+            let (up, lagging) = r.state();
+            [
+                (vec![("replica", r.name.clone()), ("state", "up".into())], f64::from(u8::from(up))),
+                (vec![("replica", r.name.clone()), ("state", "lagging".into())], f64::from(u8::from(lagging))),
+            ]
+        })
+        .collect();
+    vec![
+        counter_family(
+            "catalog_db_reads_total",
+            "Reads of the read routes this API process sent to the primary and to replicas (DATABASE_READ_URLS).",
+            reads,
+        ),
+        gauge_family(
+            "catalog_db_replica_state",
+            "Each read replica: up (answers) and lagging (behind by more than READ_MAX_LAG_SECONDS), 1 or 0.",
+            replicas,
         ),
     ]
 }

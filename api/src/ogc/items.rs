@@ -10,7 +10,7 @@ use axum::{
 };
 use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use serde_json::{Value, json};
-use sqlx::Row;
+use sqlx::{PgPool, Row};
 
 use super::{
     cql::{self, Lang, Queryable, Queryables},
@@ -546,6 +546,7 @@ const COUNT_TIME_LIMIT: &str = "2s";
 /// still inside it.
 fn number_matched(
     state: &AppState,
+    reads: &PgPool,
     dataset: &Arc<Dataset>,
     where_sql: &str,
     params: &[Param],
@@ -558,7 +559,7 @@ fn number_matched(
     let kept = key.as_ref().and_then(|k| state.match_counts.get(k));
     let count = (filtered && kept.is_none())
         .then(|| format!("SELECT count(*) FROM {} t WHERE {where_sql}", table_sql(dataset)));
-    let (state, dataset, params) = (state.clone(), dataset.clone(), params.to_vec());
+    let (state, reads, dataset, params) = (state.clone(), reads.clone(), dataset.clone(), params.to_vec());
     let task = tokio::spawn(async move {
         if let Some(kept) = kept {
             return Ok(kept);
@@ -566,7 +567,7 @@ fn number_matched(
         let (Some(count), Some(key)) = (count, key) else {
             return Ok(Some(dataset.feature_count.unwrap_or(0)));
         };
-        let mut tx = state.pool.begin().await?;
+        let mut tx = reads.begin().await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "SET LOCAL statement_timeout = '{COUNT_TIME_LIMIT}'"
         )))
@@ -637,7 +638,7 @@ struct PageRow {
 /// bounds the scan so an index on it starts at the cursor, with its nulls
 /// (last ascending, first descending) read as a part of their own.
 async fn fetch_page(
-    state: &AppState,
+    reads: &PgPool,
     dataset: &Dataset,
     request: &ItemsRequest,
     where_sql: &str,
@@ -667,7 +668,7 @@ async fn fetch_page(
         );
         async move {
             let rows = query_with(sql, &params)
-                .fetch_all(&state.pool)
+                .fetch_all(reads)
                 .await
                 .map_err(query_error)?;
             Ok::<_, AppError>(
@@ -767,7 +768,7 @@ fn keyset(keys: &[SortKey], cursor: &Cursor, key: &str, params: &mut Vec<Param>)
 /// HTML pages' "previous" link: `Some(None)` is the first page. Only pages
 /// for people look back; JSON clients page forward by `next`.
 async fn previous_cursor(
-    state: &AppState,
+    reads: &PgPool,
     dataset: &Dataset,
     where_sql: &str,
     params: &[Param],
@@ -784,7 +785,7 @@ async fn previous_cursor(
         limit + 1
     );
     let keys: Vec<i64> = query_with(sql, &params)
-        .fetch_all(&state.pool)
+        .fetch_all(reads)
         .await
         .map_err(query_error)?
         .iter()
@@ -851,11 +852,15 @@ pub async fn items(
     let filtered = !request.conditions.is_empty();
     let where_sql = request.where_sql();
     let match_params = request.params.clone();
-    let page = fetch_page(&state, &dataset, &request, &where_sql);
+    let reader = state
+        .db
+        .reader(caller.user_id(), state.datasets.position(dataset.id))
+        .await;
+    let page = fetch_page(reader.pool, &dataset, &request, &where_sql);
     // The page and the count run side by side on two connections.
     let (mut rows, matched) = tokio::try_join!(
         page,
-        number_matched(&state, &dataset, &where_sql, &match_params, filtered)
+        number_matched(&state, reader.pool, &dataset, &where_sql, &match_params, filtered)
     )?;
     let has_next = rows.len() as i64 > request.limit;
     rows.truncate(request.limit as usize);
@@ -896,7 +901,7 @@ pub async fn items(
         ));
     }
     if let (Format::Html, Some(after)) = (format, request.after) {
-        let previous = previous_cursor(&state, &dataset, &where_sql, &match_params, after, request.limit).await?;
+        let previous = previous_cursor(reader.pool, &dataset, &where_sql, &match_params, after, request.limit).await?;
         if let Some(cursor) = previous {
             let prev = with_query(&base, &pairs, &[("after_gid", cursor.map(|c| c.to_string()))]);
             links.push(link(prev, "prev", "application/geo+json"));
@@ -980,9 +985,13 @@ pub async fn item(
         table_sql(&dataset),
         quote_ident(&dataset.key_column)
     );
+    let reader = state
+        .db
+        .reader(caller.user_id(), state.datasets.position(dataset.id))
+        .await;
     let found: Option<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(key)
-        .fetch_optional(&state.pool)
+        .fetch_optional(reader.pool)
         .await?;
     let (feature, etag) = found.ok_or_else(missing)?;
     let mut feature: Value = serde_json::from_str(&feature).map_err(AppError::internal)?;

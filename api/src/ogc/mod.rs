@@ -200,7 +200,7 @@ async fn collections(
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
-        .fetch_all(&state.pool)
+        .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
         .await?;
     let base = &state.config.public_url;
     let href = credential.on(format!("{base}/api/collections"));

@@ -32,7 +32,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
     let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
-        .fetch_all(&state.pool)
+        .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
         .await?;
     let mut doc = (*base).clone();
     doc["servers"] = json!([{"url": format!("{}/api", state.config.public_url)}]);

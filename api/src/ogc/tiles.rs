@@ -4,7 +4,12 @@
 //! of a raster. A tile here is the tile of `/api/tiles/...` at the same
 //! address (row = y, column = x), through the same access check, cache and
 //! ETag (`tiles::dataset_tile`).
-use axum::{Json, extract::State, http::HeaderMap, response::Response};
+use axum::{
+    Json,
+    extract::{OriginalUri, State},
+    http::HeaderMap,
+    response::Response,
+};
 use catalog_shared::AppError;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -19,7 +24,7 @@ use crate::{
     datasets::record::{Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path, Query},
     state::AppState,
-    tiles::{MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, dataset_tile, native_zoom, tile_query},
+    tiles::{MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, TileVersion, dataset_tile, native_zoom, tile_query},
 };
 
 pub const REL_TILESETS_VECTOR: &str = "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector";
@@ -261,6 +266,15 @@ pub struct TileFormatQuery {
     f: Option<String>,
 }
 
+/// The encoding and data version a tile is asked for at.
+#[derive(Deserialize)]
+pub struct TileQuery {
+    #[serde(flatten)]
+    format: TileFormatQuery,
+    #[serde(flatten)]
+    version: TileVersion,
+}
+
 /// One tile of a collection's tileset.
 #[utoipa::path(get, path = "/api/collections/{collectionId}/tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}", operation_id = "collection_tile", tag = "ogc",
     params(("collectionId" = String, Path), ("tileMatrixSetId" = inline(crate::openapi::names::TileMatrixSetId), Path),
@@ -269,10 +283,11 @@ pub struct TileFormatQuery {
            ("scope" = Option<String>, Query, description = "signed template: dataset:<id>"),
            ("exp" = Option<String>, Query, description = "signed template: expiry, Unix seconds"),
            ("sig" = Option<String>, Query, description = "signed template: signature"),
-           TileFormatQuery, RasterTileQuery),
+           TileFormatQuery, RasterTileQuery, TileVersion),
     responses((status = 200, description = "a Mapbox Vector Tile, or a raster's image",
                 content(("application/vnd.mapbox-vector-tile"), ("image/png"), ("image/jpeg"), ("image/webp"))),
               (status = 204, description = "nothing in this tile"),
+              (status = 307, description = "`v` names an older data version: the same tile at the current one", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 304, description = "not modified (If-None-Match)"),
               (status = 400, description = "an encoding the dataset has not", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
@@ -280,11 +295,13 @@ pub async fn tile(
     State(state): State<AppState>,
     caller: Caller,
     request: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     Path((id, tms, z, row, col)): Path<(String, String, String, String, String)>,
-    Query(format): Query<TileFormatQuery>,
+    Query(TileQuery { format, version }): Query<TileQuery>,
     Query(query): Query<RasterTileQuery>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
+    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     let tms = tileset_of(&dataset, &tms)?;
     let row = match (dataset.is_raster(), format.f.as_deref()) {
         (false, None | Some("mvt")) => row,
@@ -300,5 +317,5 @@ pub async fn tile(
         }
     };
     let address = (tms.grid(), z.as_str(), col.as_str(), row.as_str());
-    dataset_tile(&state, &caller, &request, dataset, address, &query).await
+    dataset_tile(&state, &caller, &request, (dataset, pinned), address, &query).await
 }

@@ -33,6 +33,7 @@ use crate::{
     access::{Caller, policy::visible_to_caller},
     datasets::cold::rehydrated,
     extract::Json as JsonBody,
+    replicas::UNKNOWN_POSITION,
     state::AppState,
 };
 
@@ -87,8 +88,12 @@ async fn run_query(
         )));
     }
     let checked = statement::check(sql)?;
-    let mut tx = state.sandbox.begin().await?;
-    let readable = readable_tables(&state, &caller).await?;
+    let (readable, granted) = readable_tables(&state, &caller).await?;
+    // Tables granted just now are readable on a replica once it has
+    // replayed the grant: until then the statement runs on the primary.
+    let after = if granted { UNKNOWN_POSITION } else { 0 };
+    let reader = state.db.reader(caller.user_id(), after).await;
+    let mut tx = state.sandbox.begin(reader.replica).await?;
     let settings =
         format!("SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}; SET LOCAL search_path = data, public");
     sqlx::raw_sql(sqlx::AssertSqlSafe(settings)).execute(&mut *tx).await?;
@@ -150,8 +155,8 @@ async fn cold_dataset_named(
 }
 
 /// The tables (by oid) of the published datasets the caller may see, each
-/// made readable by the sandbox role if it is not yet.
-async fn readable_tables(state: &AppState, caller: &Caller) -> Result<HashSet<u32>, AppError> {
+/// made readable by the sandbox role if it is not yet (then `true`).
+async fn readable_tables(state: &AppState, caller: &Caller) -> Result<(HashSet<u32>, bool), AppError> {
     let visible = visible_to_caller("datasets");
     let tables: Vec<(String, String, Option<sqlx::postgres::types::Oid>, bool)> =
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -175,7 +180,8 @@ async fn readable_tables(state: &AppState, caller: &Caller) -> Result<HashSet<u3
     if !ungranted.is_empty() {
         pool::grant_select(&state.pool, state.sandbox.role(), &ungranted).await?;
     }
-    Ok(tables.iter().filter_map(|(_, _, oid, _)| oid.map(|o| o.0)).collect())
+    let readable = tables.iter().filter_map(|(_, _, oid, _)| oid.map(|o| o.0)).collect();
+    Ok((readable, !ungranted.is_empty()))
 }
 
 /// Every relation the statement names must resolve, by the database's own

@@ -14,6 +14,9 @@ const MAX_CONNECTIONS: u32 = 8;
 #[derive(Clone)]
 pub struct SandboxPool {
     pool: Option<PgPool>,
+    /// The same login on each read replica (`DATABASE_READ_URLS`, in
+    /// order), when the login is derived from the database URLs.
+    replicas: Vec<PgPool>,
     role: String,
     /// The password the service gives the role itself, when it derives the
     /// login from DATABASE_URL.
@@ -32,22 +35,25 @@ impl SandboxPool {
                 (login_url(&config.database_url, &password), Some(password))
             }
         };
+        let replicas = match &derived_password {
+            Some(password) => config
+                .database_read_urls
+                .iter()
+                .filter_map(|url| login_url(url, password))
+                .filter_map(|url| connect(&url))
+                .collect(),
+            None => Vec::new(),
+        };
         let parsed = url.as_deref().and_then(|u| url::Url::parse(u).ok());
         let role = parsed
             .as_ref()
             .map(|u| u.username().to_string())
             .filter(|r| !r.is_empty())
             .unwrap_or_else(|| DEFAULT_ROLE.into());
-        let pool = url.and_then(|url| {
-            PgPoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .acquire_timeout(Duration::from_secs(5))
-                .connect_lazy(&url)
-                .inspect_err(|e| tracing::warn!(error = %e, "the SQL sandbox's database URL is not usable"))
-                .ok()
-        });
+        let pool = url.and_then(|url| connect(&url));
         Self {
             pool,
+            replicas,
             role,
             derived_password,
         }
@@ -57,9 +63,13 @@ impl SandboxPool {
         &self.role
     }
 
-    /// A read-only transaction as the sandbox role; 503 when it cannot log in.
-    pub async fn begin(&self) -> Result<Transaction<'static, Postgres>, AppError> {
-        let pool = self.pool.as_ref().ok_or_else(not_set_up)?;
+    /// A read-only transaction as the sandbox role, on the given read
+    /// replica when it has a login there; 503 when it cannot log in.
+    pub async fn begin(&self, replica: Option<usize>) -> Result<Transaction<'static, Postgres>, AppError> {
+        let pool = replica
+            .and_then(|i| self.replicas.get(i))
+            .or(self.pool.as_ref())
+            .ok_or_else(not_set_up)?;
         pool.begin_with("BEGIN READ ONLY")
             .await
             .map_err(|e| not_set_up().with_cause(format!("the SQL sandbox cannot connect as {}: {e}", self.role)))
@@ -108,6 +118,15 @@ fn derived_password(secret: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
     mac.update(b"catalog_sandbox database password");
     mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn connect(url: &str) -> Option<PgPool> {
+    PgPoolOptions::new()
+        .max_connections(MAX_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy(url)
+        .inspect_err(|e| tracing::warn!(error = %e, "the SQL sandbox's database URL is not usable"))
+        .ok()
 }
 
 fn login_url(database_url: &str, password: &str) -> Option<String> {

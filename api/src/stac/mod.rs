@@ -136,7 +136,7 @@ async fn extents(state: &AppState, caller: &Caller) -> Result<Vec<KindExtent>, A
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(caller.user_id())
         .bind(caller.is_admin())
-        .fetch_all(&state.pool)
+        .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
         .await?)
 }
 
@@ -552,7 +552,7 @@ impl StacSearch {
             .bind(self.after.as_ref().map(|c| c.created_at))
             .bind(self.after.as_ref().map(|c| c.id))
             .bind(self.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())
-            .fetch_all(&state.pool)
+            .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c == "XX000") => {

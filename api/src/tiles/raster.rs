@@ -23,6 +23,7 @@ use object_store::{ObjectStoreExt, path::Path as ObjectPath};
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 
+use super::version::Pinned;
 use crate::{
     datasets::record::Dataset,
     state::AppState,
@@ -167,6 +168,7 @@ pub async fn raster_tile(
     (grid, z, x, y): (Grid, u32, u32, u32),
     (format, size): (TileFormat, usize),
     query: &RasterTileQuery,
+    pinned: Pinned,
 ) -> Result<Response, AppError> {
     let info = dataset
         .raster
@@ -179,6 +181,7 @@ pub async fn raster_tile(
         grid,
         route: TileRoute::Raster,
         address: (z, x, y),
+        pinned,
         recipe,
         content_type: format.content_type(),
     };
@@ -190,6 +193,7 @@ struct Cut {
     grid: Grid,
     route: TileRoute,
     address: (u32, u32, u32),
+    pinned: Pinned,
     recipe: String,
     content_type: &'static str,
 }
@@ -207,7 +211,7 @@ async fn serve_cut(
     let key = TileKey::new(dataset, cut.route, cut.address, recipe_digest(&cut.recipe));
     state
         .tiles
-        .respond(request, dataset, key, move || async move {
+        .respond(request, dataset, key, cut.pinned == Pinned::Current, move || async move {
             if !dataset
                 .extent_bbox
                 .as_deref()
@@ -231,6 +235,7 @@ pub async fn terrain_tile(
     dataset: &Dataset,
     (z, x, y): (u32, u32, u32),
     query: &TerrainQuery,
+    pinned: Pinned,
 ) -> Result<Response, AppError> {
     let single_band = dataset.raster.as_ref().is_some_and(|r| r.0.is_dem());
     if !single_band {
@@ -260,6 +265,7 @@ pub async fn terrain_tile(
         grid: Grid::WebMercator,
         route: TileRoute::Terrain,
         address: (z, x, y),
+        pinned,
         recipe,
         content_type: "image/png",
     };

@@ -1,0 +1,188 @@
+//! PostgreSQL clusters of a test's own, for what the shared test cluster
+//! cannot be put through: a primary with a streaming replica made by
+//! `pg_basebackup -R`, paused replay, and either server stopped and started
+//! again. Data directories live under the project's `.data/clusters/`,
+//! owned by `postgres` when the tests run as root (initdb refuses root).
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use uuid::Uuid;
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub port: u16,
+}
+
+fn as_owner(program: &str) -> Command {
+    let program = format!("{PG_BIN}/{program}");
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--", &program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn run(mut command: Command, what: &str) {
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn fresh_dir(label: &str) -> PathBuf {
+    let dir = super::package_dir()
+        .join("../.data/clusters")
+        .join(format!("{label}-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    if is_root() {
+        run(
+            {
+                let mut c = Command::new("chown");
+                c.args(["postgres:", dir.to_str().unwrap()]);
+                c
+            },
+            "chown",
+        );
+    }
+    let mut permissions = std::fs::metadata(&dir).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o700);
+    std::fs::set_permissions(&dir, permissions).unwrap();
+    dir
+}
+
+impl Cluster {
+    /// A new primary with the `catalog` superuser (trust on loopback,
+    /// replication allowed), started, with a `catalog` database holding
+    /// PostGIS.
+    pub fn primary() -> Self {
+        let dir = fresh_dir("primary");
+        let port = super::free_port();
+        let mut initdb = as_owner("initdb");
+        initdb.args(["-D", dir.to_str().unwrap(), "-U", "catalog", "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8"]);
+        run(initdb, "initdb");
+        let settings = format!(
+            "listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{}'\nmax_connections = 200\n\
+             fsync = off\nfull_page_writes = off\nwal_level = replica\nmax_wal_senders = 4\nhot_standby_feedback = on\n",
+            dir.display()
+        );
+        append(&dir.join("postgresql.conf"), &settings);
+        append(&dir.join("pg_hba.conf"), "host replication catalog 127.0.0.1/32 trust\n");
+        let cluster = Self { dir, port };
+        cluster.start();
+        cluster.psql("postgres", "CREATE DATABASE catalog");
+        cluster.psql("catalog", "CREATE EXTENSION postgis");
+        cluster
+    }
+
+    /// A streaming replica of `primary` (`pg_basebackup -R`), started.
+    pub fn replica_of(primary: &Cluster) -> Self {
+        let dir = fresh_dir("replica");
+        let port = super::free_port();
+        let mut backup = as_owner("pg_basebackup");
+        backup.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &primary.port.to_string(),
+            "-U",
+            "catalog",
+            "-D",
+            dir.to_str().unwrap(),
+            "-R",
+            "-X",
+            "stream",
+        ]);
+        run(backup, "pg_basebackup");
+        append(
+            &dir.join("postgresql.conf"),
+            &format!("port = {port}\nunix_socket_directories = '{}'\n", dir.display()),
+        );
+        let cluster = Self { dir, port };
+        cluster.start();
+        cluster
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://catalog@127.0.0.1:{}/{database}", self.port)
+    }
+
+    pub fn start(&self) {
+        let mut start = as_owner("pg_ctl");
+        start.args(["-D", self.dir.to_str().unwrap(), "-l"]);
+        start.arg(self.dir.join("server.log"));
+        start.args(["-w", "-t", "60", "start"]);
+        run(start, "pg_ctl start");
+    }
+
+    /// Stops the server at once, as a crash would.
+    pub fn stop(&self) {
+        let mut stop = as_owner("pg_ctl");
+        stop.args(["-D", self.dir.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+        run(stop, "pg_ctl stop");
+    }
+
+    /// One statement's result rows as text (psql's unaligned output).
+    pub fn psql(&self, database: &str, sql: &str) -> String {
+        let output = Command::new("psql")
+            .args([&self.url(database), "-XtAc", sql])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Waits until the server answers a query.
+    pub async fn wait_answering(&self) {
+        for _ in 0..200 {
+            let answered = Command::new("psql")
+                .args([&self.url("postgres"), "-XtAc", "SELECT 1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if answered {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the cluster on port {} never answered", self.port);
+    }
+}
+
+fn append(file: &Path, text: &str) {
+    let mut current = std::fs::read_to_string(file).unwrap_or_default();
+    current.push_str(text);
+    std::fs::write(file, current).unwrap();
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let mut stop = as_owner("pg_ctl");
+        stop.args(["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"]);
+        let _ = stop.stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,297 @@
+//! Read replicas (`DATABASE_READ_URLS`) on one machine: a primary of the
+//! test's own and a streaming replica made by `pg_basebackup -R`, two API
+//! processes sharing Redis, one worker. Reads reach the replica; a writer
+//! reads its own write through the other process while the replica's
+//! replay is paused; a replica lagging past `READ_MAX_LAG_SECONDS`, or
+//! stopped, is skipped; with the primary stopped, public reads still
+//! answer and writes answer 503 with `Retry-After`, and writes come back
+//! once it does.
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::Cluster};
+use serde_json::{Value, json};
+
+const MAX_LAG_SECONDS: u64 = 8;
+
+fn points(n: usize, name: &str) -> Vec<u8> {
+    let features: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [i as f64 % 360.0 - 180.0, (i as f64 * 0.37) % 170.0 - 85.0]},
+                   "properties": {"name": format!("{name} {i}"), "rank": i}})
+        })
+        .collect();
+    serde_json::to_vec(&json!({"type": "FeatureCollection", "features": features})).unwrap()
+}
+
+struct Redis(Child);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn redis() -> (Redis, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let redis = Redis(
+        Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (installed by scripts/test.sh)"),
+    );
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return (redis, port);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server did not start");
+}
+
+/// One figure of an API process's metrics, by its full series name.
+async fn metric(stack: &Stack, base: &str, token: &str, series: &str) -> f64 {
+    let text = stack
+        .http
+        .get(format!("{base}/api/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+async fn reads(stack: &Stack, base: &str, token: &str) -> (f64, f64) {
+    (
+        metric(stack, base, token, "catalog_db_reads_total{target=\"primary\"}").await,
+        metric(stack, base, token, "catalog_db_reads_total{target=\"replica\"}").await,
+    )
+}
+
+async fn replica_state(stack: &Stack, base: &str, token: &str, replica: &str, state: &str) -> f64 {
+    metric(
+        stack,
+        base,
+        token,
+        &format!("catalog_db_replica_state{{replica=\"{replica}\",state=\"{state}\"}}"),
+    )
+    .await
+}
+
+/// Waits until the process sees the replica in `state` (1 or 0).
+async fn until_replica(stack: &Stack, base: &str, token: &str, replica: &str, state: &str, value: f64) -> Duration {
+    let started = Instant::now();
+    while replica_state(stack, base, token, replica, state).await != value {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{base}: replica never {state}={value}\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+async fn status_of(stack: &Stack, request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
+    let response = stack.send(request).await;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    (status, retry_after, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn anonymous_items(stack: &Stack, base: &str, id: &str) -> (u16, Value) {
+    let response = stack
+        .http
+        .get(format!("{base}/api/collections/{id}/items?limit=5"))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn replica_transactions(replica: &Cluster) -> i64 {
+    replica
+        .psql("postgres", "SELECT xact_commit FROM pg_stat_database WHERE datname = 'catalog'")
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survived() {
+    let primary = Cluster::primary();
+    let replica = Cluster::replica_of(&primary);
+    let replica_name = format!("127.0.0.1:{}", replica.port);
+    let (_redis, redis_port) = redis().await;
+    let database = TestDatabase {
+        url: primary.url("catalog"),
+        name: format!("unused_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let options = StackOptions::workers(1)
+        .env("DATABASE_READ_URLS", &replica.url("catalog"))
+        .env("READ_MAX_LAG_SECONDS", &MAX_LAG_SECONDS.to_string())
+        .env("REDIS_URL", &format!("redis://127.0.0.1:{redis_port}"));
+    let mut stack = Stack::start_on(database, tempfile::tempdir().unwrap(), options).await;
+    let first = stack.base.clone();
+    let second = stack.add_api().await;
+    let admin = stack.admin_token().await;
+    let mut ids = Vec::new();
+    for name in ["alpha", "beta"] {
+        let job = stack
+            .upload_ok(&admin, &format!("{name}.geojson"), points(200, name), &[("visibility", "public")])
+            .await;
+        let job = stack.wait_job(&admin, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        ids.push(job["dataset_id"].as_str().unwrap().to_string());
+    }
+    let (alpha, beta) = (ids[0].clone(), ids[1].clone());
+    for base in [&first, &second] {
+        until_replica(&stack, base, &admin, &replica_name, "up", 1.0).await;
+        until_replica(&stack, base, &admin, &replica_name, "lagging", 0.0).await;
+    }
+
+    // Public reads (items, tiles, search, STAC) reach the replica.
+    let before = reads(&stack, &first, &admin).await;
+    let transactions_before = replica_transactions(&replica);
+    for i in 0..30u32 {
+        let id = if i % 2 == 0 { &alpha } else { &beta };
+        assert_eq!(anonymous_items(&stack, &first, id).await.0, 200);
+        let tile = stack
+            .http
+            .get(format!("{first}/api/tiles/{id}/3/{}/{}.pbf", i % 8, (i / 8) % 8))
+            .send()
+            .await
+            .unwrap();
+        assert!(matches!(tile.status().as_u16(), 200 | 204), "{}", tile.status());
+    }
+    for path in ["/api/search/datasets?q=alpha", "/api/stac/search?limit=5"] {
+        let answer = stack.http.get(format!("{first}{path}")).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+    }
+    let after = reads(&stack, &first, &admin).await;
+    assert!(after.1 - before.1 >= 60.0, "replica reads {before:?} -> {after:?}");
+    assert!(after.0 - before.0 <= 3.0, "primary reads {before:?} -> {after:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replica_transactions(&replica) < transactions_before + 60 {
+        assert!(Instant::now() < deadline, "the replica's own statistics never counted the reads");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Both processes know both records (read before the pause).
+    for id in [&alpha, &beta] {
+        assert_eq!(anonymous_items(&stack, &second, id).await.0, 200);
+    }
+
+    // Read-your-writes: with the replica's replay paused, a writer reads
+    // its own write through the other API process.
+    replica.psql("postgres", "SELECT pg_wal_replay_pause()");
+    let item_url = |base: &str| format!("{base}/api/collections/{alpha}/items/1");
+    let tagged = stack.send(stack.http.get(item_url(&first)).bearer_auth(&admin)).await;
+    let tag = tagged.headers()["etag"].to_str().unwrap().to_string();
+    let (status, _, body) = status_of(
+        &stack,
+        stack
+            .http
+            .patch(item_url(&first))
+            .bearer_auth(&admin)
+            .header("if-match", &tag)
+            .header("content-type", "application/merge-patch+json")
+            .body(json!({"properties": {"name": "renamed while the replica waits"}}).to_string()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let before = reads(&stack, &second, &admin).await;
+    let (status, _, own) = status_of(&stack, stack.http.get(item_url(&second)).bearer_auth(&admin)).await;
+    assert_eq!(status, 200);
+    assert_eq!(own["properties"]["name"], "renamed while the replica waits");
+    let after = reads(&stack, &second, &admin).await;
+    assert_eq!(after.0 - before.0, 1.0, "the writer's read went to the primary");
+    assert_eq!(replica_state(&stack, &second, &admin, &replica_name, "lagging").await, 0.0);
+    let table = primary.psql("catalog", &format!("SELECT table_name FROM datasets WHERE id = '{alpha}'"));
+    assert_eq!(
+        replica.psql("catalog", &format!("SELECT name FROM data.\"{table}\" WHERE gid = 1")),
+        "alpha 0",
+        "the replica has not replayed the write"
+    );
+    // Another reader of data that did not change still reads the replica.
+    let before = reads(&stack, &second, &admin).await;
+    assert_eq!(anonymous_items(&stack, &second, &beta).await.0, 200);
+    let after = reads(&stack, &second, &admin).await;
+    assert_eq!(after.1 - before.1, 1.0, "an untouched dataset's reader stays on the replica");
+
+    // Lagging past READ_MAX_LAG_SECONDS: skipped; caught up: used again.
+    let waited = until_replica(&stack, &first, &admin, &replica_name, "lagging", 1.0).await;
+    assert!(waited < Duration::from_secs(MAX_LAG_SECONDS + 5), "{waited:?}");
+    let before = reads(&stack, &first, &admin).await;
+    assert_eq!(anonymous_items(&stack, &first, &beta).await.0, 200);
+    let after = reads(&stack, &first, &admin).await;
+    assert_eq!(after.0 - before.0, 1.0, "a lagging replica is skipped");
+    replica.psql("postgres", "SELECT pg_wal_replay_resume()");
+    let caught_up = until_replica(&stack, &first, &admin, &replica_name, "lagging", 0.0).await;
+    eprintln!("replica in use again {caught_up:?} after its replay resumed");
+    let (_, page) = anonymous_items(&stack, &first, &alpha).await;
+    assert!(page["features"].as_array().unwrap().iter().any(|f| f["properties"]["name"] == "renamed while the replica waits"));
+
+    // The replica stops: skipped within a second, no read fails after it.
+    replica.stop();
+    let skipped = until_replica(&stack, &first, &admin, &replica_name, "up", 0.0).await;
+    assert!(skipped < Duration::from_secs(2), "down replica skipped after {skipped:?}");
+    eprintln!("a stopped replica was skipped after {skipped:?}");
+    for id in [&alpha, &beta, &alpha, &beta] {
+        assert_eq!(anonymous_items(&stack, &first, id).await.0, 200);
+    }
+    replica.start();
+    for base in [&first, &second] {
+        until_replica(&stack, base, &admin, &replica_name, "up", 1.0).await;
+    }
+
+    // The primary stops: public reads answer from the replica, writes 503.
+    primary.stop();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for base in [&first, &second] {
+        for id in [&alpha, &beta] {
+            let (status, page) = anonymous_items(&stack, base, id).await;
+            assert_eq!(status, 200, "{page}\n{}", stack.logs());
+            assert_eq!(page["features"].as_array().unwrap().len(), 5);
+        }
+        let tile = stack
+            .http
+            .get(format!("{base}/api/tiles/{beta}/4/3/5.pbf"))
+            .send()
+            .await
+            .unwrap();
+        assert!(matches!(tile.status().as_u16(), 200 | 204), "{}", tile.status());
+    }
+    let write = || {
+        stack.http.post(format!("{first}/api/collections/{beta}/items")).bearer_auth(&admin).json(
+            &json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "new", "rank": 1}}),
+        )
+    };
+    let (status, retry_after, problem) = status_of(&stack, write()).await;
+    assert_eq!(status, 503, "{problem}");
+    assert!(retry_after.is_some(), "503 without Retry-After");
+    assert_eq!(problem["status"], 503);
+
+    // The primary returns: writes succeed again within seconds.
+    primary.start();
+    let returned = Instant::now();
+    loop {
+        let (status, _, _) = status_of(&stack, write()).await;
+        if status == 201 {
+            break;
+        }
+        assert!(returned.elapsed() < Duration::from_secs(20), "writes never came back: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("writes came back {:?} after the primary did", returned.elapsed());
+}
