@@ -177,10 +177,12 @@ impl Database {
             None => after,
         };
         let chosen = self
-            .any_replica(|r| {
-                !r.lagging.load(Ordering::Relaxed) && r.replayed.load(Ordering::Relaxed) >= after
+            .any_replica(|r| !r.lagging.load(Ordering::Relaxed) && r.replayed.load(Ordering::Relaxed) >= after)
+            .or_else(|| {
+                (!self.primary_up.load(Ordering::Relaxed))
+                    .then(|| self.any_replica(|_| true))
+                    .flatten()
             })
-            .or_else(|| (!self.primary_up.load(Ordering::Relaxed)).then(|| self.any_replica(|_| true)).flatten())
             .unwrap_or_else(|| self.primary_reader());
         self.reads[usize::from(chosen.replica.is_some())].fetch_add(1, Ordering::Relaxed);
         chosen
@@ -344,10 +346,8 @@ impl Written {
         let Some(mut shared) = self.store() else {
             return if self.configured { UNKNOWN_POSITION } else { local };
         };
-        let stored: Result<Option<i64>, redis::RedisError> = redis::cmd("GET")
-            .arg(key_of(caller))
-            .query_async(&mut shared)
-            .await;
+        let stored: Result<Option<i64>, redis::RedisError> =
+            redis::cmd("GET").arg(key_of(caller)).query_async(&mut shared).await;
         match stored {
             Ok(stored) => local.max(stored.unwrap_or(0)),
             // Unknown: the primary is always new enough.

@@ -255,8 +255,13 @@ impl TileCache {
         render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
-        self.respond_with(request, key, (lifetime, cache_control(dataset, at_current_version)), render)
-            .await
+        self.respond_with(
+            request,
+            key,
+            (lifetime, cache_control(dataset, at_current_version)),
+            render,
+        )
+        .await
     }
 
     /// The response for tile `key` of data that changes only with its key

@@ -41,9 +41,9 @@ mod raster;
 mod version;
 
 pub(crate) use raster::RasterTileQuery;
-pub use version::{Pinned, TileVersion, versioned_query};
 use raster::TerrainQuery;
 pub use raster::{native_zoom, raster_file};
+pub use version::{Pinned, TileVersion, versioned_query};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -303,9 +303,14 @@ pub(crate) async fn dataset_tile(
     if grid != Grid::WebMercator {
         return Err(AppError::not_found("vector tiles are cut on WebMercatorQuad only"));
     }
-    serve_tile(state, caller, request, (dataset, pinned, (z, x, y)), TileRoute::Vector, |d| {
-        vector_tile_sql(d, &published_columns(d))
-    })
+    serve_tile(
+        state,
+        caller,
+        request,
+        (dataset, pinned, (z, x, y)),
+        TileRoute::Vector,
+        |d| vector_tile_sql(d, &published_columns(d)),
+    )
     .await
 }
 
@@ -390,7 +395,9 @@ async fn serve_tile(
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, pinned == Pinned::Current, || render(state, caller, sql, &dataset, at))
+        .respond(request, &dataset, key, pinned == Pinned::Current, || {
+            render(state, caller, sql, &dataset, at)
+        })
         .await
 }
 
@@ -443,7 +450,8 @@ pub fn tile_query(state: &AppState, caller: &Caller, dataset: &Dataset) -> Strin
         Some(Capability::Tiles { expires, .. }) => Some(expires),
         None => Some(template_expiry(now_secs())),
     };
-    let signature = expires.map(|exp| signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp));
+    let signature =
+        expires.map(|exp| signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp));
     format!("?{}", versioned_query(dataset.data_version, signature.as_deref()))
 }
 
@@ -500,7 +508,12 @@ async fn tile_token(
     let exp = template_expiry(now);
     let query = versioned_query(
         dataset.data_version,
-        Some(&signed_query(&state.config.jwt_secret, dataset.id, dataset.publication_version, exp)),
+        Some(&signed_query(
+            &state.config.jwt_secret,
+            dataset.id,
+            dataset.publication_version,
+            exp,
+        )),
     );
     let base = format!("{}/api/tiles/{}", state.config.public_url, dataset.id);
     Ok(Json(TileToken {

@@ -76,7 +76,15 @@ impl Cluster {
         let dir = fresh_dir("primary");
         let port = super::free_port();
         let mut initdb = as_owner("initdb");
-        initdb.args(["-D", dir.to_str().unwrap(), "-U", "catalog", "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8"]);
+        initdb.args([
+            "-D",
+            dir.to_str().unwrap(),
+            "-U",
+            "catalog",
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+        ]);
         run(initdb, "initdb");
         let settings = format!(
             "listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{}'\nmax_connections = 200\n\
@@ -84,7 +92,10 @@ impl Cluster {
             dir.display()
         );
         append(&dir.join("postgresql.conf"), &settings);
-        append(&dir.join("pg_hba.conf"), "host replication catalog 127.0.0.1/32 trust\n");
+        append(
+            &dir.join("pg_hba.conf"),
+            "host replication catalog 127.0.0.1/32 trust\n",
+        );
         let cluster = Self { dir, port };
         cluster.start();
         cluster.psql("postgres", "CREATE DATABASE catalog");

@@ -457,7 +457,7 @@ async fn styles_validate_and_round_trip() {
         .unwrap();
     assert!(
         tiles.starts_with(&format!(
-            "{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?scope=",
+            "{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?v=1&scope=",
             stack.base
         )),
         "{tiles}"

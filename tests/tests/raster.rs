@@ -210,7 +210,7 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         .await
         .unwrap();
     assert!(
-        tilejson["tiles"][0].as_str().unwrap().ends_with("/{z}/{x}/{y}.png"),
+        tilejson["tiles"][0].as_str().unwrap().ends_with("/{z}/{x}/{y}.png?v=1"),
         "{tilejson}"
     );
     assert_eq!(tilejson["format"], "png");

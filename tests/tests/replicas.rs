@@ -36,10 +36,23 @@ impl Drop for Redis {
 }
 
 async fn redis() -> (Redis, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let redis = Redis(
         Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -105,7 +118,10 @@ async fn until_replica(stack: &Stack, base: &str, token: &str, replica: &str, st
 async fn status_of(stack: &Stack, request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
     let response = stack.send(request).await;
     let status = response.status().as_u16();
-    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
     (status, retry_after, response.json().await.unwrap_or(Value::Null))
 }
 
@@ -122,7 +138,10 @@ async fn anonymous_items(stack: &Stack, base: &str, id: &str) -> (u16, Value) {
 
 fn replica_transactions(replica: &Cluster) -> i64 {
     replica
-        .psql("postgres", "SELECT xact_commit FROM pg_stat_database WHERE datname = 'catalog'")
+        .psql(
+            "postgres",
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = 'catalog'",
+        )
         .parse()
         .unwrap()
 }
@@ -148,7 +167,12 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     let mut ids = Vec::new();
     for name in ["alpha", "beta"] {
         let job = stack
-            .upload_ok(&admin, &format!("{name}.geojson"), points(200, name), &[("visibility", "public")])
+            .upload_ok(
+                &admin,
+                &format!("{name}.geojson"),
+                points(200, name),
+                &[("visibility", "public")],
+            )
             .await;
         let job = stack.wait_job(&admin, &job).await;
         assert_eq!(job["status"], "succeeded", "{job}");
@@ -183,7 +207,10 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     assert!(after.0 - before.0 <= 3.0, "primary reads {before:?} -> {after:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while replica_transactions(&replica) < transactions_before + 60 {
-        assert!(Instant::now() < deadline, "the replica's own statistics never counted the reads");
+        assert!(
+            Instant::now() < deadline,
+            "the replica's own statistics never counted the reads"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
@@ -216,8 +243,14 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     assert_eq!(own["properties"]["name"], "renamed while the replica waits");
     let after = reads(&stack, &second, &admin).await;
     assert_eq!(after.0 - before.0, 1.0, "the writer's read went to the primary");
-    assert_eq!(replica_state(&stack, &second, &admin, &replica_name, "lagging").await, 0.0);
-    let table = primary.psql("catalog", &format!("SELECT table_name FROM datasets WHERE id = '{alpha}'"));
+    assert_eq!(
+        replica_state(&stack, &second, &admin, &replica_name, "lagging").await,
+        0.0
+    );
+    let table = primary.psql(
+        "catalog",
+        &format!("SELECT table_name FROM datasets WHERE id = '{alpha}'"),
+    );
     assert_eq!(
         replica.psql("catalog", &format!("SELECT name FROM data.\"{table}\" WHERE gid = 1")),
         "alpha 0",
@@ -227,7 +260,11 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     let before = reads(&stack, &second, &admin).await;
     assert_eq!(anonymous_items(&stack, &second, &beta).await.0, 200);
     let after = reads(&stack, &second, &admin).await;
-    assert_eq!(after.1 - before.1, 1.0, "an untouched dataset's reader stays on the replica");
+    assert_eq!(
+        after.1 - before.1,
+        1.0,
+        "an untouched dataset's reader stays on the replica"
+    );
 
     // Lagging past READ_MAX_LAG_SECONDS: skipped; caught up: used again.
     let waited = until_replica(&stack, &first, &admin, &replica_name, "lagging", 1.0).await;
@@ -240,12 +277,21 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     let caught_up = until_replica(&stack, &first, &admin, &replica_name, "lagging", 0.0).await;
     eprintln!("replica in use again {caught_up:?} after its replay resumed");
     let (_, page) = anonymous_items(&stack, &first, &alpha).await;
-    assert!(page["features"].as_array().unwrap().iter().any(|f| f["properties"]["name"] == "renamed while the replica waits"));
+    assert!(
+        page["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["properties"]["name"] == "renamed while the replica waits")
+    );
 
     // The replica stops: skipped within a second, no read fails after it.
     replica.stop();
     let skipped = until_replica(&stack, &first, &admin, &replica_name, "up", 0.0).await;
-    assert!(skipped < Duration::from_secs(2), "down replica skipped after {skipped:?}");
+    assert!(
+        skipped < Duration::from_secs(2),
+        "down replica skipped after {skipped:?}"
+    );
     eprintln!("a stopped replica was skipped after {skipped:?}");
     for id in [&alpha, &beta, &alpha, &beta] {
         assert_eq!(anonymous_items(&stack, &first, id).await.0, 200);
@@ -290,7 +336,10 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
         if status == 201 {
             break;
         }
-        assert!(returned.elapsed() < Duration::from_secs(20), "writes never came back: {status}");
+        assert!(
+            returned.elapsed() < Duration::from_secs(20),
+            "writes never came back: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     eprintln!("writes came back {:?} after the primary did", returned.elapsed());

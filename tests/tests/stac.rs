@@ -352,7 +352,7 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
     let thumbnail = get(&stack, item["assets"]["thumbnail"]["href"].as_str().unwrap(), &[]).await;
     assert_eq!(thumbnail.status(), 200);
     assert_eq!(thumbnail.headers()["content-type"], "image/png");
-    assert!(link(item, "xyz").ends_with("/{z}/{x}/{y}.png"), "{item}");
+    assert!(link(item, "xyz").ends_with("/{z}/{x}/{y}.png?v=1"), "{item}");
 
     // The private raster: a signed link any reader of the item can hand to
     // GDAL, living SIGNED_ASSET_TTL_SECONDS (an hour), not the download

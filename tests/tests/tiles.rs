@@ -129,7 +129,10 @@ async fn vector_tiles_are_read_by_gdal() {
     assert_eq!(tilejson["vector_layers"][0]["id"], table);
     assert_eq!(tilejson["vector_layers"][0]["fields"]["name"], "String");
     let template = tilejson["tiles"][0].as_str().unwrap();
-    assert_eq!(template, stack.url(&format!("/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf")));
+    assert_eq!(
+        template,
+        stack.url(&format!("/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf?v=1"))
+    );
 }
 
 #[tokio::test]

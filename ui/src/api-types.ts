@@ -7140,7 +7140,6 @@ export interface operations {
                 exp?: string;
                 /** @description signed template: signature */
                 sig?: string;
-                f?: null | ("mvt" | "png" | "jpeg" | "webp");
                 /** @description Raster: 1 or 3 band indexes, comma separated. */
                 bidx?: string | null;
                 /** @description Raster: `min,max` mapped to 0..255. */
@@ -7160,6 +7159,13 @@ export interface operations {
                 tileRow: number;
                 /** @description column, below 2^tileMatrix */
                 tileCol: number;
+                f: null | ("mvt" | "png" | "jpeg" | "webp");
+                /**
+                 * @description The dataset's data version the tile template was written for; at
+                 *     the current one a public tile may be cached for a year, an older
+                 *     one redirects to the current one.
+                 */
+                v: string | null;
             };
             cookie?: never;
         };
@@ -7190,6 +7196,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `v` names an older data version: the same tile at the current one */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description an encoding the dataset has not */
             400: {
@@ -16180,7 +16195,14 @@ export interface operations {
     };
     cluster_tile: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The dataset's data version the tile template was written for; at
+                 *     the current one a public tile may be cached for a year, an older
+                 *     one redirects to the current one.
+                 */
+                v?: string | null;
+            };
             header?: never;
             path: {
                 dataset_id: string;
@@ -16224,6 +16246,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `v` names an older data version: the same tile at the current one */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -16407,6 +16438,12 @@ export interface operations {
                 encoding?: string | null;
                 /** @description bilinear (default), nearest or cubic. */
                 resampling?: string | null;
+                /**
+                 * @description The dataset's data version the tile template was written for; at
+                 *     the current one a public tile may be cached for a year, an older
+                 *     one redirects to the current one.
+                 */
+                v?: string | null;
             };
             header?: never;
             path: {
@@ -16435,6 +16472,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `v` names an older data version: the same tile at the current one */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -16627,6 +16673,12 @@ export interface operations {
                 colormap?: string | null;
                 /** @description Raster: nearest (default), bilinear or cubic. */
                 resampling?: string | null;
+                /**
+                 * @description The dataset's data version the tile template was written for; at
+                 *     the current one a public tile may be cached for a year, an older
+                 *     one redirects to the current one.
+                 */
+                v?: string | null;
             };
             header?: never;
             path: {
@@ -16672,6 +16724,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `v` names an older data version: the same tile at the current one */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {

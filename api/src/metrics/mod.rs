@@ -94,23 +94,31 @@ fn replica_families(db: &crate::replicas::Database) -> Vec<proto::MetricFamily> 
         .flat_map(|r| {
             let (up, lagging) = r.state();
             [
-                (vec![("replica", r.name.clone()), ("state", "up".into())], f64::from(u8::from(up))),
-                (vec![("replica", r.name.clone()), ("state", "lagging".into())], f64::from(u8::from(lagging))),
+                (
+                    vec![("replica", r.name.clone()), ("state", "up".into())],
+                    f64::from(u8::from(up)),
+                ),
+                (
+                    vec![("replica", r.name.clone()), ("state", "lagging".into())],
+                    f64::from(u8::from(lagging)),
+                ),
             ]
         })
         .collect();
-    vec![
-        counter_family(
-            "catalog_db_reads_total",
-            "Reads of the read routes this API process sent to the primary and to replicas (DATABASE_READ_URLS).",
-            reads,
-        ),
-        gauge_family(
+    let mut families = vec![counter_family(
+        "catalog_db_reads_total",
+        "Reads of the read routes this API process sent to the primary and to replicas (DATABASE_READ_URLS).",
+        reads,
+    )];
+    // A family needs a series: without replicas there is none to state.
+    if db.has_replicas() {
+        families.push(gauge_family(
             "catalog_db_replica_state",
             "Each read replica: up (answers) and lagging (behind by more than READ_MAX_LAG_SECONDS), 1 or 0.",
             replicas,
-        ),
-    ]
+        ));
+    }
+    families
 }
 
 /// Requests this process refused with 429, by rate-limit bucket.

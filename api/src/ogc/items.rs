@@ -667,10 +667,7 @@ async fn fetch_page(
             table_sql(dataset),
         );
         async move {
-            let rows = query_with(sql, &params)
-                .fetch_all(reads)
-                .await
-                .map_err(query_error)?;
+            let rows = query_with(sql, &params).fetch_all(reads).await.map_err(query_error)?;
             Ok::<_, AppError>(
                 rows.iter()
                     .map(|r| PageRow {

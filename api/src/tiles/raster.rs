@@ -211,20 +211,26 @@ async fn serve_cut(
     let key = TileKey::new(dataset, cut.route, cut.address, recipe_digest(&cut.recipe));
     state
         .tiles
-        .respond(request, dataset, key, cut.pinned == Pinned::Current, move || async move {
-            if !dataset
-                .extent_bbox
-                .as_deref()
-                .is_none_or(|e| meets_extent(e, cut.grid, z, x, y))
-            {
-                return Ok(Tile::empty());
-            }
-            let file = raster_file(state, dataset).await?;
-            let encoded = on_pool(move |open| render(open.get(&file)?))
-                .await?
-                .map_err(|e| AppError::internal(format!("{:?} tile: {e}", cut.route)))?;
-            Ok(Tile::image(encoded, cut.content_type))
-        })
+        .respond(
+            request,
+            dataset,
+            key,
+            cut.pinned == Pinned::Current,
+            move || async move {
+                if !dataset
+                    .extent_bbox
+                    .as_deref()
+                    .is_none_or(|e| meets_extent(e, cut.grid, z, x, y))
+                {
+                    return Ok(Tile::empty());
+                }
+                let file = raster_file(state, dataset).await?;
+                let encoded = on_pool(move |open| render(open.get(&file)?))
+                    .await?
+                    .map_err(|e| AppError::internal(format!("{:?} tile: {e}", cut.route)))?;
+                Ok(Tile::image(encoded, cut.content_type))
+            },
+        )
         .await
 }
 

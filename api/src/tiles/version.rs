@@ -94,8 +94,13 @@ impl TileVersion {
 
 /// The URL of the same tile at `data_version`, every other parameter kept.
 fn current_url(public_url: &str, uri: &Uri, data_version: i64) -> String {
-    let pairs = url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
-        .map(|(k, v)| if k == "v" { (k, data_version.to_string().into()) } else { (k, v) });
+    let pairs = url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()).map(|(k, v)| {
+        if k == "v" {
+            (k, data_version.to_string().into())
+        } else {
+            (k, v)
+        }
+    });
     let query = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish();
