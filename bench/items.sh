@@ -94,3 +94,44 @@ for mix in first crs_first sort_first bbox crs_bbox sort_bbox deep crs_deep sort
   printf '%-10s %12s %10s %12s %10s %8s %12s %10s %-24s %s\n' "$mix" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "$db_tps" "$vs_db" "$goal" "$vs_plain"
   [[ $ours_bad == 0 ]] || echo "  (our $mix answered $ours_bad non-2xx responses)"
 done
+
+# The cost of running behind a transaction-mode pooler that keeps no
+# prepared statements (Debian's PgBouncer 1.18): the same mixes through it,
+# with DATABASE_PREPARED_STATEMENTS=false, against the direct figures above.
+ensure_packages pgbouncer
+BOUNCER_PORT=${BENCH_BOUNCER_PORT:-18432}
+BOUNCER_DIR="$WORK/pgbouncer"
+mkdir -p "$BOUNCER_DIR"
+printf '"catalog" ""\n' >"$BOUNCER_DIR/userlist.txt"
+cat >"$BOUNCER_DIR/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$PORT
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $BOUNCER_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $BOUNCER_DIR/userlist.txt
+pool_mode = transaction
+default_pool_size = 20
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+logfile = $BOUNCER_DIR/pgbouncer.log
+pidfile = $BOUNCER_DIR/pgbouncer.pid
+INI
+# PgBouncer refuses to run as root, like initdb.
+if [[ $(id -u) == 0 ]]; then chown -R postgres: "$BOUNCER_DIR"; fi
+as_pg /usr/sbin/pgbouncer -d "$BOUNCER_DIR/pgbouncer.ini"
+for _ in $(seq 100); do [[ -s $BOUNCER_DIR/pgbouncer.pid ]] && break; sleep 0.1; done
+EXTRA_PIDS+=" $(cat "$BOUNCER_DIR/pgbouncer.pid")"
+restart_api DATABASE_URL="postgres://catalog@127.0.0.1:$BOUNCER_PORT/bench" \
+  DATABASE_DIRECT_URL="postgres://catalog@127.0.0.1:$PORT/bench" DATABASE_PREPARED_STATEMENTS=false
+printf '\n%-10s %14s %16s %10s %s\n' mix "direct req/s" "pgbouncer req/s" p99 "pooled/direct"
+for mix in first bbox filter deep sort_first; do
+  curl -sf "${OUR_URL[$mix]}" >/dev/null || { echo "our $mix request through PgBouncer failed"; exit 1; }
+  DURATION=$WARMUP measure "${OUR_URL[$mix]}" >/dev/null
+  read -r pooled_rps pooled_p99 pooled_bad < <(measure "${OUR_URL[$mix]}")
+  share=$(python3 -c "print(f'{$pooled_rps / max(${OUR_RPS[$mix]}, 0.001):.2f}')")
+  printf '%-10s %14s %16s %10s %s\n' "$mix" "${OUR_RPS[$mix]}" "$pooled_rps" "$pooled_p99" "$share"
+  [[ $pooled_bad == 0 ]] || echo "  ($mix through PgBouncer answered $pooled_bad non-2xx responses)"
+done

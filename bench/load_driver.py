@@ -10,9 +10,12 @@ the API's and worker's resident memory (VmRSS, sampled every 5 s) at the
 start of the second half and at its end, with the growth between them.
 Exits non-zero when any request failed or either process grew by more than
 10% over the second half (memory that keeps growing under a steady load).
+With LOAD_ANONYMOUS_READS=1, item pages, tiles and searches are sent
+without the token (the public reading a public collection).
 """
 import http.client
 import json
+import os
 import random
 import sys
 import threading
@@ -24,6 +27,7 @@ base, token, collection, seconds, api_pid, worker_pid = sys.argv[1:7]
 seconds = float(seconds)
 host = urllib.parse.urlsplit(base)
 AUTH = {"Authorization": f"Bearer {token}"}
+SIGNED_READS = os.environ.get("LOAD_ANONYMOUS_READS") != "1"
 deadline = time.monotonic() + seconds
 lock = threading.Lock()
 latencies: dict[str, list[float]] = {}
@@ -43,10 +47,11 @@ class Client:
     def __init__(self):
         self.connection = http.client.HTTPConnection(host.hostname, host.port, timeout=60)
 
-    def request(self, method, path, body=None, headers=None):
+    def request(self, method, path, body=None, headers=None, signed=True):
         for attempt in (0, 1):
             try:
-                self.connection.request(method, path, body=body, headers={**AUTH, **(headers or {})})
+                credential = AUTH if signed else {}
+                self.connection.request(method, path, body=body, headers={**credential, **(headers or {})})
                 response = self.connection.getresponse()
                 return response.status, response.read()
             except (http.client.HTTPException, ConnectionError):
@@ -65,7 +70,7 @@ def items(rng):
         path = (f"/api/collections/{collection}/items?limit=100"
                 f"&bbox={west},{south},{west + span},{south + span}")
         started = time.monotonic()
-        status, body = client.request("GET", path)
+        status, body = client.request("GET", path, signed=SIGNED_READS)
         record("items", started, status, {200}, body[:120])
 
 
@@ -80,7 +85,7 @@ def tiles(rng):
     while time.monotonic() < deadline:
         z, x, y = rng.choice(TILE_SET)
         started = time.monotonic()
-        status, body = client.request("GET", f"/api/tiles/{collection}/{z}/{x}/{y}.pbf")
+        status, body = client.request("GET", f"/api/tiles/{collection}/{z}/{x}/{y}.pbf", signed=SIGNED_READS)
         record("tiles", started, status, {200, 204}, body[:120])
 
 
@@ -89,7 +94,7 @@ def search(rng):
     words = ["points", "bench", "category", "world", "roads", "counties"]
     while time.monotonic() < deadline:
         started = time.monotonic()
-        status, body = client.request("GET", f"/api/search/datasets?q={rng.choice(words)}&limit=10")
+        status, body = client.request("GET", f"/api/search/datasets?q={rng.choice(words)}&limit=10", signed=SIGNED_READS)
         record("search", started, status, {200}, body[:120])
 
 

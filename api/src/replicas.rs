@@ -33,6 +33,8 @@ use crate::{rate_limit::SharedStore, tile_connections::TileConnections};
 
 /// How often positions are read.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How often a read behind the watcher's figures may ask a replica again.
+const REFRESH_EVERY: Duration = Duration::from_millis(20);
 /// How long a position query may take before its server counts as down.
 const ANSWER_WITHIN: Duration = Duration::from_millis(700);
 /// How long a caller's write position is kept: past it, every replica that
@@ -71,12 +73,24 @@ pub struct Replica {
     up: AtomicBool,
     replayed: AtomicI64,
     lagging: AtomicBool,
+    /// When a read last asked it for its position.
+    refreshed: Mutex<Option<Instant>>,
 }
 
 impl Replica {
     /// Whether it answers, and whether it lags past `READ_MAX_LAG_SECONDS`.
     pub fn state(&self) -> (bool, bool) {
         (self.up.load(Ordering::Relaxed), self.lagging.load(Ordering::Relaxed))
+    }
+
+    /// Whether its position may be asked now (then it counts as asked).
+    fn refresh_due(&self) -> bool {
+        let mut last = self.refreshed.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| at.elapsed() < REFRESH_EVERY) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        true
     }
 }
 
@@ -120,6 +134,7 @@ impl Database {
                     up: AtomicBool::new(false),
                     replayed: AtomicI64::new(0),
                     lagging: AtomicBool::new(true),
+                    refreshed: Mutex::new(None),
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -176,8 +191,14 @@ impl Database {
             Some(user) => after.max(self.written.position(user).await),
             None => after,
         };
+        let caught_up = |r: &Replica| !r.lagging.load(Ordering::Relaxed) && r.replayed.load(Ordering::Relaxed) >= after;
+        if self.any_replica(caught_up).is_none() {
+            // The watcher's figures may be a quarter of a second old: ask
+            // the replicas that are in use how far they are now.
+            self.refresh_behind(after).await;
+        }
         let chosen = self
-            .any_replica(|r| !r.lagging.load(Ordering::Relaxed) && r.replayed.load(Ordering::Relaxed) >= after)
+            .any_replica(caught_up)
             .or_else(|| {
                 (!self.primary_up.load(Ordering::Relaxed))
                     .then(|| self.any_replica(|_| true))
@@ -185,7 +206,37 @@ impl Database {
             })
             .unwrap_or_else(|| self.primary_reader());
         self.reads[usize::from(chosen.replica.is_some())].fetch_add(1, Ordering::Relaxed);
+        if chosen.replica.is_none() {
+            let replayed: Vec<i64> = self
+                .replicas
+                .iter()
+                .map(|r| r.replayed.load(Ordering::Relaxed))
+                .collect();
+            tracing::debug!(
+                after,
+                ?replayed,
+                "a read went to the primary: no replica has replayed its position"
+            );
+        }
         chosen
+    }
+
+    /// Reads again what the usable replicas behind `after` have replayed,
+    /// each at most once per `REFRESH_EVERY`, so a replica that really is
+    /// behind costs a query now and then, not one per read.
+    async fn refresh_behind(&self, after: i64) {
+        let behind = self.replicas.iter().filter(|r| {
+            r.up.load(Ordering::Relaxed)
+                && !r.lagging.load(Ordering::Relaxed)
+                && r.replayed.load(Ordering::Relaxed) < after
+                && r.refresh_due()
+        });
+        futures::future::join_all(behind.map(|r| async move {
+            if let Some(Some(replayed)) = position_of(&r.pool, REPLAYED_POSITION_SQL).await {
+                r.replayed.fetch_max(replayed, Ordering::Relaxed);
+            }
+        }))
+        .await;
     }
 
     /// The next replica, in turn, that answers and passes `usable`.

@@ -43,7 +43,7 @@ mod version;
 pub(crate) use raster::RasterTileQuery;
 use raster::TerrainQuery;
 pub use raster::{native_zoom, raster_file};
-pub use version::{Pinned, TileVersion, versioned_query};
+pub use version::{Pinned, TileRequest, TileVersion, versioned_query};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -264,9 +264,13 @@ async fn vector_tile(
 ) -> Result<Response, AppError> {
     let (id, z, x, y) = &address;
     let dataset = visible_collection(&state, &caller, id).await?;
-    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
+    let asked = TileRequest {
+        headers: &request,
+        uri: &uri,
+        version: &version,
+    };
     let address = (Grid::WebMercator, z.as_str(), x.as_str(), y.as_str());
-    dataset_tile(&state, &caller, &request, (dataset, pinned), address, &query).await
+    dataset_tile(&state, &caller, &asked, dataset, address, &query).await
 }
 
 /// One tile of `dataset` at z/x/y (y with its extension): the one tile
@@ -275,8 +279,8 @@ async fn vector_tile(
 pub(crate) async fn dataset_tile(
     state: &AppState,
     caller: &Caller,
-    request: &HeaderMap,
-    (dataset, pinned): (Arc<Dataset>, Pinned),
+    asked: &TileRequest<'_>,
+    dataset: Arc<Dataset>,
     (grid, z, x, y): (Grid, &str, &str, &str),
     query: &RasterTileQuery,
 ) -> Result<Response, AppError> {
@@ -288,10 +292,11 @@ pub(crate) async fn dataset_tile(
             ))
         })?;
         let at = grid_tile_address(grid, z, x, row)?;
+        let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
         // Boxed: the raster path's state would otherwise enlarge every vector tile's future.
         return Box::pin(raster::raster_tile(
             state,
-            request,
+            asked.headers,
             &dataset,
             (grid, at.z, at.x, at.y),
             (format, size),
@@ -303,14 +308,9 @@ pub(crate) async fn dataset_tile(
     if grid != Grid::WebMercator {
         return Err(AppError::not_found("vector tiles are cut on WebMercatorQuad only"));
     }
-    serve_tile(
-        state,
-        caller,
-        request,
-        (dataset, pinned, (z, x, y)),
-        TileRoute::Vector,
-        |d| vector_tile_sql(d, &published_columns(d)),
-    )
+    serve_tile(state, caller, asked, (dataset, (z, x, y)), TileRoute::Vector, |d| {
+        vector_tile_sql(d, &published_columns(d))
+    })
     .await
 }
 
@@ -330,12 +330,16 @@ async fn cluster_tile(
     Query(version): Query<TileVersion>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
-    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
+    let asked = TileRequest {
+        headers: &request,
+        uri: &uri,
+        version: &version,
+    };
     serve_tile(
         &state,
         &caller,
-        &request,
-        (dataset, pinned, (&z, &x, &y)),
+        &asked,
+        (dataset, (&z, &x, &y)),
         TileRoute::Cluster,
         cluster_tile_sql,
     )
@@ -361,7 +365,6 @@ async fn terrain_tile(
     Query(version): Query<TileVersion>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
-    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     if !dataset.is_raster() {
         return Err(AppError::unprocessable(format!(
             "dataset {id} is not a raster; terrain tiles come from single-band rasters"
@@ -371,6 +374,7 @@ async fn terrain_tile(
         .strip_suffix(".png")
         .ok_or_else(|| AppError::not_found("terrain tiles are PNG: ask for {y}.png"))?;
     let at = tile_address(&z, &x, row)?;
+    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     raster::terrain_tile(&state, &request, &dataset, (at.z, at.x, at.y), &query, pinned).await
 }
 
@@ -379,12 +383,13 @@ async fn terrain_tile(
 async fn serve_tile(
     state: &AppState,
     caller: &Caller,
-    request: &HeaderMap,
-    (dataset, pinned, (z, x, y)): (Arc<Dataset>, Pinned, (&str, &str, &str)),
+    asked: &TileRequest<'_>,
+    (dataset, (z, x, y)): (Arc<Dataset>, (&str, &str, &str)),
     route: TileRoute,
     sql_of: impl Fn(&Dataset) -> String,
 ) -> Result<Response, AppError> {
     let at = tile_address(z, x, y)?;
+    let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
     crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
     let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
     let (sql, digest) = memo.get_or_init(|| {
@@ -395,7 +400,7 @@ async fn serve_tile(
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(request, &dataset, key, pinned == Pinned::Current, || {
+        .respond(asked.headers, &dataset, key, pinned == Pinned::Current, || {
             render(state, caller, sql, &dataset, at)
         })
         .await

@@ -2,9 +2,10 @@ use std::time::Duration;
 
 use apalis_postgres::PostgresStorage;
 use sqlx::{
-    PgPool,
-    postgres::{PgConnectOptions, PgPoolOptions},
+    PgPool, SqlSafeStr,
+    postgres::{PgConnectOptions, PgPoolOptions, PgTransactionManager},
 };
+use sqlx_core::transaction::TransactionManager;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -35,7 +36,9 @@ const POOLED_TRANSACTION_BEGIN: &str = "BEGIN; DEALLOCATE ALL; SET LOCAL max_par
 /// 1.21) nothing outlives a transaction: every borrowed connection is one
 /// transaction (begun when lent, committed when given back, so the pooler
 /// keeps one server connection under it for that long), whose settings
-/// are `SET LOCAL` and whose statements are prepared within it.
+/// are `SET LOCAL` and whose statements are prepared within it. It is
+/// begun as sqlx's own, so a handler's transaction nests in it as a
+/// savepoint.
 pub fn connect_for_requests(url: &str, max_connections: u32, prepared_statements: bool) -> anyhow::Result<PgPool> {
     if prepared_statements {
         let options = pool_options(max_connections).after_connect(|conn, _| {
@@ -50,25 +53,24 @@ pub fn connect_for_requests(url: &str, max_connections: u32, prepared_statements
     let options = pool_options(max_connections)
         // Beginning the transaction checks the connection as well.
         .test_before_acquire(false)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                sqlx::raw_sql(POOLED_TRANSACTION_BEGIN).execute(conn).await?;
-                Ok(())
-            })
-        })
+        .after_connect(|conn, _| Box::pin(begin_lent(conn)))
         .before_acquire(|conn, _| {
             Box::pin(async move {
-                sqlx::raw_sql(POOLED_TRANSACTION_BEGIN).execute(conn).await?;
+                begin_lent(conn).await?;
                 Ok(true)
             })
         })
         .after_release(|conn, _| {
             Box::pin(async move {
-                sqlx::raw_sql("COMMIT").execute(conn).await?;
+                PgTransactionManager::commit(conn).await?;
                 Ok(true)
             })
         });
     Ok(options.connect_lazy_with(connect_options))
+}
+
+async fn begin_lent(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    PgTransactionManager::begin(conn, Some(sqlx::AssertSqlSafe(POOLED_TRANSACTION_BEGIN).into_sql_str())).await
 }
 
 /// One pool's connections: open, lent out, and the most it opens.

@@ -1,8 +1,10 @@
 //! PostgreSQL clusters of a test's own, for what the shared test cluster
 //! cannot be put through: a primary with a streaming replica made by
 //! `pg_basebackup -R`, paused replay, and either server stopped and started
-//! again. Data directories live under the project's `.data/clusters/`,
-//! owned by `postgres` when the tests run as root (initdb refuses root).
+//! again; and PgBouncer (Debian's 1.18) in front of a database. Data
+//! directories live under the project's `.data/clusters/`, owned by
+//! `postgres` when the tests run as root (initdb and PgBouncer refuse
+//! root).
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -19,10 +21,13 @@ pub struct Cluster {
 }
 
 fn as_owner(program: &str) -> Command {
-    let program = format!("{PG_BIN}/{program}");
+    as_postgres(&format!("{PG_BIN}/{program}"))
+}
+
+fn as_postgres(program: &str) -> Command {
     if is_root() {
         let mut command = Command::new("runuser");
-        command.args(["-u", "postgres", "--", &program]);
+        command.args(["-u", "postgres", "--", program]);
         command
     } else {
         Command::new(program)
@@ -194,6 +199,96 @@ impl Drop for Cluster {
         let mut stop = as_owner("pg_ctl");
         stop.args(["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"]);
         let _ = stop.stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// PgBouncer on loopback in front of the server at `port`, every database
+/// passed through, as `catalog` (and the sandbox's role) with no password.
+pub struct PgBouncer {
+    pub port: u16,
+    dir: PathBuf,
+    child: std::process::Child,
+}
+
+impl PgBouncer {
+    /// `mode`: `transaction` or `session`.
+    pub async fn start(server_port: u16, mode: &str) -> Self {
+        let dir = fresh_dir("pgbouncer");
+        let port = super::free_port();
+        std::fs::write(dir.join("userlist.txt"), "\"catalog\" \"\"\n\"catalog_sandbox\" \"\"\n").unwrap();
+        let config = format!(
+            "[databases]\n* = host=127.0.0.1 port={server_port}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+             unix_socket_dir =\nauth_type = trust\nauth_file = {dir}/userlist.txt\npool_mode = {mode}\n\
+             max_client_conn = 500\ndefault_pool_size = {pool_size}\nadmin_users = catalog\n\
+             ignore_startup_parameters = extra_float_digits\nlogfile = {dir}/pgbouncer.log\npidfile = {dir}/pgbouncer.pid\n",
+            dir = dir.display(),
+            // A session holds its server connection for as long as the
+            // client keeps it: room for every pool of the API and worker.
+            pool_size = if mode == "session" { 100 } else { 12 },
+        );
+        let ini = dir.join("pgbouncer.ini");
+        std::fs::write(&ini, config).unwrap();
+        let mut command = as_postgres("/usr/sbin/pgbouncer");
+        let child = command
+            .arg(&ini)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pgbouncer (installed by scripts/test.sh)");
+        let bouncer = Self { port, dir, child };
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return bouncer;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("pgbouncer did not start: {}", bouncer.log());
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://catalog@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// One line of the admin console's `SHOW <what>` for `database`, as
+    /// column name to value.
+    pub fn show(&self, what: &str, database: &str) -> std::collections::HashMap<String, String> {
+        let output = Command::new("psql")
+            .args([&self.url("pgbouncer"), "-XAF", "\t", "-c", &format!("SHOW {what}")])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut lines = text.lines();
+        let names: Vec<&str> = lines.next().unwrap_or_default().split('\t').collect();
+        lines
+            .map(|l| l.split('\t').collect::<Vec<_>>())
+            .find(|values| values.first() == Some(&database))
+            .map(|values| {
+                names
+                    .iter()
+                    .map(|n| n.to_string())
+                    .zip(values.iter().map(|v| v.to_string()))
+                    .collect()
+            })
+            .unwrap_or_else(|| panic!("no {database} in SHOW {what}: {text}"))
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        // As root the child is runuser: the server itself is named by its
+        // pid file.
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pgbouncer.pid")) {
+            let _ = Command::new("kill").args(["-INT", pid.trim()]).status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -7140,6 +7140,7 @@ export interface operations {
                 exp?: string;
                 /** @description signed template: signature */
                 sig?: string;
+                f?: "mvt" | "png" | "jpeg" | "webp";
                 /** @description Raster: 1 or 3 band indexes, comma separated. */
                 bidx?: string | null;
                 /** @description Raster: `min,max` mapped to 0..255. */
@@ -7148,6 +7149,12 @@ export interface operations {
                 colormap?: string | null;
                 /** @description Raster: nearest (default), bilinear or cubic. */
                 resampling?: string | null;
+                /**
+                 * @description The dataset's data version the tile template was written for; at
+                 *     the current one a public tile may be cached for a year, an older
+                 *     one redirects to the current one.
+                 */
+                v?: string;
             };
             header?: never;
             path: {
@@ -7159,13 +7166,6 @@ export interface operations {
                 tileRow: number;
                 /** @description column, below 2^tileMatrix */
                 tileCol: number;
-                f: null | ("mvt" | "png" | "jpeg" | "webp");
-                /**
-                 * @description The dataset's data version the tile template was written for; at
-                 *     the current one a public tile may be cached for a year, an older
-                 *     one redirects to the current one.
-                 */
-                v: string | null;
             };
             cookie?: never;
         };
@@ -16201,7 +16201,7 @@ export interface operations {
                  *     the current one a public tile may be cached for a year, an older
                  *     one redirects to the current one.
                  */
-                v?: string | null;
+                v?: string;
             };
             header?: never;
             path: {
@@ -16443,7 +16443,7 @@ export interface operations {
                  *     the current one a public tile may be cached for a year, an older
                  *     one redirects to the current one.
                  */
-                v?: string | null;
+                v?: string;
             };
             header?: never;
             path: {
@@ -16678,7 +16678,7 @@ export interface operations {
                  *     the current one a public tile may be cached for a year, an older
                  *     one redirects to the current one.
                  */
-                v?: string | null;
+                v?: string;
             };
             header?: never;
             path: {

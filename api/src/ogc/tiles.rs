@@ -24,7 +24,10 @@ use crate::{
     datasets::record::{Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path, Query},
     state::AppState,
-    tiles::{MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, TileVersion, dataset_tile, native_zoom, tile_query},
+    tiles::{
+        MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, TileRequest, TileVersion, dataset_tile, native_zoom,
+        tile_query,
+    },
 };
 
 pub const REL_TILESETS_VECTOR: &str = "http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector";
@@ -261,6 +264,7 @@ fn geometry_dimension(geometry_type: Option<&str>) -> Option<u8> {
 /// The encoding of a tile: `mvt` for a vector dataset; `png` (default),
 /// `jpeg` or `webp` for a raster.
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TileFormatQuery {
     #[param(value_type = Option<crate::openapi::names::TileEncoding>, inline)]
     f: Option<String>,
@@ -301,7 +305,6 @@ pub async fn tile(
     Query(query): Query<RasterTileQuery>,
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
-    let (dataset, pinned) = version.resolve(&state, &caller, &uri, dataset).await?;
     let tms = tileset_of(&dataset, &tms)?;
     let row = match (dataset.is_raster(), format.f.as_deref()) {
         (false, None | Some("mvt")) => row,
@@ -317,5 +320,10 @@ pub async fn tile(
         }
     };
     let address = (tms.grid(), z.as_str(), col.as_str(), row.as_str());
-    dataset_tile(&state, &caller, &request, (dataset, pinned), address, &query).await
+    let asked = TileRequest {
+        headers: &request,
+        uri: &uri,
+        version: &version,
+    };
+    dataset_tile(&state, &caller, &asked, dataset, address, &query).await
 }

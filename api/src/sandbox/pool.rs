@@ -24,15 +24,16 @@ pub struct SandboxPool {
 }
 
 impl SandboxPool {
-    /// SANDBOX_DATABASE_URL when set; otherwise DATABASE_URL with the
-    /// sandbox role as user and a password derived from JWT_SECRET, which
-    /// every API process shares. Connections open lazily.
+    /// SANDBOX_DATABASE_URL when set; otherwise DATABASE_DIRECT_URL (the
+    /// primary itself, not a pooler that knows only the service's login)
+    /// with the sandbox role as user and a password derived from
+    /// JWT_SECRET, which every API process shares. Connections open lazily.
     pub fn new(config: &Config) -> Self {
         let (url, derived_password) = match &config.sandbox_database_url {
             Some(url) => (Some(url.clone()), None),
             None => {
                 let password = derived_password(&config.jwt_secret);
-                (login_url(&config.database_url, &password), Some(password))
+                (login_url(&config.database_direct_url, &password), Some(password))
             }
         };
         let replicas = match &derived_password {

@@ -7,7 +7,7 @@
 //! exist. See `docs/decisions.md`, Tiles a CDN can keep.
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use catalog_shared::AppError;
 use serde::Deserialize;
 
@@ -18,12 +18,22 @@ use crate::{
 };
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TileVersion {
     /// The dataset's data version the tile template was written for; at
     /// the current one a public tile may be cached for a year, an older
     /// one redirects to the current one.
     #[param(pattern = r"^[0-9]{1,18}$")]
     v: Option<String>,
+}
+
+/// What a tile request brings beside its address: its headers (for
+/// `If-None-Match`), its URI and `v` (resolved once the address is known
+/// to be one, so a malformed address is a 404 whatever `v` says).
+pub struct TileRequest<'a> {
+    pub headers: &'a HeaderMap,
+    pub uri: &'a Uri,
+    pub version: &'a TileVersion,
 }
 
 /// Whether a tile was asked for at the dataset's current data version.
