@@ -35,6 +35,9 @@ if [[ $(id -u) == 0 ]]; then chown postgres: "$REPLICA_DIR"; fi
 chmod 700 "$REPLICA_DIR"
 as_pg pg_basebackup -h 127.0.0.1 -p "$PORT" -U catalog -D "$REPLICA_DIR" -R -X stream
 echo "port = $REPLICA_PORT" | as_pg tee -a "$REPLICA_DIR/postgresql.conf" >/dev/null
+# Queries on the replica hold back the primary's clean-up rather than being
+# cancelled by its replay, or holding replay back (docs/operations.md).
+echo "hot_standby_feedback = on" | as_pg tee -a "$REPLICA_DIR/postgresql.conf" >/dev/null
 echo "unix_socket_directories = '$REPLICA_DIR'" | as_pg tee -a "$REPLICA_DIR/postgresql.conf" >/dev/null
 as_pg "$PG_BIN/pg_ctl" -D "$REPLICA_DIR" -l "$REPLICA_DIR/server.log" -w -t 120 start >/dev/null
 trap 'kill ${API:-} ${WORKER:-} ${EXTRA_PIDS:-} 2>/dev/null || true; as_pg "$PG_BIN/pg_ctl" -D "$REPLICA_DIR" -m immediate stop >/dev/null 2>&1; stop_cluster "$DIR"' EXIT

@@ -187,10 +187,17 @@ pub fn is_unavailable(e: &sqlx::Error) -> bool {
 
 /// SQLSTATEs that say the server cannot serve right now rather than that
 /// the statement is wrong: connection failures (08), operator shutdowns
-/// (57P), exhausted resources (53), and connections refused to a database
-/// that is not accepting them (55000, 3D000).
+/// (57P), exhausted resources (53), connections refused to a database
+/// that is not accepting them (55000, 3D000), and a read replica cancelling
+/// a query that conflicts with what it replays (40001; the service runs
+/// no serializable transactions, where it would mean anything else).
 fn is_unavailable_code(code: &str) -> bool {
-    code.starts_with("08") || code.starts_with("57P") || code.starts_with("53") || code == "55000" || code == "3D000"
+    code.starts_with("08")
+        || code.starts_with("57P")
+        || code.starts_with("53")
+        || code == "55000"
+        || code == "3D000"
+        || code == "40001"
 }
 
 impl From<sqlx::Error> for AppError {
