@@ -31,6 +31,20 @@ scripts/helm_check.sh
 
 log "building, with clippy's lints as errors"
 lint_as_built
+# Test binaries of earlier builds stay beside the current ones (hundreds of
+# megabytes each, under another hash): keep only the newest of each test.
+python3 - "$CARGO_TARGET_DIR/debug/deps" <<'PY'
+import os, sys
+newest = {}
+for entry in os.scandir(sys.argv[1]) if os.path.isdir(sys.argv[1]) else []:
+    stem, _, digest = entry.name.rpartition("-")
+    if "." in entry.name or not stem or not entry.is_file() or not os.access(entry.path, os.X_OK):
+        continue
+    newest.setdefault(stem, []).append((entry.stat().st_mtime, entry.path))
+for builds in newest.values():
+    for _, path in sorted(builds)[:-1]:
+        os.remove(path)
+PY
 cargo build --workspace --bins --tests
 
 # Every test gets its own database cloned from this migrated template.
