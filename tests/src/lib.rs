@@ -770,3 +770,33 @@ pub fn layer_ids(style: &Value) -> Vec<&str> {
         .map(|l| l["id"].as_str().unwrap())
         .collect()
 }
+
+/// A Redis server of the test's own on loopback (nothing saved), for the
+/// shared stores several API processes use.
+pub fn redis_server(port: u16) -> Child {
+    Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server (installed by scripts/test.sh)")
+}
+
+pub async fn wait_for_redis(port: u16) {
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server did not start");
+}

@@ -4,11 +4,10 @@
 //! records the specification names.
 use std::{
     net::TcpListener,
-    process::{Child, Command, Stdio},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions, redis_server, wait_for_redis};
 
 /// Waits out the end of the current minute when little of it is left, so
 /// a burst of requests falls into one counting window.
@@ -73,34 +72,6 @@ async fn past_the_limit_requests_get_429_with_retry_after() {
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn redis_server(port: u16) -> Child {
-    Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server (installed by scripts/test.sh)")
-}
-
-async fn wait_for_redis(port: u16) {
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("redis-server did not start");
 }
 
 #[tokio::test]

@@ -7,11 +7,11 @@
 //! answer and writes answer 503 with `Retry-After`, and writes come back
 //! once it does.
 use std::{
-    process::{Child, Command, Stdio},
+    process::Child,
     time::{Duration, Instant},
 };
 
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::Cluster};
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::Cluster, redis_server, wait_for_redis};
 use serde_json::{Value, json};
 
 const MAX_LAG_SECONDS: u64 = 8;
@@ -41,30 +41,9 @@ async fn redis() -> (Redis, u16) {
         .local_addr()
         .unwrap()
         .port();
-    let redis = Redis(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (installed by scripts/test.sh)"),
-    );
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return (redis, port);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("redis-server did not start");
+    let redis = Redis(redis_server(port));
+    wait_for_redis(port).await;
+    (redis, port)
 }
 
 /// One figure of an API process's metrics, by its full series name.
