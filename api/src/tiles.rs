@@ -164,7 +164,7 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
 
 /// An attribute as a value a vector tile can carry: numbers, booleans and
 /// text as they are, anything else as its text form.
-fn tile_value(column: &ColumnInfo) -> String {
+pub(crate) fn tile_value(column: &ColumnInfo) -> String {
     let name = quote_ident(&column.name);
     match column.pg_type.as_str() {
         "integer" | "bigint" | "smallint" | "double precision" | "real" | "boolean" | "text" => format!("t.{name}"),

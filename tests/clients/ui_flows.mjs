@@ -34,7 +34,7 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
 });
-const report = { steps: [], violations: {} };
+const report = { steps: [], violations: {}, titles: {} };
 const step = (name) => { report.steps.push(name); console.error(`ui: ${name}`); };
 
 // Nothing may be fetched from another site: every request but a page
@@ -54,6 +54,12 @@ function watch(page) {
 async function newPage(options = {}) {
   // bypassCSP lets the test inject axe-core; the app itself runs under the CSP the API sends.
   const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 }, ...options });
+  // Whether a map ever said it was loading, however briefly.
+  await context.addInitScript(() => {
+    new MutationObserver(() => {
+      if (document.querySelector('.map-loading')) window.__sawLoading = true;
+    }).observe(document, { childList: true, subtree: true });
+  });
   const page = await context.newPage();
   page.seen = watch(page);
   return page;
@@ -69,9 +75,27 @@ async function accessible(page, screen) {
   assert.deepEqual(bad, [], `${screen}: axe-core violations ${JSON.stringify(bad, null, 1)}`);
 }
 
+/** A screen as people see it: accessible, titled for itself, and laid out
+ * at 390 px wide as well as at its own size, with a screenshot of each. */
 async function screen(page, name) {
   await accessible(page, name);
+  report.titles[name] = await page.title();
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+  const size = page.viewportSize();
+  if (size.width <= 390) return;
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await page.waitForTimeout(250);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest('.table-scroll, .maplibregl-map, pre'))
+      .slice(0, 3).map((e) => `${e.tagName.toLowerCase()}.${e.className}`));
+    assert.ok(width <= 390, `${name} is ${width} px wide at 390 px: ${wide.join(', ')}`);
+    await accessible(page, `${name}-phone`);
+    await page.screenshot({ path: path.join(shots, `${name}-phone.png`), fullPage: true });
+  } finally {
+    await page.setViewportSize(size);
+  }
 }
 
 /** The colours of what is not data: the plain background (#eef2f5) and the
@@ -148,6 +172,13 @@ async function drawnPixels(p, enough = 2000, palette = NOT_DATA) {
 const admin = env('CATALOG_ADMIN_USER');
 const adminPassword = env('CATALOG_ADMIN_PASSWORD');
 const page = await newPage();
+// Questions the app asks (confirm): recorded, and answered as `dialogAnswer` says.
+const dialogs = [];
+let dialogAnswer = true;
+page.on('dialog', (dialog) => {
+  dialogs.push(dialog.message());
+  return dialogAnswer ? dialog.accept() : dialog.dismiss();
+});
 
 // --- Sign in: a wrong password shows the service's reason; the right one opens the catalog.
 step('sign in page');
@@ -198,6 +229,64 @@ const basemapDrawn = await dataPixels(page, BASEMAP, true);
 assert.ok(basemapDrawn >= 2000, `the basemap drew ${basemapDrawn} pixels of land and sea`);
 await screen(page, 'dataset');
 
+// The map said it was loading until it had drawn (seen by an observer set before the page ran).
+assert.ok(await page.evaluate(() => window.__sawLoading), 'the map showed its loading sign');
+await page.getByText('Loading map data…').waitFor({ state: 'detached' });
+assert.equal(await page.title(), `${await page.locator('main h1').innerText()} · Spatial Data Catalog`, 'the tab names the dataset');
+
+// Clicking a county shows its attributes.
+const mapBox = await page.locator('.map canvas').boundingBox();
+await page.mouse.click(mapBox.x + mapBox.width / 2, mapBox.y + mapBox.height / 2);
+const popup = page.locator('.identify');
+await popup.waitFor();
+assert.match(await popup.innerText(), /bir74/, 'the popup lists the feature\'s attributes');
+
+// A private dataset's links open in the app with the session, never as a raw 404.
+await page.getByRole('link', { name: 'OGC API items' }).click();
+await page.getByRole('heading', { name: 'API response' }).waitFor();
+await until(async () => /"FeatureCollection"/.test(await page.locator('pre.api-body').innerText()), 'the items in the app');
+await screen(page, 'api-view');
+await page.goBack();
+await page.getByRole('heading', { name: 'Attributes' }).waitFor();
+
+// Sorted by a column (its heading, twice: largest first) and filtered by CQL2, both kept in the address.
+step('table sort and filter');
+const rowsOf = async () => page.locator('nav[aria-label="Attribute pages"] [role=status]').innerText();
+await page.getByRole('button', { name: 'bir74', exact: true }).click();
+await until(async () => page.url().includes('sortby=%2Bbir74'), 'ascending sort in the address');
+await page.getByRole('button', { name: 'bir74 ▲' }).click();
+await until(async () => page.url().includes('sortby=-bir74'), 'descending sort in the address');
+const column = async (name) => (await page.getByRole('columnheader').allInnerTexts()).findIndex((h) => h.replace(/ [▲▼]$/, '') === name);
+await until(async () => (await page.locator('tbody tr').first().locator('td').nth(await column('bir74')).innerText()) === '21588', 'the largest first');
+await page.getByLabel(/^Filter \(CQL2/).fill('bir74 > 10000');
+await page.getByRole('button', { name: 'Apply filter' }).click();
+await until(async () => (await rowsOf()) === 'rows 1–6 of 6', 'six counties past 10,000 births');
+await page.reload();
+await until(async () => (await rowsOf()) === 'rows 1–6 of 6', 'the filter kept over a reload');
+assert.equal(await page.getByLabel(/^Filter \(CQL2/).inputValue(), 'bir74 > 10000');
+await page.getByLabel(/^Filter \(CQL2/).fill('bir74 >');
+await page.getByRole('button', { name: 'Apply filter' }).click();
+await page.getByRole('alert').first().waitFor();
+assert.match(await page.getByRole('alert').first().innerText(), /filter/i, 'a filter that does not parse says so');
+await page.getByLabel(/^Filter \(CQL2/).fill('bir74 > 10000');
+await page.getByRole('button', { name: 'Apply filter' }).click();
+await until(async () => (await rowsOf()) === 'rows 1–6 of 6', 'filtered again');
+// The download takes the filter: six counties, as GeoJSON.
+await page.getByLabel('Format').selectOption('geojson');
+await page.getByLabel(/^Only the rows of the filter/).check();
+const [filteredDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download', exact: true }).click()]);
+const exported = JSON.parse(fs.readFileSync(await filteredDownload.path(), 'utf8'));
+assert.equal(exported.features.length, 6, 'the filtered download holds the six counties');
+await screen(page, 'dataset-table');
+// Zooming to a row fills the map with counties.
+const wholeState = await drawnPixels(page);
+await page.getByRole('button', { name: /^Zoom to feature / }).first().click();
+await until(async () => (await dataPixels(page)) > wholeState * 1.3, 'the map zoomed to the county');
+await page.getByRole('button', { name: 'Clear filter' }).click();
+await until(async () => (await rowsOf()) === 'rows 1–10 of 100', 'the whole table again');
+await page.getByRole('button', { name: 'bir74 ▼' }).click();
+await until(async () => !page.url().includes('sortby'), 'no sort');
+
 // --- Edit: make it public; anyone can then read it.
 step('edit visibility');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 404, 'private at first');
@@ -230,7 +319,6 @@ assert.equal(replacedJobs.jobs.filter((j) => j.status === 'succeeded').length, 2
 // feature's ETag), see both in the history, then restore the version
 // before them: the table shows the old value again.
 step('edit features and restore');
-page.on('dialog', (dialog) => dialog.accept());
 await page.getByRole('heading', { name: 'History' }).waitFor();
 await page.getByRole('button', { name: 'Previous rows' }).click();
 await page.getByText('rows 1–10 of 100').waitFor();
@@ -342,31 +430,90 @@ await page.getByRole('button', { name: 'Revoke key ui-test' }).click();
 await page.getByRole('button', { name: 'Revoke key ui-test' }).waitFor({ state: 'detached' });
 assert.equal((await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } })).status, 401, 'revoked');
 
-// --- Maps: made in the editor from the dataset (added twice, reordered,
-// recoloured, saved), exported as a style, shared; the link opens for
-// anyone; revoked and unknown links say so.
+// --- Maps: made in the editor from the counties, the world's countries
+// (private) and airports; each layer gets a colour of its own, the list
+// shows the top layer first, layers are styled by attribute with a legend
+// that matches what the map draws; unsaved changes are not lost silently;
+// the share dialog warns of layers link holders cannot see, fixes it, and
+// lists and revokes links.
 step('maps');
+async function uploadByApi(file, name, fields) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  form.append('file', new Blob([fs.readFileSync(file)]), name);
+  const accepted = await (await fetch(`${base}/api/datasets/upload`, {
+    method: 'POST', headers: { Authorization: `Bearer ${adminToken}` }, body: form,
+  })).json();
+  let done;
+  await until(async () => {
+    done = await api('GET', `/api/jobs/${accepted.job_id}`, adminToken);
+    return ['succeeded', 'failed', 'cancelled'].includes(done.status);
+  }, `the upload of ${name}`, 120_000);
+  assert.equal(done.status, 'succeeded', JSON.stringify(done));
+  return done.dataset_id ?? done.dataset_ids[0];
+}
+const worldId = await uploadByApi(env('CATALOG_WORLD'), 'countries.zip', { title: 'World countries' });
+await uploadByApi(env('CATALOG_POINTS'), 'airports.csv', { title: 'Airports', visibility: 'public' });
+const rgb = (hex) => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+dialogAnswer = false;
+dialogs.length = 0;
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByLabel('New map name').fill('Counties map');
 await page.getByRole('button', { name: 'Create map' }).click();
 await page.getByLabel('Map name').waitFor();
+assert.equal(await page.title(), 'Map: Counties map · Spatial Data Catalog');
 assert.equal(await page.getByLabel('Basemap source').inputValue(), 'builtin', 'a new map sits on the service\'s basemap');
-for (let i = 0; i < 2; i += 1) {
-  await page.getByLabel('Dataset to add').selectOption({ label: 'North Carolina counties' });
+for (const label of ['World countries', 'North Carolina counties', 'North Carolina counties', 'Airports']) {
+  await page.getByLabel('Dataset to add').selectOption({ label });
   await page.getByRole('button', { name: 'Add layer' }).click();
 }
-assert.equal(await page.locator('.layer').count(), 2);
-await page.getByRole('button', { name: 'Move North Carolina counties up' }).nth(1).click();
-await page.getByLabel('Colour of North Carolina counties').first().fill('#1d4ed8');
+assert.deepEqual(await page.locator('.layer-name').allInnerTexts(),
+  ['Airports', 'North Carolina counties', 'North Carolina counties', 'World countries'], 'the top layer is listed first');
+const colours = await page.getByLabel(/^Colour of /).evaluateAll((inputs) => inputs.map((i) => i.value));
+assert.equal(new Set(colours).size, 4, `each layer its own colour: ${colours}`);
+// Leaving with unsaved changes asks first; answering no stays.
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
+await until(async () => dialogs.some((m) => /unsaved changes/.test(m)), 'the unsaved-changes question');
+assert.equal(await page.getByLabel('Map name').count(), 1, 'still in the editor');
+dialogAnswer = true;
+// Airports sized by a number: three symbol sizes in the legend, largest first.
+await page.getByLabel('Style of Airports').selectOption('proportional');
+await page.getByLabel('Column for Airports').selectOption('latitude');
+const legend = page.getByRole('region', { name: 'Legend' });
+await until(async () => (await legend.locator('.legend-swatch.circle').count()) === 3, 'three symbol sizes');
+const sizes = await legend.locator('.legend-swatch.circle').evaluateAll((e) => e.map((x) => x.getBoundingClientRect().width));
+assert.ok(sizes[0] > sizes[1] && sizes[1] > sizes[2], `symbols shrink with the value: ${sizes}`);
+await page.getByRole('button', { name: 'Remove Airports' }).click();
+// The top counties: five classes of births in 1974, drawn opaque.
+await page.getByLabel('Style of North Carolina counties').first().selectOption('classes');
+await page.getByLabel('Column for North Carolina counties').first().selectOption('bir74');
+await page.getByLabel('Colour ramp of North Carolina counties').first().selectOption('Blues');
+await page.getByLabel('Opacity of North Carolina counties').first().fill('1');
 await page.getByLabel('Visible').nth(1).uncheck();
+// The world by continent.
+await page.getByLabel('Style of World countries').selectOption('categories');
+await page.getByLabel('Column for World countries').selectOption('continent');
+await until(async () => (await legend.locator('li').count()) === 5 + 8 + 1, 'five classes, eight continents and "Other" in the legend');
+const continents = await legend.locator('li').allInnerTexts();
+assert.ok(continents.includes('Africa') && continents.includes('Antarctica') && continents.includes('Other'), continents.join(', '));
+const classColours = await legend.locator('.legend-layer').first().locator('.legend-swatch').evaluateAll((e) => e.map((x) => x.dataset.colour));
+assert.equal(classColours.length, 5);
+// Every class the legend names is on the map, in the legend's colour.
+for (const colour of classColours) {
+  await until(async () => (await dataPixels(page, [rgb(colour)], true)) >= 50, `counties drawn in ${colour}`);
+}
+await screen(page, 'map-editor');
 await page.getByRole('button', { name: 'Save map' }).click();
 await page.getByText('Map saved.').waitFor();
 const mapId = page.url().split('/').pop();
 const saved = await api('GET', `/api/maps/${mapId}`, adminToken);
-assert.equal(saved.layers.length, 2, 'both layers saved');
 const ordered = [...saved.layers].sort((x, y) => x.sort_order - y.sort_order);
-assert.equal(ordered[0].paint['fill-color'], '#1d4ed8', 'the colour is saved on the first layer');
-assert.equal(ordered[1].visible, false, 'the second layer is hidden');
+assert.deepEqual(ordered.map((l) => l.dataset_name), ['World countries', 'North Carolina counties', 'North Carolina counties']);
+assert.equal(ordered[0].style_config.mode, 'categories');
+assert.equal(ordered[0].paint['fill-color'][0], 'match', 'categories become a match expression');
+assert.equal(ordered[2].style_config.mode, 'classes');
+assert.equal(ordered[2].opacity, 1);
+assert.equal(ordered[1].visible, false, 'the middle layer is hidden');
 const [download] = await Promise.all([
   page.waitForEvent('download'),
   page.getByRole('button', { name: 'Export style JSON' }).click(),
@@ -376,11 +523,27 @@ const stylePath = path.join(scratch, 'counties.style.json');
 fs.copyFileSync(await download.path(), stylePath);
 const style = JSON.parse(fs.readFileSync(stylePath, 'utf8'));
 assert.equal(style.version, 8, 'the export is a MapLibre style');
+assert.deepEqual(style.layers.filter((l) => l.type === 'fill').map((l) => l.paint['fill-color']),
+  ordered.map((l) => l.paint['fill-color']), 'the exported style draws the same colours');
+// Sharing: the private world layer is named, and made public from the dialog.
 await page.getByRole('button', { name: 'Share' }).click();
-const shareUrl = await page.getByRole('status').getByRole('link').getAttribute('href');
+const sharing = page.getByRole('region', { name: 'Share “Counties map”' });
+await sharing.getByRole('alert').waitFor();
+assert.match(await sharing.getByRole('alert').innerText(), /“World countries” \(private\)/);
+await sharing.getByRole('button', { name: 'Make “World countries” public' }).click();
+await sharing.getByRole('alert').waitFor({ state: 'detached' });
+assert.equal((await api('GET', `/api/datasets/${worldId}`, adminToken)).visibility, 'public');
+await sharing.getByRole('button', { name: 'Create a link' }).click();
+await sharing.getByRole('list', { name: 'Share links' }).getByRole('listitem').waitFor();
+await sharing.getByRole('button', { name: 'Create a link' }).click();
+await until(async () => (await sharing.getByRole('list', { name: 'Share links' }).getByRole('listitem').count()) === 2, 'two links');
+await sharing.getByRole('button', { name: /^Revoke link / }).first().click();
+await until(async () => (await sharing.getByRole('list', { name: 'Share links' }).getByRole('listitem').count()) === 1, 'one link left');
+assert.equal((await api('GET', `/api/maps/${mapId}/shares`, adminToken)).shares.length, 1, 'the revoked link is gone');
+const shareUrl = await sharing.getByRole('list', { name: 'Share links' }).getByRole('link').getAttribute('href');
 assert.ok(shareUrl.startsWith(`${base}/maps/shared/`), shareUrl);
 assert.ok((await page.getByLabel('Embed snippet').inputValue()).startsWith(`<iframe src="${shareUrl}/embed"`), 'the snippet frames the embeddable view');
-await screen(page, 'map-editor');
+await screen(page, 'map-share');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByRole('link', { name: 'Counties map' }).waitFor();
 await screen(page, 'maps');
@@ -392,7 +555,7 @@ await screen(page, 'maps-import');
 await page.getByRole('button', { name: 'Import style' }).click();
 await page.waitForURL((url) => /^\/maps\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(mapId));
 await page.getByRole('heading', { name: 'Edit map “Counties map”' }).waitFor();
-await until(async () => (await page.locator('.layer').count()) === 2, 'the imported map\'s two layers');
+await until(async () => (await page.locator('.layer').count()) === 3, 'the imported map\'s three layers');
 drawn = await drawnPixels(page);
 assert.ok(drawn >= 2000, `the imported map drew ${drawn} pixels of data`);
 await screen(page, 'map-imported');

@@ -227,6 +227,77 @@ async fn sign_out_ends_every_session_but_keeps_api_keys() {
 }
 
 #[tokio::test]
+async fn signing_out_this_device_leaves_the_others_signed_in() {
+    let stack = App::start().await;
+    let laptop = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let phone = login(&stack, "admin", ADMIN_PASSWORD).await;
+    let sign_out = |body: Value| stack.send(stack.http.post(stack.url("/api/auth/logout/session")).json(&body));
+    assert_eq!(sign_out(json!({})).await.status(), 401, "nothing presented");
+    assert_eq!(sign_out(json!({"refresh_token": "rt_unknown"})).await.status(), 401);
+    let laptop_refresh = laptop["refresh_token"].as_str().unwrap();
+    // The laptop renews once first: its whole sign-in ends, not one token of it.
+    let renewed: Value = refresh(&stack, laptop_refresh).await.json().await.unwrap();
+    let renewed_refresh = renewed["refresh_token"].as_str().unwrap();
+    assert_eq!(sign_out(json!({"refresh_token": laptop_refresh})).await.status(), 204);
+    assert_eq!(
+        refresh(&stack, renewed_refresh).await.status(),
+        401,
+        "the laptop's sign-in ended"
+    );
+    let phone_refresh = phone["refresh_token"].as_str().unwrap();
+    assert_eq!(
+        refresh(&stack, phone_refresh).await.status(),
+        200,
+        "the phone's did not"
+    );
+    assert_eq!(me_status(&stack, phone["access_token"].as_str().unwrap()).await, 200);
+
+    // In cookie mode the CSRF value must come with it, and the cookies are cleared.
+    let browser = stack
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .header("X-Service-Auth-Mode", "cookie")
+                .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)]),
+        )
+        .await;
+    let cookies: Vec<String> = browser
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|c| c.to_str().unwrap().split(';').next().unwrap().to_string())
+        .collect();
+    let csrf = cookies
+        .iter()
+        .find_map(|c| c.strip_prefix("csrf_token="))
+        .unwrap()
+        .to_string();
+    let cookie_sign_out = |csrf: Option<&str>| {
+        let mut request = stack
+            .http
+            .post(stack.url("/api/auth/logout/session"))
+            .header("X-Service-Auth-Mode", "cookie")
+            .header(header::COOKIE, cookies.join("; "));
+        if let Some(csrf) = csrf {
+            request = request.header("X-CSRF-Token", csrf);
+        }
+        stack.send(request)
+    };
+    assert_eq!(cookie_sign_out(None).await.status(), 403);
+    let done = cookie_sign_out(Some(&csrf)).await;
+    assert_eq!(done.status(), 204);
+    assert!(
+        done.headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("refresh_token=;")),
+        "the refresh cookie is cleared"
+    );
+    assert_eq!(cookie_sign_out(Some(&csrf)).await.status(), 401, "that sign-in is over");
+}
+
+#[tokio::test]
 async fn keys_die_on_password_change_role_change_and_approval() {
     let stack = App::start().await;
     let admin = stack.admin_token().await;

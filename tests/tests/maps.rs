@@ -367,6 +367,13 @@ async fn share_links_serve_read_only_until_revoked() {
     let share: Value = response.json().await.unwrap();
     let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
     assert!(share["api_url"].as_str().unwrap().ends_with(&link));
+    let shares = format!("/api/maps/{id}/shares");
+    let (status, listed) = stack.get_json(Some(&token), &shares).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["shares"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["shares"][0]["token"], share["token"]);
+    assert_eq!(listed["shares"][0]["url"], share["url"]);
+    assert_eq!(stack.get_json(None, &shares).await.0, 401);
     let page = format!("/maps/shared/{}", share["token"].as_str().unwrap());
     assert_eq!(
         share["url"].as_str().unwrap(),
@@ -391,6 +398,8 @@ async fn share_links_serve_read_only_until_revoked() {
         .await;
     assert_eq!(revoke.status(), 204);
     assert_eq!(stack.get_json(None, &link).await.0, 410);
+    let (_, listed) = stack.get_json(Some(&token), &shares).await;
+    assert_eq!(listed["shares"], json!([]), "a revoked link is no longer listed");
     let with_key = stack
         .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
         .await;

@@ -6,7 +6,7 @@
 //! keeps the dataset's.
 use std::process::Command;
 
-use catalog_tests::{Api, App, validate_style};
+use catalog_tests::{Api, App, shapefile_members, validate_style, zip_owned};
 use gdal::vector::LayerAccess;
 use serde_json::{Value, json};
 
@@ -184,4 +184,100 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
         "the new file's styles in place of the old"
     );
     assert_eq!(replaced["default_paint"]["fill-color"], expected);
+}
+
+/// A column's summary, which the map editor styles by attribute from, says
+/// what the table holds: the same counts per value, range and class breaks
+/// as PostGIS computes over the whole table, values typed as tiles carry them.
+#[tokio::test]
+async fn column_summaries_hold_what_the_table_holds() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let job = app
+        .upload_ok(
+            &admin,
+            "countries.zip",
+            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
+            &[],
+        )
+        .await;
+    let job = app.wait_job(&admin, &job).await;
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let dataset = app.dataset(&admin, &id).await;
+    let table = format!(
+        "{}.{}",
+        dataset["schema_name"].as_str().unwrap(),
+        dataset["table_name"].as_str().unwrap()
+    );
+
+    let (status, continents) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/columns/continent/summary"))
+        .await;
+    assert_eq!(status, 200, "{continents}");
+    let expected: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT continent, count(*) FROM {table} GROUP BY 1 ORDER BY 2 DESC, 1"
+    )))
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let got: Vec<(String, i64)> = continents["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["value"].as_str().unwrap().to_string(), v["count"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(continents["distinct"], expected.len());
+    assert_eq!(continents["count"], 177);
+    assert_eq!(continents["min"], Value::Null, "text has no range");
+
+    let (status, population) = app
+        .get_json(
+            Some(&admin),
+            &format!("/api/datasets/{id}/columns/pop_est/summary?classes=4"),
+        )
+        .await;
+    assert_eq!(status, 200, "{population}");
+    let (min, max, breaks): (f64, f64, Vec<f64>) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT min(pop_est)::float8, max(pop_est)::float8,
+                percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY pop_est::float8) FROM {table}"
+    )))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(population["min"], json!(min));
+    assert_eq!(population["max"], json!(max));
+    assert_eq!(population["breaks"], json!(breaks));
+    assert!(
+        population["values"][0]["value"].is_number(),
+        "numbers stay numbers: {population}"
+    );
+
+    // By the source's name too; unknown columns, bad class counts and rasters are refused.
+    let (status, by_title) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/columns/name/summary"))
+        .await;
+    assert_eq!((status, by_title["distinct"].as_i64()), (200, Some(177)));
+    assert_eq!(
+        app.get_json(Some(&admin), &format!("/api/datasets/{id}/columns/nope/summary"))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        app.get_json(
+            Some(&admin),
+            &format!("/api/datasets/{id}/columns/name/summary?classes=1")
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        app.get_json(None, &format!("/api/datasets/{id}/columns/name/summary"))
+            .await
+            .0,
+        404,
+        "private"
+    );
 }

@@ -17,6 +17,7 @@ use std::{
 use catalog_tests::{
     ADMIN_PASSWORD, ADMIN_USER, Api, App, Stack, StackOptions, data_dir,
     idp::{CLIENT_ID, CLIENT_SECRET, Idp, Person},
+    shapefile_members, zip_owned,
 };
 
 fn repository() -> PathBuf {
@@ -228,6 +229,28 @@ fn the_app_script_stays_within_its_budget() {
     );
 }
 
+/// The first page people open loads at most 120 KB of script (gzipped),
+/// MapLibre not among it: the map library comes only with a page that
+/// draws a map.
+#[tokio::test]
+async fn the_first_page_loads_little_script_and_no_map_library() {
+    let app = App::start().await;
+    let home = app.send(app.http.get(app.url("/"))).await.text().await.unwrap();
+    let script = scripts_of(&app, &home).await;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut encoder, script.as_bytes()).unwrap();
+    let gzipped = encoder.finish().unwrap().len();
+    assert!(gzipped > 10_000, "the page's script was found ({gzipped} bytes)");
+    assert!(
+        gzipped <= 120 * 1024,
+        "the first page loads {gzipped} bytes of script gzipped, over 120 KB"
+    );
+    assert!(
+        !script.contains("createShader"),
+        "MapLibre's own code is not in the first page's script"
+    );
+}
+
 /// The UI's API types are generated from the document the API serves
 /// (`npm run api-types` in `ui/`); a change to the API that the UI has not
 /// taken up fails here.
@@ -312,6 +335,10 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
     )
     .await;
     let modules = repository().join("ui/node_modules");
+    // Natural Earth's countries, a zipped shapefile, for the map maker's flows.
+    let files = tempfile::tempdir().unwrap();
+    let world = files.path().join("countries.zip");
+    std::fs::write(&world, zip_owned(&shapefile_members("shp/naturalearth_lowres"))).unwrap();
     let shots = std::env::var("CATALOG_UI_SCREENSHOTS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| repository().join(".data/ui-screenshots"));
@@ -324,6 +351,8 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         .env("CATALOG_UI_MODULES", &modules)
         .env("CATALOG_UPLOAD", data_dir().join("gpkg/nc.gpkg"))
         .env("CATALOG_RASTER", data_dir().join("raster/elev_luxembourg.tif"))
+        .env("CATALOG_WORLD", &world)
+        .env("CATALOG_POINTS", data_dir().join("csv/airports.csv"))
         .env("CATALOG_WEBHOOK", &webhook)
         .env("CATALOG_WEBHOOK_SECRET", WEBHOOK_SECRET)
         .env("CATALOG_BANNER_TEXT", BANNER_TEXT)

@@ -249,6 +249,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/logout/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Signs out one sign-in (this device): the refresh tokens of the session
+         *     the presented refresh credential belongs to stop working; the account's
+         *     other sign-ins stay. The short-lived access token held by that device is
+         *     dropped by the client and lapses on its own.
+         */
+        post: operations["logout_session"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/me": {
         parameters: {
             query?: never;
@@ -758,6 +780,23 @@ export interface paths {
          *     with the feature before and after.
          */
         get: operations["list_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/datasets/{dataset_id}/columns/{column}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A summary of one column of a vector dataset. */
+        get: operations["column_summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1280,7 +1319,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The map's share links that are not revoked, for whoever may change the map. */
+        get: operations["list_shares"];
         put?: never;
         /** A read-only link to the map. */
         post: operations["create_share"];
@@ -2047,6 +2087,36 @@ export interface components {
         };
         ColumnRequest: {
             column: components["schemas"]["NewColumn"];
+        };
+        ColumnSummary: {
+            /**
+             * @description Numbers only: the values that cut the rows into `classes` classes of
+             *     about equal count, smallest first (one fewer than the classes).
+             */
+            breaks?: number[] | null;
+            /** @description The property's name in features and vector tiles. */
+            column: string;
+            /**
+             * Format: int64
+             * @description Rows with a value (not null).
+             */
+            count: number;
+            /**
+             * Format: int64
+             * @description How many different values there are.
+             */
+            distinct: number;
+            /** Format: double */
+            max?: number | null;
+            /**
+             * Format: double
+             * @description Numbers only: the smallest and largest value.
+             */
+            min?: number | null;
+            /** @description Its name in the source. */
+            title: string;
+            /** @description The most common values (up to 50), most common first. */
+            values: components["schemas"]["ValueCount"][];
         };
         ConnectorIngest: {
             /**
@@ -3099,6 +3169,10 @@ export interface components {
             /** @description The web UI's page of the shared map, for people. */
             url: string;
         };
+        ShareList: {
+            /** @description The map's links that still open it, newest first. */
+            shares: components["schemas"]["Share"][];
+        };
         SmtpInput: {
             /** Format: email */
             from: string;
@@ -3282,6 +3356,11 @@ export interface components {
             is_active?: boolean | null;
             role?: null | components["schemas"]["Role"];
             status?: null | components["schemas"]["AccountStatus"];
+        };
+        ValueCount: {
+            /** Format: int64 */
+            count: number;
+            value: Record<string, never>;
         };
         /** @description One version of a dataset. */
         Version: {
@@ -4727,6 +4806,104 @@ export interface operations {
                 };
             };
             /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not of a media type this operation takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    logout_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description outside cookie mode */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefreshRequest"];
+            };
+        };
+        responses: {
+            /** @description this sign-in ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description CSRF header and cookie disagree */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8353,6 +8530,106 @@ export interface operations {
                 };
             };
             /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    column_summary: {
+        parameters: {
+            query?: {
+                /** @description How many equal-count classes the breaks of a number column cut. */
+                classes?: number | null;
+            };
+            header?: never;
+            path: {
+                dataset_id: string;
+                /** @description a column's name or its name in the source */
+                column: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ColumnSummary"];
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12061,6 +12338,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such resource, or none the caller may see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_shares: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                map_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShareList"];
                 };
             };
             /** @description a malformed request (query, header or body) */

@@ -109,7 +109,21 @@ export async function signIn(username: string, password: string): Promise<void> 
   accessToken = (await response.json()).access_token;
 }
 
+/** Ends this browser's sign-in only; the account's other devices stay signed in. */
 export async function signOut(): Promise<void> {
+  try {
+    await fetch("/api/auth/logout/session", {
+      method: "POST",
+      headers: { ...COOKIE_MODE, "X-CSRF-Token": csrfCookie() ?? "" },
+      credentials: "same-origin",
+    });
+  } finally {
+    accessToken = null;
+  }
+}
+
+/** Ends every sign-in of the account, on every device (API keys stay). */
+export async function signOutEverywhere(): Promise<void> {
   try {
     await request("/api/auth/logout", { method: "POST", headers: COOKIE_MODE });
   } finally {

@@ -7,7 +7,8 @@ import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { ApiError, get, type Schemas } from "./api";
 import { MapView } from "./pages/mapview";
-import { basemapPlacement, extentOf, mapStyle } from "./pages/mapstyle";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./pages/mapstyle";
+import { Legend } from "./pages/legend";
 import "./embed.css";
 
 type MapResponse = Schemas["MapResponse"];
@@ -37,7 +38,18 @@ function EmbeddedMap() {
         Loading…
       </p>
     );
-  return <MapView style={mapStyle(map)} bounds={extentOf(map)} basemap={basemapPlacement(map)} label={`Map ${map.name}`} />;
+  return (
+    <>
+      <MapView
+        style={mapStyle(map)}
+        bounds={extentOf(map)}
+        basemap={basemapPlacement(map)}
+        identify={identifiedLayers(map)}
+        label={`Map ${map.name}`}
+      />
+      <Legend layers={map.layers} />
+    </>
+  );
 }
 
 createRoot(document.getElementById("embed")!).render(

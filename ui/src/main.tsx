@@ -1,4 +1,4 @@
-import { StrictMode, useEffect, useRef, type ReactNode } from "react";
+import { StrictMode, useEffect, useRef, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { signOut } from "./api";
 import { Link, navigate, useLocation } from "./router";
@@ -15,6 +15,7 @@ import { AdminBanner, AdminQuotas, AdminUsers } from "./pages/admin";
 import { AdminProviders } from "./pages/providers";
 import { AdminNotifications } from "./pages/notifications";
 import { NotFound } from "./pages/common";
+import { ApiView } from "./pages/apiview";
 import "./styles.css";
 
 function Banner() {
@@ -30,6 +31,10 @@ function Banner() {
 
 function Shell({ children }: { children: ReactNode }) {
   const { user, setUser } = useSession();
+  const location = useLocation();
+  // On a phone the menu folds away behind one button, and folds again after each move.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [location.pathname]);
   const leave = async () => {
     await signOut().catch(() => undefined);
     setUser(null);
@@ -43,11 +48,20 @@ function Shell({ children }: { children: ReactNode }) {
       {/* The banner sits in the header landmark, so every part of the page is in one. */}
       <header>
         <Banner />
-        <div className="top">
+        <div className={`top${menuOpen ? " open" : ""}`}>
           <Link href="/" className="brand">
             Spatial Data Catalog
           </Link>
-          <nav aria-label="Main">
+          <button
+            type="button"
+            className="menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="main-nav"
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            Menu
+          </button>
+          <nav aria-label="Main" id="main-nav">
             <Link href="/datasets">Datasets</Link>
             <Link href="/maps">Maps</Link>
             <Link href="/upload">Upload</Link>
@@ -60,7 +74,7 @@ function Shell({ children }: { children: ReactNode }) {
                 <Link href="/account" aria-label={`Account of ${user.username}`}>
                   {user.username}
                 </Link>
-                <button type="button" onClick={leave}>
+                <button type="button" onClick={leave} title="Signs out this browser; other devices stay signed in">
                   Sign out
                 </button>
               </>
@@ -100,6 +114,7 @@ function Routes() {
   if (first === "maps" && second === "shared" && third) return <SharedMap token={third} />;
   if (first === "maps" && second && !third) return <MapEditor id={second} />;
   if (path === "/account") return <Account />;
+  if (path === "/api-view") return <ApiView />;
   if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
   if (path === "/admin/quotas") return <AdminQuotas />;
   if (path === "/admin/providers") return <AdminProviders />;

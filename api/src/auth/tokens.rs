@@ -1,5 +1,6 @@
 //! Sessions: password sign-in, refresh-token rotation (optionally in
-//! cookies with a CSRF check), sign-out everywhere, download tokens.
+//! cookies with a CSRF check), sign-out of one sign-in or everywhere,
+//! download tokens.
 use std::time::Duration;
 
 use axum::{
@@ -29,6 +30,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(login))
         .routes(routes!(refresh))
         .routes(routes!(logout))
+        .routes(routes!(logout_session))
         .routes(routes!(download_token))
 }
 
@@ -281,17 +283,43 @@ async fn logout(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    let mut response_headers = HeaderMap::new();
-    if cookies::cookie_mode(&headers) {
-        cookies::set(
-            &mut response_headers,
-            "",
-            "",
-            0,
-            state.config.public_url.starts_with("https://"),
-        );
+    Ok((StatusCode::NO_CONTENT, cleared_cookies(&state, &headers)))
+}
+
+/// Headers that clear the session cookies, for a sign-out in cookie mode.
+fn cleared_cookies(state: &AppState, headers: &HeaderMap) -> HeaderMap {
+    let mut cleared = HeaderMap::new();
+    if cookies::cookie_mode(headers) {
+        cookies::set(&mut cleared, "", "", 0, state.config.public_url.starts_with("https://"));
     }
-    Ok((StatusCode::NO_CONTENT, response_headers))
+    cleared
+}
+
+/// Signs out one sign-in (this device): the refresh tokens of the session
+/// the presented refresh credential belongs to stop working; the account's
+/// other sign-ins stay. The short-lived access token held by that device is
+/// dropped by the client and lapses on its own.
+#[utoipa::path(post, path = "/api/auth/logout/session", tag = "auth",
+    request_body(content = RefreshRequest, description = "outside cookie mode"),
+    responses((status = 204, description = "this sign-in ended"),
+              (status = 401, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 403, description = "CSRF header and cookie disagree", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn logout_session(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> Result<impl IntoResponse, AppError> {
+    let token = presented_refresh_token(&headers, &body, true)?
+        .ok_or_else(|| AppError::unauthorized("no refresh credential was presented"))?;
+    let stored = find_refresh(&state, &token)
+        .await?
+        .filter(|stored| stored.usable)
+        .ok_or_else(|| AppError::unauthorized("the refresh credential is unknown, expired or already signed out"))?;
+    sqlx::query("UPDATE refresh_tokens SET revoked_at = now() WHERE session_id = $1 AND revoked_at IS NULL")
+        .bind(stored.session_id)
+        .execute(&state.pool)
+        .await?;
+    Ok((StatusCode::NO_CONTENT, cleared_cookies(&state, &headers)))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

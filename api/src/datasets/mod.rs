@@ -34,6 +34,7 @@ mod grants;
 mod history;
 pub mod record;
 mod styles;
+mod summary;
 mod upload;
 
 use record::{DATASET_COLUMNS, Dataset, SUMMARY_MAX, TITLE_MAX, check_text};
@@ -57,6 +58,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(history::restore))
         .routes(routes!(styles::list_styles))
         .routes(routes!(styles::style_file))
+        .routes(routes!(summary::column_summary))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -34,7 +34,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_map, list_maps))
         .routes(routes!(get_map, update_map, delete_map))
         .routes(routes!(fork_map))
-        .routes(routes!(create_share))
+        .routes(routes!(create_share, list_shares))
         .routes(routes!(revoke_share))
         .routes(routes!(shared_map))
         .routes(routes!(style::export_style))
@@ -186,6 +186,46 @@ struct Share {
     created_at: DateTime<Utc>,
 }
 
+impl Share {
+    fn new(state: &AppState, token: String, created_at: DateTime<Utc>) -> Share {
+        let public = &state.config.public_url;
+        Share {
+            url: format!("{public}/maps/shared/{token}"),
+            api_url: format!("{public}/api/maps/shared/{token}"),
+            token,
+            created_at,
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct ShareList {
+    /// The map's links that still open it, newest first.
+    shares: Vec<Share>,
+}
+
+/// The map's share links that are not revoked, for whoever may change the map.
+#[utoipa::path(get, path = "/api/maps/{map_id}/shares", tag = "maps", params(("map_id" = Uuid, Path)),
+    responses((status = 200, body = ShareList)))]
+async fn list_shares(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<ShareList>, AppError> {
+    writable_map(&state, &caller, id).await?;
+    let rows: Vec<(String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT token, created_at FROM map_shares WHERE map_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, token",
+    )
+    .bind(id)
+    .fetch_all(&state.pool)
+    .await?;
+    let shares = rows
+        .into_iter()
+        .map(|(token, created_at)| Share::new(&state, token, created_at))
+        .collect();
+    Ok(Json(ShareList { shares }))
+}
+
 /// A read-only link to the map.
 #[utoipa::path(post, path = "/api/maps/{map_id}/shares", tag = "maps", params(("map_id" = Uuid, Path)),
     responses((status = 201, body = Share)))]
@@ -204,16 +244,7 @@ async fn create_share(
     .bind(caller.user_id())
     .fetch_one(&state.pool)
     .await?;
-    let public = &state.config.public_url;
-    Ok((
-        StatusCode::CREATED,
-        Json(Share {
-            url: format!("{public}/maps/shared/{token}"),
-            api_url: format!("{public}/api/maps/shared/{token}"),
-            token,
-            created_at,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(Share::new(&state, token, created_at))))
 }
 
 #[utoipa::path(delete, path = "/api/maps/{map_id}/shares/{token}", tag = "maps", params(("map_id" = Uuid, Path), ("token" = String, Path)),

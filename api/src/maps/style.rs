@@ -42,13 +42,21 @@ fn kind_of(geometry_type: Option<&str>) -> &'static str {
     }
 }
 
-fn default_paint(kind: &str) -> Map<String, Value> {
+/// Colours told apart at a glance, one per layer by its place in the map
+/// (the web UI's editor starts layers from the same ones).
+const LAYER_COLOURS: [&str; 12] = [
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#1f78b4", "#a6761d", "#b15928", "#6a3d9a",
+    "#33a02c", "#e31a1c",
+];
+
+fn default_paint(kind: &str, index: usize) -> Map<String, Value> {
+    let colour = LAYER_COLOURS[index % LAYER_COLOURS.len()];
     let paint = match kind {
-        "line" => json!({"line-color": "#2563eb", "line-width": 2}),
-        "fill" => json!({"fill-color": "#2563eb", "fill-outline-color": "#1e3a8a"}),
+        "line" => json!({"line-color": colour, "line-width": 2}),
+        "fill" => json!({"fill-color": colour, "fill-outline-color": "#1f2933"}),
         "raster" => json!({}),
         _ => {
-            json!({"circle-color": "#2563eb", "circle-radius": 5, "circle-stroke-color": "#ffffff", "circle-stroke-width": 1})
+            json!({"circle-color": colour, "circle-radius": 5, "circle-stroke-color": "#ffffff", "circle-stroke-width": 1})
         }
     };
     paint.as_object().cloned().unwrap_or_default()
@@ -111,7 +119,7 @@ fn is_raster(layer: &MapLayerResponse) -> bool {
 
 /// A data layer as a style layer, the map's settings for it kept in its
 /// metadata so an exported style imports back unchanged.
-fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Value {
+fn style_layer_of(index: usize, place: usize, layer: &MapLayerResponse, source_id: &str) -> Value {
     let kind = if is_raster(layer) {
         "raster"
     } else {
@@ -119,7 +127,7 @@ fn style_layer_of(index: usize, layer: &MapLayerResponse, source_id: &str) -> Va
     };
     // The dataset's own style first (its GeoPackage's default), then the
     // layer's paint over it.
-    let mut paint = default_paint(kind);
+    let mut paint = default_paint(kind, place);
     if let Some(own) = layer.dataset_default_paint.as_ref().and_then(Value::as_object) {
         paint.extend(own.clone());
     }
@@ -194,9 +202,12 @@ pub fn style_of(
     let mut data_layers = Vec::new();
     // Layers the reader may not see are left out: a style names the
     // dataset's table and the author's settings for its columns.
-    for (index, layer) in map.layers.iter().filter(|l| l.dataset_available).enumerate() {
+    // A layer's default colour goes by its place among all the map's layers,
+    // so it is the same whoever reads the map.
+    let readable = map.layers.iter().enumerate().filter(|(_, l)| l.dataset_available);
+    for (index, (place, layer)) in readable.enumerate() {
         let (source_id, source) = source_of(layer, base, signatures.get(&layer.dataset_id));
-        data_layers.push(style_layer_of(index, layer, &source_id));
+        data_layers.push(style_layer_of(index, place, layer, &source_id));
         sources.entry(source_id).or_insert(source);
     }
     let config = &map.basemap_config;

@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { get, send, type Schemas, type User } from "../api";
+import { get, send, signOutEverywhere, type Schemas, type User } from "../api";
+import { navigate } from "../router";
 import { useSession } from "../session";
-import { ErrorNote, SignedIn, bytes, useAction, useLoad, when } from "./common";
+import { ErrorNote, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
 
 function ChangePassword() {
   const [current, setCurrent] = useState("");
@@ -119,7 +120,32 @@ function ApiKeys() {
   );
 }
 
+/** Ends every sign-in of the account, for a lost or shared device. */
+function SignOutEverywhere() {
+  const { setUser } = useSession();
+  const action = useAction();
+  const leave = () =>
+    action.run(async () => {
+      await signOutEverywhere();
+      setUser(null);
+      navigate("/signin");
+    });
+  return (
+    <section aria-labelledby="everywhere">
+      <h2 id="everywhere">Sign out everywhere</h2>
+      <p>
+        Ends your sign-in on every device and browser, this one included. API keys keep working; revoke them above.
+      </p>
+      <button type="button" className="danger" onClick={leave} disabled={action.busy}>
+        Sign out everywhere
+      </button>
+      <ErrorNote error={action.error} />
+    </section>
+  );
+}
+
 export function Account() {
+  useTitle("Account");
   const { user } = useSession();
   // Read afresh: usage moves with every upload since sign-in.
   const me = useLoad(() => (user ? get<User>("/api/auth/me") : Promise.resolve(null)), [user?.id]);
@@ -152,6 +178,7 @@ export function Account() {
         </dl>
         <ApiKeys />
         <ChangePassword />
+        <SignOutEverywhere />
       </section>
     </SignedIn>
   );

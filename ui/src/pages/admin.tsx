@@ -2,7 +2,8 @@ import { useState, type FormEvent, type ReactNode } from "react";
 import { get, send, type User } from "../api";
 import { Link, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
-import { ErrorNote, SignedIn, bytes, useAction, useLoad, when } from "./common";
+import { ApiLink } from "./apiview";
+import { ErrorNote, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
 
 /** The admin screens, one link each. */
 export function AdminNav() {
@@ -21,13 +22,16 @@ export function AdminNav() {
           {label}
         </Link>
       ))}
-      <a href="/api/metrics">Metrics</a>
+      <ApiLink path="/api/metrics" open={false}>
+        Metrics
+      </ApiLink>
     </nav>
   );
 }
 
 /** An admin screen: its navigation and heading, and a word for people who are not admins. */
 export function AdminScreen({ title, children }: { title: string; children: ReactNode }) {
+  useTitle(`Admin: ${title}`);
   const { user } = useSession();
   return (
     <SignedIn>

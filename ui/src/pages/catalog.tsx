@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { get, type Schemas } from "../api";
 import { Link, navigate, useLocation } from "../router";
-import { ErrorNote, useLoad } from "./common";
+import { ErrorNote, useLoad, useTitle } from "./common";
 import { ExtentPreview } from "./extent";
 
 type Facets = Record<string, Record<string, number>>;
@@ -16,6 +16,7 @@ const PAGE = 20;
 
 /** The catalog: search words and facet filters live in the address, so a search can be shared. */
 export function Catalog() {
+  useTitle("Datasets");
   const location = useLocation();
   const params = location.searchParams;
   const [words, setWords] = useState(params.get("q") ?? "");
@@ -51,38 +52,6 @@ export function Catalog() {
         <button type="submit">Search</button>
       </form>
       <div className="catalog">
-        <aside aria-label="Filters">
-          {FACETS.map(([name, label]) => {
-            const counts = facets.value?.[name] ?? {};
-            const chosen = params.get(name);
-            const entries = Object.entries(counts);
-            if (!entries.length && !chosen) return null;
-            return (
-              <fieldset key={name}>
-                <legend>{label}</legend>
-                {chosen && (
-                  <button type="button" className="link" onClick={() => change(name, null)}>
-                    Any {label.toLowerCase()}
-                  </button>
-                )}
-                <ul>
-                  {entries.map(([value, count]) => (
-                    <li key={value}>
-                      <button
-                        type="button"
-                        className="link"
-                        aria-pressed={chosen === value}
-                        onClick={() => change(name, chosen === value ? null : value)}
-                      >
-                        {value} ({count})
-                      </button>
-                    </li>
-                  ))}
-                </ul>
-              </fieldset>
-            );
-          })}
-        </aside>
         <div className="grow">
           <ErrorNote error={results.error} />
           {results.value && (
@@ -124,6 +93,39 @@ export function Catalog() {
             </nav>
           )}
         </div>
+        {/* After the results in the page, so a phone shows results first; beside them on a wide screen. */}
+        <aside aria-label="Filters">
+          {FACETS.map(([name, label]) => {
+            const counts = facets.value?.[name] ?? {};
+            const chosen = params.get(name);
+            const entries = Object.entries(counts);
+            if (!entries.length && !chosen) return null;
+            return (
+              <fieldset key={name}>
+                <legend>{label}</legend>
+                {chosen && (
+                  <button type="button" className="link" onClick={() => change(name, null)}>
+                    Any {label.toLowerCase()}
+                  </button>
+                )}
+                <ul>
+                  {entries.map(([value, count]) => (
+                    <li key={value}>
+                      <button
+                        type="button"
+                        className="link"
+                        aria-pressed={chosen === value}
+                        onClick={() => change(name, chosen === value ? null : value)}
+                      >
+                        {value} ({count})
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              </fieldset>
+            );
+          })}
+        </aside>
       </div>
     </section>
   );

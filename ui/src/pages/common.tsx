@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState, type ReactNode } from "react"
 import { ApiError } from "../api";
 import { Link } from "../router";
 import { useSession } from "../session";
+export { cellText } from "./text";
 
 /** A problem document's detail, as people read it. */
 export function ErrorNote({ error }: { error: unknown }) {
@@ -15,6 +16,7 @@ export function ErrorNote({ error }: { error: unknown }) {
 }
 
 export function NotFound({ detail }: { detail?: string }) {
+  useTitle("Not found");
   return (
     <section>
       <h1>Not found</h1>
@@ -93,13 +95,6 @@ export function LoadFailed({ error }: { error: unknown }) {
   );
 }
 
-/** An attribute value as text: objects as JSON, nothing for null. */
-export function cellText(value: unknown): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
-}
-
 export function when(iso?: string | null): string {
   return iso ? new Date(iso).toLocaleString() : "";
 }
@@ -108,4 +103,11 @@ export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The browser tab's title for this screen (a name people typed is shown as text by the browser). */
+export function useTitle(title: string | null | undefined): void {
+  useEffect(() => {
+    if (title) document.title = `${title} · Spatial Data Catalog`;
+  }, [title]);
 }

@@ -1,9 +1,10 @@
-import { useState, type FormEvent } from "react";
-import type { StyleSpecification, LayerSpecification } from "maplibre-gl";
+import { useRef, useState, type FormEvent } from "react";
+import type { StyleSpecification, LayerSpecification, Map as MapLibreMap } from "maplibre-gl";
 import { get, send, type Schemas } from "../api";
-import { navigate } from "../router";
+import { navigate, replaceQuery, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
-import { ErrorNote, LoadFailed, cellText, useAction, useLoad, when } from "./common";
+import { ApiLink } from "./apiview";
+import { ErrorNote, LoadFailed, cellText, useAction, useLoad, useTitle, when } from "./common";
 import { EditableRow, History } from "./history";
 import { MapView } from "./mapview";
 import { Grants, Reupload } from "./reupload";
@@ -11,7 +12,10 @@ import { ServiceReupload } from "./services";
 
 type Dataset = Schemas["Dataset"];
 type Column = { name: string; type?: string };
-type Items = { features: { id?: string | number; properties: Record<string, unknown> }[]; numberMatched?: number };
+type Items = {
+  features: { id?: string | number; properties: Record<string, unknown>; geometry?: unknown }[];
+  numberMatched?: number;
+};
 
 const ROWS = 10;
 const COLOUR = "#c2410c";
@@ -45,17 +49,68 @@ function previewStyle(d: Dataset): StyleSpecification {
   return { version: 8, sources: { data: { type: "vector", url: tilejson } }, layers };
 }
 
-/** The attribute table; a writer edits a row's values or deletes it. */
-function AttributeTable({ dataset, editable, onEdited }: { dataset: Dataset; editable: boolean; onEdited: () => void }) {
-  const [offset, setOffset] = useState(0);
+/** The smallest box around a GeoJSON geometry: [west, south, east, north]. */
+function boundsOf(geometry: unknown): number[] | null {
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const walk = (c: unknown) => {
+    if (Array.isArray(c) && typeof c[0] === "number") {
+      xs.push(c[0]);
+      ys.push(c[1] as number);
+    } else if (Array.isArray(c)) c.forEach(walk);
+  };
+  const g = geometry as { coordinates?: unknown; geometries?: { coordinates?: unknown }[] } | null;
+  walk(g?.coordinates ?? g?.geometries?.map((x) => x.coordinates));
+  if (!xs.length) return null;
+  return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+}
+
+type Sort = { column: string; descending: boolean } | null;
+
+function sortOf(value: string | null): Sort {
+  if (!value) return null;
+  return value.startsWith("-") ? { column: value.slice(1), descending: true } : { column: value.replace(/^\+/, ""), descending: false };
+}
+
+/** The attribute table: sorted by a column (click its heading), filtered
+ * by a CQL2 expression, both kept in the address; a row's zoom button
+ * moves the map to it; a writer edits a row's values or deletes it. */
+function AttributeTable({
+  dataset,
+  editable,
+  onEdited,
+  onZoom,
+}: {
+  dataset: Dataset;
+  editable: boolean;
+  onEdited: () => void;
+  onZoom: (bounds: number[]) => void;
+}) {
+  const location = useLocation();
+  const params = location.searchParams;
+  const sort = sortOf(params.get("sortby"));
+  const filter = params.get("filter") ?? "";
+  const offset = Math.max(0, Number(params.get("offset") ?? 0) || 0);
+  const [typed, setTyped] = useState(filter);
+  const setParams = (change: Record<string, string | null>) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(change)) {
+      if (v) next.set(k, v);
+      else next.delete(k);
+    }
+    replaceQuery(next);
+  };
+  const query = new URLSearchParams({ limit: String(ROWS), offset: String(offset) });
+  if (sort) query.set("sortby", `${sort.descending ? "-" : "+"}${sort.column}`);
+  if (filter) {
+    query.set("filter", filter);
+    query.set("filter-lang", "cql2-text");
+  }
   // The page shown keeps its own offset, so its caption never runs ahead of its rows.
   const items = useLoad(
-    async () => ({
-      offset,
-      page: await get<Items>(`/api/collections/${dataset.id}/items?limit=${ROWS}&offset=${offset}`),
-    }),
+    async () => ({ offset, page: await get<Items>(`/api/collections/${dataset.id}/items?${query}`) }),
     // A change of the data (an edit, a reupload, a restore) shows at once.
-    [dataset.id, dataset.updated_at, offset],
+    [dataset.id, dataset.updated_at, query.toString()],
   );
   const shown = items.value?.offset ?? 0;
   const columnInfo = dataset.column_info as unknown as Column[];
@@ -64,18 +119,66 @@ function AttributeTable({ dataset, editable, onEdited }: { dataset: Dataset; edi
     items.reload();
     onEdited();
   };
-  const total = items.value?.page.numberMatched ?? dataset.feature_count ?? 0;
+  const total = items.value?.page.numberMatched ?? (filter ? 0 : (dataset.feature_count ?? 0));
+  const toggle = (column: string) => {
+    const next = sort?.column !== column ? `+${column}` : sort.descending ? null : `-${column}`;
+    setParams({ sortby: next, offset: null });
+  };
+  const applyFilter = (e: FormEvent) => {
+    e.preventDefault();
+    setParams({ filter: typed.trim() || null, offset: null });
+  };
+  const zoomCell = (f: Items["features"][number]) => {
+    const bounds = dataset.geometry_column ? boundsOf(f.geometry) : null;
+    return (
+      <td>
+        {bounds && (
+          <button type="button" className="link" onClick={() => onZoom(bounds)} aria-label={`Zoom to feature ${f.id}`}>
+            Zoom
+          </button>
+        )}
+      </td>
+    );
+  };
   return (
     <section aria-labelledby="attributes">
       <h2 id="attributes">Attributes</h2>
+      <form className="row" onSubmit={applyFilter} role="search" aria-label="Filter the attributes">
+        <label className="grow">
+          Filter (CQL2, for example <code>pop_est &gt; 1000000 AND continent = 'Asia'</code>)
+          <input value={typed} onChange={(e) => setTyped(e.target.value)} />
+        </label>
+        <button type="submit">Apply filter</button>
+        {filter && (
+          <button
+            type="button"
+            onClick={() => {
+              setTyped("");
+              setParams({ filter: null, offset: null });
+            }}
+          >
+            Clear filter
+          </button>
+        )}
+      </form>
       <ErrorNote error={items.error} />
       <div className="table-scroll" tabIndex={0} role="region" aria-label="Attribute table">
         <table>
           <thead>
             <tr>
+              <th scope="col">
+                <span className="visually-hidden">Zoom</span>
+              </th>
               {columns.map((c) => (
-                <th key={c} scope="col">
-                  {c}
+                <th
+                  key={c}
+                  scope="col"
+                  aria-sort={sort?.column === c ? (sort.descending ? "descending" : "ascending") : undefined}
+                >
+                  <button type="button" className="link" onClick={() => toggle(c)}>
+                    {c}
+                    {sort?.column === c ? (sort.descending ? " ▼" : " ▲") : ""}
+                  </button>
                 </th>
               ))}
               {editable && (
@@ -88,9 +191,17 @@ function AttributeTable({ dataset, editable, onEdited }: { dataset: Dataset; edi
           <tbody>
             {items.value?.page.features.map((f, i) =>
               editable ? (
-                <EditableRow key={String(f.id ?? i)} dataset={dataset} columns={columnInfo} feature={f} onChanged={edited} />
+                <EditableRow
+                  key={String(f.id ?? i)}
+                  dataset={dataset}
+                  columns={columnInfo}
+                  feature={f}
+                  onChanged={edited}
+                  lead={zoomCell(f)}
+                />
               ) : (
                 <tr key={String(f.id ?? i)}>
+                  {zoomCell(f)}
                   {columns.map((c) => (
                     <td key={c}>{cellText(f.properties?.[c])}</td>
                   ))}
@@ -101,13 +212,13 @@ function AttributeTable({ dataset, editable, onEdited }: { dataset: Dataset; edi
         </table>
       </div>
       <nav aria-label="Attribute pages" className="row">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - ROWS))}>
+        <button type="button" disabled={offset === 0} onClick={() => setParams({ offset: String(Math.max(0, offset - ROWS)) })}>
           Previous rows
         </button>
         <span role="status">
           {!items.value ? "loading rows" : total === 0 ? "no rows" : `rows ${shown + 1}–${Math.min(shown + ROWS, total)} of ${total}`}
         </span>
-        <button type="button" disabled={offset + ROWS >= total} onClick={() => setOffset(offset + ROWS)}>
+        <button type="button" disabled={offset + ROWS >= total} onClick={() => setParams({ offset: String(offset + ROWS) })}>
           Next rows
         </button>
       </nav>
@@ -145,6 +256,7 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
         <select value={visibility} onChange={(e) => setVisibility(e.target.value)}>
           <option value="private">private</option>
           <option value="restricted">restricted</option>
+          <option value="internal">internal</option>
           <option value="public">public</option>
         </select>
       </label>
@@ -155,20 +267,117 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
   );
 }
 
+const FORMATS: [string, string][] = [
+  ["gpkg", "GeoPackage"],
+  ["geojson", "GeoJSON"],
+  ["csv", "CSV (geometry as WKT)"],
+  ["shp", "Shapefile (zipped)"],
+  ["fgb", "FlatGeobuf"],
+];
+
+/** A download in the format chosen: the whole dataset, or the rows the table's filter shows. */
+function Download({ dataset }: { dataset: Dataset }) {
+  const [format, setFormat] = useState("gpkg");
+  const [filtered, setFiltered] = useState(false);
+  const filter = useLocation().searchParams.get("filter");
+  const action = useAction();
+  const raster = dataset.kind === "raster";
+  const download = () =>
+    action.run(async () => {
+      const grant = await send<Schemas["DownloadToken"]>("POST", `/api/auth/download-token/${dataset.id}`);
+      const url = new URL(grant.download_url);
+      if (!raster) url.searchParams.set("format", format);
+      if (!raster && filtered && filter) {
+        url.searchParams.set("filter", filter);
+        url.searchParams.set("filter-lang", "cql2-text");
+      }
+      window.location.assign(url.toString());
+    });
+  return (
+    <section aria-labelledby="download">
+      <h2 id="download">Download</h2>
+      {raster ? (
+        <p>The raster as a Cloud-Optimized GeoTIFF.</p>
+      ) : (
+        <div className="row">
+          <label>
+            Format
+            <select value={format} onChange={(e) => setFormat(e.target.value)}>
+              {FORMATS.map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </label>
+          {filter && (
+            <label className="inline">
+              <input type="checkbox" checked={filtered} onChange={(e) => setFiltered(e.target.checked)} />
+              Only the rows of the filter <code>{filter}</code>
+            </label>
+          )}
+        </div>
+      )}
+      <button type="button" onClick={download} disabled={action.busy}>
+        Download
+      </button>
+      <ErrorNote error={action.error} />
+    </section>
+  );
+}
+
+type RasterFacts = {
+  width?: number;
+  height?: number;
+  band_count?: number;
+  resolution?: number[];
+  bands?: { index: number; data_type: string; nodata?: number | null; min?: number | null; max?: number | null; color_interpretation?: string }[];
+  size_bytes?: number;
+};
+
+/** A raster's size, cell size and bands. */
+function RasterFactList({ raster }: { raster: RasterFacts }) {
+  return (
+    <>
+      <dt>Size</dt>
+      <dd>
+        {raster.width?.toLocaleString()} × {raster.height?.toLocaleString()} cells
+      </dd>
+      {raster.resolution && (
+        <>
+          <dt>Cell size</dt>
+          <dd>{raster.resolution.map((r) => Math.abs(r).toPrecision(4)).join(" × ")}</dd>
+        </>
+      )}
+      <dt>Bands</dt>
+      <dd>
+        <ul className="plain">
+          {raster.bands?.map((b) => (
+            <li key={b.index}>
+              {b.index}: {b.color_interpretation ?? "band"}, {b.data_type}
+              {b.min != null && b.max != null ? `, ${b.min.toLocaleString()} to ${b.max.toLocaleString()}` : ""}
+              {b.nodata != null ? `, no data ${b.nodata}` : ""}
+            </li>
+          ))}
+        </ul>
+      </dd>
+    </>
+  );
+}
+
 export function DatasetPage({ id }: { id: string }) {
   const { user } = useSession();
   const dataset = useLoad(() => get<Dataset>(`/api/datasets/${id}`), [id]);
   const action = useAction();
+  const map = useRef<MapLibreMap | null>(null);
+  useTitle(dataset.value?.title ?? "Dataset");
   if (dataset.error) return <LoadFailed error={dataset.error} />;
   const d = dataset.value;
   if (!d) return <p className="loading">Loading…</p>;
   const mayEdit = !!user && (isAdmin(user) || d.created_by === user.id);
+  const open = d.visibility === "public";
+  const raster = d.raster as unknown as RasterFacts | null;
 
-  const download = () =>
-    action.run(async () => {
-      const grant = await send<Schemas["DownloadToken"]>("POST", `/api/auth/download-token/${d.id}`);
-      window.location.assign(grant.download_url);
-    });
   const remove = () => {
     if (!window.confirm(`Delete “${d.title}” and its data? This cannot be undone.`)) return;
     action.run(async () => {
@@ -176,6 +385,8 @@ export function DatasetPage({ id }: { id: string }) {
       navigate("/datasets", true);
     });
   };
+  const zoom = (bounds: number[]) =>
+    map.current?.fitBounds(bounds as [number, number, number, number], { padding: 48, maxZoom: 14, duration: 0 });
 
   return (
     <article>
@@ -187,7 +398,14 @@ export function DatasetPage({ id }: { id: string }) {
         <span className="tag">{d.status}</span>
       </p>
       {d.geometry_column || d.kind === "raster" ? (
-        <MapView style={previewStyle(d)} bounds={d.extent_bbox} basemap={{}} label={`Map of ${d.title}`} />
+        <MapView
+          style={previewStyle(d)}
+          bounds={d.extent_bbox}
+          basemap={{}}
+          identify={d.kind === "raster" ? undefined : { fill: d.title, line: d.title, point: d.title }}
+          onMap={(m) => (map.current = m)}
+          label={`Map of ${d.title}`}
+        />
       ) : null}
       <div className="columns">
         <section aria-labelledby="about">
@@ -199,6 +417,7 @@ export function DatasetPage({ id }: { id: string }) {
                 <dd>{d.feature_count.toLocaleString()}</dd>
               </>
             )}
+            {raster && <RasterFactList raster={raster} />}
             <dt>Source</dt>
             <dd>
               {d.source_filename ?? "—"} {d.source_format ? `(${d.source_format})` : ""}
@@ -215,34 +434,38 @@ export function DatasetPage({ id }: { id: string }) {
         </section>
         <section aria-labelledby="links">
           <h2 id="links">Links</h2>
+          {!open && <p className="meta">This dataset is not public: its links open here with your sign-in.</p>}
           <ul>
             {d.kind !== "raster" && (
               <>
                 <li>
-                  <a href={`/api/collections/${d.id}`}>OGC API collection</a>
+                  <ApiLink path={`/api/collections/${d.id}`} open={open}>
+                    OGC API collection
+                  </ApiLink>
                 </li>
                 <li>
-                  <a href={`/api/collections/${d.id}/items`}>OGC API items</a>
+                  <ApiLink path={`/api/collections/${d.id}/items`} open={open}>
+                    OGC API items
+                  </ApiLink>
                 </li>
               </>
             )}
             <li>
-              <a href={`/api/tiles/${d.id}/tilejson.json`}>TileJSON</a>
+              <ApiLink path={`/api/tiles/${d.id}/tilejson.json`} open={open}>
+                TileJSON
+              </ApiLink>
             </li>
             <li>
-              <a href={`/api/tiles/${d.id}/style.json`}>MapLibre style</a>
-            </li>
-            <li>
-              <button type="button" className="link" onClick={download}>
-                Download
-              </button>
+              <ApiLink path={`/api/tiles/${d.id}/style.json`} open={open}>
+                MapLibre style
+              </ApiLink>
             </li>
           </ul>
-          <ErrorNote error={action.error} />
+          <Download dataset={d} />
         </section>
       </div>
       {d.kind !== "raster" && (
-        <AttributeTable dataset={d} editable={mayEdit && !d.is_registered} onEdited={dataset.reload} />
+        <AttributeTable dataset={d} editable={mayEdit && !d.is_registered} onEdited={dataset.reload} onZoom={zoom} />
       )}
       {mayEdit && d.kind !== "raster" && !d.is_registered && <History dataset={d} onRestored={dataset.reload} />}
       {mayEdit && (

@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useState, type ReactNode } from "react";
 import { ApiError, get, getTagged, send, type Schemas } from "../api";
 import { Link } from "../router";
 import { ErrorNote, cellText, useAction, useLoad, when } from "./common";
@@ -35,11 +35,14 @@ export function EditableRow({
   columns,
   feature,
   onChanged,
+  lead,
 }: {
   dataset: Dataset;
   columns: Column[];
   feature: Feature;
   onChanged: () => void;
+  /** The row's first cell (its zoom control). */
+  lead?: ReactNode;
 }) {
   const [editing, setEditing] = useState<{ etag: string; values: Record<string, string> } | null>(null);
   const action = useAction();
@@ -77,6 +80,7 @@ export function EditableRow({
   };
   return (
     <tr>
+      {lead}
       {columns.map((c) => (
         <td key={c.name}>
           {editing ? (

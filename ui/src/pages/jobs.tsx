@@ -1,11 +1,12 @@
 import { useEffect } from "react";
 import { get, send, type Schemas } from "../api";
 import { Link } from "../router";
-import { ErrorNote, SignedIn, useLoad, when } from "./common";
+import { ErrorNote, SignedIn, useLoad, when, useTitle } from "./common";
 import { JobProgress } from "./job";
 
 /** The caller's jobs (every job for admins), refreshed while any runs. */
 export function Jobs() {
+  useTitle("Jobs");
   const jobs = useLoad(() => get<Schemas["JobList"]>("/api/jobs?limit=50"), []);
   const running = jobs.value?.jobs.some((j) => j.status === "queued" || j.status === "running");
   useEffect(() => {

@@ -1,16 +1,20 @@
 import { useState, type DragEvent } from "react";
 import { get, request, send, type Schemas } from "../api";
-import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad } from "./common";
+import { useLeaveGuard } from "../router";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, useTitle } from "./common";
 import { MapView } from "./mapview";
 import { BUILTIN_BASEMAP, isBuiltinBasemap } from "./basemap";
+import { Legend } from "./legend";
+import { DEFAULT_OUTLINE, QUALITATIVE, configOf, geometryOf } from "./layerstyle";
+import { LayerStyleEditor, styleChange } from "./layerstyleeditor";
+import { ShareDialog } from "./sharedialog";
 import {
   DEFAULT_BACKGROUND,
-  DEFAULT_COLOUR,
   basemapDataset,
   basemapPlacement,
   drawsBasemap,
   extentOf,
-  layerColour,
+  identifiedLayers,
   mapStyle,
   rasterBasemap,
 } from "./mapstyle";
@@ -134,12 +138,6 @@ function BasemapSettings({
   );
 }
 
-/** The paint key of a layer's colour, by what it draws. */
-function colourKey(layer: MapLayer): string {
-  const type = (layer.dataset_geometry_type ?? "").toLowerCase();
-  return type.includes("polygon") ? "fill-color" : type.includes("line") ? "line-color" : "circle-color";
-}
-
 /** Saves a file the browser built (the style, fetched with the session). */
 function saveFile(name: string, text: string) {
   const link = document.createElement("a");
@@ -149,15 +147,38 @@ function saveFile(name: string, text: string) {
   URL.revokeObjectURL(link.href);
 }
 
+/** What saving sends: compared with the last save to tell unsaved changes. */
+function saved(map: MapResponse, layers: MapLayer[]) {
+  return JSON.stringify({
+    name: map.name,
+    basemap_style: map.basemap_style,
+    basemap_config: map.basemap_config,
+    layers: layers.map((l, i) => ({
+      ...(l.id.startsWith("new-") ? {} : { id: l.id }),
+      dataset_id: l.dataset_id,
+      sort_order: i,
+      visible: l.visible,
+      opacity: l.opacity,
+      paint: l.paint,
+      style_config: l.style_config ?? null,
+    })),
+  });
+}
+
 function Editor({ initial }: { initial: MapResponse }) {
   const [map, setMap] = useState(initial);
+  // Drawing order: the first layer is drawn first, at the bottom; the list shows the top first.
   const [layers, setLayers] = useState<MapLayer[]>(() => [...initial.layers].sort((a, b) => a.sort_order - b.sort_order));
+  const [lastSaved, setLastSaved] = useState(() => saved(initial, [...initial.layers].sort((a, b) => a.sort_order - b.sort_order)));
   const [adding, setAdding] = useState("");
   const [dragged, setDragged] = useState<number | null>(null);
   const action = useAction();
   const [note, setNote] = useState<string | null>(null);
-  const [share, setShare] = useState<Schemas["Share"] | null>(null);
+  const [sharing, setSharing] = useState(false);
   const datasets = useLoad(() => get<Schemas["DatasetList"]>("/api/datasets?limit=1000"), []);
+  useTitle(`Map: ${map.name}`);
+  const dirty = saved(map, layers) !== lastSaved;
+  useLeaveGuard(() => (dirty ? "This map has unsaved changes. Leave without saving them?" : null));
 
   const change = (index: number, patch: Partial<MapLayer>) =>
     setLayers((now) => now.map((l, i) => (i === index ? { ...l, ...patch } : l)));
@@ -172,9 +193,11 @@ function Editor({ initial }: { initial: MapResponse }) {
   const add = () => {
     const d = datasets.value?.datasets.find((x) => x.id === adding);
     if (!d) return;
-    setLayers((now) => [
-      ...now,
-      {
+    setLayers((now) => {
+      // A colour no other layer has yet.
+      const used = new Set(now.map((l, i) => configOf(l, i).colour));
+      const colour = QUALITATIVE.find((c) => !used.has(c)) ?? QUALITATIVE[now.length % QUALITATIVE.length];
+      const layer = {
         id: `new-${crypto.randomUUID()}`,
         dataset_id: d.id,
         dataset_name: d.title,
@@ -182,33 +205,30 @@ function Editor({ initial }: { initial: MapResponse }) {
         dataset_table_name: d.table_name,
         dataset_geometry_type: d.geometry_type,
         dataset_extent_bbox: d.extent_bbox,
+        dataset_column_info: d.column_info,
+        dataset_visibility: d.visibility,
         dataset_available: true,
         visible: true,
-        opacity: 1,
+        opacity: geometryOf({ dataset_geometry_type: d.geometry_type }) === "fill" ? 0.8 : 1,
         paint: {},
         sort_order: now.length,
-      } as unknown as MapLayer,
-    ]);
+        show_in_legend: true,
+      } as unknown as MapLayer;
+      if (d.kind === "raster") return [...now, layer];
+      const change = styleChange({ mode: "single", colour, outline: DEFAULT_OUTLINE }, layer);
+      return [...now, { ...layer, ...change } as unknown as MapLayer];
+    });
     setAdding("");
   };
   const save = () => {
     setNote(null);
     action.run(async () => {
-      const saved = await send<MapResponse>("PUT", `/api/maps/${map.id}`, {
-        name: map.name,
-        basemap_style: map.basemap_style,
-        basemap_config: map.basemap_config,
-        layers: layers.map((l, i) => ({
-          ...(l.id.startsWith("new-") ? {} : { id: l.id }),
-          dataset_id: l.dataset_id,
-          sort_order: i,
-          visible: l.visible,
-          opacity: l.opacity,
-          paint: l.paint,
-        })),
-      });
-      setMap(saved);
-      setLayers([...saved.layers].sort((a, b) => a.sort_order - b.sort_order));
+      const body = JSON.parse(saved(map, layers));
+      const result = await send<MapResponse>("PUT", `/api/maps/${map.id}`, body);
+      const ordered = [...result.layers].sort((a, b) => a.sort_order - b.sort_order);
+      setMap(result);
+      setLayers(ordered);
+      setLastSaved(saved(result, ordered));
       setNote("Map saved.");
     });
   };
@@ -217,8 +237,6 @@ function Editor({ initial }: { initial: MapResponse }) {
       const style = await (await request(`/api/maps/${map.id}/style.json`)).text();
       saveFile(`${map.name}.style.json`, style);
     });
-  const shareMap = () =>
-    action.run(async () => setShare(await send<Schemas["Share"]>("POST", `/api/maps/${map.id}/shares`)));
   const drop = (e: DragEvent, to: number) => {
     e.preventDefault();
     if (dragged !== null) move(dragged, to);
@@ -228,6 +246,8 @@ function Editor({ initial }: { initial: MapResponse }) {
   const rasters = datasets.value?.datasets.filter((d) => d.kind === "raster") ?? [];
   // A map with no layer yet shows its basemap's extent, when the basemap is a dataset.
   const basemapExtent = rasters.find((d) => d.id === basemapDataset(map.basemap_style))?.extent_bbox;
+  // Top first, as the map stacks them.
+  const listed = layers.map((layer, index) => ({ layer, index })).reverse();
 
   return (
     <article>
@@ -240,13 +260,16 @@ function Editor({ initial }: { initial: MapResponse }) {
         style={mapStyle(preview)}
         bounds={extentOf(preview) ?? basemapExtent}
         basemap={basemapPlacement(preview)}
+        identify={identifiedLayers(preview)}
         label={`Map ${map.name}`}
       />
+      <Legend layers={preview.layers} />
       <section aria-labelledby="layers">
         <h2 id="layers">Layers</h2>
         {layers.length === 0 && <p>No layer yet: add one from a dataset below.</p>}
+        {layers.length > 1 && <p className="meta">The top of the list is drawn on top.</p>}
         <ol className="layers">
-          {layers.map((l, i) => (
+          {listed.map(({ layer: l, index: i }) => (
             <li
               key={l.id}
               draggable
@@ -255,7 +278,7 @@ function Editor({ initial }: { initial: MapResponse }) {
               onDrop={(e) => drop(e, i)}
               className="layer"
             >
-              <span className="layer-name">{l.dataset_name}</span>
+              <span className="layer-name">{l.display_name || l.dataset_name}</span>
               <label className="inline">
                 <input type="checkbox" checked={l.visible} onChange={(e) => change(i, { visible: e.target.checked })} />
                 Visible
@@ -271,30 +294,18 @@ function Editor({ initial }: { initial: MapResponse }) {
                   onChange={(e) => change(i, { opacity: Number(e.target.value) })}
                 />
               </label>
-              {l.dataset_kind !== "raster" && (
-                <label className="inline">
-                  Colour of {l.dataset_name}
-                  <input
-                    type="color"
-                    value={layerColour(l) || DEFAULT_COLOUR}
-                    onChange={(e) => change(i, { paint: { ...(l.paint as object), [colourKey(l)]: e.target.value } as MapLayer["paint"] })}
-                  />
-                </label>
-              )}
-              <button type="button" onClick={() => move(i, i - 1)} disabled={i === 0} aria-label={`Move ${l.dataset_name} up`}>
+              <button type="button" onClick={() => move(i, i + 1)} disabled={i === layers.length - 1} aria-label={`Move ${l.dataset_name} up`}>
                 Up
               </button>
-              <button
-                type="button"
-                onClick={() => move(i, i + 1)}
-                disabled={i === layers.length - 1}
-                aria-label={`Move ${l.dataset_name} down`}
-              >
+              <button type="button" onClick={() => move(i, i - 1)} disabled={i === 0} aria-label={`Move ${l.dataset_name} down`}>
                 Down
               </button>
               <button type="button" onClick={() => setLayers((now) => now.filter((_, j) => j !== i))} aria-label={`Remove ${l.dataset_name}`}>
                 Remove
               </button>
+              {l.dataset_kind !== "raster" && l.dataset_available && (
+                <LayerStyleEditor layer={l} index={i} onChange={(patch) => change(i, patch as unknown as Partial<MapLayer>)} />
+              )}
             </li>
           ))}
         </ol>
@@ -323,22 +334,27 @@ function Editor({ initial }: { initial: MapResponse }) {
         <button type="button" onClick={exportStyle}>
           Export style JSON
         </button>
-        <button type="button" onClick={shareMap}>
+        <button type="button" onClick={() => setSharing(true)} aria-expanded={sharing}>
           Share
         </button>
+        {dirty && (
+          <span className="meta" role="status">
+            Unsaved changes
+          </span>
+        )}
       </div>
       <ErrorNote error={action.error} />
-      {note && <p role="status">{note}</p>}
-      {share && (
-        <div className="secret" role="status">
-          <p>
-            Anyone with this link sees the map (public datasets only): <a href={share.url}>{share.url}</a>
-          </p>
-          <label>
-            Embed snippet
-            <textarea readOnly rows={2} value={`<iframe src="${share.url}/embed" width="800" height="500" title="${map.name}"></iframe>`} />
-          </label>
-        </div>
+      {note && !dirty && <p role="status">{note}</p>}
+      {sharing && (
+        <ShareDialog
+          map={map}
+          layers={layers}
+          dirty={dirty}
+          onVisibility={(datasetId, visibility) =>
+            setLayers((now) => now.map((l) => (l.dataset_id === datasetId ? ({ ...l, dataset_visibility: visibility } as MapLayer) : l)))
+          }
+          onClose={() => setSharing(false)}
+        />
       )}
     </article>
   );

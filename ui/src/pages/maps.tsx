@@ -1,9 +1,10 @@
 import { useState, type FormEvent } from "react";
 import { ApiError, get, send, type Schemas } from "../api";
 import { Link, navigate } from "../router";
-import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when } from "./common";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when, useTitle } from "./common";
 import { MapView } from "./mapview";
-import { basemapPlacement, extentOf, mapStyle } from "./mapstyle";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./mapstyle";
+import { Legend } from "./legend";
 
 type MapResponse = Schemas["MapResponse"];
 
@@ -44,6 +45,7 @@ function ImportStyle() {
 }
 
 export function Maps() {
+  useTitle("Maps");
   const maps = useLoad(() => get<Schemas["MapList"]>("/api/maps?limit=100"), []);
   const [name, setName] = useState("");
   const action = useAction();
@@ -91,6 +93,7 @@ export function Maps() {
 /** A shared map, for anyone with its link. */
 export function SharedMap({ token }: { token: string }) {
   const map = useLoad(() => get<MapResponse>(`/api/maps/shared/${encodeURIComponent(token)}`), [token]);
+  useTitle(map.value?.name ?? "Shared map");
   if (map.error instanceof ApiError && map.error.status === 410)
     return (
       <section>
@@ -101,11 +104,25 @@ export function SharedMap({ token }: { token: string }) {
   if (map.error) return <LoadFailed error={map.error} />;
   const m = map.value;
   if (!m) return <p className="loading">Loading…</p>;
+  const hidden = m.layers.filter((l) => !l.dataset_available).length;
   return (
     <article>
       <h1>{m.name}</h1>
       {m.description && <p className="summary">{m.description}</p>}
-      <MapView style={mapStyle(m)} bounds={extentOf(m)} basemap={basemapPlacement(m)} label={`Map ${m.name}`} />
+      {hidden > 0 && (
+        <p className="warning" role="note">
+          {hidden === 1 ? "One layer of this map is" : `${hidden} layers of this map are`} not shown: their data is not
+          public.
+        </p>
+      )}
+      <MapView
+        style={mapStyle(m)}
+        bounds={extentOf(m)}
+        basemap={basemapPlacement(m)}
+        identify={identifiedLayers(m)}
+        label={`Map ${m.name}`}
+      />
+      <Legend layers={m.layers} />
     </article>
   );
 }

@@ -4,19 +4,31 @@
 import type { LayerSpecification, RasterLayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
 import type { Schemas } from "../api";
 import { isBuiltinBasemap, type BasemapPlacement } from "./basemap";
+import { DEFAULT_OUTLINE, QUALITATIVE, geometryOf, type Geometry } from "./layerstyle";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
 
-export const DEFAULT_COLOUR = "#c2410c";
+/** The paint a layer starts from, before its dataset's default style and
+ * its own paint go over it (as the API's exported style does): each layer
+ * a colour of its own, by its place in the map. */
+function basePaint(geometry: Geometry, index: number): Record<string, unknown> {
+  const colour = QUALITATIVE[index % QUALITATIVE.length];
+  if (geometry === "fill") return { "fill-color": colour, "fill-outline-color": DEFAULT_OUTLINE };
+  if (geometry === "line") return { "line-color": colour, "line-width": 2 };
+  return { "circle-color": colour, "circle-radius": 5, "circle-stroke-color": "#ffffff", "circle-stroke-width": 1 };
+}
 
-/** The colour a layer is drawn in: the first colour of its paint. */
-export function layerColour(layer: { paint?: unknown }): string {
-  const paint = (layer.paint ?? {}) as Record<string, unknown>;
-  for (const key of ["fill-color", "line-color", "circle-color"]) {
-    if (typeof paint[key] === "string") return paint[key] as string;
-  }
-  return DEFAULT_COLOUR;
+/** A vector layer's paint: its start, its dataset's default, its own, and its opacity. */
+export function vectorPaint(layer: MapLayer, index: number): Record<string, unknown> {
+  const geometry = geometryOf(layer);
+  const paint: Record<string, unknown> = {
+    ...basePaint(geometry, index),
+    ...((layer.dataset_default_paint ?? {}) as object),
+    ...((layer.paint ?? {}) as object),
+  };
+  paint[`${geometry}-opacity`] ??= layer.opacity;
+  return paint;
 }
 
 /** The background of a map without one of its own, as in the exported style. */
@@ -67,7 +79,7 @@ export function mapStyle(map: MapResponse): StyleSpecification {
   }
   const layers: LayerSpecification[] = [];
   const ordered = [...map.layers].sort((a, b) => a.sort_order - b.sort_order);
-  for (const layer of ordered as MapLayer[]) {
+  for (const [index, layer] of (ordered as MapLayer[]).entries()) {
     if (!layer.dataset_available) continue;
     const id = `layer-${layer.id}`;
     const url = `${window.location.origin}/api/tiles/${layer.dataset_id}/tilejson.json`;
@@ -79,17 +91,29 @@ export function mapStyle(map: MapResponse): StyleSpecification {
     }
     sources[id] = { type: "vector", url };
     const common = { source: id, "source-layer": layer.dataset_table_name, layout: { visibility } };
-    const type = (layer.dataset_geometry_type ?? "").toLowerCase();
-    const colour = layerColour(layer);
-    if (type.includes("polygon"))
-      layers.push({ id, type: "fill", ...common, paint: { "fill-color": colour, "fill-opacity": 0.4 * layer.opacity } });
-    else if (type.includes("line"))
-      layers.push({ id, type: "line", ...common, paint: { "line-color": colour, "line-opacity": layer.opacity } });
-    else
-      layers.push({ id, type: "circle", ...common, paint: { "circle-color": colour, "circle-opacity": layer.opacity } });
+    const geometry = geometryOf(layer);
+    const paint = vectorPaint(layer, index);
+    layers.push({ id, type: geometry, ...common, paint } as LayerSpecification);
+    // Polygons keep a crisp outline whatever their fill's opacity.
+    if (geometry === "fill")
+      layers.push({
+        id: `${id}-outline`,
+        type: "line",
+        ...common,
+        paint: { "line-color": (paint["fill-outline-color"] as string) ?? DEFAULT_OUTLINE, "line-width": 1, "line-opacity": layer.opacity },
+      });
   }
   const above = config.basemap_position === "top";
   return { version: 8, sources, layers: [background, ...(above ? [...layers, ...basemap] : [...basemap, ...layers])] };
+}
+
+/** The map's data layers a click identifies, by the names people know them by. */
+export function identifiedLayers(map: MapResponse): Record<string, string> {
+  return Object.fromEntries(
+    (map.layers as MapLayer[])
+      .filter((l) => l.dataset_available && l.dataset_kind !== "raster")
+      .map((l) => [`layer-${l.id}`, l.display_name || l.dataset_name]),
+  );
 }
 
 /** Where a map draws the built-in basemap, if its basemap is that one. */

@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { send, signIn, useToken } from "../api";
 import { Link, navigate } from "../router";
 import { useSession } from "../session";
-import { ErrorNote, useAction } from "./common";
+import { ErrorNote, useAction, useTitle } from "./common";
 
 const RETURN_KEY = "catalog.return_to";
 
@@ -13,6 +13,7 @@ function returnPath(): string {
 }
 
 export function SignIn() {
+  useTitle("Sign in");
   const { config, reload } = useSession();
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
@@ -75,6 +76,7 @@ export function SignIn() {
 }
 
 export function Register() {
+  useTitle("Register");
   const [form, setForm] = useState({ username: "", email: "", password: "" });
   const [done, setDone] = useState<string | null>(null);
   const action = useAction();
@@ -130,6 +132,7 @@ export function Register() {
 
 /** The end of single sign-on: the token in the fragment, or the refusal in the query. */
 export function OAuthCallback() {
+  useTitle("Signing in");
   const { reload } = useSession();
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {

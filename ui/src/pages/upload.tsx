@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { send, upload, type Schemas } from "../api";
 import { Link, navigate } from "../router";
-import { ErrorNote, SignedIn, bytes, useAction } from "./common";
+import { ErrorNote, SignedIn, bytes, useAction, useTitle } from "./common";
 import { JobProgress, useJob } from "./job";
 import { ImportService } from "./services";
 
@@ -9,9 +9,10 @@ type Sending = { name: string; sent: number; total: number; jobId?: string; erro
 
 function UploadRow({ item, single }: { item: Sending; single: boolean }) {
   const job = useJob(item.jobId);
-  const dataset = job?.status === "succeeded" ? (job.dataset_id ?? job.dataset_ids[0]) : undefined;
+  const made = job?.status === "succeeded" ? (job.dataset_ids.length ? job.dataset_ids : job.dataset_id ? [job.dataset_id] : []) : [];
+  const dataset = made.length === 1 ? made[0] : undefined;
   useEffect(() => {
-    // One file: its dataset opens once it is ready.
+    // One file making one dataset: it opens once it is ready.
     if (dataset && single) navigate(`/datasets/${dataset}`);
   }, [dataset, single]);
   const percent = item.total ? Math.round((100 * item.sent) / item.total) : 0;
@@ -27,12 +28,28 @@ function UploadRow({ item, single }: { item: Sending; single: boolean }) {
       {item.error ? <ErrorNote error={item.error} /> : null}
       {item.jobId && <JobProgress job={job} />}
       {dataset && <Link href={`/datasets/${dataset}`}>Open the dataset</Link>}
+      {made.length > 1 && (
+        <div>
+          <p>This file held {made.length} layers; each became a dataset:</p>
+          <ul>
+            {made.map((id, i) => (
+              <li key={id}>
+                <Link href={`/datasets/${id}`}>{`Open dataset ${i + 1} of ${made.length}`}</Link>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
     </li>
   );
 }
 
 export function Upload() {
+  useTitle("Upload");
   const [items, setItems] = useState<Sending[]>([]);
+  const [title, setTitle] = useState("");
+  const [summary, setSummary] = useState("");
+  const [visibility, setVisibility] = useState("private");
   const [dragging, setDragging] = useState(false);
   const picker = useRef<HTMLInputElement>(null);
 
@@ -44,6 +61,10 @@ export function Upload() {
       const update = (change: Partial<Sending>) =>
         setItems((now) => now.map((it, j) => (j === index ? { ...it, ...change } : it)));
       const form = new FormData();
+      // Text fields first: the API reads them before the file.
+      if (title.trim()) form.append("title", files.length > 1 ? `${title.trim()} (${file.name})` : title.trim());
+      if (summary.trim()) form.append("summary", summary.trim());
+      form.append("visibility", visibility);
       form.append("file", file);
       upload("/api/datasets/upload", form, (sent, total) => update({ sent, total })).then(
         (accepted) => update({ jobId: accepted.job_id }),
@@ -61,6 +82,28 @@ export function Upload() {
     <SignedIn>
       <section>
         <h1>Upload</h1>
+        <fieldset className="stack wide">
+          <legend>About the files you upload next</legend>
+          <div className="row">
+            <label className="grow">
+              Title (optional: the file's name otherwise)
+              <input value={title} onChange={(e) => setTitle(e.target.value)} maxLength={500} />
+            </label>
+            <label>
+              Visibility
+              <select value={visibility} onChange={(e) => setVisibility(e.target.value)}>
+                <option value="private">private: only you</option>
+                <option value="restricted">restricted: people you grant</option>
+                <option value="internal">internal: everyone signed in</option>
+                <option value="public">public: anyone</option>
+              </select>
+            </label>
+          </div>
+          <label>
+            Summary (optional)
+            <textarea value={summary} onChange={(e) => setSummary(e.target.value)} rows={2} />
+          </label>
+        </fieldset>
         <div
           className={`dropzone${dragging ? " over" : ""}`}
           onDragOver={(e) => {

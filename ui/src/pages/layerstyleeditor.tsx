@@ -1,0 +1,142 @@
+// A map layer's style controls: one colour, categories of a column,
+// classes of a number column with a colour ramp, or (points) symbols sized
+// by a number. Choosing a column reads its summary from the API, so
+// categories and class breaks are the whole table's, not one page's.
+import { useState } from "react";
+import { get, type Schemas } from "../api";
+import { ErrorNote, useAction } from "./common";
+import {
+  RAMPS,
+  categoriesFrom,
+  classesFrom,
+  configOf,
+  geometryOf,
+  paintOf,
+  type ColumnSummary,
+  type Mode,
+  type StyleConfig,
+} from "./layerstyle";
+
+type MapLayer = Schemas["MapLayerResponse"];
+type Column = { name: string; original_name?: string; type?: string };
+
+const NUMBER_TYPES = ["integer", "bigint", "smallint", "double precision", "real", "numeric"];
+
+export type StyleChange = { style_config: StyleConfig; paint: Record<string, unknown> };
+
+export function styleChange(config: StyleConfig, layer: MapLayer): StyleChange {
+  return { style_config: config, paint: paintOf(config, geometryOf(layer)) };
+}
+
+export function LayerStyleEditor({
+  layer,
+  index,
+  onChange,
+}: {
+  layer: MapLayer;
+  index: number;
+  onChange: (change: StyleChange) => void;
+}) {
+  const config = configOf(layer, index);
+  const name = layer.display_name || layer.dataset_name;
+  const geometry = geometryOf(layer);
+  const columns = (layer.dataset_column_info ?? []) as unknown as Column[];
+  const numbers = columns.filter((c) => NUMBER_TYPES.includes(c.type ?? ""));
+  const [classes, setClasses] = useState(config.colours?.length || 5);
+  const action = useAction();
+  const set = (next: StyleConfig) => onChange(styleChange(next, layer));
+
+  /** The settings for a mode and column, from the column's summary. */
+  const build = (mode: Mode, column: string | undefined, ramp = config.ramp ?? "Oranges", count = classes) =>
+    action.run(async () => {
+      const base: StyleConfig = { mode, colour: config.colour, outline: config.outline };
+      if (mode === "single" || !column) return set({ ...base, mode: "single" });
+      const summary = await get<ColumnSummary>(
+        `/api/datasets/${layer.dataset_id}/columns/${encodeURIComponent(column)}/summary?classes=${count}`,
+      );
+      if (mode === "categories") return set({ ...base, column, categories: categoriesFrom(summary) });
+      if (mode === "classes") return set({ ...base, column, ramp, ...classesFrom(summary, ramp) });
+      set({ ...base, column, min: summary.min ?? 0, max: summary.max ?? 0 });
+    });
+  const columnsFor = (mode: Mode) => (mode === "categories" ? columns : numbers);
+  const chooseMode = (mode: Mode) => build(mode, mode === "single" ? undefined : (columnsFor(mode).find((c) => c.name === config.column) ?? columnsFor(mode)[0])?.name);
+
+  return (
+    <div className="style-editor" aria-label={`Style of ${name}`} role="group">
+      <label>
+        Style of {name}
+        <select value={config.mode} onChange={(e) => chooseMode(e.target.value as Mode)} disabled={action.busy}>
+          <option value="single">One colour</option>
+          {columns.length > 0 && <option value="categories">A colour per category</option>}
+          {numbers.length > 0 && <option value="classes">Colour classes of a number</option>}
+          {numbers.length > 0 && geometry === "circle" && <option value="proportional">Symbols sized by a number</option>}
+        </select>
+      </label>
+      {config.mode !== "single" && (
+        <label>
+          Column for {name}
+          <select value={config.column ?? ""} onChange={(e) => build(config.mode, e.target.value)} disabled={action.busy}>
+            {columnsFor(config.mode).map((c) => (
+              <option key={c.name} value={c.name}>
+                {c.original_name ?? c.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {config.mode === "classes" && (
+        <>
+          <label>
+            Colour ramp of {name}
+            <select value={config.ramp ?? "Oranges"} onChange={(e) => build("classes", config.column, e.target.value)} disabled={action.busy}>
+              {Object.keys(RAMPS).map((ramp) => (
+                <option key={ramp}>{ramp}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Classes of {name}
+            <select
+              value={classes}
+              onChange={(e) => {
+                const count = Number(e.target.value);
+                setClasses(count);
+                build("classes", config.column, config.ramp, count);
+              }}
+              disabled={action.busy}
+            >
+              {[3, 4, 5, 6, 7].map((n) => (
+                <option key={n}>{n}</option>
+              ))}
+            </select>
+          </label>
+        </>
+      )}
+      <label className="inline">
+        {config.mode === "categories" || config.mode === "classes" ? `Colour of other values of ${name}` : `Colour of ${name}`}
+        <input type="color" value={config.colour} onChange={(e) => set({ ...config, colour: e.target.value })} />
+      </label>
+      {geometry === "fill" && (
+        <label className="inline">
+          Outline of {name}
+          <input type="color" value={config.outline} onChange={(e) => set({ ...config, outline: e.target.value })} />
+        </label>
+      )}
+      {config.mode === "categories" &&
+        config.categories?.map((c, i) => (
+          <label className="inline" key={String(c.value)}>
+            Colour of {String(c.value)}
+            <input
+              type="color"
+              value={c.colour}
+              onChange={(e) =>
+                set({ ...config, categories: config.categories!.map((x, j) => (j === i ? { ...x, colour: e.target.value } : x)) })
+              }
+            />
+          </label>
+        ))}
+      {action.busy && <span role="status">Reading the column…</span>}
+      <ErrorNote error={action.error} />
+    </div>
+  );
+}

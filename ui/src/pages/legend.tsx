@@ -1,0 +1,58 @@
+// A map's legend, read from each layer's style settings (`layerstyle.ts`):
+// top layer first, as the map stacks them; hidden layers and layers the
+// reader may not see are left out.
+import type { Schemas } from "../api";
+import { configOf, geometryOf, legendOf, type Geometry, type LegendEntry } from "./layerstyle";
+
+type MapLayer = Schemas["MapLayerResponse"];
+
+function Swatch({ geometry, entry }: { geometry: Geometry; entry: LegendEntry }) {
+  const size = entry.radius ? Math.round(entry.radius * 2) : undefined;
+  return (
+    <span
+      className={`legend-swatch ${geometry}`}
+      aria-hidden="true"
+      data-colour={entry.colour}
+      style={{ background: entry.colour, ...(size ? { width: size, height: size } : {}) }}
+    />
+  );
+}
+
+/** `layers` in drawing order (bottom first), as maps keep them. */
+export function Legend({ layers, title = "Legend" }: { layers: MapLayer[]; title?: string }) {
+  const shown = [...layers]
+    .sort((a, b) => a.sort_order - b.sort_order)
+    .map((layer, index) => ({ layer, index }))
+    .filter(({ layer }) => layer.visible && layer.show_in_legend !== false && layer.dataset_available)
+    .reverse();
+  if (!shown.length) return null;
+  return (
+    <section className="legend" aria-label={title}>
+      <h2 className="legend-title">{title}</h2>
+      {shown.map(({ layer, index }) => {
+        const name = layer.display_name || layer.dataset_name;
+        if (layer.dataset_kind === "raster")
+          return (
+            <div key={layer.id} className="legend-layer">
+              <strong>{name}</strong> <span className="meta">raster image</span>
+            </div>
+          );
+        const geometry = geometryOf(layer);
+        const entries = legendOf(configOf(layer, index), name);
+        return (
+          <div key={layer.id} className="legend-layer">
+            {entries.length > 1 && <strong>{name}</strong>}
+            <ul>
+              {entries.map((entry, i) => (
+                <li key={i}>
+                  <Swatch geometry={geometry} entry={entry} />
+                  <span>{entry.label}</span>
+                </li>
+              ))}
+            </ul>
+          </div>
+        );
+      })}
+    </section>
+  );
+}
