@@ -238,7 +238,8 @@ async fn signing_out_this_device_leaves_the_others_signed_in() {
     // The laptop renews once first: its whole sign-in ends, not one token of it.
     let renewed: Value = refresh(&stack, laptop_refresh).await.json().await.unwrap();
     let renewed_refresh = renewed["refresh_token"].as_str().unwrap();
-    assert_eq!(sign_out(json!({"refresh_token": laptop_refresh})).await.status(), 204);
+    let ended = sign_out(json!({"refresh_token": laptop_refresh})).await;
+    assert_eq!(ended.status(), 204, "{}", ended.text().await.unwrap());
     assert_eq!(
         refresh(&stack, renewed_refresh).await.status(),
         401,

@@ -373,7 +373,11 @@ async fn share_links_serve_read_only_until_revoked() {
     assert_eq!(listed["shares"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["shares"][0]["token"], share["token"]);
     assert_eq!(listed["shares"][0]["url"], share["url"]);
-    assert_eq!(stack.get_json(None, &shares).await.0, 401);
+    assert_eq!(
+        stack.get_json(None, &shares).await.0,
+        404,
+        "nobody else is told the map exists"
+    );
     let page = format!("/maps/shared/{}", share["token"].as_str().unwrap());
     assert_eq!(
         share["url"].as_str().unwrap(),

@@ -16,7 +16,13 @@ use super::Caller;
 pub(super) fn reads_no_credential(path: &str) -> bool {
     matches!(
         path,
-        "/api" | "/api/conformance" | "/api/health" | "/api/auth/login" | "/api/auth/refresh" | "/api/auth/logout"
+        "/api"
+            | "/api/conformance"
+            | "/api/health"
+            | "/api/auth/login"
+            | "/api/auth/refresh"
+            | "/api/auth/logout"
+            | "/api/auth/logout/session"
     ) || path.starts_with("/api/maps/shared/")
         || path.starts_with("/api/auth/oauth/")
         || path.starts_with("/api/basemap/")
