@@ -87,9 +87,23 @@ async function screen(page, name) {
   try {
     await page.waitForTimeout(250);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
-      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest('.table-scroll, .maplibregl-map, pre'))
-      .slice(0, 3).map((e) => `${e.tagName.toLowerCase()}.${e.className}`));
+    // What sticks out, when something does: elements past the edge that no scrolling box holds.
+    const wide = await page.evaluate(() => {
+      const edge = document.documentElement.clientWidth + 1;
+      const held = (e) => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+          if (getComputedStyle(a).overflowX !== 'visible') return true;
+        }
+        return false;
+      };
+      const out = [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > edge && !held(e))
+        .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}.${e.className} (${Math.round(e.getBoundingClientRect().right)} px)`);
+      const spilling = [...document.querySelectorAll('*')]
+        .filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible')
+        .slice(-3).map((e) => `${e.tagName.toLowerCase()}.${e.className} holds ${e.scrollWidth} px in ${e.clientWidth}`);
+      return [...out, ...spilling];
+    });
     assert.ok(width <= 390, `${name} is ${width} px wide at 390 px: ${wide.join(', ')}`);
     await accessible(page, `${name}-phone`);
     await page.screenshot({ path: path.join(shots, `${name}-phone.png`), fullPage: true });
@@ -155,7 +169,8 @@ async function signedIn(username, password, options) {
   await p.getByLabel('Username').fill(username);
   await p.getByLabel('Password').fill(password);
   await p.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await p.getByRole('button', { name: 'Sign out' }).waitFor();
+  await p.waitForURL((url) => url.pathname !== '/signin');
+  await p.locator('.who a').waitFor({ state: 'attached' });
   return p;
 }
 
@@ -232,7 +247,8 @@ await screen(page, 'dataset');
 // The map said it was loading until it had drawn (seen by an observer set before the page ran).
 assert.ok(await page.evaluate(() => window.__sawLoading), 'the map showed its loading sign');
 await page.getByText('Loading map data…').waitFor({ state: 'detached' });
-assert.equal(await page.title(), `${await page.locator('main h1').innerText()} · Spatial Data Catalog`, 'the tab names the dataset');
+const datasetTitle = await page.locator('main h1').innerText();
+await until(async () => (await page.title()) === `${datasetTitle} · Spatial Data Catalog`, 'the tab naming the dataset');
 
 // Clicking a county shows its attributes.
 const mapBox = await page.locator('.map canvas').boundingBox();
@@ -320,7 +336,6 @@ assert.equal(replacedJobs.jobs.filter((j) => j.status === 'succeeded').length, 2
 // before them: the table shows the old value again.
 step('edit features and restore');
 await page.getByRole('heading', { name: 'History' }).waitFor();
-await page.getByRole('button', { name: 'Previous rows' }).click();
 await page.getByText('rows 1–10 of 100').waitFor();
 const firstName = await page.locator('tbody tr').first().locator('td').nth(
   await page.getByRole('columnheader').allInnerTexts().then((h) => h.indexOf('name'))).innerText();
@@ -453,7 +468,7 @@ async function uploadByApi(file, name, fields) {
   return done.dataset_id ?? done.dataset_ids[0];
 }
 const worldId = await uploadByApi(env('CATALOG_WORLD'), 'countries.zip', { title: 'World countries' });
-await uploadByApi(env('CATALOG_POINTS'), 'airports.csv', { title: 'Airports', visibility: 'public' });
+await uploadByApi(env('CATALOG_POINTS'), 'populations.geojson', { title: 'Populations', visibility: 'public' });
 const rgb = (hex) => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
 dialogAnswer = false;
 dialogs.length = 0;
@@ -461,14 +476,14 @@ await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: '
 await page.getByLabel('New map name').fill('Counties map');
 await page.getByRole('button', { name: 'Create map' }).click();
 await page.getByLabel('Map name').waitFor();
-assert.equal(await page.title(), 'Map: Counties map · Spatial Data Catalog');
+await until(async () => (await page.title()) === 'Map: Counties map · Spatial Data Catalog', 'the tab naming the map');
 assert.equal(await page.getByLabel('Basemap source').inputValue(), 'builtin', 'a new map sits on the service\'s basemap');
-for (const label of ['World countries', 'North Carolina counties', 'North Carolina counties', 'Airports']) {
+for (const label of ['World countries', 'North Carolina counties', 'North Carolina counties', 'Populations']) {
   await page.getByLabel('Dataset to add').selectOption({ label });
   await page.getByRole('button', { name: 'Add layer' }).click();
 }
 assert.deepEqual(await page.locator('.layer-name').allInnerTexts(),
-  ['Airports', 'North Carolina counties', 'North Carolina counties', 'World countries'], 'the top layer is listed first');
+  ['Populations', 'North Carolina counties', 'North Carolina counties', 'World countries'], 'the top layer is listed first');
 const colours = await page.getByLabel(/^Colour of /).evaluateAll((inputs) => inputs.map((i) => i.value));
 assert.equal(new Set(colours).size, 4, `each layer its own colour: ${colours}`);
 // Leaving with unsaved changes asks first; answering no stays.
@@ -476,19 +491,21 @@ await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: '
 await until(async () => dialogs.some((m) => /unsaved changes/.test(m)), 'the unsaved-changes question');
 assert.equal(await page.getByLabel('Map name').count(), 1, 'still in the editor');
 dialogAnswer = true;
-// Airports sized by a number: three symbol sizes in the legend, largest first.
-await page.getByLabel('Style of Airports').selectOption('proportional');
-await page.getByLabel('Column for Airports').selectOption('latitude');
+// Countries' populations sized by number: three symbol sizes in the legend, largest first.
+await page.getByLabel('Style of Populations').selectOption('proportional');
+await page.getByLabel('Column for Populations').selectOption('pop_est');
 const legend = page.getByRole('region', { name: 'Legend' });
 await until(async () => (await legend.locator('.legend-swatch.circle').count()) === 3, 'three symbol sizes');
 const sizes = await legend.locator('.legend-swatch.circle').evaluateAll((e) => e.map((x) => x.getBoundingClientRect().width));
 assert.ok(sizes[0] > sizes[1] && sizes[1] > sizes[2], `symbols shrink with the value: ${sizes}`);
-await page.getByRole('button', { name: 'Remove Airports' }).click();
+await page.getByRole('button', { name: 'Remove Populations' }).click();
 // The top counties: five classes of births in 1974, drawn opaque.
 await page.getByLabel('Style of North Carolina counties').first().selectOption('classes');
 await page.getByLabel('Column for North Carolina counties').first().selectOption('bir74');
 await page.getByLabel('Colour ramp of North Carolina counties').first().selectOption('Blues');
-await page.getByLabel('Opacity of North Carolina counties').first().fill('1');
+await page.getByLabel('Opacity of North Carolina counties').first().focus();
+await page.keyboard.press('End');
+assert.equal(await page.getByLabel('Opacity of North Carolina counties').first().inputValue(), '1');
 await page.getByLabel('Visible').nth(1).uncheck();
 // The world by continent.
 await page.getByLabel('Style of World countries').selectOption('categories');
@@ -499,6 +516,8 @@ assert.ok(continents.includes('Africa') && continents.includes('Antarctica') && 
 const classColours = await legend.locator('.legend-layer').first().locator('.legend-swatch').evaluateAll((e) => e.map((x) => x.dataset.colour));
 assert.equal(classColours.length, 5);
 // Every class the legend names is on the map, in the legend's colour.
+await page.getByRole('button', { name: 'Zoom to North Carolina counties' }).first().click();
+await page.locator('.map').scrollIntoViewIfNeeded();
 for (const colour of classColours) {
   await until(async () => (await dataPixels(page, [rgb(colour)], true)) >= 50, `counties drawn in ${colour}`);
 }
@@ -523,7 +542,7 @@ const stylePath = path.join(scratch, 'counties.style.json');
 fs.copyFileSync(await download.path(), stylePath);
 const style = JSON.parse(fs.readFileSync(stylePath, 'utf8'));
 assert.equal(style.version, 8, 'the export is a MapLibre style');
-assert.deepEqual(style.layers.filter((l) => l.type === 'fill').map((l) => l.paint['fill-color']),
+assert.deepEqual(style.layers.filter((l) => l.type === 'fill' && l.metadata?.['catalog:layer']).map((l) => l.paint['fill-color']),
   ordered.map((l) => l.paint['fill-color']), 'the exported style draws the same colours');
 // Sharing: the private world layer is named, and made public from the dialog.
 await page.getByRole('button', { name: 'Share' }).click();
@@ -810,10 +829,30 @@ step('not found and sign out');
 await page.goto(`${base}/no/such/page`);
 await page.getByRole('heading', { name: 'Not found' }).waitFor();
 await screen(page, 'not-found');
+// "Sign out" ends this browser's sign-in only; "Sign out everywhere" ends them all.
+const laptop = await signedIn(admin, adminPassword);
+const tablet = await signedIn(admin, adminPassword);
 await page.getByRole('button', { name: 'Sign out' }).click();
 await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+await until(async () => (await page.title()) === 'Sign in · Spatial Data Catalog', 'the sign-in tab title');
 await page.goto(`${base}/datasets`);
 await page.getByRole('link', { name: 'Sign in' }).waitFor();
+await laptop.reload();
+await laptop.getByRole('link', { name: `Account of ${admin}` }).waitFor();
+await laptop.getByRole('link', { name: `Account of ${admin}` }).click();
+await laptop.getByRole('heading', { name: 'Sign out everywhere' }).waitFor();
+await screen(laptop, 'account-sign-out');
+await laptop.getByRole('button', { name: 'Sign out everywhere' }).click();
+await laptop.getByRole('heading', { name: 'Sign in' }).waitFor();
+await tablet.reload();
+await tablet.getByRole('link', { name: 'Sign in' }).waitFor();
+assert.equal(await tablet.getByRole('button', { name: 'Sign out' }).count(), 0, 'the other browser is signed out too');
+await laptop.context().close();
+await tablet.context().close();
+// Each screen has a title of its own.
+const titles = Object.entries(report.titles).filter(([name]) => !/ogc|embed/.test(name));
+for (const [screenName, title] of titles) assert.match(title, / · Spatial Data Catalog$/, `${screenName}: ${title}`);
+assert.ok(new Set(titles.map(([, t]) => t)).size >= 20, `screens have titles of their own: ${JSON.stringify(report.titles)}`);
 
 // --- 390 px: every screen lays out without sideways scrolling.
 step('390 px');
@@ -835,8 +874,22 @@ for (const [route, name] of [[`/api/collections/${datasetId}`, 'phone-ogc-collec
   await screen(phone, name);
 }
 
-// Signed in, the screens with forms lay out at 390 px too.
+// Signed in, the screens with forms lay out at 390 px too. The menu folds
+// behind one button, which opens it; results come before the filters.
 const phoneAdmin = await signedIn(admin, adminPassword, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+await phoneAdmin.goto(`${base}/datasets`);
+await phoneAdmin.getByRole('heading', { name: 'Datasets' }).waitFor();
+const header = await phoneAdmin.locator('header .top').boundingBox();
+assert.ok(header.height <= 64, `the folded menu bar takes ${header.height} px`);
+assert.ok(!(await phoneAdmin.getByRole('navigation', { name: 'Main' }).isVisible()), 'the menu is folded');
+await phoneAdmin.getByRole('button', { name: 'Menu' }).click();
+await phoneAdmin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).waitFor();
+assert.equal(await phoneAdmin.getByRole('button', { name: 'Menu' }).getAttribute('aria-expanded'), 'true');
+await screen(phoneAdmin, 'phone-menu');
+await phoneAdmin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
+assert.ok(!(await phoneAdmin.getByRole('navigation', { name: 'Main' }).isVisible()), 'the menu folds after a choice');
+const [results, filters] = await Promise.all([phoneAdmin.locator('.cards').boundingBox(), phoneAdmin.getByRole('complementary', { name: 'Filters' }).boundingBox()]);
+assert.ok(results.y < filters.y, 'results come before the filters');
 for (const [route, name, ready] of [
   ['/admin/quotas', 'phone-admin-quotas', 'Dataset cap of newcomer'],
   ['/admin/notifications', 'phone-admin-notifications', 'Webhook URL'],

@@ -339,6 +339,16 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
     let files = tempfile::tempdir().unwrap();
     let world = files.path().join("countries.zip");
     std::fs::write(&world, zip_owned(&shapefile_members("shp/naturalearth_lowres"))).unwrap();
+    // And a point inside each, with its population, for symbols sized by a number.
+    let populations = files.path().join("populations.geojson");
+    let made = std::process::Command::new("ogr2ogr")
+        .args(["-f", "GeoJSON", "-nln", "populations", "-dialect", "sqlite", "-sql"])
+        .arg("SELECT name, pop_est, ST_PointOnSurface(geometry) AS geometry FROM naturalearth_lowres")
+        .arg(&populations)
+        .arg(data_dir().join("shp/naturalearth_lowres/naturalearth_lowres.shp"))
+        .status()
+        .unwrap();
+    assert!(made.success());
     let shots = std::env::var("CATALOG_UI_SCREENSHOTS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| repository().join(".data/ui-screenshots"));
@@ -352,7 +362,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         .env("CATALOG_UPLOAD", data_dir().join("gpkg/nc.gpkg"))
         .env("CATALOG_RASTER", data_dir().join("raster/elev_luxembourg.tif"))
         .env("CATALOG_WORLD", &world)
-        .env("CATALOG_POINTS", data_dir().join("csv/airports.csv"))
+        .env("CATALOG_POINTS", &populations)
         .env("CATALOG_WEBHOOK", &webhook)
         .env("CATALOG_WEBHOOK_SECRET", WEBHOOK_SECRET)
         .env("CATALOG_BANNER_TEXT", BANNER_TEXT)

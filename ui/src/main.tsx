@@ -61,7 +61,7 @@ function Shell({ children }: { children: ReactNode }) {
           >
             Menu
           </button>
-          <nav aria-label="Main" id="main-nav">
+          <nav aria-label="Main" id="main-nav" onClick={() => setMenuOpen(false)}>
             <Link href="/datasets">Datasets</Link>
             <Link href="/maps">Maps</Link>
             <Link href="/upload">Upload</Link>

@@ -80,7 +80,7 @@ function ApiKeys() {
           <code aria-label="New API key">{created.key}</code>
         </div>
       )}
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="API keys table">
         <table>
           <thead>
             <tr>

@@ -62,7 +62,7 @@ export function AdminUsers() {
   return (
     <AdminScreen title="Users">
       <ErrorNote error={action.error ?? users.error} />
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="Users table">
         <table>
           <thead>
             <tr>

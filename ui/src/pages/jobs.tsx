@@ -23,7 +23,7 @@ export function Jobs() {
       <section>
         <h1>Jobs</h1>
         <ErrorNote error={jobs.error} />
-        <div className="table-scroll">
+        <div className="table-scroll" tabIndex={0} role="region" aria-label="Jobs table">
           <table>
             <thead>
               <tr>

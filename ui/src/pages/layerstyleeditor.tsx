@@ -6,6 +6,8 @@ import { useState } from "react";
 import { get, type Schemas } from "../api";
 import { ErrorNote, useAction } from "./common";
 import {
+  OTHER_COLOUR,
+  QUALITATIVE,
   RAMPS,
   categoriesFrom,
   classesFrom,
@@ -49,7 +51,9 @@ export function LayerStyleEditor({
   /** The settings for a mode and column, from the column's summary. */
   const build = (mode: Mode, column: string | undefined, ramp = config.ramp ?? "Oranges", count = classes) =>
     action.run(async () => {
-      const base: StyleConfig = { mode, colour: config.colour, outline: config.outline };
+      // A rule-based style draws values no rule names in grey; one colour keeps the layer's own.
+      const own = config.mode === "single" || config.mode === "proportional" ? config.colour : QUALITATIVE[index % QUALITATIVE.length];
+      const base: StyleConfig = { mode, colour: mode === "categories" || mode === "classes" ? OTHER_COLOUR : own, outline: config.outline };
       if (mode === "single" || !column) return set({ ...base, mode: "single" });
       const summary = await get<ColumnSummary>(
         `/api/datasets/${layer.dataset_id}/columns/${encodeURIComponent(column)}/summary?classes=${count}`,
@@ -62,7 +66,7 @@ export function LayerStyleEditor({
   const chooseMode = (mode: Mode) => build(mode, mode === "single" ? undefined : (columnsFor(mode).find((c) => c.name === config.column) ?? columnsFor(mode)[0])?.name);
 
   return (
-    <div className="style-editor" aria-label={`Style of ${name}`} role="group">
+    <div className="style-editor" aria-label={`Style settings of ${name}`} role="group">
       <label>
         Style of {name}
         <select value={config.mode} onChange={(e) => chooseMode(e.target.value as Mode)} disabled={action.busy}>

@@ -1,4 +1,5 @@
-import { useState, type DragEvent } from "react";
+import { useRef, useState, type DragEvent } from "react";
+import type { Map as MapLibreMap } from "maplibre-gl";
 import { get, request, send, type Schemas } from "../api";
 import { useLeaveGuard } from "../router";
 import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, useTitle } from "./common";
@@ -237,6 +238,12 @@ function Editor({ initial }: { initial: MapResponse }) {
       const style = await (await request(`/api/maps/${map.id}/style.json`)).text();
       saveFile(`${map.name}.style.json`, style);
     });
+  const view = useRef<MapLibreMap | null>(null);
+  const zoomTo = (bounds: number[]) => {
+    let [west, south, east, north] = bounds;
+    if (west > east) east += 360; // across the antimeridian
+    view.current?.fitBounds([west, south, east, north], { padding: 24, maxZoom: 14, duration: 0 });
+  };
   const drop = (e: DragEvent, to: number) => {
     e.preventDefault();
     if (dragged !== null) move(dragged, to);
@@ -261,6 +268,7 @@ function Editor({ initial }: { initial: MapResponse }) {
         bounds={extentOf(preview) ?? basemapExtent}
         basemap={basemapPlacement(preview)}
         identify={identifiedLayers(preview)}
+        onMap={(m) => (view.current = m)}
         label={`Map ${map.name}`}
       />
       <Legend layers={preview.layers} />
@@ -303,6 +311,11 @@ function Editor({ initial }: { initial: MapResponse }) {
               <button type="button" onClick={() => setLayers((now) => now.filter((_, j) => j !== i))} aria-label={`Remove ${l.dataset_name}`}>
                 Remove
               </button>
+              {l.dataset_extent_bbox && (
+                <button type="button" className="link" onClick={() => zoomTo(l.dataset_extent_bbox!)} aria-label={`Zoom to ${l.dataset_name}`}>
+                  Zoom to
+                </button>
+              )}
               {l.dataset_kind !== "raster" && l.dataset_available && (
                 <LayerStyleEditor layer={l} index={i} onChange={(patch) => change(i, patch as unknown as Partial<MapLayer>)} />
               )}
