@@ -248,3 +248,46 @@ async fn a_dataset_opens_in_any_maplibre_viewer_over_the_basemap() {
     let (status, _) = stack.get_json(None, &format!("/api/tiles/{id}/style.json")).await;
     assert_eq!(status, 404);
 }
+
+/// Land is where the countries are, at every longitude: no ring of the
+/// source that crosses the antimeridian (Chukotka, Wrangel Island, a Fijian
+/// island) becomes a band of land round the globe across the oceans, and
+/// the land on both sides of 180° is kept.
+#[tokio::test]
+async fn no_band_of_land_crosses_the_oceans() {
+    let app = App::start().await;
+    let land_at = |lon: f64, lat: f64| {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT min(name) FROM basemap.countries
+             WHERE ST_Intersects(geom, ST_Transform(ST_SetSRID(ST_MakePoint($1, $2), 4326), 3857))",
+        )
+        .bind(lon)
+        .bind(lat)
+        .fetch_one(&app.pool)
+    };
+    // The open sea at the latitudes of the rings that crossed 180°.
+    for (lon, lat) in [(-30.0, 67.5), (0.0, 66.0), (-140.0, 71.2), (-120.0, -16.45)] {
+        assert_eq!(
+            land_at(lon, lat).await.unwrap(),
+            None,
+            "land in the sea at {lon}, {lat}"
+        );
+    }
+    // Both sides of the antimeridian are still land.
+    assert_eq!(land_at(175.0, 67.0).await.unwrap().as_deref(), Some("Russia"));
+    assert_eq!(land_at(-175.0, 65.0).await.unwrap().as_deref(), Some("Russia"));
+    assert_eq!(
+        land_at(-179.5, 71.2).await.unwrap().as_deref(),
+        Some("Russia"),
+        "Wrangel Island"
+    );
+    // And every part of a country but Antarctica's round the pole spans less than half the globe.
+    let wide: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT name FROM basemap.countries, ST_Dump(ST_Transform(geom, 4326)) d
+         WHERE ST_XMax(d.geom) - ST_XMin(d.geom) > 180 AND name <> 'Antarctica'",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(wide.is_empty(), "{wide:?}");
+}
