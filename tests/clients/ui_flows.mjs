@@ -675,6 +675,30 @@ if (/approval/.test(registered)) {
 await page.getByLabel('Status of newcomer').waitFor();
 assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active');
 await screen(page, 'admin-users');
+// A forgotten password, with no mail server: the sign-in page points to
+// the admin, who makes a one-time link; the link sets the password once.
+await visitor.goto(`${base}/signin`);
+await visitor.getByRole('link', { name: 'Forgot your password?' }).click();
+await visitor.getByText('This service sends no mail. Ask an administrator').waitFor();
+await screen(visitor, 'forgot-password');
+await page.getByRole('button', { name: 'Make a password reset link for newcomer' }).click();
+const resetUrl = await page.getByLabel('Password reset link for newcomer', { exact: true }).inputValue();
+assert.ok(resetUrl.startsWith(`${base}/reset-password#token=`), resetUrl);
+await visitor.goto(resetUrl);
+await visitor.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+assert.equal(new URL(visitor.url()).hash, '', 'the token leaves the address bar');
+await screen(visitor, 'reset-password');
+await visitor.getByLabel('New password', { exact: true }).fill('Newcomer-Password-1');
+await visitor.getByLabel('New password again').fill('Newcomer-Password-1');
+await visitor.getByRole('button', { name: 'Set the password' }).click();
+await visitor.getByRole('heading', { name: 'Password set' }).waitFor();
+await visitor.goto(`${base}/signin`);
+await visitor.goto(resetUrl);
+await visitor.getByLabel('New password', { exact: true }).fill('Newcomer-Password-2');
+await visitor.getByLabel('New password again').fill('Newcomer-Password-2');
+await visitor.getByRole('button', { name: 'Set the password' }).click();
+await visitor.getByRole('alert').waitFor();
+assert.match(await visitor.getByRole('alert').innerText(), /already used or expired/, 'a link works once');
 // A grant to the newcomer on the dataset page, then its revocation.
 await page.goto(`${base}/datasets/${datasetId}`);
 await page.getByLabel('Username of the person').fill('newcomer');

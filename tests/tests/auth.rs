@@ -1137,3 +1137,106 @@ async fn sign_in_timing_does_not_reveal_usernames() {
         "an unknown user is refused in {unknown:?}, a wrong password in {known:?}"
     );
 }
+
+/// A forgotten password, without mail: an admin makes a one-time link for
+/// the account; it sets a new password once, ends every sign-in and key of
+/// the account, and a newer link or a day retires it.
+#[tokio::test]
+async fn an_admin_made_link_sets_a_new_password_once() {
+    let stack = App::start().await;
+    let admin = stack.admin_token().await;
+    let (user_id, old_access) = stack.user_token("forgetful", "editor").await;
+    let key = create_key(&stack, &old_access, json!({})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let make = |token: &str| {
+        stack.send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/admin/users/{user_id}/password-reset")))
+                .bearer_auth(token),
+        )
+    };
+    assert_eq!(make(&old_access).await.status(), 403, "only admins make links");
+    let unknown = stack
+        .send(
+            stack
+                .http
+                .post(stack.url(&format!("/api/admin/users/{}/password-reset", Uuid::now_v7())))
+                .bearer_auth(&admin),
+        )
+        .await;
+    assert_eq!(unknown.status(), 404);
+    let first: Value = make(&admin).await.json().await.unwrap();
+    let response = make(&admin).await;
+    assert_eq!(response.status(), 201);
+    let link: Value = response.json().await.unwrap();
+    let url = link["url"].as_str().unwrap();
+    assert!(url.starts_with(&stack.url("/reset-password#token=pr_")), "{url}");
+    let token_of = |link: &Value| {
+        link["url"]
+            .as_str()
+            .unwrap()
+            .split("#token=")
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    let reset = |token: String, password: &str| {
+        stack.send(
+            stack
+                .http
+                .post(stack.url("/api/auth/password-reset"))
+                .json(&json!({"token": token, "new_password": password})),
+        )
+    };
+    const NEW: &str = "Brand-New-Password-42";
+    assert_eq!(
+        reset(token_of(&first), NEW).await.status(),
+        400,
+        "a newer link retires the older one"
+    );
+    assert_eq!(reset(token_of(&link), "short").await.status(), 422, "the policy holds");
+    assert_eq!(reset(format!("{}x", token_of(&link)), NEW).await.status(), 400);
+    assert_eq!(reset(token_of(&link), NEW).await.status(), 204);
+    assert_eq!(
+        reset(token_of(&link), "Another-Password-43").await.status(),
+        400,
+        "once only"
+    );
+    assert_eq!(me_status(&stack, &old_access).await, 401, "the old sign-in ended");
+    assert_eq!(key_status(&stack, &key).await, 401, "the old keys ended");
+    let signed_in = stack
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/login"))
+                .form(&[("username", "forgetful"), ("password", NEW)]),
+        )
+        .await;
+    assert_eq!(signed_in.status(), 200, "the new password signs in");
+
+    // A day later the link is spent.
+    let late: Value = make(&admin).await.json().await.unwrap();
+    sqlx::query(
+        "UPDATE password_resets SET expires_at = now() - interval '1 second' WHERE user_id = $1 AND used_at IS NULL",
+    )
+    .bind(user_id)
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    assert_eq!(reset(token_of(&late), "Later-Password-44").await.status(), 400);
+    // Without a mail server, asking by mail says to ask an admin.
+    let asked = stack
+        .send(
+            stack
+                .http
+                .post(stack.url("/api/auth/password-reset/request"))
+                .json(&json!({"account": "forgetful"})),
+        )
+        .await;
+    assert_eq!(asked.status(), 409);
+    let (_, config) = stack.get_json(None, "/api/auth/config").await;
+    assert_eq!(config["password_reset_by_mail"], false);
+}

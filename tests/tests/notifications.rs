@@ -245,3 +245,102 @@ async fn notifications_go_out_through_each_channel_and_failures_are_reported() {
     smtp.kill().unwrap();
     smtp.wait().unwrap();
 }
+
+/// A forgotten password, with a mail server: asking by username or address
+/// mails a one-time link to the account's own address, answering the same
+/// whether or not an account matched; a repeated ask within minutes sends
+/// no second mail; the mailed link sets the password.
+#[tokio::test]
+async fn a_forgotten_password_is_reset_through_a_mailed_link() {
+    let stack = Stack::start_with(StackOptions::default().env("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1")).await;
+    let admin = stack.admin_token().await;
+    let smtp_port = free_port();
+    let mail = tempfile::NamedTempFile::new().unwrap();
+    let mut smtp = smtp_server(smtp_port, mail.path());
+    wait_for_port(smtp_port).await;
+    let (status, _) = put_settings(
+        &stack,
+        &admin,
+        &json!({"smtp": {"host": "127.0.0.1", "port": smtp_port, "security": "none",
+                         "from": "catalog@example.org", "to": ["ops@example.org"]},
+                "webhook": null, "events": []}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, config) = stack.get_json(None, "/api/auth/config").await;
+    assert_eq!(config["password_reset_by_mail"], true);
+    sqlx::query(
+        "INSERT INTO users (id, username, email, password_hash, role) VALUES ($1, 'walker', 'walker@example.org', $2, 'editor')",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(catalog_shared::auth::hash_password("Old-Password-123").unwrap())
+    .execute(&stack.pool)
+    .await
+    .unwrap();
+    let ask = |account: &str| {
+        stack
+            .http
+            .post(stack.url("/api/auth/password-reset/request"))
+            .json(&json!({"account": account}))
+            .send()
+    };
+    assert_eq!(
+        ask("nobody-at-all").await.unwrap().status(),
+        202,
+        "the same answer for no account"
+    );
+    assert_eq!(ask("WALKER@example.org").await.unwrap().status(), 202);
+    // The mail as a mail reader shows it: quoted-printable undone.
+    let received = || {
+        std::fs::read_to_string(mail.path())
+            .unwrap()
+            .replace("=\r\n", "")
+            .replace("=\n", "")
+            .replace("=3D", "=")
+    };
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = received();
+        if text.contains("/reset-password#token=") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        text.contains("walker@example.org"),
+        "mailed to the account's address: {text}"
+    );
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/reset-password#token="))
+        .expect("the mail holds the link")
+        .to_string();
+    assert!(link.starts_with(&stack.url("/reset-password#token=pr_")), "{link}");
+    assert_eq!(ask("walker").await.unwrap().status(), 202);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = received();
+    assert_eq!(
+        after.matches("/reset-password#token=").count(),
+        1,
+        "one mail within minutes: {after}"
+    );
+    let token = link.split("#token=").nth(1).unwrap();
+    let reset = stack
+        .http
+        .post(stack.url("/api/auth/password-reset"))
+        .json(&json!({"token": token, "new_password": "New-Password-456"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 204);
+    let signed_in = stack
+        .http
+        .post(stack.url("/api/auth/login"))
+        .form(&[("username", "walker"), ("password", "New-Password-456")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    smtp.kill().unwrap();
+    smtp.wait().unwrap();
+}

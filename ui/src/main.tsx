@@ -3,7 +3,7 @@ import { createRoot } from "react-dom/client";
 import { signOut } from "./api";
 import { Link, navigate, useLocation } from "./router";
 import { SessionProvider, isAdmin, useSession } from "./session";
-import { SignIn, Register, OAuthCallback } from "./pages/signin";
+import { SignIn, Register, OAuthCallback, ForgotPassword, ResetPassword } from "./pages/signin";
 import { Catalog } from "./pages/catalog";
 import { DatasetPage } from "./pages/dataset";
 import { Upload } from "./pages/upload";
@@ -107,6 +107,8 @@ function Routes() {
   if (first === "datasets" && second && !third) return <DatasetPage id={second} />;
   if (path === "/signin") return <SignIn />;
   if (path === "/register") return <Register />;
+  if (path === "/forgot-password") return <ForgotPassword />;
+  if (path === "/reset-password") return <ResetPassword />;
   if (path === "/oauth/callback") return <OAuthCallback />;
   if (path === "/upload") return <Upload />;
   if (path === "/jobs") return <Jobs />;

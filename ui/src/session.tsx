@@ -6,6 +6,7 @@ import { get, refresh, type User } from "./api";
 export type AuthConfig = {
   password_login_enabled: boolean;
   registration_enabled: boolean;
+  password_reset_by_mail?: boolean;
   oauth_providers: { slug: string; display_name: string; login_url: string }[];
   banner: { enabled: boolean; text?: string | null; color?: string | null };
 };

@@ -8,7 +8,7 @@ use super::Caller;
 
 /// Routes that read no credential: the landing page and conformance (the
 /// specification says so), liveness, the routes that take their credential
-/// in the body or a cookie (sign-in, refresh, sign-out), the single sign-on
+/// in the body or a cookie (sign-in, refresh, sign-out, password reset), the single sign-on
 /// redirects (their credential is the provider's answer), shared map
 /// links (404 or 410 whatever is sent), and the built-in basemap and the
 /// tile matrix sets (the same for everyone, so a viewer's stale token
@@ -23,6 +23,8 @@ pub(super) fn reads_no_credential(path: &str) -> bool {
             | "/api/auth/refresh"
             | "/api/auth/logout"
             | "/api/auth/logout/session"
+            | "/api/auth/password-reset"
+            | "/api/auth/password-reset/request"
     ) || path.starts_with("/api/maps/shared/")
         || path.starts_with("/api/auth/oauth/")
         || path.starts_with("/api/basemap/")

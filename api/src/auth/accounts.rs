@@ -136,7 +136,7 @@ fn check_email(email: &str) -> Result<(), AppError> {
     }
 }
 
-fn check_password(password: &str) -> Result<(), AppError> {
+pub(super) fn check_password(password: &str) -> Result<(), AppError> {
     match password_policy_violation(password) {
         Some(why) => Err(AppError::unprocessable(why)),
         None => Ok(()),
@@ -455,8 +455,11 @@ async fn auth_config(State(state): State<AppState>) -> Result<Json<serde_json::V
             })
         })
         .collect();
+    let mails = catalog_shared::notify::channels(&state.pool).await?.smtp.is_some();
     Ok(Json(serde_json::json!({
         "password_login_enabled": settings.password_login_enabled,
+        // Forgotten passwords: a link by mail, or (false) from an admin.
+        "password_reset_by_mail": mails,
         "registration_enabled": true,
         "oauth_providers": providers,
         "banner": {

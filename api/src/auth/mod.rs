@@ -14,6 +14,7 @@ mod cookies;
 pub mod cors;
 mod oauth;
 pub mod providers;
+mod reset;
 pub mod tokens;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -23,6 +24,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(accounts::routes())
         .merge(providers::routes())
         .merge(oauth::routes())
+        .merge(reset::routes())
 }
 
 /// Creates the first admin from `BOOTSTRAP_ADMIN_*` when no user exists.

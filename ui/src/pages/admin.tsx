@@ -1,5 +1,5 @@
 import { useState, type FormEvent, type ReactNode } from "react";
-import { get, send, type User } from "../api";
+import { get, send, type Schemas, type User } from "../api";
 import { Link, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ApiLink } from "./apiview";
@@ -59,9 +59,27 @@ export function AdminUsers() {
       await send("PATCH", `/api/admin/users/${id}`, update);
       users.reload();
     });
+  const [link, setLink] = useState<{ username: string; url: string; expires_at: string } | null>(null);
+  const makeLink = (u: User) =>
+    action.run(async () => {
+      const made = await send<Schemas["ResetLink"]>("POST", `/api/admin/users/${u.id}/password-reset`);
+      setLink({ username: u.username, ...made });
+    });
   return (
     <AdminScreen title="Users">
       <ErrorNote error={action.error ?? users.error} />
+      {link && (
+        <div className="secret" role="status">
+          <label>
+            Password reset link for {link.username}
+            <input readOnly value={link.url} onFocus={(e) => e.target.select()} />
+          </label>
+          <p>
+            Send it to {link.username} yourself: it sets a new password once, until {when(link.expires_at)}. An older link of
+            theirs stops working.
+          </p>
+        </div>
+      )}
       <div className="table-scroll" tabIndex={0} role="region" aria-label="Users table">
         <table>
           <thead>
@@ -71,6 +89,7 @@ export function AdminUsers() {
               <th scope="col">Role</th>
               <th scope="col">Status</th>
               <th scope="col">Created</th>
+              <th scope="col">Password</th>
             </tr>
           </thead>
           <tbody>
@@ -107,6 +126,11 @@ export function AdminUsers() {
                   )}
                 </td>
                 <td>{when(u.created_at)}</td>
+                <td>
+                  <button type="button" className="link" onClick={() => makeLink(u)} aria-label={`Make a password reset link for ${u.username}`}>
+                    Reset link
+                  </button>
+                </td>
               </tr>
             ))}
           </tbody>

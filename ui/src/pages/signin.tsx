@@ -55,6 +55,7 @@ export function SignIn() {
           <button type="submit" disabled={action.busy}>
             Sign in
           </button>
+          <Link href="/forgot-password">Forgot your password?</Link>
         </form>
       )}
       {config && config.oauth_providers.length > 0 && (
@@ -162,6 +163,110 @@ export function OAuthCallback() {
         </>
       ) : (
         <p role="status">Finishing the sign-in…</p>
+      )}
+    </section>
+  );
+}
+
+/** A forgotten password: a link by mail when the service sends mail, else word to ask an admin. */
+export function ForgotPassword() {
+  useTitle("Forgotten password");
+  const { config } = useSession();
+  const [account, setAccount] = useState("");
+  const [sent, setSent] = useState(false);
+  const action = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    action.run(async () => {
+      await send("POST", "/api/auth/password-reset/request", { account });
+      setSent(true);
+    });
+  };
+  return (
+    <section className="narrow">
+      <h1>Forgotten password</h1>
+      {!config ? (
+        <p className="loading">Loading…</p>
+      ) : config.password_reset_by_mail ? (
+        sent ? (
+          <p role="status">
+            If an account has that username or address, a link to choose a new password is on its way to its address. It
+            works for a day.
+          </p>
+        ) : (
+          <form onSubmit={submit} className="stack">
+            <label>
+              Username or email
+              <input value={account} onChange={(e) => setAccount(e.target.value)} autoComplete="username" required />
+            </label>
+            <ErrorNote error={action.error} />
+            <button type="submit" disabled={action.busy}>
+              Send me a link
+            </button>
+          </form>
+        )
+      ) : (
+        <p>
+          This service sends no mail. Ask an administrator: they can make you a one-time link to choose a new password.
+        </p>
+      )}
+      <p>
+        <Link href="/signin">Back to sign in</Link>
+      </p>
+    </section>
+  );
+}
+
+/** The page a reset link opens: its token in the fragment, read once and taken out of the address. */
+export function ResetPassword() {
+  useTitle("Choose a new password");
+  const [token] = useState(() => new URLSearchParams(window.location.hash.slice(1)).get("token") ?? "");
+  useEffect(() => {
+    if (window.location.hash) history.replaceState(null, "", window.location.pathname);
+  }, []);
+  const [password, setPassword] = useState("");
+  const [again, setAgain] = useState("");
+  const [done, setDone] = useState(false);
+  const action = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    action.run(async () => {
+      if (password !== again) throw new Error("The two passwords differ.");
+      await send("POST", "/api/auth/password-reset", { token, new_password: password });
+      setDone(true);
+    });
+  };
+  if (done)
+    return (
+      <section className="narrow">
+        <h1>Password set</h1>
+        <p role="status">Your new password is set, and every earlier sign-in of yours has ended.</p>
+        <p>
+          <Link href="/signin">Sign in</Link>
+        </p>
+      </section>
+    );
+  return (
+    <section className="narrow">
+      <h1>Choose a new password</h1>
+      {!token ? (
+        <p>This page opens from a password reset link. Ask for a new one if yours was cut.</p>
+      ) : (
+        <form onSubmit={submit} className="stack">
+          <label>
+            New password
+            <input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
+          </label>
+          <label>
+            New password again
+            <input type="password" value={again} onChange={(e) => setAgain(e.target.value)} autoComplete="new-password" required />
+          </label>
+          <p className="meta">At least 12 characters, with three of: lower case, upper case, digits, symbols.</p>
+          <ErrorNote error={action.error} />
+          <button type="submit" disabled={action.busy}>
+            Set the password
+          </button>
+        </form>
       )}
     </section>
   );
