@@ -406,20 +406,29 @@ async fn serve_tile(
         .await
 }
 
-/// TileJSON 3.0 of a dataset's vector tiles (signed for datasets not
-/// everyone may read).
-#[utoipa::path(get, path = "/api/tiles/{dataset_id}/tilejson.json", tag = "tiles", params(("dataset_id" = Uuid, Path)),
-    responses((status = 200, description = "TileJSON 3.0.0")))]
+/// TileJSON 3.0 of a dataset's tiles (signed for datasets not everyone may
+/// read). For a raster, the rendering asked here (bands, stretch, colour
+/// map, resampling, checked as a tile checks them) goes into the template.
+#[utoipa::path(get, path = "/api/tiles/{dataset_id}/tilejson.json", tag = "tiles", params(("dataset_id" = Uuid, Path), RasterTileQuery),
+    responses((status = 200, description = "TileJSON 3.0.0"),
+              (status = 400, description = "a rendering a raster cannot have, or any rendering for vector tiles", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn tilejson(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    Query(render): Query<RasterTileQuery>,
 ) -> Result<Json<Value>, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
     let query = tile_query(&state, &caller, &dataset);
     let mut document = if dataset.is_raster() {
         let maxzoom = native_zoom(&dataset);
+        let rendering = raster::template_query(&dataset, &render)?;
+        let query = if rendering.is_empty() {
+            query
+        } else {
+            format!("{query}&{rendering}")
+        };
         json!({
             "tilejson": "3.0.0",
             "name": dataset.title,
@@ -431,6 +440,10 @@ async fn tilejson(
             // The data itself, read in place (signed when not everyone may read it).
             "links": [{"rel": "enclosure", "href": cog_href(&state, &caller, &dataset), "type": catalog_raster::cog::MEDIA_TYPE}],
         })
+    } else if raster::asks_rendering(&render) {
+        return Err(AppError::bad_request(
+            "bidx, rescale, colormap and resampling are for raster datasets; this one is a vector dataset",
+        ));
     } else {
         vector_tilejson(&dataset, base, &query)
     };

@@ -594,6 +594,31 @@ await until(async () => {
 }, 'the raster upload', 120_000);
 assert.equal(rasterDone.status, 'succeeded', JSON.stringify(rasterDone));
 const rasterId = rasterDone.dataset_id ?? rasterDone.dataset_ids[0];
+// The raster's page: its size, cell size and bands, and a colour map with a stretch that the map draws.
+await page.goto(`${base}/datasets/${rasterId}`);
+await page.getByRole('heading', { name: 'elev_luxembourg' }).waitFor();
+const facts = await page.locator('.facts').innerText();
+assert.match(facts, /95 × 90 cells/);
+assert.match(facts, /Cell size/);
+assert.match(facts, /1: Gray, Int16/);
+const colourful = async () => page.evaluate(async (b64) => {
+  const img = new Image();
+  img.src = `data:image/png;base64,${b64}`;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  [canvas.width, canvas.height] = [img.width, img.height];
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const { data } = ctx.getImageData(0, 0, img.width, img.height);
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) n += 1;
+  return n;
+}, (await page.locator('.map canvas').screenshot()).toString('base64'));
+await page.getByText('Loading map data…').waitFor({ state: 'detached' });
+assert.ok((await colourful()) < 500, 'the raster shows grey by default');
+await page.getByLabel('Colour map of elev_luxembourg').selectOption('terrain');
+await until(async () => (await colourful()) > 5000, 'the terrain colours on the map');
+await screen(page, 'dataset-raster');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByLabel('New map name').fill('Relief of Luxembourg');
 await page.getByRole('button', { name: 'Create map' }).click();

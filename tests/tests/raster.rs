@@ -11,7 +11,7 @@ use gdal::{
     spatial_ref::SpatialRef,
     vsi,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A GeoTIFF GDAL writes: `bands` Byte bands of a gradient, placed by
 /// `geo_transform` in `epsg` (none: no CRS), with creation options.
@@ -1075,4 +1075,81 @@ async fn malformed_band_lists_are_refused() {
             "{parameter}={value}: {problem}"
         );
     }
+}
+
+/// A rendering chosen once (band, stretch, colour map) travels in the tile
+/// template: TileJSON takes it, checked as tiles check it, and a map layer's
+/// rendering goes into its exported style; the tiles then come coloured.
+#[tokio::test]
+async fn a_rendering_travels_in_tilejson_and_map_styles() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let token = stack.admin_token().await;
+    let dem = data_file("raster/elev_luxembourg.tif");
+    let job = ingest(&stack, &token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let tilejson: Value = get(
+        &stack,
+        None,
+        &format!("/api/tiles/{id}/tilejson.json?colormap=terrain&rescale=200,550"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let template = tilejson["tiles"][0].as_str().unwrap().to_string();
+    assert!(
+        template.ends_with("/{z}/{x}/{y}.png?v=1&rescale=200%2C550&colormap=terrain"),
+        "{template}"
+    );
+    let coloured = template.replace("{z}/{x}/{y}", "10/529/347");
+    let painted = png(&stack, coloured.trim_start_matches(&stack.base)).await;
+    let grey = png(&stack, &format!("/api/tiles/{id}/10/529/347.png")).await;
+    let colourful = |bytes: &[u8]| {
+        let (_, pixels) = decode(bytes);
+        pixels
+            .iter()
+            .filter(|p| p[3] > 0 && p[0].max(p[1]).max(p[2]) - p[0].min(p[1]).min(p[2]) > 40)
+            .count()
+    };
+    assert!(colourful(&painted) > 1000, "the colour map paints the tile");
+    assert_eq!(colourful(&grey), 0, "the default is grey");
+    for bad in ["colormap=rainbow", "rescale=5,1", "bidx=2"] {
+        let response = get(&stack, None, &format!("/api/tiles/{id}/tilejson.json?{bad}")).await;
+        assert_eq!(response.status(), 400, "{bad}");
+    }
+    let vector = stack
+        .ingest_geojson(
+            &token,
+            &json!({"type": "FeatureCollection", "features": [
+                {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6, 49.6]}, "properties": {}}]}),
+            &[("visibility", "public")],
+        )
+        .await;
+    let response = get(
+        &stack,
+        None,
+        &format!("/api/tiles/{vector}/tilejson.json?colormap=terrain"),
+    )
+    .await;
+    assert_eq!(response.status(), 400, "vector tiles take no raster rendering");
+
+    // A map layer's rendering is in its exported style.
+    let map: Value = stack
+        .send(stack.http.post(stack.url("/api/maps")).bearer_auth(&token).json(&json!({
+            "name": "Relief", "layers": [{"dataset_id": id, "style_config": {"mode": "raster", "colormap": "terrain", "rescale": [200, 550]}}]})))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let (status, style) = stack
+        .get_json(
+            Some(&token),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(status, 200, "{style}");
+    let source = &style["sources"][format!("dataset-{id}-raster")];
+    let tiles = source["tiles"][0].as_str().unwrap();
+    assert!(tiles.contains("rescale=200%2C550&colormap=terrain"), "{tiles}");
 }

@@ -2016,8 +2016,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * TileJSON 3.0 of a dataset's vector tiles (signed for datasets not
-         *     everyone may read).
+         * TileJSON 3.0 of a dataset's tiles (signed for datasets not everyone may
+         *     read). For a raster, the rendering asked here (bands, stretch, colour
+         *     map, resampling, checked as a tile checks them) goes into the template.
          */
         get: operations["tilejson"];
         put?: never;
@@ -17317,7 +17318,16 @@ export interface operations {
     };
     tilejson: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Raster: 1 or 3 band indexes, comma separated. */
+                bidx?: string | null;
+                /** @description Raster: `min,max` mapped to 0..255. */
+                rescale?: string | null;
+                /** @description Raster, one band: viridis, magma, terrain, greys or rdylgn. */
+                colormap?: string | null;
+                /** @description Raster: nearest (default), bilinear or cubic. */
+                resampling?: string | null;
+            };
             header?: never;
             path: {
                 dataset_id: string;
@@ -17333,7 +17343,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a rendering a raster cannot have, or any rendering for vector tiles */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -69,7 +69,13 @@ fn default_paint(kind: &str, index: usize) -> Map<String, Value> {
 fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -> (String, Value) {
     let id = layer.dataset_id;
     if is_raster(layer) {
-        let query = signature.map(|q| format!("?{q}")).unwrap_or_default();
+        let rendering = raster_rendering(layer.style_config.as_ref());
+        let query = match (signature, rendering.is_empty()) {
+            (Some(q), true) => format!("?{q}"),
+            (Some(q), false) => format!("?{q}&{rendering}"),
+            (None, true) => String::new(),
+            (None, false) => format!("?{rendering}"),
+        };
         let mut source = json!({
             "type": "raster",
             "tiles": [format!("{base}/api/tiles/{id}/{{z}}/{{x}}/{{y}}.png{query}")],
@@ -94,6 +100,32 @@ fn source_of(layer: &MapLayerResponse, base: &str, signature: Option<&String>) -
             json!({"type": "geojson", "data": data}),
         )
     }
+}
+
+/// The rendering the map editor chose for a raster layer (its
+/// `style_config`: `bidx`, `rescale` as `[min, max]`, `colormap`) as a tile
+/// query; what is not of its kind is left out, and the tile route checks
+/// the rest against the raster.
+fn raster_rendering(config: Option<&Value>) -> String {
+    let mut pairs = url::form_urlencoded::Serializer::new(String::new());
+    let Some(config) = config else {
+        return String::new();
+    };
+    if let Some(band) = config.get("bidx").and_then(Value::as_u64) {
+        pairs.append_pair("bidx", &band.to_string());
+    }
+    if let Some([low, high]) = config
+        .get("rescale")
+        .and_then(Value::as_array)
+        .and_then(|r| r.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
+        .as_deref()
+    {
+        pairs.append_pair("rescale", &format!("{low},{high}"));
+    }
+    if let Some(name) = config.get("colormap").and_then(Value::as_str) {
+        pairs.append_pair("colormap", name);
+    }
+    pairs.finish()
 }
 
 /// Where a raster source's tiles stop: `maxzoom`, past which MapLibre

@@ -188,6 +188,36 @@ pub async fn raster_tile(
     serve_cut(state, request, dataset, cut, move |ds| tile::render(ds, &info, &spec)).await
 }
 
+/// The raster query a tile template carries (TileJSON's `tiles`): checked
+/// as a tile checks it, written back in one order; empty when none is asked.
+pub fn template_query(dataset: &Dataset, query: &RasterTileQuery) -> Result<String, AppError> {
+    let info = dataset
+        .raster
+        .as_ref()
+        .map(|r| r.0.clone())
+        .ok_or_else(|| AppError::internal("a raster dataset without its description"))?;
+    let grid = Grid::WebMercator;
+    tile_spec(&info, query, (grid, grid.bounds(0, 0, 0)), 256, TileFormat::Png)?;
+    let mut pairs = url::form_urlencoded::Serializer::new(String::new());
+    let asked = [
+        ("bidx", &query.bidx),
+        ("rescale", &query.rescale),
+        ("colormap", &query.colormap),
+        ("resampling", &query.resampling),
+    ];
+    for (name, value) in asked {
+        if let Some(value) = value {
+            pairs.append_pair(name, value.trim());
+        }
+    }
+    Ok(pairs.finish())
+}
+
+/// Whether a query asks for any raster rendering.
+pub fn asks_rendering(query: &RasterTileQuery) -> bool {
+    query.bidx.is_some() || query.rescale.is_some() || query.colormap.is_some() || query.resampling.is_some()
+}
+
 /// A raster or terrain tile to serve: where, and what shapes its bytes.
 struct Cut {
     grid: Grid,

@@ -4,6 +4,8 @@ import { get, send, type Schemas } from "../api";
 import { navigate, replaceQuery, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ApiLink } from "./apiview";
+import { rasterQuery, type RasterConfig } from "./layerstyle";
+import { RasterStyleEditor } from "./rasterstyle";
 import { ErrorNote, LoadFailed, cellText, useAction, useLoad, useTitle, when } from "./common";
 import { EditableRow, History } from "./history";
 import { MapView } from "./mapview";
@@ -21,8 +23,9 @@ const ROWS = 10;
 const COLOUR = "#c2410c";
 
 /** The preview's style: the dataset alone (the MapView puts the service's own basemap under it). */
-function previewStyle(d: Dataset): StyleSpecification {
-  const tilejson = `${window.location.origin}/api/tiles/${d.id}/tilejson.json`;
+function previewStyle(d: Dataset, rendering: RasterConfig): StyleSpecification {
+  const query = rasterQuery(rendering);
+  const tilejson = `${window.location.origin}/api/tiles/${d.id}/tilejson.json${d.kind === "raster" && query ? `?${query}` : ""}`;
   const layers: LayerSpecification[] = [{ id: "background", type: "background", paint: { "background-color": "#eef2f5" } }];
   if (d.kind === "raster") {
     return {
@@ -370,6 +373,7 @@ export function DatasetPage({ id }: { id: string }) {
   const dataset = useLoad(() => get<Dataset>(`/api/datasets/${id}`), [id]);
   const action = useAction();
   const map = useRef<MapLibreMap | null>(null);
+  const [rendering, setRendering] = useState<RasterConfig>({ mode: "raster" });
   useTitle(dataset.value?.title ?? "Dataset");
   if (dataset.error) return <LoadFailed error={dataset.error} />;
   const d = dataset.value;
@@ -397,9 +401,10 @@ export function DatasetPage({ id }: { id: string }) {
         <span className="tag">{d.visibility}</span>
         <span className="tag">{d.status}</span>
       </p>
+      {raster && <RasterStyleEditor name={d.title} raster={raster} config={rendering} onChange={setRendering} />}
       {d.geometry_column || d.kind === "raster" ? (
         <MapView
-          style={previewStyle(d)}
+          style={previewStyle(d, rendering)}
           bounds={d.extent_bbox}
           basemap={{}}
           identify={d.kind === "raster" ? undefined : { fill: d.title, line: d.title, point: d.title }}

@@ -196,3 +196,29 @@ export function classesFrom(summary: ColumnSummary, ramp: string): Pick<StyleCon
   const breaks = [...new Set(summary.breaks ?? [])].filter((b) => Number.isFinite(b)).sort((a, b) => a - b);
   return { breaks, colours: rampColours(ramp, breaks.length + 1) };
 }
+
+/** A raster layer's rendering (its `style_config`), as the tile routes take it. */
+export type RasterConfig = { mode: "raster"; bidx?: number; rescale?: [number, number]; colormap?: string };
+
+/** The service's colour maps, their colours as the tile routes paint them. */
+export const COLORMAPS: Record<string, string[]> = {
+  viridis: ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"],
+  magma: ["#000004", "#51127c", "#b73779", "#fc8961", "#fcfdbf"],
+  terrain: ["#333399", "#0099ff", "#00cc66", "#ffff99", "#805c54", "#ffffff"],
+  greys: ["#ffffff", "#000000"],
+  rdylgn: ["#a50026", "#f46d43", "#fee08b", "#d9ef8b", "#66bd63", "#006837"],
+};
+
+export function rasterConfigOf(layer: { style_config?: unknown }): RasterConfig {
+  const saved = (layer.style_config ?? {}) as Partial<RasterConfig>;
+  return { ...saved, mode: "raster" };
+}
+
+/** A raster rendering as a tile query (`bidx=1&rescale=0,500&colormap=terrain`), empty for the default. */
+export function rasterQuery(config: Partial<RasterConfig>): string {
+  const query = new URLSearchParams();
+  if (config.bidx) query.set("bidx", String(config.bidx));
+  if (config.rescale) query.set("rescale", config.rescale.join(","));
+  if (config.colormap) query.set("colormap", config.colormap);
+  return query.toString();
+}

@@ -2,7 +2,8 @@
 // top layer first, as the map stacks them; hidden layers and layers the
 // reader may not see are left out.
 import type { Schemas } from "../api";
-import { configOf, geometryOf, legendOf, type Geometry, type LegendEntry } from "./layerstyle";
+import { configOf, geometryOf, legendOf, rasterConfigOf, type Geometry, type LegendEntry } from "./layerstyle";
+import { RasterLegend } from "./rasterstyle";
 
 type MapLayer = Schemas["MapLayerResponse"];
 
@@ -34,7 +35,7 @@ export function Legend({ layers, title = "Legend" }: { layers: MapLayer[]; title
         if (layer.dataset_kind === "raster")
           return (
             <div key={layer.id} className="legend-layer">
-              <strong>{name}</strong> <span className="meta">raster image</span>
+              <strong>{name}</strong> <RasterLegend config={rasterConfigOf(layer)} />
             </div>
           );
         const geometry = geometryOf(layer);

@@ -6,7 +6,8 @@ import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, useTitle } from ".
 import { MapView } from "./mapview";
 import { BUILTIN_BASEMAP, isBuiltinBasemap } from "./basemap";
 import { Legend } from "./legend";
-import { DEFAULT_OUTLINE, QUALITATIVE, configOf, geometryOf } from "./layerstyle";
+import { DEFAULT_OUTLINE, QUALITATIVE, configOf, geometryOf, rasterConfigOf } from "./layerstyle";
+import { RasterLayerStyle } from "./rasterstyle";
 import { LayerStyleEditor, styleChange } from "./layerstyleeditor";
 import { ShareDialog } from "./sharedialog";
 import {
@@ -318,6 +319,13 @@ function Editor({ initial }: { initial: MapResponse }) {
               )}
               {l.dataset_kind !== "raster" && l.dataset_available && (
                 <LayerStyleEditor layer={l} index={i} onChange={(patch) => change(i, patch as unknown as Partial<MapLayer>)} />
+              )}
+              {l.dataset_kind === "raster" && l.dataset_available && (
+                <RasterLayerStyle
+                  layer={l}
+                  config={rasterConfigOf(l)}
+                  onChange={(config) => change(i, { style_config: config } as unknown as Partial<MapLayer>)}
+                />
               )}
             </li>
           ))}

@@ -4,7 +4,7 @@
 import type { LayerSpecification, RasterLayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
 import type { Schemas } from "../api";
 import { isBuiltinBasemap, type BasemapPlacement } from "./basemap";
-import { DEFAULT_OUTLINE, QUALITATIVE, geometryOf, type Geometry } from "./layerstyle";
+import { DEFAULT_OUTLINE, QUALITATIVE, geometryOf, rasterConfigOf, rasterQuery, type Geometry } from "./layerstyle";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
@@ -85,7 +85,8 @@ export function mapStyle(map: MapResponse): StyleSpecification {
     const url = `${window.location.origin}/api/tiles/${layer.dataset_id}/tilejson.json`;
     const visibility: "visible" | "none" = layer.visible ? "visible" : "none";
     if (layer.dataset_kind === "raster") {
-      sources[id] = { type: "raster", url, tileSize: 256 };
+      const rendering = rasterQuery(rasterConfigOf(layer));
+      sources[id] = { type: "raster", url: rendering ? `${url}?${rendering}` : url, tileSize: 256 };
       layers.push({ id, type: "raster", source: id, layout: { visibility }, paint: { "raster-opacity": layer.opacity } });
       continue;
     }
