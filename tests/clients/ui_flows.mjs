@@ -80,7 +80,7 @@ async function accessible(page, screen) {
 async function screen(page, name) {
   await accessible(page, name);
   report.titles[name] = await page.title();
-  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: path.join(shots, `${name}.jpg`), fullPage: true, quality: 70 });
   const size = page.viewportSize();
   if (size.width <= 390) return;
   await page.setViewportSize({ width: 390, height: 844 });
@@ -106,7 +106,7 @@ async function screen(page, name) {
     });
     assert.ok(width <= 390, `${name} is ${width} px wide at 390 px: ${wide.join(', ')}`);
     await accessible(page, `${name}-phone`);
-    await page.screenshot({ path: path.join(shots, `${name}-phone.png`), fullPage: true });
+    await page.screenshot({ path: path.join(shots, `${name}-phone.jpg`), fullPage: true, quality: 70 });
   } finally {
     await page.setViewportSize(size);
   }
