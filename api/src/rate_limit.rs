@@ -42,7 +42,11 @@ impl Bucket {
         match path {
             // Probes and the metrics scraper are the operator's own.
             "/api/health" | "/api/ready" | "/api/metrics" => None,
-            "/api/auth/login" | "/api/auth/register" | "/api/auth/refresh" => Some(Bucket::SignIn),
+            "/api/auth/login"
+            | "/api/auth/register"
+            | "/api/auth/refresh"
+            | "/api/auth/password-reset"
+            | "/api/auth/password-reset/request" => Some(Bucket::SignIn),
             p if p.starts_with("/api/auth/oauth/") => Some(Bucket::SignIn),
             p if p.starts_with("/api/tiles/") || p.starts_with("/api/basemap/") => Some(Bucket::Tiles),
             _ => Some(Bucket::General),
