@@ -308,6 +308,7 @@ step('edit visibility');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 404, 'private at first');
 await page.getByLabel('Visibility').selectOption('public');
 await page.getByLabel('Title').fill('North Carolina counties');
+await page.getByLabel('Keywords (separated by commas)').fill('counties, births ,  ');
 // What people type is shown as text, never run.
 const markup = '<img src=x onerror="window.__ran = 1">counties of 1974';
 await page.getByLabel('Summary').fill(markup);
@@ -317,6 +318,7 @@ await page.getByRole('heading', { name: 'North Carolina counties' }).waitFor();
 assert.equal(await page.locator('article > p.summary').innerText(), markup);
 assert.equal(await page.evaluate(() => window.__ran), undefined, 'typed markup never runs');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 'public after saving');
+assert.deepEqual((await api('GET', `/api/datasets/${datasetId}`, adminToken)).keywords, ['counties', 'births'], 'keywords saved');
 
 // --- Reupload: the preview tells what changes, then the data is replaced in place.
 step('reupload');

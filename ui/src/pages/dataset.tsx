@@ -233,13 +233,25 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
   const [title, setTitle] = useState(dataset.title);
   const [summary, setSummary] = useState(dataset.summary ?? "");
   const [visibility, setVisibility] = useState(dataset.visibility);
+  const [keywords, setKeywords] = useState(dataset.keywords.join(", "));
+  const [temporal, setTemporal] = useState(dataset.temporal_column ?? "");
   const [saved, setSaved] = useState(false);
+  const timeColumns = (dataset.column_info as unknown as Column[]).filter((c) => ["date", "timestamp", "timestamptz"].includes(c.type ?? ""));
   const action = useAction();
   const save = (e: FormEvent) => {
     e.preventDefault();
     setSaved(false);
     action.run(async () => {
-      onSaved(await send<Dataset>("PATCH", `/api/datasets/${dataset.id}`, { title, summary, visibility }));
+      const words = keywords.split(",").map((k) => k.trim()).filter(Boolean);
+      onSaved(
+        await send<Dataset>("PATCH", `/api/datasets/${dataset.id}`, {
+          title,
+          summary,
+          visibility,
+          keywords: words,
+          ...(dataset.kind === "raster" ? {} : { temporal_column: temporal || null }),
+        }),
+      );
       setSaved(true);
     });
   };
@@ -263,6 +275,28 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
           <option value="public">public</option>
         </select>
       </label>
+      <label>
+        Keywords (separated by commas)
+        <input value={keywords} onChange={(e) => setKeywords(e.target.value)} />
+      </label>
+      {timeColumns.length > 0 && (
+        <label>
+          Time of each feature
+          <select value={temporal} onChange={(e) => setTemporal(e.target.value)}>
+            <option value="">none</option>
+            {timeColumns.map((c) => (
+              <option key={c.name} value={c.name}>
+                {c.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {dataset.temporal_extent && dataset.temporal_extent.length >= 2 && (
+        <p className="meta">
+          Features from {dataset.temporal_extent[0] ?? "…"} to {dataset.temporal_extent[1] ?? "…"}
+        </p>
+      )}
       <ErrorNote error={action.error} />
       {saved && <p role="status">Saved.</p>}
       <button type="submit">Save</button>
