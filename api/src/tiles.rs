@@ -447,6 +447,9 @@ async fn tilejson(
     } else {
         vector_tilejson(&dataset, base, &query)
     };
+    if let Some(attribution) = &dataset.attribution {
+        document["attribution"] = json!(attribution);
+    }
     // TileJSON bounds cannot cross the antimeridian: such data gets none.
     if let Some(bbox) = dataset.extent_bbox.as_ref().filter(|b| b.len() == 4 && b[0] <= b[2]) {
         document["bounds"] = json!(bbox);

@@ -309,6 +309,8 @@ assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 404, 
 await page.getByLabel('Visibility').selectOption('public');
 await page.getByLabel('Title').fill('North Carolina counties');
 await page.getByLabel('Keywords (separated by commas)').fill('counties, births ,  ');
+await page.getByLabel(/^Licence/).fill('CC-BY-4.0');
+await page.getByLabel(/^Attribution/).fill('NC State Center for Health Statistics');
 // What people type is shown as text, never run.
 const markup = '<img src=x onerror="window.__ran = 1">counties of 1974';
 await page.getByLabel('Summary').fill(markup);
@@ -318,7 +320,17 @@ await page.getByRole('heading', { name: 'North Carolina counties' }).waitFor();
 assert.equal(await page.locator('article > p.summary').innerText(), markup);
 assert.equal(await page.evaluate(() => window.__ran), undefined, 'typed markup never runs');
 assert.equal((await fetch(`${base}/api/collections/${datasetId}`)).status, 200, 'public after saving');
-assert.deepEqual((await api('GET', `/api/datasets/${datasetId}`, adminToken)).keywords, ['counties', 'births'], 'keywords saved');
+const described = await api('GET', `/api/datasets/${datasetId}`, adminToken);
+assert.deepEqual(described.keywords, ['counties', 'births'], 'keywords saved');
+assert.deepEqual([described.license, described.attribution], ['CC-BY-4.0', 'NC State Center for Health Statistics']);
+await page.getByLabel('Contact name').fill('Data desk');
+await page.getByLabel('Organisation').fill('NC Health Statistics');
+await page.getByLabel('Contact email').fill('data@example.org');
+await page.getByLabel(/^Role/).fill('publisher');
+await page.getByRole('button', { name: 'Add contact' }).click();
+await page.getByRole('button', { name: 'Remove contact Data desk' }).waitFor();
+const contacts = await api('GET', `/api/records/${datasetId}/contacts`, adminToken);
+assert.deepEqual(contacts.map((c) => [c.name, c.organization, c.email, c.role]), [['Data desk', 'NC Health Statistics', 'data@example.org', 'publisher']]);
 
 // --- Reupload: the preview tells what changes, then the data is replaced in place.
 step('reupload');

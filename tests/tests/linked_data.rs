@@ -162,3 +162,85 @@ async fn records_answer_dcat_and_dataset_pages_embed_schema_org() {
     // The summary's `</script>` did not end the block early.
     assert!(pages[0]["description"].as_str().unwrap().contains("</script>"));
 }
+
+/// A dataset's licence and attribution, set on the dataset, reach what
+/// other tools read: DCAT's `dct:license`, TileJSON's and the exported
+/// map style's `attribution`. Empty clears them; too long is refused.
+#[tokio::test]
+async fn licence_and_attribution_reach_dcat_tilejson_and_styles() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let job = app
+        .upload_ok(
+            &admin,
+            "countries.zip",
+            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
+            &[("visibility", "public")],
+        )
+        .await;
+    let id = app.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let patch = |body: Value| {
+        app.send(
+            app.http()
+                .patch(app.url(&format!("/api/datasets/{id}")))
+                .bearer_auth(&admin)
+                .json(&body),
+        )
+    };
+    let response = patch(json!({"license": "https://creativecommons.org/publicdomain/zero/1.0/", "attribution": "Made with Natural Earth"})).await;
+    assert_eq!(response.status(), 200);
+    let dataset: Value = response.json().await.unwrap();
+    assert_eq!(dataset["attribution"], "Made with Natural Earth");
+    let record: Value = app
+        .send(
+            app.http()
+                .get(app.url(&format!("/api/collections/catalog/items/{id}?f=jsonld"))),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        record
+            .to_string()
+            .contains("https://creativecommons.org/publicdomain/zero/1.0/"),
+        "DCAT names the licence: {record}"
+    );
+    let (_, tilejson) = app.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
+    assert_eq!(tilejson["attribution"], "Made with Natural Earth");
+    let map: Value = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&admin)
+                .json(&json!({"name": "Credits", "layers": [{"dataset_id": id}]})),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let (_, style) = app
+        .get_json(
+            Some(&admin),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(
+        style["sources"][format!("dataset-{id}")]["attribution"],
+        "Made with Natural Earth",
+        "{style}"
+    );
+    assert_eq!(patch(json!({"attribution": "x".repeat(1001)})).await.status(), 422);
+    let cleared: Value = patch(json!({"license": "", "attribution": " "}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (cleared["license"].clone(), cleared["attribution"].clone()),
+        (Value::Null, Value::Null)
+    );
+}

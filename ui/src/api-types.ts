@@ -798,8 +798,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Edits title, summary, keywords, visibility, publication status or the
-         *     time axis (whose temporal extent is worked out anew). A change of
+         * Edits title, summary, keywords, licence, attribution, visibility,
+         *     publication status or the time axis (whose temporal extent is worked out anew). A change of
          *     visibility or status rolls the publication version, which retires
          *     signed tile templates.
          */
@@ -2254,6 +2254,8 @@ export interface components {
         };
         /** @description A dataset record. */
         Dataset: {
+            /** @description The credit maps show with the data. */
+            attribution?: string | null;
             column_info: Record<string, never>[];
             /** Format: date-time */
             created_at: string;
@@ -2279,6 +2281,8 @@ export interface components {
             keywords: string[];
             /** @description `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF). */
             kind: string;
+            /** @description The licence: an SPDX identifier (`CC-BY-4.0`), a URL or words. */
+            license?: string | null;
             /** Format: int32 */
             publication_version: number;
             /**
@@ -2330,8 +2334,12 @@ export interface components {
             total: number;
         };
         DatasetUpdate: {
+            /** @description The credit maps show with the data; empty for none. */
+            attribution?: string | null;
             /** @description At most 50, each 1 to 100 characters and not only blanks. */
             keywords?: components["schemas"]["Keyword"][] | null;
+            /** @description The licence (an SPDX identifier, a URL or words); empty for none. */
+            license?: string | null;
             status?: null | components["schemas"]["PublicationStatus"];
             summary?: string | null;
             /**

@@ -37,7 +37,7 @@ mod styles;
 mod summary;
 mod upload;
 
-use record::{DATASET_COLUMNS, Dataset, SUMMARY_MAX, TITLE_MAX, check_text};
+use record::{ATTRIBUTION_MAX, DATASET_COLUMNS, Dataset, LICENSE_MAX, SUMMARY_MAX, TITLE_MAX, check_text};
 
 pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     // Multipart framing adds a little to the file itself.
@@ -142,6 +142,12 @@ struct DatasetUpdate {
     /// Publication status: `ready` (published) or `unpublished` (seen only
     /// by its owner and admins).
     status: Option<PublicationStatus>,
+    /// The licence (an SPDX identifier, a URL or words); empty for none.
+    #[schema(max_length = 500)]
+    license: Option<String>,
+    /// The credit maps show with the data; empty for none.
+    #[schema(max_length = 1000)]
+    attribution: Option<String>,
     /// The time axis: a column of a date or time type (its name or the
     /// source's), which `datetime` then filters the items on; null for none.
     #[serde(default, deserialize_with = "set_or_null")]
@@ -154,8 +160,8 @@ fn set_or_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opti
     Option::<String>::deserialize(deserializer).map(Some)
 }
 
-/// Edits title, summary, keywords, visibility, publication status or the
-/// time axis (whose temporal extent is worked out anew). A change of
+/// Edits title, summary, keywords, licence, attribution, visibility,
+/// publication status or the time axis (whose temporal extent is worked out anew). A change of
 /// visibility or status rolls the publication version, which retires
 /// signed tile templates.
 #[utoipa::path(patch, path = "/api/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = Uuid, Path)), request_body = DatasetUpdate,
@@ -179,6 +185,12 @@ async fn update_dataset(
             "keywords: at most 50, each 1 to 100 characters",
         ));
     }
+    if let Some(license) = &body.license {
+        check_text("license", license, 0, LICENSE_MAX)?;
+    }
+    if let Some(attribution) = &body.attribution {
+        check_text("attribution", attribution, 0, ATTRIBUTION_MAX)?;
+    }
     let dataset = writable_dataset(&state, &caller, id).await?;
     let time_axis = match &body.temporal_column {
         None => None,
@@ -198,6 +210,8 @@ async fn update_dataset(
             visibility = coalesce($4, visibility),
             keywords = coalesce($5, keywords),
             status = coalesce($6, status),
+            license = CASE WHEN $7::text IS NULL THEN license ELSE nullif(btrim($7), '') END,
+            attribution = CASE WHEN $8::text IS NULL THEN attribution ELSE nullif(btrim($8), '') END,
             updated_at = now()
          WHERE id = $1",
     )
@@ -207,6 +221,8 @@ async fn update_dataset(
     .bind(body.visibility)
     .bind(&body.keywords)
     .bind(body.status)
+    .bind(&body.license)
+    .bind(&body.attribution)
     .execute(&mut *tx)
     .await?;
     if let Some(column) = time_axis {

@@ -48,6 +48,10 @@ pub struct Dataset {
     #[serde(skip)]
     pub(crate) data_version: i64,
     pub(crate) keywords: Vec<String>,
+    /// The licence: an SPDX identifier (`CC-BY-4.0`), a URL or words.
+    pub(crate) license: Option<String>,
+    /// The credit maps show with the data.
+    pub(crate) attribution: Option<String>,
     /// The column `datetime` filters the items on (detected at ingest, or
     /// set by PATCH); null when the data has no time axis.
     pub(crate) temporal_column: Option<String>,
@@ -95,7 +99,7 @@ pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 2]);
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, temporal_column, temporal_extent, source_format,
+    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, license, attribution, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
 
 /// The published attribute columns of a dataset.
@@ -137,6 +141,8 @@ impl Dataset {
 
 pub const TITLE_MAX: usize = 500;
 pub const SUMMARY_MAX: usize = 5000;
+pub const LICENSE_MAX: usize = 500;
+pub const ATTRIBUTION_MAX: usize = 1000;
 
 /// A text field within its length bounds (in characters), or a 422 naming it.
 pub fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), AppError> {

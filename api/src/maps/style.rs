@@ -238,7 +238,11 @@ pub fn style_of(
     // so it is the same whoever reads the map.
     let readable = map.layers.iter().enumerate().filter(|(_, l)| l.dataset_available);
     for (index, (place, layer)) in readable.enumerate() {
-        let (source_id, source) = source_of(layer, base, signatures.get(&layer.dataset_id));
+        let (source_id, mut source) = source_of(layer, base, signatures.get(&layer.dataset_id));
+        // The credit MapLibre shows for the data.
+        if let Some(attribution) = &layer.dataset_attribution {
+            source["attribution"] = json!(attribution);
+        }
         data_layers.push(style_layer_of(index, place, layer, &source_id));
         sources.entry(source_id).or_insert(source);
     }

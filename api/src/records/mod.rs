@@ -81,7 +81,8 @@ fn all_records() -> String {
     let visible = visible_to_caller("d");
     format!(
         "(SELECT d.id, 'dataset'::text AS record_type, d.title, d.summary AS description, d.keywords, d.extent_bbox,
-                 jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id) AS properties,
+                 jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id)
+                   || jsonb_strip_nulls(jsonb_build_object('license', d.license, 'attribution', d.attribution)) AS properties,
                  d.created_at, d.updated_at
           FROM datasets d WHERE {visible} AND d.status = '{ready}'
           UNION ALL

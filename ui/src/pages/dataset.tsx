@@ -234,6 +234,8 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
   const [summary, setSummary] = useState(dataset.summary ?? "");
   const [visibility, setVisibility] = useState(dataset.visibility);
   const [keywords, setKeywords] = useState(dataset.keywords.join(", "));
+  const [license, setLicense] = useState(dataset.license ?? "");
+  const [attribution, setAttribution] = useState(dataset.attribution ?? "");
   const [temporal, setTemporal] = useState(dataset.temporal_column ?? "");
   const [saved, setSaved] = useState(false);
   const timeColumns = (dataset.column_info as unknown as Column[]).filter((c) => ["date", "timestamp", "timestamptz"].includes(c.type ?? ""));
@@ -249,6 +251,8 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
           summary,
           visibility,
           keywords: words,
+          license,
+          attribution,
           ...(dataset.kind === "raster" ? {} : { temporal_column: temporal || null }),
         }),
       );
@@ -278,6 +282,14 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
       <label>
         Keywords (separated by commas)
         <input value={keywords} onChange={(e) => setKeywords(e.target.value)} />
+      </label>
+      <label>
+        Licence (an identifier such as CC-BY-4.0, or a link)
+        <input value={license} onChange={(e) => setLicense(e.target.value)} maxLength={500} />
+      </label>
+      <label>
+        Attribution (shown with the data on maps)
+        <input value={attribution} onChange={(e) => setAttribution(e.target.value)} maxLength={1000} />
       </label>
       {timeColumns.length > 0 && (
         <label>
@@ -402,6 +414,81 @@ function RasterFactList({ raster }: { raster: RasterFacts }) {
   );
 }
 
+type Contact = Schemas["Contact"];
+
+/** The people and organisations to ask about a dataset (its record's contacts), which DCAT and the OGC pages list. */
+function Contacts({ dataset, editable }: { dataset: Dataset; editable: boolean }) {
+  const contacts = useLoad(() => get<Contact[]>(`/api/records/${dataset.id}/contacts`), [dataset.id]);
+  const [form, setForm] = useState({ name: "", organization: "", email: "", role: "" });
+  const action = useAction();
+  const add = (e: FormEvent) => {
+    e.preventDefault();
+    action.run(async () => {
+      const body = Object.fromEntries(Object.entries(form).map(([k, v]) => [k, v.trim() || null]));
+      await send("POST", `/api/records/${dataset.id}/contacts`, body);
+      setForm({ name: "", organization: "", email: "", role: "" });
+      contacts.reload();
+    });
+  };
+  const remove = (c: Contact) =>
+    action.run(async () => {
+      await send("DELETE", `/api/records/${dataset.id}/contacts/${c.id}`);
+      contacts.reload();
+    });
+  if (!editable && !contacts.value?.length) return null;
+  return (
+    <section aria-labelledby="contacts">
+      <h2 id="contacts">Contacts</h2>
+      <ErrorNote error={contacts.error} />
+      <ul className="link-list">
+        {contacts.value?.map((c) => (
+          <li key={c.id}>
+            <span>
+              {c.name}
+              {c.organization ? `, ${c.organization}` : ""}
+              {c.role ? ` (${c.role})` : ""}
+            </span>
+            {c.email && <a href={`mailto:${c.email}`}>{c.email}</a>}
+            {editable && (
+              <button type="button" className="link" onClick={() => remove(c)} aria-label={`Remove contact ${c.name}`}>
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {editable && (
+        <form onSubmit={add} className="stack" aria-label="Add a contact">
+          <div className="row">
+            <label className="grow">
+              Contact name
+              <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required maxLength={255} />
+            </label>
+            <label className="grow">
+              Organisation
+              <input value={form.organization} onChange={(e) => setForm({ ...form, organization: e.target.value })} />
+            </label>
+          </div>
+          <div className="row">
+            <label className="grow">
+              Contact email
+              <input type="email" value={form.email} onChange={(e) => setForm({ ...form, email: e.target.value })} />
+            </label>
+            <label className="grow">
+              Role (for example publisher, custodian)
+              <input value={form.role} onChange={(e) => setForm({ ...form, role: e.target.value })} />
+            </label>
+          </div>
+          <ErrorNote error={action.error} />
+          <button type="submit" disabled={action.busy}>
+            Add contact
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}
+
 export function DatasetPage({ id }: { id: string }) {
   const { user } = useSession();
   const dataset = useLoad(() => get<Dataset>(`/api/datasets/${id}`), [id]);
@@ -465,6 +552,18 @@ export function DatasetPage({ id }: { id: string }) {
             <dd>{d.srid ? `EPSG:${d.srid}` : "unknown"}</dd>
             <dt>Keywords</dt>
             <dd>{d.keywords.length ? d.keywords.join(", ") : "—"}</dd>
+            {d.license && (
+              <>
+                <dt>Licence</dt>
+                <dd>{/^https?:\/\//.test(d.license) ? <a href={d.license}>{d.license}</a> : d.license}</dd>
+              </>
+            )}
+            {d.attribution && (
+              <>
+                <dt>Attribution</dt>
+                <dd>{d.attribution}</dd>
+              </>
+            )}
             <dt>Created</dt>
             <dd>{when(d.created_at)}</dd>
             <dt>Updated</dt>
@@ -503,6 +602,7 @@ export function DatasetPage({ id }: { id: string }) {
           <Download dataset={d} />
         </section>
       </div>
+      <Contacts dataset={d} editable={mayEdit} />
       {d.kind !== "raster" && (
         <AttributeTable dataset={d} editable={mayEdit && !d.is_registered} onEdited={dataset.reload} onZoom={zoom} />
       )}
