@@ -141,6 +141,7 @@ fn ingest_options(config: &Map<String, Value>) -> Result<IngestOptions, AppError
         layer: config_text(config, "layer")?,
         srid: None,
         raster: Default::default(),
+        ..Default::default()
     })
 }
 

@@ -342,6 +342,7 @@ async fn import_service(
             layer: None,
             srid: None,
             raster: Default::default(),
+            ..Default::default()
         },
     };
     let keys: Vec<&str> = key.0.iter().map(String::as_str).collect();

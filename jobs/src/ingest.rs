@@ -88,13 +88,16 @@ pub async fn ingest_object(
     let layers = if vectors.is_empty() {
         Vec::new()
     } else {
-        let wanted = options.layer.clone();
-        let srid = options.srid;
-        tokio::task::spawn_blocking(move || plan_layers(vectors, wanted.as_deref(), srid))
+        let wanted = options.wanted_layers();
+        let (srid, full) = (options.srid, !options.preview);
+        tokio::task::spawn_blocking(move || plan_layers(vectors, &wanted, srid, full))
             .await
             .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
             .map_err(JobError::Invalid)?
     };
+    if options.preview {
+        return list_layers(ctx, object, &rasters, &layers).await;
+    }
     let rasters: Vec<&Source> = rasters.iter().filter(|s| !published.contains(&s.label)).collect();
     let to_load = layers
         .iter()
@@ -159,6 +162,32 @@ pub async fn ingest_object(
     Ok(())
 }
 
+/// A preview: the file's layers as the job's result (what an upload could
+/// load, and by which name to ask for each); the file goes, nothing loads.
+async fn list_layers(ctx: &JobContext, object: &Path, rasters: &[Source], layers: &[LayerJob]) -> Result<(), JobError> {
+    let mut listed: Vec<serde_json::Value> = layers
+        .iter()
+        .map(|l| {
+            let geometry_type = match l.plan.target {
+                crate::plan::GeomTarget::Fixed(t) => Some(reader::postgis_type_name(t)),
+                crate::plan::GeomTarget::Generic => None,
+            };
+            serde_json::json!({"layer": l.key, "name": l.plan.name, "geometry_type": geometry_type,
+                               "feature_count": l.plan.feature_count})
+        })
+        .collect();
+    listed.extend(rasters.iter().map(|r| serde_json::json!({"layer": r.label, "name": r.label, "geometry_type": null, "feature_count": null, "raster": true})));
+    sqlx::query("UPDATE jobs SET result = $2, updated_at = clock_timestamp() WHERE id = $1")
+        .bind(ctx.job_id)
+        .bind(serde_json::json!({"layers": listed}))
+        .execute(&ctx.deps.pool)
+        .await?;
+    if let Err(e) = ctx.deps.storage.store.delete(object).await {
+        tracing::warn!(job_id = %ctx.job_id, error = %e, "preview file not removed");
+    }
+    Ok(())
+}
+
 pub(crate) fn truncated(s: &str, max: usize) -> String {
     s.chars()
         .take(max)
@@ -177,11 +206,15 @@ fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool)
     }
 }
 
-/// Opens every source with GDAL and lists the spatial layers to load.
+/// Opens every source with GDAL and lists the spatial layers to load:
+/// those named in `wanted` (by name, or `file:layer` in a zip of several
+/// files), or all. `full` also reads what keeping values exactly needs
+/// (a preview only lists).
 pub(crate) fn plan_layers(
     sources: Vec<Source>,
-    wanted: Option<&str>,
+    wanted: &[String],
     srid: Option<i32>,
+    full: bool,
 ) -> Result<Vec<LayerJob>, String> {
     let many_sources = sources.len() > 1;
     let mut all = Vec::new();
@@ -202,10 +235,12 @@ pub(crate) fn plan_layers(
                 name.clone()
             };
             available.push(name.clone());
-            let selected = wanted.is_none_or(|w| w.eq_ignore_ascii_case(&name) || w == key);
+            let selected = wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(&name) || *w == key);
             if selected {
                 let mut plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
-                source_text::keep_values(&source.gdal_path, source.format, &mut plan).map_err(read_message)?;
+                if full {
+                    source_text::keep_values(&source.gdal_path, source.format, &mut plan).map_err(read_message)?;
+                }
                 all.push(LayerJob {
                     source: source.clone(),
                     plan,
@@ -217,10 +252,15 @@ pub(crate) fn plan_layers(
     if available.is_empty() {
         return Err("the file holds no layer with geometry".into());
     }
-    if all.is_empty() {
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|w| !all.iter().any(|l| w.eq_ignore_ascii_case(&l.plan.name) || **w == l.key))
+        .collect();
+    if all.is_empty() || !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|w| format!("{w:?}")).collect();
         return Err(format!(
-            "layer {:?} is not in the file; its spatial layers are: {}",
-            wanted.unwrap_or_default(),
+            "layer {} is not in the file; its spatial layers are: {}",
+            names.join(", "),
             available.join(", ")
         ));
     }

@@ -73,7 +73,7 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         if sources.iter().any(|s| s.format == SourceFormat::GeoTiff) {
             return Err("a reupload replaces a vector dataset's features; it cannot take a GeoTIFF".to_string());
         }
-        plan_layers(sources, None, srid)
+        plan_layers(sources, &[], srid, true)
     })
     .await
     .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?

@@ -141,10 +141,25 @@ pub struct IngestOptions {
     pub title: Option<String>,
     pub summary: Option<String>,
     pub visibility: DatasetVisibility,
+    /// One layer to load (jobs queued before `layers` came).
     pub layer: Option<String>,
+    /// The layers to load, by name (or `file:layer` in a zip of several
+    /// files); none: every layer.
+    #[serde(default)]
+    pub layers: Vec<String>,
     pub srid: Option<i32>,
     #[serde(default)]
     pub raster: RasterOptions,
+    /// Only list the file's layers (the job's `result`); load nothing.
+    #[serde(default)]
+    pub preview: bool,
+}
+
+impl IngestOptions {
+    /// The layers asked for; empty for every layer.
+    pub fn wanted_layers(&self) -> Vec<String> {
+        self.layers.iter().chain(self.layer.iter()).cloned().collect()
+    }
 }
 
 /// How a GeoTIFF upload is stored (the upload's raster form fields).

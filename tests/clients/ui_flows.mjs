@@ -444,6 +444,22 @@ await page.getByRole('cell', { name: 'ingest' }).first().waitFor();
 await page.getByText('succeeded').first().waitFor();
 await screen(page, 'jobs');
 
+// --- A file of two layers: its layers listed (name, type, count), one chosen, one dataset made under the title given.
+step('upload layers');
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+await page.getByLabel(/^Title \(optional/).fill('World countries from a GeoPackage');
+await page.getByLabel('Files to upload').setInputFiles(env('CATALOG_TWO_LAYERS'));
+const choice = page.getByRole('group', { name: 'world.gpkg holds 2 layers: choose the ones to load' });
+await choice.waitFor({ timeout: 60_000 });
+assert.match(await choice.innerText(), /countries \(MultiPolygon, 177 features\)/);
+assert.match(await choice.innerText(), /capitals \(Point, 243 features\)/);
+await screen(page, 'upload-layers');
+await choice.getByLabel(/^capitals/).uncheck();
+await choice.getByRole('button', { name: 'Load 1 of 2 layers' }).click();
+await page.waitForURL(/\/datasets\/[0-9a-f-]{36}$/, { timeout: 120_000 });
+await page.getByRole('heading', { level: 1, name: 'World countries from a GeoPackage' }).waitFor();
+await page.getByText('177', { exact: true }).first().waitFor();
+
 // --- API keys: the secret is shown once, listed by prefix, revoked.
 step('api keys');
 await page.getByRole('link', { name: `Account of ${admin}` }).click();

@@ -321,3 +321,98 @@ async fn a_cap_holds_for_files_of_several_layers() {
     )
     .await;
 }
+
+/// Layers chosen at upload: a preview lists a file's layers (with counts
+/// and types, loading nothing); then only the chosen ones load, so a user
+/// capped at one dataset takes one layer of a two-layer file. A layer the
+/// file lacks fails the job, naming it and the layers there are.
+#[tokio::test]
+async fn a_multi_layer_file_loads_the_layers_chosen() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let (erin_id, erin) = stack.user_token("erin", "editor").await;
+    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 1})).await;
+    let two_layers = geopackage_of(&[("first", points(5)), ("second", points(7))]);
+    let job = stack
+        .upload_ok(&erin, "two.gpkg", two_layers.clone(), &[("preview", "true")])
+        .await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let layers: Vec<(String, i64, String)> = job["result"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["layer"].as_str().unwrap().to_string(),
+                l["feature_count"].as_i64().unwrap(),
+                l["geometry_type"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            ("first".to_string(), 5, "Point".to_string()),
+            ("second".to_string(), 7, "Point".to_string())
+        ]
+    );
+    assert_eq!(job["dataset_ids"], json!([]));
+    assert_eq!(
+        usage(&stack, &erin).await["dataset_count"],
+        0,
+        "a preview loads nothing"
+    );
+
+    let job = stack
+        .upload_ok(&erin, "two.gpkg", two_layers.clone(), &[("layer", "second")])
+        .await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let made = job["dataset_ids"].as_array().unwrap();
+    assert_eq!(made.len(), 1, "{job}");
+    let dataset = stack.dataset(&erin, made[0].as_str().unwrap()).await;
+    assert_eq!(dataset["feature_count"], 7);
+
+    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 5})).await;
+    let job = stack
+        .upload_ok(
+            &erin,
+            "two.gpkg",
+            two_layers.clone(),
+            &[("layer", "first"), ("layer", "third")],
+        )
+        .await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    let detail = job["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("\"third\"") && detail.contains("first, second"),
+        "{detail}"
+    );
+    let job = stack
+        .upload_ok(
+            &erin,
+            "two.gpkg",
+            two_layers,
+            &[("layer", "first"), ("layer", "second"), ("title", "Survey")],
+        )
+        .await;
+    let job = stack.wait_job(&erin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let mut titles = Vec::new();
+    for id in job["dataset_ids"].as_array().unwrap() {
+        titles.push(
+            stack.dataset(&erin, id.as_str().unwrap()).await["title"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    titles.sort();
+    assert_eq!(
+        titles,
+        ["Survey — first", "Survey — second"],
+        "each layer's dataset is named apart"
+    );
+}

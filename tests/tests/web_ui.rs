@@ -349,6 +349,24 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         .status()
         .unwrap();
     assert!(made.success());
+    // A GeoPackage of two layers: the countries and the capitals.
+    let two_layers = files.path().join("world.gpkg");
+    for (layer, source, mode) in [
+        (
+            "countries",
+            "shp/naturalearth_lowres/naturalearth_lowres.shp",
+            "-overwrite",
+        ),
+        ("capitals", "shp/naturalearth_cities/naturalearth_cities.shp", "-update"),
+    ] {
+        let made = std::process::Command::new("ogr2ogr")
+            .args(["-f", "GPKG", mode, "-nln", layer])
+            .arg(&two_layers)
+            .arg(data_dir().join(source))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
     let shots = std::env::var("CATALOG_UI_SCREENSHOTS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| repository().join(".data/ui-screenshots"));
@@ -363,6 +381,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         .env("CATALOG_RASTER", data_dir().join("raster/elev_luxembourg.tif"))
         .env("CATALOG_WORLD", &world)
         .env("CATALOG_POINTS", &populations)
+        .env("CATALOG_TWO_LAYERS", &two_layers)
         .env("CATALOG_WEBHOOK", &webhook)
         .env("CATALOG_WEBHOOK_SECRET", WEBHOOK_SECRET)
         .env("CATALOG_BANNER_TEXT", BANNER_TEXT)

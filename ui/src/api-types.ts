@@ -3382,13 +3382,22 @@ export interface components {
              *     .zip (a shapefile set or any of those)
              */
             file: string;
-            /** @description Only this layer of a multi-layer source; default: every layer. */
-            layer?: string | null;
+            /**
+             * @description A layer of a multi-layer source to load (repeat the field for
+             *     several; a zip of several files names `file:layer`); default: every
+             *     layer.
+             */
+            layer?: string[] | null;
             /**
              * Format: double
              * @description GeoTIFF: the nodata value to record instead of the file's.
              */
             nodata_override?: number | null;
+            /**
+             * @description true: only list the file's layers (the job's `result.layers`, each
+             *     with the name to ask for it by); nothing is loaded.
+             */
+            preview?: boolean | null;
             /** @description GeoTIFF overviews: nearest, bilinear, cubic, average or mode. */
             resampling?: string | null;
             /**

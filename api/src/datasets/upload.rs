@@ -34,8 +34,13 @@ pub(super) struct UploadForm {
     title: Option<String>,
     summary: Option<String>,
     visibility: Option<String>,
-    /// Only this layer of a multi-layer source; default: every layer.
-    layer: Option<String>,
+    /// A layer of a multi-layer source to load (repeat the field for
+    /// several; a zip of several files names `file:layer`); default: every
+    /// layer.
+    layer: Option<Vec<String>>,
+    /// true: only list the file's layers (the job's `result.layers`, each
+    /// with the name to ask for it by); nothing is loaded.
+    preview: Option<bool>,
     /// Source CRS (EPSG code) for files that declare none.
     srid: Option<i32>,
     /// GeoTIFF: store the file as uploaded; it must be a valid COG.
@@ -81,7 +86,14 @@ pub(super) async fn upload(
                 options.summary = Some(value);
             }
             "visibility" => options.visibility = visibility_named(&value)?,
-            "layer" => options.layer = Some(value),
+            "layer" => options.layers.push(value),
+            "preview" => {
+                options.preview = match value.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(AppError::unprocessable("preview must be true or false")),
+                }
+            }
             "srid" => options.srid = Some(parse_srid(&value)?),
             raster => raster_option(&mut options.raster, raster, value)?,
         }
@@ -489,6 +501,7 @@ pub(super) async fn import_url(
             layer: body.layer,
             srid: body.srid,
             raster: Default::default(),
+            ..Default::default()
         },
         credential_id: None,
     };

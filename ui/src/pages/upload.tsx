@@ -5,9 +5,48 @@ import { ErrorNote, SignedIn, bytes, useAction, useTitle } from "./common";
 import { JobProgress, useJob } from "./job";
 import { ImportService } from "./services";
 
-type Sending = { name: string; sent: number; total: number; jobId?: string; error?: unknown };
+type Sending = { name: string; sent: number; total: number; jobId?: string; previewJobId?: string; error?: unknown };
+type FileLayer = { layer: string; name: string; geometry_type?: string | null; feature_count?: number | null };
 
-function UploadRow({ item, single }: { item: Sending; single: boolean }) {
+/** Files that may hold several layers, whose layers are listed before loading when asked. */
+const MULTI_LAYER = /\.(gpkg|zip)$/i;
+
+/** A multi-layer file's layers (from its preview job), to choose which load. */
+function LayerChoice({ item, onLoad }: { item: Sending; onLoad: (layers: string[]) => void }) {
+  const preview = useJob(item.previewJobId);
+  const layers = ((preview?.status === "succeeded" ? (preview.result as { layers?: FileLayer[] } | null)?.layers : null) ?? null) as FileLayer[] | null;
+  const [chosen, setChosen] = useState<string[] | null>(null);
+  const picked = chosen ?? layers?.map((l) => l.layer) ?? [];
+  useEffect(() => {
+    // One layer: nothing to choose.
+    if (layers && layers.length <= 1) onLoad([]);
+  }, [layers?.length]);
+  if (preview?.status === "failed") return <ErrorNote error={new Error(preview.error?.detail ?? "The file could not be read.")} />;
+  if (!layers) return <span role="status">reading the file's layers…</span>;
+  if (layers.length <= 1) return null;
+  return (
+    <fieldset className="stack wide">
+      <legend>
+        {item.name} holds {layers.length} layers: choose the ones to load
+      </legend>
+      {layers.map((l) => (
+        <label key={l.layer} className="inline">
+          <input
+            type="checkbox"
+            checked={picked.includes(l.layer)}
+            onChange={(e) => setChosen(e.target.checked ? [...picked, l.layer] : picked.filter((x) => x !== l.layer))}
+          />
+          {l.name} ({l.geometry_type ?? "mixed geometry"}, {l.feature_count?.toLocaleString() ?? "?"} features)
+        </label>
+      ))}
+      <button type="button" disabled={!picked.length} onClick={() => onLoad(picked)}>
+        Load {picked.length} of {layers.length} layers
+      </button>
+    </fieldset>
+  );
+}
+
+function UploadRow({ item, single, onLoad }: { item: Sending; single: boolean; onLoad: (layers: string[]) => void }) {
   const job = useJob(item.jobId);
   const made = job?.status === "succeeded" ? (job.dataset_ids.length ? job.dataset_ids : job.dataset_id ? [job.dataset_id] : []) : [];
   const dataset = made.length === 1 ? made[0] : undefined;
@@ -19,7 +58,8 @@ function UploadRow({ item, single }: { item: Sending; single: boolean }) {
   return (
     <li className="upload-row">
       <strong>{item.name}</strong>
-      {!item.jobId && !item.error && (
+      {item.previewJobId && !item.jobId && !item.error && <LayerChoice item={item} onLoad={onLoad} />}
+      {!item.jobId && !item.error && (!item.previewJobId || item.sent < item.total) && (
         <span>
           sending {bytes(item.sent)} of {bytes(item.total)}
           <progress max={100} value={percent} aria-label={`sending ${item.name}: ${percent}%`} />
@@ -53,24 +93,33 @@ export function Upload() {
   const [dragging, setDragging] = useState(false);
   const picker = useRef<HTMLInputElement>(null);
 
-  const start = (files: File[]) => {
+  const [chooseLayers, setChooseLayers] = useState(true);
+  const files = useRef<File[]>([]);
+  const updater = (index: number) => (change: Partial<Sending>) =>
+    setItems((now) => now.map((it, j) => (j === index ? { ...it, ...change } : it)));
+  /** Sends a file to load (only `layers` of it, when chosen), or only to list its layers. */
+  const send = (index: number, several: boolean, options: { preview?: boolean; layers?: string[] }) => {
+    const file = files.current[index];
+    const update = updater(index);
+    const form = new FormData();
+    // Text fields first: the API reads them before the file.
+    if (options.preview) form.append("preview", "true");
+    for (const layer of options.layers ?? []) form.append("layer", layer);
+    if (title.trim()) form.append("title", several ? `${title.trim()} (${file.name})` : title.trim());
+    if (summary.trim()) form.append("summary", summary.trim());
+    form.append("visibility", visibility);
+    form.append("file", file);
+    update({ sent: 0, total: file.size });
+    upload("/api/datasets/upload", form, (sent, total) => update({ sent, total })).then(
+      (accepted) => update(options.preview ? { previewJobId: accepted.job_id } : { jobId: accepted.job_id }),
+      (error) => update({ error }),
+    );
+  };
+  const start = (chosen: File[]) => {
     const base = items.length;
-    setItems((now) => [...now, ...files.map((f) => ({ name: f.name, sent: 0, total: f.size }))]);
-    files.forEach((file, i) => {
-      const index = base + i;
-      const update = (change: Partial<Sending>) =>
-        setItems((now) => now.map((it, j) => (j === index ? { ...it, ...change } : it)));
-      const form = new FormData();
-      // Text fields first: the API reads them before the file.
-      if (title.trim()) form.append("title", files.length > 1 ? `${title.trim()} (${file.name})` : title.trim());
-      if (summary.trim()) form.append("summary", summary.trim());
-      form.append("visibility", visibility);
-      form.append("file", file);
-      upload("/api/datasets/upload", form, (sent, total) => update({ sent, total })).then(
-        (accepted) => update({ jobId: accepted.job_id }),
-        (error) => update({ error }),
-      );
-    });
+    files.current.push(...chosen);
+    setItems((now) => [...now, ...chosen.map((f) => ({ name: f.name, sent: 0, total: f.size }))]);
+    chosen.forEach((file, i) => send(base + i, chosen.length > 1, { preview: chooseLayers && MULTI_LAYER.test(file.name) }));
   };
   const drop = (e: DragEvent) => {
     e.preventDefault();
@@ -103,6 +152,10 @@ export function Upload() {
             Summary (optional)
             <textarea value={summary} onChange={(e) => setSummary(e.target.value)} rows={2} />
           </label>
+          <label className="inline">
+            <input type="checkbox" checked={chooseLayers} onChange={(e) => setChooseLayers(e.target.checked)} />
+            Choose the layers of GeoPackages and zips before loading (the file is read first, then sent again)
+          </label>
         </fieldset>
         <div
           className={`dropzone${dragging ? " over" : ""}`}
@@ -131,7 +184,12 @@ export function Upload() {
         </div>
         <ul className="uploads" aria-live="polite">
           {items.map((item, i) => (
-            <UploadRow key={i} item={item} single={items.length === 1} />
+            <UploadRow
+              key={i}
+              item={item}
+              single={items.length === 1}
+              onLoad={(layers) => send(i, items.length > 1, { layers })}
+            />
           ))}
         </ul>
         <div className="columns">
