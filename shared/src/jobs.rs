@@ -144,14 +144,15 @@ pub struct IngestOptions {
     /// One layer to load (jobs queued before `layers` came).
     pub layer: Option<String>,
     /// The layers to load, by name (or `file:layer` in a zip of several
-    /// files); none: every layer.
-    #[serde(default)]
+    /// files); none: every layer. Left out when empty, so stored jobs read
+    /// as they were written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<String>,
     pub srid: Option<i32>,
     #[serde(default)]
     pub raster: RasterOptions,
     /// Only list the file's layers (the job's `result`); load nothing.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preview: bool,
 }
 

@@ -70,8 +70,29 @@ fn admin_database_url() -> String {
     std::env::var("TEST_ADMIN_DATABASE_URL").unwrap_or_else(|_| "postgres://catalog@127.0.0.1:54330/postgres".into())
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The Prometheus text an API process at `base` serves, read with `token`.
+pub async fn metrics_text(http: &reqwest::Client, base: &str, token: &str) -> String {
+    http.get(format!("{base}/api/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The value of one series of a Prometheus text (its name and labels as
+/// printed, `catalog_x{a="b"}`); a series that is not there fails the test.
+pub fn metric_value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
 }
 
 /// A database of its own, cloned from the migrated template; dropped with

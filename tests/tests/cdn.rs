@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, ogrinfo_of_tile};
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, free_port, metrics_text, ogrinfo_of_tile};
 use serde_json::{Value, json};
 
 struct Nginx {
@@ -24,14 +24,6 @@ impl Drop for Nginx {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn nginx(port: u16, origin: &str) -> Nginx {
@@ -75,16 +67,7 @@ fn error_log(dir: &Path) -> String {
 
 /// Tile requests the origin has answered (cache hits, misses and 304s).
 async fn origin_tile_requests(stack: &Stack, admin: &str) -> u64 {
-    let text = stack
-        .http
-        .get(format!("{}/api/metrics", stack.base))
-        .bearer_auth(admin)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&stack.http, &stack.base, admin).await;
     text.lines()
         .filter(|l| l.starts_with("catalog_tile_cache_lookups_total{"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())

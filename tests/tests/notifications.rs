@@ -3,7 +3,6 @@
 //! loopback (signed), failures reported per channel and never as 5xx, and
 //! job events sent by the workers.
 use std::{
-    net::TcpListener,
     process::{Child, Command, Stdio},
     sync::{
         Arc, Mutex,
@@ -12,17 +11,13 @@ use std::{
     time::Duration,
 };
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, Stack, StackOptions, free_port};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
 const WEBHOOK_SECRET: &str = "Webhook-Signing-Secret-77";
 const SMTP_PASSWORD: &str = "Smtp-Password-Secret-88";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// A delivery: "valid" when its signature checked out, and its body.
 type Delivery = (Option<String>, Value);

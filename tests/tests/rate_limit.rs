@@ -2,12 +2,9 @@
 //! without a store, shared through a real Redis between API processes,
 //! never switched off when the store goes away, and the operational log
 //! records the specification names.
-use std::{
-    net::TcpListener,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use catalog_tests::{Api, Stack, StackOptions, redis_server, wait_for_redis};
+use catalog_tests::{Api, Stack, StackOptions, free_port, redis_server, wait_for_redis};
 
 /// Waits out the end of the current minute when little of it is left, so
 /// a burst of requests falls into one counting window.
@@ -68,10 +65,6 @@ async fn past_the_limit_requests_get_429_with_retry_after() {
         sign_ins.push(response.status().as_u16());
     }
     assert_eq!(sign_ins, [401, 401, 401, 429]);
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[tokio::test]

@@ -11,7 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::Cluster, redis_server, wait_for_redis};
+use catalog_tests::{
+    Api, Stack, StackOptions, TestDatabase, clusters::Cluster, metric_value, metrics_text, redis_server, wait_for_redis,
+};
 use serde_json::{Value, json};
 
 const MAX_LAG_SECONDS: u64 = 8;
@@ -48,19 +50,7 @@ async fn redis() -> (Redis, u16) {
 
 /// One figure of an API process's metrics, by its full series name.
 async fn metric(stack: &Stack, base: &str, token: &str, series: &str) -> f64 {
-    let text = stack
-        .http
-        .get(format!("{base}/api/metrics"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
-        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    metric_value(&metrics_text(&stack.http, base, token).await, series)
 }
 
 async fn reads(stack: &Stack, base: &str, token: &str) -> (f64, f64) {

@@ -44,7 +44,14 @@ export function Jobs() {
                     <JobProgress job={j} />
                   </td>
                   <td>{when(j.created_at)}</td>
-                  <td>{j.dataset_id && <Link href={`/datasets/${j.dataset_id}`}>open</Link>}</td>
+                  <td>
+                    {/* Every dataset the job made (a file of several layers makes several). */}
+                    {(j.dataset_ids.length ? j.dataset_ids : j.dataset_id ? [j.dataset_id] : []).map((id, n, all) => (
+                      <Link key={id} href={`/datasets/${id}`} aria-label={`Open dataset ${n + 1} of ${all.length} of this ${j.kind} job`} className="dataset-link">
+                        {all.length > 1 ? `dataset ${n + 1}` : "open"}
+                      </Link>
+                    ))}
+                  </td>
                   <td>
                     {(j.status === "queued" || j.status === "running") && (
                       <button type="button" onClick={() => cancel(j.id)}>

@@ -3,7 +3,7 @@
 // reader may not see are left out.
 import type { Schemas } from "../api";
 import { configOf, geometryOf, legendOf, rasterConfigOf, type Geometry, type LegendEntry } from "./layerstyle";
-import { RasterLegend } from "./rasterstyle";
+import { RasterLegend } from "./rasterlegend";
 
 type MapLayer = Schemas["MapLayerResponse"];
 

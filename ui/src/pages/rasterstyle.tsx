@@ -66,21 +66,6 @@ export function RasterStyleEditor({
   );
 }
 
-/** A colour map's ramp with its stretch's ends, for legends. */
-export function RasterLegend({ config }: { config: RasterConfig }) {
-  if (!config.colormap || !COLORMAPS[config.colormap]) return <span className="meta">raster image</span>;
-  const colours = COLORMAPS[config.colormap];
-  return (
-    <span className="raster-legend">
-      <span className="legend-ramp" aria-hidden="true" style={{ background: `linear-gradient(to right, ${colours.join(", ")})` }} />
-      <span>
-        {config.rescale ? `${config.rescale[0].toLocaleString()} to ${config.rescale[1].toLocaleString()}` : config.colormap}
-      </span>
-    </span>
-  );
-}
-
-
 /** A map layer's raster rendering, with the raster's bands read from its dataset. */
 export function RasterLayerStyle({
   layer,
