@@ -332,6 +332,16 @@ pub trait Api {
         }
     }
 
+    /// Natural Earth's 177 countries (a zipped shapefile) uploaded with
+    /// `fields` and loaded; the new dataset's id.
+    async fn world_countries(&self, token: &str, fields: &[(&str, &str)]) -> String {
+        let members = zip_owned(&shapefile_members("shp/naturalearth_lowres"));
+        let job = self.upload_ok(token, "countries.zip", members, fields).await;
+        let job = self.wait_job(token, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        job["dataset_id"].as_str().unwrap().to_string()
+    }
+
     async fn dataset(&self, token: &str, id: &str) -> Value {
         let (status, body) = self.get_json(Some(token), &format!("/api/datasets/{id}")).await;
         assert_eq!(status, 200, "{body}");

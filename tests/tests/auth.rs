@@ -33,6 +33,19 @@ async fn refresh(stack: &impl Api, refresh_token: &str) -> reqwest::Response {
         .await
 }
 
+/// A browser's sign-in as the admin, in cookie mode.
+async fn cookie_login(stack: &impl Api) -> reqwest::Response {
+    stack
+        .send(
+            stack
+                .http()
+                .post(stack.url("/api/auth/login"))
+                .header("X-Service-Auth-Mode", "cookie")
+                .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)]),
+        )
+        .await
+}
+
 async fn me_status(stack: &impl Api, token: &str) -> u16 {
     stack
         .send(stack.http().get(stack.url("/api/auth/me")).bearer_auth(token))
@@ -97,15 +110,7 @@ async fn refresh_tokens_rotate_with_a_grace_for_concurrent_tabs() {
 #[tokio::test]
 async fn cookie_mode_keeps_the_refresh_token_out_of_scripts_and_checks_csrf() {
     let stack = App::start().await;
-    let response = stack
-        .send(
-            stack
-                .http
-                .post(stack.url("/api/auth/login"))
-                .header("X-Service-Auth-Mode", "cookie")
-                .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)]),
-        )
-        .await;
+    let response = cookie_login(&stack).await;
     assert_eq!(response.status(), 200);
     let cookies: Vec<String> = response
         .headers()
@@ -254,15 +259,7 @@ async fn signing_out_this_device_leaves_the_others_signed_in() {
     assert_eq!(me_status(&stack, phone["access_token"].as_str().unwrap()).await, 200);
 
     // In cookie mode the CSRF value must come with it, and the cookies are cleared.
-    let browser = stack
-        .send(
-            stack
-                .http
-                .post(stack.url("/api/auth/login"))
-                .header("X-Service-Auth-Mode", "cookie")
-                .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)]),
-        )
-        .await;
+    let browser = cookie_login(&stack).await;
     let cookies: Vec<String> = browser
         .headers()
         .get_all(header::SET_COOKIE)

@@ -3,7 +3,7 @@
 //! in GDAL with the features items match, the asked columns in the asked
 //! order and the coordinates in the asked CRS. Natural Earth's countries,
 //! the whole world, are the data.
-use catalog_tests::{Api, App, shapefile_members, zip_owned};
+use catalog_tests::{Api, App};
 use serde_json::{Value, json};
 
 const EPSG_3857: &str = "http://www.opengis.net/def/crs/EPSG/0/3857";
@@ -73,16 +73,7 @@ fn open(bytes: &[u8], file_name: &str) -> Opened {
 async fn exports_hold_the_features_items_match_in_every_format() {
     let app = App::start_with_worker().await;
     let admin = app.admin_token().await;
-    let job = app
-        .upload_ok(
-            &admin,
-            "countries.zip",
-            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
-            &[("visibility", "public")],
-        )
-        .await;
-    let job = app.wait_job(&admin, &job).await;
-    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let id = app.world_countries(&admin, &[("visibility", "public")]).await;
 
     // Populous countries of Africa and its neighbours, by text CQL2 and a
     // box; sorted by population, largest first.

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use catalog_tests::{Api, App, shapefile_members, zip_owned};
+use catalog_tests::{Api, App};
 use serde_json::{Value, json};
 
 const DCAT: &str = "http://www.w3.org/ns/dcat#";
@@ -61,16 +61,9 @@ fn scripts(page: &str) -> Vec<Value> {
 async fn records_answer_dcat_and_dataset_pages_embed_schema_org() {
     let app = App::start_with_worker().await;
     let admin = app.admin_token().await;
-    let job = app
-        .upload_ok(
-            &admin,
-            "countries.zip",
-            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
-            &[("visibility", "public"), ("title", "World countries")],
-        )
+    let id = app
+        .world_countries(&admin, &[("visibility", "public"), ("title", "World countries")])
         .await;
-    let job = app.wait_job(&admin, &job).await;
-    let id = job["dataset_id"].as_str().unwrap().to_string();
     let status = app
         .send(
             app.http()
@@ -170,18 +163,7 @@ async fn records_answer_dcat_and_dataset_pages_embed_schema_org() {
 async fn licence_and_attribution_reach_dcat_tilejson_and_styles() {
     let app = App::start_with_worker().await;
     let admin = app.admin_token().await;
-    let job = app
-        .upload_ok(
-            &admin,
-            "countries.zip",
-            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
-            &[("visibility", "public")],
-        )
-        .await;
-    let id = app.wait_job(&admin, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = app.world_countries(&admin, &[("visibility", "public")]).await;
     let patch = |body: Value| {
         app.send(
             app.http()

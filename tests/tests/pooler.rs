@@ -6,7 +6,7 @@
 //! and a filter, cut tiles, search, read STAC and features and edit, so
 //! the pooler hands server connections from one client to another all the
 //! time; every answer must be right.
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer, shapefile_members, zip_owned};
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer};
 use serde_json::{Value, json};
 
 /// The shared test cluster's port (scripts/test.sh).
@@ -88,17 +88,7 @@ async fn client(stack: &Stack, id: &str, rounds: u32, seed: u32) -> Result<(), S
 
 async fn serves_everything(stack: &Stack) -> String {
     let admin = stack.admin_token().await;
-    let job = stack
-        .upload_ok(
-            &admin,
-            "countries.zip",
-            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
-            &[("visibility", "public")],
-        )
-        .await;
-    let job = stack.wait_job(&admin, &job).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
-    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let id = stack.world_countries(&admin, &[("visibility", "public")]).await;
     let outcomes = futures::future::join_all((0..8).map(|seed| client(stack, &id, 6, seed))).await;
     for outcome in outcomes {
         outcome.unwrap_or_else(|e| panic!("{e}\n{}", stack.logs()));

@@ -93,14 +93,19 @@ async fn ingest(stack: &Stack, token: &str, name: &str, bytes: Vec<u8>, fields: 
     stack.wait_job(token, &job).await
 }
 
+/// Luxembourg's elevation (Int16, one band), public; its dataset id.
+async fn public_dem(stack: &Stack, token: &str) -> String {
+    let dem = data_file("raster/elev_luxembourg.tif");
+    let job = ingest(stack, token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    job["dataset_id"].as_str().unwrap().to_string()
+}
+
 #[tokio::test]
 async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let token = stack.admin_token().await;
-    let dem = data_file("raster/elev_luxembourg.tif");
-    let job = ingest(&stack, &token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
-    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let id = public_dem(&stack, &token).await;
     let record = stack.dataset(&token, &id).await;
     assert_eq!(record["kind"], "raster");
     assert_eq!(record["title"], "elev_luxembourg");
@@ -1084,10 +1089,7 @@ async fn malformed_band_lists_are_refused() {
 async fn a_rendering_travels_in_tilejson_and_map_styles() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let token = stack.admin_token().await;
-    let dem = data_file("raster/elev_luxembourg.tif");
-    let job = ingest(&stack, &token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
-    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let id = public_dem(&stack, &token).await;
     let tilejson: Value = get(
         &stack,
         None,

@@ -6,7 +6,7 @@
 //! keeps the dataset's.
 use std::process::Command;
 
-use catalog_tests::{Api, App, shapefile_members, validate_style, zip_owned};
+use catalog_tests::{Api, App, validate_style};
 use gdal::vector::LayerAccess;
 use serde_json::{Value, json};
 
@@ -193,16 +193,7 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
 async fn column_summaries_hold_what_the_table_holds() {
     let app = App::start_with_worker().await;
     let admin = app.admin_token().await;
-    let job = app
-        .upload_ok(
-            &admin,
-            "countries.zip",
-            zip_owned(&shapefile_members("shp/naturalearth_lowres")),
-            &[],
-        )
-        .await;
-    let job = app.wait_job(&admin, &job).await;
-    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let id = app.world_countries(&admin, &[]).await;
     let dataset = app.dataset(&admin, &id).await;
     let table = format!(
         "{}.{}",

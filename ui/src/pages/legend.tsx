@@ -4,6 +4,7 @@
 import type { Schemas } from "../api";
 import { configOf, geometryOf, legendOf, rasterConfigOf, type Geometry, type LegendEntry } from "./layerstyle";
 import { RasterLegend } from "./rasterlegend";
+import "./legend.css";
 
 type MapLayer = Schemas["MapLayerResponse"];
 
