@@ -649,6 +649,11 @@ assert.ok((await colourful()) < 500, 'the raster shows grey by default');
 await page.getByLabel('Colour map of elev_luxembourg').selectOption('terrain');
 await until(async () => (await colourful()) > 5000, 'the terrain colours on the map');
 await screen(page, 'dataset-raster');
+// In the catalog, the (private) raster's card shows its picture, fetched with the session.
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
+const picture = page.getByRole('img', { name: 'Picture of elev_luxembourg' });
+await picture.waitFor();
+await until(async () => (await picture.evaluate((img) => img.complete && img.naturalWidth)) === 256, 'the raster\'s picture');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByLabel('New map name').fill('Relief of Luxembourg');
 await page.getByRole('button', { name: 'Create map' }).click();

@@ -1,3 +1,6 @@
+import { useEffect, useState } from "react";
+import { request } from "../api";
+
 /** A dataset's extent drawn on a small world outline: a preview that needs no tiles. */
 export function ExtentPreview({ bbox }: { bbox?: number[] | null }) {
   const w = 120;
@@ -27,4 +30,50 @@ export function ExtentPreview({ bbox }: { bbox?: number[] | null }) {
       ))}
     </svg>
   );
+}
+
+/** The deepest Web Mercator tile that holds the whole extent (zoom 0 for
+ * an extent across the antimeridian), as STAC's raster thumbnails use. */
+export function enclosingTile(bbox: number[]): [number, number, number] {
+  const [west, south, east, north] = bbox;
+  const column = (lon: number, z: number) => Math.min(2 ** z - 1, Math.floor(((lon + 180) / 360) * 2 ** z));
+  const row = (lat: number, z: number) => {
+    const clamped = Math.max(-85.0511, Math.min(85.0511, lat));
+    const s = Math.sin((clamped * Math.PI) / 180);
+    return Math.min(2 ** z - 1, Math.floor((0.5 - Math.log((1 + s) / (1 - s)) / (4 * Math.PI)) * 2 ** z));
+  };
+  let found: [number, number, number] = [0, 0, 0];
+  if (west > east) return found;
+  for (let z = 1; z <= 18; z += 1) {
+    const [x, y] = [column(west, z), row(north, z)];
+    if (x !== column(east, z) || y !== row(south, z)) break;
+    found = [z, x, y];
+  }
+  return found;
+}
+
+/** A raster's picture: its enclosing tile, fetched with the session (a
+ * private raster's tiles need it); the extent box until then or without it. */
+export function RasterThumbnail({ id, bbox, title }: { id: string; bbox?: number[] | null; title: string }) {
+  const [src, setSrc] = useState<string | null>(null);
+  useEffect(() => {
+    if (!bbox || bbox.length < 4) return;
+    const [z, x, y] = enclosingTile(bbox);
+    let url: string | null = null;
+    let cancelled = false;
+    request(`/api/tiles/${id}/${z}/${x}/${y}.png`)
+      .then((r) => (r.status === 200 ? r.blob() : null))
+      .then((blob) => {
+        if (!blob || cancelled) return;
+        url = URL.createObjectURL(blob);
+        setSrc(url);
+      })
+      .catch(() => undefined);
+    return () => {
+      cancelled = true;
+      if (url) URL.revokeObjectURL(url);
+    };
+  }, [id, JSON.stringify(bbox)]);
+  if (!src) return <ExtentPreview bbox={bbox} />;
+  return <img className="extent thumbnail" src={src} alt={`Picture of ${title}`} width={120} height={60} />;
 }
