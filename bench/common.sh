@@ -67,6 +67,36 @@ start_service() {
   WORKER=$!
 }
 
+# require_debug_bins BUILD_VAR: BIN, the folder of the binaries to run
+# (CATALOG_BIN_DIR, else the debug build), built first when $BUILD_VAR is
+# 1; exits, saying how to build them, when they are missing.
+require_debug_bins() {
+  BIN=${CATALOG_BIN_DIR:-$CARGO_TARGET_DIR/debug}
+  if [[ ${!1:-} == 1 ]]; then
+    log "building (debug)"
+    cargo build --bins -q
+  fi
+  local bin
+  for bin in catalog-api catalog-worker; do
+    if [[ ! -x $BIN/$bin ]]; then
+      echo "$BIN/$bin is missing: run cargo build --bins (or $1=1 $0)" >&2
+      exit 1
+    fi
+  done
+}
+
+# serve_points: starts the bench cluster on a fresh database and the
+# service on it (pids in API and WORKER; all stop on exit), with the seeded
+# points' GeoPackage in GPKG.
+serve_points() {
+  ensure_packages
+  start_cluster "$DIR" "$PORT"
+  trap 'kill ${API:-} ${WORKER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
+  fresh_bench_database
+  GPKG=$(bench_gpkg)
+  start_service
+}
+
 # serve_public_table: starts the bench cluster and the service, and loads
 # the seeded points through it as a public collection (COLLECTION, TABLE).
 # Pids in API and WORKER (stopped once loaded); the extra pids in EXTRA_PIDS

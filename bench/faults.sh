@@ -20,7 +20,6 @@ PORT=${FAULTS_PG_PORT:-54332}
 DIR="$ROOT/.data/faults-pg"
 WORK="$ROOT/.data/faults"
 API_PORT=${FAULTS_API_PORT:-18130}
-BIN=${CATALOG_BIN_DIR:-$CARGO_TARGET_DIR/debug}
 # Scenario 1 ingests this many points per file (about 3 s each, debug build).
 POINTS=${FAULTS_POINTS:-200000}
 # Scenario 5's upload: about 105 MB of CSV.
@@ -29,16 +28,7 @@ MNT="$WORK/tmpfs-store"
 mkdir -p "$WORK"
 
 ensure_packages
-if [[ ${FAULTS_BUILD:-} == 1 ]]; then
-  log "building (debug)"
-  cargo build --bins -q
-fi
-for bin in catalog-api catalog-worker; do
-  if [[ ! -x $BIN/$bin ]]; then
-    echo "$BIN/$bin is missing: run cargo build --bins (or FAULTS_BUILD=1 $0)" >&2
-    exit 1
-  fi
-done
+require_debug_bins FAULTS_BUILD
 
 start_cluster "$DIR" "$PORT"
 

@@ -19,6 +19,8 @@ import threading
 import time
 import urllib.parse
 
+from driver_common import Database
+
 BIN = os.environ["FAULTS_BIN"]
 WORK = os.environ["FAULTS_WORK"]
 PG_DIR = os.environ["FAULTS_PG_DIR"]
@@ -39,6 +41,7 @@ RECOVERY_GOAL = 5.0
 USER, PASSWORD = os.environ["BOOTSTRAP_ADMIN_USERNAME"], os.environ["BOOTSTRAP_ADMIN_PASSWORD"]
 STORAGE = urllib.parse.urlparse(os.environ["STORAGE_URL"]).path
 DATABASE_URL = os.environ["DATABASE_URL"]
+sql, sql1 = Database(DATABASE_URL).rows, Database(DATABASE_URL).value
 STAGING_PREFIX = "_staging_"  # shared/src/datasets.rs
 GPKG = f"{WORK}/points_{POINTS}.gpkg"
 SMALL_GPKG = f"{WORK}/points_1000.gpkg"
@@ -214,19 +217,6 @@ def curl_upload(path, port=API_PORT, timeout=600):
     if out.returncode != 0:
         body += f" [curl exit {out.returncode}: {out.stderr.strip()}]"
     return int(code or 0), ctype, body, time.monotonic() - started
-
-
-def sql(query):
-    out = subprocess.run(["psql", DATABASE_URL, "-XAtq", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", query],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql: {out.stderr.strip()}")
-    return [line.split("\t") for line in out.stdout.splitlines() if line]
-
-
-def sql1(query):
-    rows = sql(query)
-    return rows[0][0] if rows else None
 
 
 def wait_jobs(job_ids, token, timeout, port=API_PORT):

@@ -9,11 +9,6 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-ensure_packages
-start_cluster "$DIR" "$PORT"
-trap 'kill ${API:-} ${WORKER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
-fresh_bench_database
-GPKG=$(bench_gpkg)
-start_service
+serve_points
 
 python3 bench/history_driver.py "http://$BIND_ADDR" "$GPKG" "$DATABASE_URL" "$POINTS"

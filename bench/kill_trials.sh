@@ -13,26 +13,17 @@
 # and API (127.0.0.1:18140). Takes about 15 s a trial.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
+source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
 PORT=${KILL_TRIALS_PG_PORT:-54333}
 DIR="$ROOT/.data/kill-trials-pg"
 WORK="$ROOT/.data/kill-trials"
 API_PORT=${KILL_TRIALS_API_PORT:-18140}
-BIN=${CATALOG_BIN_DIR:-$CARGO_TARGET_DIR/debug}
 mkdir -p "$WORK"
 
 ensure_packages
-if [[ ${KILL_TRIALS_BUILD:-} == 1 ]]; then
-  log "building (debug)"
-  cargo build --bins -q
-fi
-for bin in catalog-api catalog-worker; do
-  if [[ ! -x $BIN/$bin ]]; then
-    echo "$BIN/$bin is missing: run cargo build --bins (or KILL_TRIALS_BUILD=1 $0)" >&2
-    exit 1
-  fi
-done
+require_debug_bins KILL_TRIALS_BUILD
 
 start_cluster "$DIR" "$PORT"
 DRIVER=""

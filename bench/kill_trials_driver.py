@@ -18,6 +18,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from driver_common import Database
+
 BIN = os.environ["KILL_TRIALS_BIN"]
 WORK = os.environ["KILL_TRIALS_WORK"]
 API_PORT = int(os.environ["KILL_TRIALS_API_PORT"])
@@ -25,6 +27,7 @@ TRIALS = int(os.environ.get("TRIALS", "20"))
 BURNERS = int(os.environ.get("BURNERS", "0"))
 SEED = int(os.environ.get("KILL_TRIALS_SEED", "20261127"))
 DATABASE_URL = os.environ["DATABASE_URL"]
+sql, sql1 = Database(DATABASE_URL).rows, Database(DATABASE_URL).value
 USER, PASSWORD = os.environ["BOOTSTRAP_ADMIN_USERNAME"], os.environ["BOOTSTRAP_ADMIN_PASSWORD"]
 GOAL_MEDIAN, GOAL_MAX = 10.0, 15.0
 POINTS = 25
@@ -109,19 +112,6 @@ def stop_all():
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-
-
-def sql(query):
-    out = subprocess.run(["psql", DATABASE_URL, "-XAtq", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", query],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql: {out.stderr.strip()}")
-    return [line.split("\t") for line in out.stdout.splitlines() if line]
-
-
-def sql1(query):
-    rows = sql(query)
-    return rows[0][0] if rows else None
 
 
 def request(method, path, token=None, body=None, content_type=None):

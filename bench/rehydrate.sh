@@ -9,12 +9,7 @@ source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
-ensure_packages
-start_cluster "$DIR" "$PORT"
-trap 'kill ${API:-} ${WORKER:-} 2>/dev/null || true; stop_cluster "$DIR"' EXIT
-fresh_bench_database
-GPKG=$(bench_gpkg)
-start_service
+serve_points
 
 OGR_SECONDS=$(ogr2ogr_load_seconds "$GPKG")
 

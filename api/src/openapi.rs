@@ -349,6 +349,59 @@ pub fn add_links(doc: &mut serde_json::Value) {
     }
 }
 
+/// A request body's schema made of shared shapes: the properties of every
+/// part (the first part's other settings kept), `description`, and the
+/// `required` names added to the parts' own, each no longer nullable. One
+/// struct thus documents both a create and an update body, and a route
+/// taking a shared shape plus a field of its own needs no copy of the shape.
+pub fn object_of(
+    description: &str,
+    parts: &[utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>],
+    required: &[&str],
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{Object, Schema, SchemaType, Type};
+    let object = |part: &RefOr<Schema>| match part {
+        RefOr::T(Schema::Object(object)) => object.clone(),
+        _ => unreachable!("object_of takes object schemas"),
+    };
+    let mut whole: Object = object(&parts[0]);
+    for part in &parts[1..] {
+        let part = object(part);
+        whole.properties.extend(part.properties);
+        whole.required.extend(part.required);
+    }
+    whole.description = Some(description.to_owned());
+    for name in required {
+        if !whole.required.iter().any(|r| r == name) {
+            whole.required.push((*name).to_owned());
+        }
+        let property = whole.properties.get_mut(*name).expect("a required name is a property");
+        let not_null = match property {
+            RefOr::T(Schema::OneOf(one_of)) => {
+                let mut items = one_of.items.clone();
+                items.retain(|item| !matches!(item, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null)));
+                (items.len() == 1).then(|| items.remove(0))
+            }
+            RefOr::T(Schema::Object(o)) => {
+                if let SchemaType::Array(types) = &o.schema_type {
+                    let types: Vec<Type> = types.iter().filter(|t| **t != Type::Null).cloned().collect();
+                    o.schema_type = match types.as_slice() {
+                        [one] => SchemaType::Type(one.clone()),
+                        _ => SchemaType::Array(types),
+                    };
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(not_null) = not_null {
+            *property = not_null;
+        }
+    }
+    RefOr::T(Schema::Object(whole))
+}
+
 /// Closed sets of names a request may carry where the code keeps them as
 /// strings: the document's enums (a request field's `value_type`), each
 /// held to the code's own list by a test below.

@@ -138,10 +138,10 @@ mod forms {
         header_value: Option<String>,
     }
 
-    /// A layer of a remote service to import as a new dataset.
+    /// What an import, a reupload and a preview from a service all take.
     #[derive(Deserialize, utoipa::ToSchema)]
     #[serde(deny_unknown_fields)]
-    pub struct ServiceImport {
+    pub struct ServiceLayer {
         /// An http(s) URL; its host must resolve to a public address.
         #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
         url: String,
@@ -163,66 +163,69 @@ mod forms {
         #[schema(max_length = 200)]
         object_id_field: Option<String>,
         auth: Option<RemoteServiceAuth>,
+    }
+
+    #[derive(utoipa::ToSchema)]
+    struct ImportChoices {
         /// The new dataset's visibility (default private).
         visibility: Option<DatasetVisibility>,
     }
 
-    /// A remote service layer to pull again into a dataset.
-    #[derive(Deserialize, utoipa::ToSchema)]
-    #[serde(deny_unknown_fields)]
-    pub struct ServiceReupload {
-        /// An http(s) URL; its host must resolve to a public address.
-        #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
-        url: String,
-        #[schema(inline, value_type = ServiceTypeName)]
-        service_type: String,
-        /// The collection id, ArcGIS layer name or WFS type name.
-        #[schema(
-            max_length = 500,
-            pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-        )]
-        layer_name: String,
-        #[schema(max_length = 500)]
-        layer_title: Option<String>,
-        /// ArcGIS layer number (default: layer_name).
-        layer_id: Option<i64>,
-        #[schema(max_length = 1000)]
-        token: Option<String>,
-        #[schema(max_length = 200)]
-        object_id_field: Option<String>,
-        auth: Option<RemoteServiceAuth>,
+    #[derive(utoipa::ToSchema)]
+    struct ReuploadChoices {
         /// `true`: only compare (the job's `result`), change nothing.
         preview: Option<bool>,
     }
 
-    /// A remote service layer to compare with a dataset.
-    #[derive(Deserialize, utoipa::ToSchema)]
-    #[serde(deny_unknown_fields)]
-    pub struct ServicePreview {
-        /// An http(s) URL; its host must resolve to a public address.
-        #[schema(max_length = 2048, pattern = r"^[hH][tT][tT][pP][sS]?://[^/?#\s]")]
-        url: String,
-        #[schema(inline, value_type = ServiceTypeName)]
-        service_type: String,
-        /// The collection id, ArcGIS layer name or WFS type name.
-        #[schema(
-            max_length = 500,
-            pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-        )]
-        layer_name: String,
-        #[schema(max_length = 500)]
-        layer_title: Option<String>,
-        /// ArcGIS layer number (default: layer_name).
-        layer_id: Option<i64>,
-        #[schema(max_length = 1000)]
-        token: Option<String>,
-        #[schema(max_length = 200)]
-        object_id_field: Option<String>,
-        auth: Option<RemoteServiceAuth>,
+    #[derive(utoipa::ToSchema)]
+    struct PreviewChoices {
         /// This route only previews: `true` or left out.
         #[schema(value_type = Option<PreviewOnly>)]
         preview: Option<bool>,
     }
+
+    /// A route's body: a [`ServiceLayer`] with the fields of its choices.
+    macro_rules! service_body {
+        ($name:ident, $choices:ty, $description:literal) => {
+            pub struct $name;
+
+            impl utoipa::PartialSchema for $name {
+                fn schema() -> RefOr<Schema> {
+                    crate::openapi::object_of(
+                        $description,
+                        &[
+                            <ServiceLayer as utoipa::PartialSchema>::schema(),
+                            <$choices as utoipa::PartialSchema>::schema(),
+                        ],
+                        &[],
+                    )
+                }
+            }
+
+            impl utoipa::ToSchema for $name {
+                fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+                    <ServiceLayer as utoipa::ToSchema>::schemas(schemas);
+                    <$choices as utoipa::ToSchema>::schemas(schemas);
+                }
+            }
+        };
+    }
+
+    service_body!(
+        ServiceImport,
+        ImportChoices,
+        "A layer of a remote service to import as a new dataset."
+    );
+    service_body!(
+        ServiceReupload,
+        ReuploadChoices,
+        "A remote service layer to pull again into a dataset."
+    );
+    service_body!(
+        ServicePreview,
+        PreviewChoices,
+        "A remote service layer to compare with a dataset."
+    );
 
     /// `true`, the one value the preview route takes.
     pub struct PreviewOnly;

@@ -2743,10 +2743,7 @@ export interface components {
             properties?: Record<string, never>;
             type?: null | components["schemas"]["FeatureType"];
         };
-        /**
-         * @description A new map: a [`MapInput`] with its name (the document's form of the
-         *     create route's body).
-         */
+        /** @description A new map: a `MapInput` with its name. */
         NewMap: {
             basemap_config?: null | components["schemas"]["BasemapConfig"];
             basemap_style?: string | null;
@@ -2772,7 +2769,7 @@ export interface components {
             zoom?: number | null;
         };
         /**
-         * @description A new provider: a [`ProviderInput`] with what every provider needs. An
+         * @description A new provider: a `ProviderInput` with what every provider needs. An
          *     OpenID Connect provider (any type but idp_b) also needs a discovery URL,
          *     or its three endpoints, when its type has no default.
          */
@@ -2780,7 +2777,7 @@ export interface components {
             /** @description An http(s) URL, or "" for none. */
             authorize_url?: string | null;
             client_id: string;
-            /** @description Write-only. */
+            /** @description Write-only; on update only to rotate it. */
             client_secret: string;
             default_role?: null | components["schemas"]["Role"];
             /** @description An http(s) URL, or "" for none. */
@@ -2800,14 +2797,14 @@ export interface components {
             /** @description An http(s) URL, or "" for none. */
             userinfo_url?: string | null;
         };
-        /** @description A new metadata record: a [`RecordInput`] with its title. */
+        /** @description A new metadata record: a `RecordInput` with its title. */
         NewRecord: {
             description?: string | null;
             /** @description [west, south, east, north]; south not above north. */
             extent_bbox?: number[] | null;
             keywords?: string[] | null;
             properties?: Record<string, never> | null;
-            /** @description 1 to 500 characters, not only blanks. */
+            /** @description 1 to 500 characters, not only blanks; required on create. */
             title: string;
             /** @description Any type but `dataset` (dataset records come from datasets). */
             type?: string | null;
@@ -3213,6 +3210,7 @@ export interface components {
             layer_id?: number | null;
             /** @description The collection id, ArcGIS layer name or WFS type name. */
             layer_name: string;
+            /** @description The dataset's title (default: the layer name). */
             layer_title?: string | null;
             object_id_field?: string | null;
             preview?: null | components["schemas"]["PreviewOnly"];
@@ -3236,6 +3234,7 @@ export interface components {
             layer_id?: number | null;
             /** @description The collection id, ArcGIS layer name or WFS type name. */
             layer_name: string;
+            /** @description The dataset's title (default: the layer name). */
             layer_title?: string | null;
             object_id_field?: string | null;
             /** @description `true`: only compare (the job's `result`), change nothing. */

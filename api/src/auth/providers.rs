@@ -170,56 +170,23 @@ pub struct ProviderInput {
     enabled: Option<bool>,
 }
 
-/// A new provider: a [`ProviderInput`] with what every provider needs. An
-/// OpenID Connect provider (any type but idp_b) also needs a discovery URL,
-/// or its three endpoints, when its type has no default.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct NewProvider {
-    /// 1 to 63 lower-case letters, digits, '-' or '_', starting with a
-    /// letter or digit: part of the provider's URLs.
-    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,62}$")]
-    slug: String,
-    #[schema(
-        max_length = 255,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    display_name: String,
-    #[schema(value_type = crate::openapi::names::ProviderType)]
-    provider_type: String,
-    #[schema(
-        max_length = 1020,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    client_id: String,
-    /// Write-only.
-    #[schema(
-        max_length = 4096,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    client_secret: String,
-    /// An http(s) URL, or "" for none.
-    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
-    discovery_url: Option<String>,
-    /// An http(s) URL, or "" for none.
-    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
-    authorize_url: Option<String>,
-    /// An http(s) URL, or "" for none.
-    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
-    token_url: Option<String>,
-    /// An http(s) URL, or "" for none.
-    #[schema(max_length = 2048, pattern = r"^$|^[hH][tT][tT][pP][sS]?://")]
-    userinfo_url: Option<String>,
-    /// Space-separated.
-    #[schema(
-        max_length = 1000,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    scopes: Option<String>,
-    #[schema(value_type = Option<catalog_shared::auth::Role>)]
-    default_role: Option<String>,
-    enabled: Option<bool>,
+/// A new provider: a [`ProviderInput`] with what every provider needs.
+pub struct NewProvider;
+
+impl utoipa::PartialSchema for NewProvider {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::openapi::object_of(
+            "A new provider: a `ProviderInput` with what every provider needs. An\nOpenID Connect provider (any type but idp_b) also needs a discovery URL,\nor its three endpoints, when its type has no default.",
+            &[<ProviderInput as utoipa::PartialSchema>::schema()],
+            &["slug", "display_name", "provider_type", "client_id", "client_secret"],
+        )
+    }
+}
+
+impl utoipa::ToSchema for NewProvider {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <ProviderInput as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 fn check_text(field: &str, value: &str, max: usize) -> Result<(), AppError> {

@@ -234,41 +234,22 @@ pub struct MapInput {
 
 /// A new map: a [`MapInput`] with its name (the document's form of the
 /// create route's body).
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct NewMap {
-    /// Not only blanks.
-    #[schema(
-        max_length = 255,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    pub name: String,
-    #[schema(max_length = 2000)]
-    pub description: Option<String>,
-    #[schema(max_length = 50000)]
-    pub notes: Option<String>,
-    #[schema(minimum = -180, maximum = 180)]
-    pub center_lng: Option<f64>,
-    #[schema(minimum = -90, maximum = 90)]
-    pub center_lat: Option<f64>,
-    #[schema(minimum = 0, maximum = 24)]
-    pub zoom: Option<f64>,
-    #[schema(minimum = -180, maximum = 180)]
-    pub bearing: Option<f64>,
-    #[schema(minimum = 0, maximum = 85)]
-    pub pitch: Option<f64>,
-    #[schema(max_length = 2000)]
-    pub basemap_style: Option<String>,
-    pub show_basemap_labels: Option<bool>,
-    pub basemap_config: Option<BasemapConfig>,
-    pub terrain_config: Option<TerrainConfig>,
-    pub visibility: Option<MapVisibility>,
-    #[schema(max_items = 200)]
-    pub layers: Option<Vec<MapLayerInput>>,
-    #[schema(max_items = 50)]
-    pub plugins: Option<Vec<String>>,
-    #[schema(max_length = 120)]
-    pub legend_title: Option<String>,
+pub struct NewMap;
+
+impl utoipa::PartialSchema for NewMap {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::openapi::object_of(
+            "A new map: a `MapInput` with its name.",
+            &[<MapInput as utoipa::PartialSchema>::schema()],
+            &["name"],
+        )
+    }
+}
+
+impl utoipa::ToSchema for NewMap {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <MapInput as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 fn max_chars(field: &str, value: &Option<String>, max: usize) -> Result<(), AppError> {

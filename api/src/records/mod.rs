@@ -432,28 +432,22 @@ struct RecordInput {
 }
 
 /// A new metadata record: a [`RecordInput`] with its title.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct NewRecord {
-    /// 1 to 500 characters, not only blanks.
-    #[schema(
-        max_length = 500,
-        pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    title: String,
-    #[schema(max_length = 10000)]
-    description: Option<String>,
-    keywords: Option<Vec<String>>,
-    /// Any type but `dataset` (dataset records come from datasets).
-    #[serde(rename = "type")]
-    #[schema(pattern = r"^(?!dataset$)")]
-    record_type: Option<String>,
-    /// [west, south, east, north]; south not above north.
-    #[schema(min_items = 4, max_items = 4)]
-    extent_bbox: Option<Vec<f64>>,
-    #[schema(value_type = Option<Object>)]
-    properties: Option<serde_json::Map<String, Value>>,
+struct NewRecord;
+
+impl utoipa::PartialSchema for NewRecord {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::openapi::object_of(
+            "A new metadata record: a `RecordInput` with its title.",
+            &[<RecordInput as utoipa::PartialSchema>::schema()],
+            &["title"],
+        )
+    }
+}
+
+impl utoipa::ToSchema for NewRecord {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <RecordInput as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 impl RecordInput {

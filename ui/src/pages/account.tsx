@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { get, send, signOutEverywhere, type Schemas, type User } from "../api";
 import { navigate } from "../router";
 import { useSession } from "../session";
-import { ErrorNote, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
+import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
 
 function ChangePassword() {
   const [current, setCurrent] = useState("");
@@ -80,42 +80,26 @@ function ApiKeys() {
           <code aria-label="New API key">{created.key}</code>
         </div>
       )}
-      <div className="table-scroll" tabIndex={0} role="region" aria-label="API keys table">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Created</th>
-              <th scope="col">State</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {(Array.isArray(keys.value) ? keys.value : []).map((k) => (
-              <tr key={k.id}>
-                <td>{k.name ?? ""}</td>
-                <td>
-                  <code>{k.key_prefix}…</code>
-                </td>
-                <td>{k.scope}</td>
-                <td>{when(k.created_at)}</td>
-                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.expires_at ? `expires ${when(k.expires_at)}` : "active"}</td>
-                <td>
-                  {!k.revoked_at && (
-                    <button type="button" onClick={() => revoke(k.id)} aria-label={`Revoke key ${k.name ?? k.key_prefix}`}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ScrollTable label="API keys table" columns={["Name", "Key", "Scope", "Created", "State", { hidden: "Actions" }]}>
+        {(Array.isArray(keys.value) ? keys.value : []).map((k) => (
+          <tr key={k.id}>
+            <td>{k.name ?? ""}</td>
+            <td>
+              <code>{k.key_prefix}…</code>
+            </td>
+            <td>{k.scope}</td>
+            <td>{when(k.created_at)}</td>
+            <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.expires_at ? `expires ${when(k.expires_at)}` : "active"}</td>
+            <td>
+              {!k.revoked_at && (
+                <button type="button" onClick={() => revoke(k.id)} aria-label={`Revoke key ${k.name ?? k.key_prefix}`}>
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </ScrollTable>
     </section>
   );
 }

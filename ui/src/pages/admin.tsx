@@ -3,7 +3,7 @@ import { get, send, type Schemas, type User } from "../api";
 import { Link, useLocation } from "../router";
 import { isAdmin, useSession } from "../session";
 import { ApiLink } from "./apiview";
-import { ErrorNote, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
+import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
 
 /** The admin screens, one link each. */
 export function AdminNav() {
@@ -80,62 +80,48 @@ export function AdminUsers() {
           </p>
         </div>
       )}
-      <div className="table-scroll" tabIndex={0} role="region" aria-label="Users table">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Username</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-              <th scope="col">Password</th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.value?.map((u) => (
-              <tr key={u.id}>
-                <td>{u.username}</td>
-                <td>{u.email ?? ""}</td>
-                <td>
-                  <select
-                    aria-label={`Role of ${u.username}`}
-                    value={u.roles[0] ?? "viewer"}
-                    onChange={(e) => change(u.id, { role: e.target.value })}
-                  >
-                    <option value="viewer">viewer</option>
-                    <option value="editor">editor</option>
-                    <option value="admin">admin</option>
-                  </select>
-                </td>
-                <td>
-                  {u.status === "pending" ? (
-                    <button type="button" onClick={() => change(u.id, { status: "active" })} aria-label={`Approve ${u.username}`}>
-                      Approve
-                    </button>
-                  ) : (
-                    <select
-                      aria-label={`Status of ${u.username}`}
-                      value={u.status}
-                      onChange={(e) => change(u.id, { status: e.target.value })}
-                    >
-                      <option value="active">active</option>
-                      <option value="suspended">suspended</option>
-                      <option value="deactivated">deactivated</option>
-                    </select>
-                  )}
-                </td>
-                <td>{when(u.created_at)}</td>
-                <td>
-                  <button type="button" className="link" onClick={() => makeLink(u)} aria-label={`Make a password reset link for ${u.username}`}>
-                    Reset link
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ScrollTable label="Users table" columns={["Username", "Email", "Role", "Status", "Created", "Password"]}>
+        {users.value?.map((u) => (
+          <tr key={u.id}>
+            <td>{u.username}</td>
+            <td>{u.email ?? ""}</td>
+            <td>
+              <select
+                aria-label={`Role of ${u.username}`}
+                value={u.roles[0] ?? "viewer"}
+                onChange={(e) => change(u.id, { role: e.target.value })}
+              >
+                <option value="viewer">viewer</option>
+                <option value="editor">editor</option>
+                <option value="admin">admin</option>
+              </select>
+            </td>
+            <td>
+              {u.status === "pending" ? (
+                <button type="button" onClick={() => change(u.id, { status: "active" })} aria-label={`Approve ${u.username}`}>
+                  Approve
+                </button>
+              ) : (
+                <select
+                  aria-label={`Status of ${u.username}`}
+                  value={u.status}
+                  onChange={(e) => change(u.id, { status: e.target.value })}
+                >
+                  <option value="active">active</option>
+                  <option value="suspended">suspended</option>
+                  <option value="deactivated">deactivated</option>
+                </select>
+              )}
+            </td>
+            <td>{when(u.created_at)}</td>
+            <td>
+              <button type="button" className="link" onClick={() => makeLink(u)} aria-label={`Make a password reset link for ${u.username}`}>
+                Reset link
+              </button>
+            </td>
+          </tr>
+        ))}
+      </ScrollTable>
     </AdminScreen>
   );
 }

@@ -111,3 +111,34 @@ export function useTitle(title: string | null | undefined): void {
     if (title) document.title = `${title} · Spatial Data Catalog`;
   }, [title]);
 }
+
+/** A column heading of a `ScrollTable`: its text, or a label screen
+ * readers alone hear (a column of buttons). */
+export type Column = string | { hidden: string };
+
+/** A table with one heading row, in a box that scrolls sideways on a
+ * narrow screen (focusable, so a keyboard can scroll it too). */
+export function ScrollTable({ label, columns, children }: { label: string; columns: Column[]; children: ReactNode }) {
+  return (
+    <div className="table-scroll" tabIndex={0} role="region" aria-label={label}>
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c) =>
+              typeof c === "string" ? (
+                <th key={c} scope="col">
+                  {c}
+                </th>
+              ) : (
+                <th key={c.hidden} scope="col">
+                  <span className="visually-hidden">{c.hidden}</span>
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}

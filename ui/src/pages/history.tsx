@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from "react";
 import { ApiError, get, getTagged, send, type Schemas } from "../api";
 import { Link } from "../router";
-import { ErrorNote, cellText, useAction, useLoad, when } from "./common";
+import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./common";
 
 type Dataset = Schemas["Dataset"];
 type Column = { name: string; type?: string };
@@ -167,42 +167,26 @@ export function History({ dataset, onRestored }: { dataset: Dataset; onRestored:
           Restoring… <Link href={`/jobs/${restoring}`}>the job</Link>
         </p>
       )}
-      <div className="table-scroll" tabIndex={0} role="region" aria-label="Versions">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">What</th>
-              <th scope="col">Who</th>
-              <th scope="col">When</th>
-              <th scope="col">Features</th>
-              <th scope="col">
-                <span className="visually-hidden">Restore</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {versions.value?.versions.map((v) => (
-              <tr key={v.version}>
-                <th scope="row">{v.version}</th>
-                <td>{v.restored_from ? `restore of ${v.restored_from}` : v.kind}</td>
-                <td>{v.created_by ?? "—"}</td>
-                <td>{when(v.created_at)}</td>
-                <td>{v.feature_count.toLocaleString()}</td>
-                <td>
-                  {v.current ? (
-                    "current"
-                  ) : (
-                    <button type="button" onClick={() => restore(v.version)} disabled={action.busy}>
-                      Restore version {v.version}
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ScrollTable label="Versions" columns={["Version", "What", "Who", "When", "Features", { hidden: "Restore" }]}>
+        {versions.value?.versions.map((v) => (
+          <tr key={v.version}>
+            <th scope="row">{v.version}</th>
+            <td>{v.restored_from ? `restore of ${v.restored_from}` : v.kind}</td>
+            <td>{v.created_by ?? "—"}</td>
+            <td>{when(v.created_at)}</td>
+            <td>{v.feature_count.toLocaleString()}</td>
+            <td>
+              {v.current ? (
+                "current"
+              ) : (
+                <button type="button" onClick={() => restore(v.version)} disabled={action.busy}>
+                  Restore version {v.version}
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </ScrollTable>
       <h3>Latest changes</h3>
       {changes.value && changes.value.changes.length === 0 && <p>No feature has been edited.</p>}
       <ul className="changes">

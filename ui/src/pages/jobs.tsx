@@ -1,7 +1,7 @@
 import { useEffect } from "react";
 import { get, send, type Schemas } from "../api";
 import { Link } from "../router";
-import { ErrorNote, SignedIn, useLoad, when, useTitle } from "./common";
+import { ErrorNote, ScrollTable, SignedIn, useLoad, when, useTitle } from "./common";
 import { JobProgress } from "./job";
 
 /** The caller's jobs (every job for admins), refreshed while any runs. */
@@ -23,47 +23,32 @@ export function Jobs() {
       <section>
         <h1>Jobs</h1>
         <ErrorNote error={jobs.error} />
-        <div className="table-scroll" tabIndex={0} role="region" aria-label="Jobs table">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Dataset</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.value?.jobs.map((j) => (
-                <tr key={j.id}>
-                  <td>{j.kind}</td>
-                  <td>
-                    <JobProgress job={j} />
-                  </td>
-                  <td>{when(j.created_at)}</td>
-                  <td>
-                    {/* Every dataset the job made (a file of several layers makes several). */}
-                    {(j.dataset_ids.length ? j.dataset_ids : j.dataset_id ? [j.dataset_id] : []).map((id, n, all) => (
-                      <Link key={id} href={`/datasets/${id}`} aria-label={`Open dataset ${n + 1} of ${all.length} of this ${j.kind} job`} className="dataset-link">
-                        {all.length > 1 ? `dataset ${n + 1}` : "open"}
-                      </Link>
-                    ))}
-                  </td>
-                  <td>
-                    {(j.status === "queued" || j.status === "running") && (
-                      <button type="button" onClick={() => cancel(j.id)}>
-                        Cancel
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ScrollTable label="Jobs table" columns={["Kind", "Status", "Created", "Dataset", { hidden: "Actions" }]}>
+          {jobs.value?.jobs.map((j) => (
+            <tr key={j.id}>
+              <td>{j.kind}</td>
+              <td>
+                <JobProgress job={j} />
+              </td>
+              <td>{when(j.created_at)}</td>
+              <td>
+                {/* Every dataset the job made (a file of several layers makes several). */}
+                {(j.dataset_ids.length ? j.dataset_ids : j.dataset_id ? [j.dataset_id] : []).map((id, n, all) => (
+                  <Link key={id} href={`/datasets/${id}`} aria-label={`Open dataset ${n + 1} of ${all.length} of this ${j.kind} job`} className="dataset-link">
+                    {all.length > 1 ? `dataset ${n + 1}` : "open"}
+                  </Link>
+                ))}
+              </td>
+              <td>
+                {(j.status === "queued" || j.status === "running") && (
+                  <button type="button" onClick={() => cancel(j.id)}>
+                    Cancel
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </ScrollTable>
       </section>
     </SignedIn>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { get, send, upload, type Schemas } from "../api";
 import { isAdmin, useSession } from "../session";
-import { ErrorNote, cellText, useAction, useLoad, when } from "./common";
+import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./common";
 import { JobProgress, useJob } from "./job";
 
 type Dataset = Schemas["Dataset"];
@@ -45,28 +45,15 @@ const SAMPLE_ROWS = 3;
 function SampleRows({ rows, label }: { rows: Record<string, unknown>[]; label: string }) {
   const columns = Object.keys(rows[0]);
   return (
-    <div className="table-scroll" tabIndex={0} role="region" aria-label={label}>
-      <table>
-        <thead>
-          <tr>
-            {columns.map((c) => (
-              <th key={c} scope="col">
-                {c}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.slice(0, SAMPLE_ROWS).map((row, i) => (
-            <tr key={i}>
-              {columns.map((c) => (
-                <td key={c}>{cellText(row[c])}</td>
-              ))}
-            </tr>
+    <ScrollTable label={label} columns={columns}>
+      {rows.slice(0, SAMPLE_ROWS).map((row, i) => (
+        <tr key={i}>
+          {columns.map((c) => (
+            <td key={c}>{cellText(row[c])}</td>
           ))}
-        </tbody>
-      </table>
-    </div>
+        </tr>
+      ))}
+    </ScrollTable>
   );
 }
 
