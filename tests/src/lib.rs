@@ -747,6 +747,22 @@ pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
     zip_of(&borrowed)
 }
 
+/// `gdalinfo /vsicurl/<href>`'s report: GDAL reading a remote raster in
+/// place with HTTP ranges, as QGIS does (panics when it cannot).
+pub fn gdalinfo_vsicurl(href: &str) -> String {
+    let output = Command::new("gdalinfo")
+        .arg(format!("/vsicurl/{href}"))
+        .env("GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR")
+        .output()
+        .expect("gdalinfo (Debian's gdal-bin) runs");
+    assert!(
+        output.status.success(),
+        "gdalinfo /vsicurl/{href}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// What GDAL's MVT driver reads from tile z/x/y: `ogrinfo`'s listing of
 /// every layer and feature (geometries left out).
 pub fn ogrinfo_of_tile(tile: &[u8], (z, x, y): (u32, u64, u64)) -> String {

@@ -156,22 +156,6 @@ async fn get(stack: &Stack, url: &str, headers: &[(&str, &str)]) -> reqwest::Res
     stack.send(request).await
 }
 
-/// What `gdalinfo` says of a remote file read in place, with no credential
-/// but what its URL carries.
-fn gdalinfo(href: &str) -> String {
-    let output = Command::new("gdalinfo")
-        .arg(format!("/vsicurl/{href}"))
-        .env("GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR")
-        .output()
-        .expect("gdalinfo (Debian's gdal-bin) runs");
-    assert!(
-        output.status.success(),
-        "gdalinfo /vsicurl/{href}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
 }
@@ -327,7 +311,7 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
     assert_eq!(data["roles"], json!(["data"]));
     let href = data["href"].as_str().unwrap();
     assert_eq!(href, stack.url(&format!("/api/datasets/{public_raster}/download")));
-    let info = gdalinfo(href);
+    let info = catalog_tests::gdalinfo_vsicurl(href);
     assert!(info.contains("Size is 95, 90"), "{info}");
     let properties = &item["properties"];
     assert_eq!(properties["proj:code"], "EPSG:4326");
@@ -374,7 +358,7 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
     assert!(signed.contains("sig="), "{signed}");
     let lifetime = expiry(&signed) - now();
     assert!((3590..=3600).contains(&lifetime), "{lifetime} s");
-    let info = gdalinfo(&signed);
+    let info = catalog_tests::gdalinfo_vsicurl(&signed);
     assert!(info.contains("Size is 64, 48") && info.contains("32633"), "{info}");
     let thumbnail = get(&stack, item["assets"]["thumbnail"]["href"].as_str().unwrap(), &[]).await;
     assert_eq!(thumbnail.status(), 200, "the thumbnail is a signed tile");
