@@ -13,16 +13,17 @@ use std::{
 };
 
 use axum::{
+    body::Body,
     extract::{ConnectInfo, MatchedPath, Request, State},
-    http::{HeaderName, HeaderValue},
+    http::{HeaderName, HeaderValue, Method},
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, ServerErrorCause};
+use catalog_shared::{AppError, DatabaseUnavailable, ServerErrorCause};
 use futures::FutureExt;
 use tracing::Instrument;
 
-use crate::{access, auth::cors::Cors, framing, state::AppState};
+use crate::{access, auth::cors::Cors, framing, replicas, state::AppState};
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The longest a handler may take; uploads stream within it.
@@ -81,7 +82,7 @@ async fn answer(state: &AppState, peer: SocketAddr, request: Request, next: Next
             let writer = (!method.is_safe())
                 .then(|| request.extensions().get::<access::Caller>().and_then(|c| c.user_id()))
                 .flatten();
-            let response = run(request, next).await;
+            let response = run_read_anywhere(state, request, next).await;
             // Read-your-writes: this caller's next reads wait for replicas
             // to replay what the write committed.
             if let Some(writer) = writer
@@ -123,6 +124,27 @@ async fn admit(
 }
 
 /// The handler, within its time limit; a panic becomes a 500 problem.
+/// Runs the handler; a read (GET or HEAD) the database could not serve is
+/// run once more on the primary when replicas serve reads and the primary
+/// is up: a replica cancels queries that conflict with what it replays
+/// (a reupload swapping a table, a vacuum), and may go away mid-read.
+async fn run_read_anywhere(state: &AppState, request: Request, next: Next) -> Response {
+    let method = request.method();
+    if !state.db.has_replicas() || !(method == Method::GET || method == Method::HEAD) {
+        return run(request, next).await;
+    }
+    let (parts, body) = request.into_parts();
+    let first = run(Request::from_parts(parts.clone(), body), next.clone()).await;
+    if first.extensions().get::<DatabaseUnavailable>().is_none() || !state.db.primary_is_up() {
+        return first;
+    }
+    tracing::info!(
+        cause = first.extensions().get::<ServerErrorCause>().map(|c| c.0.as_str()),
+        "a read the database could not serve runs again on the primary"
+    );
+    replicas::on_primary(run(Request::from_parts(parts, Body::empty()), next)).await
+}
+
 async fn run(request: Request, next: Next) -> Response {
     let handler = AssertUnwindSafe(next.run(request)).catch_unwind();
     match tokio::time::timeout(HANDLER_TIME_LIMIT, handler).await {

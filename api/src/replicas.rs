@@ -16,6 +16,11 @@
 //! still lacks a position the primary had more than `READ_MAX_LAG_SECONDS`
 //! ago, is skipped until it catches up. With the primary down, reads go to
 //! any replica that answers (stale beats nothing; writes answer 503).
+//!
+//! A read a replica could not serve (it cancelled the query for conflicting
+//! with what it replays, or went away mid-read) is run once more on the
+//! primary when the primary is up ([`on_primary`], by the edge), so the
+//! caller sees no error for what the primary can answer.
 use std::{
     collections::{HashMap, VecDeque},
     sync::{
@@ -30,6 +35,16 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::{rate_limit::SharedStore, tile_connections::TileConnections};
+
+tokio::task_local! {
+    /// Set while a read runs again on the primary: every reader is the primary.
+    static ON_PRIMARY: ();
+}
+
+/// Runs `read` with every [`Database::reader`] it asks for on the primary.
+pub async fn on_primary<F: Future>(read: F) -> F::Output {
+    ON_PRIMARY.scope((), read).await
+}
 
 /// How often positions are read.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -163,6 +178,11 @@ impl Database {
         &self.replicas
     }
 
+    /// Whether the primary answered the watcher's last question.
+    pub fn primary_is_up(&self) -> bool {
+        self.primary_up.load(Ordering::Relaxed)
+    }
+
     fn primary_reader(&self) -> Reader<'_> {
         Reader {
             pool: &self.primary,
@@ -183,7 +203,7 @@ impl Database {
     /// Where a read that must see position `after` (and the writes of
     /// `caller`, when given) goes.
     pub async fn reader(&self, caller: Option<Uuid>, after: i64) -> Reader<'_> {
-        if self.replicas.is_empty() {
+        if self.replicas.is_empty() || ON_PRIMARY.try_with(|_| ()).is_ok() {
             self.reads[0].fetch_add(1, Ordering::Relaxed);
             return self.primary_reader();
         }

@@ -46,11 +46,19 @@ struct Extra {
     /// A JSON answer sent instead of the problem: a read that cannot be
     /// served yet leaves its handler the way an error does.
     answer: Option<serde_json::Value>,
+    /// The database could not serve the statement (a replica cancelled it,
+    /// a server went away): a read may be tried again elsewhere.
+    database_unavailable: bool,
 }
 
 /// Why a request answered 5xx, for the log line and never for the caller.
 #[derive(Clone, Debug)]
 pub struct ServerErrorCause(pub String);
+
+/// On a response whose database could not serve the statement
+/// (`is_unavailable`): a read may succeed on another server.
+#[derive(Clone, Copy, Debug)]
+pub struct DatabaseUnavailable;
 
 pub type AppResult<T> = Result<T, AppError>;
 
@@ -172,6 +180,9 @@ impl IntoResponse for AppError {
         if let Some(cause) = extra.cause {
             response.extensions_mut().insert(ServerErrorCause(cause));
         }
+        if extra.database_unavailable {
+            response.extensions_mut().insert(DatabaseUnavailable);
+        }
         response
     }
 }
@@ -203,7 +214,10 @@ fn is_unavailable_code(code: &str) -> bool {
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         if is_unavailable(&e) {
-            return Self::unavailable("the database could not serve the request; try again shortly").with_cause(e);
+            let mut error =
+                Self::unavailable("the database could not serve the request; try again shortly").with_cause(e);
+            error.extra.get_or_insert_default().database_unavailable = true;
+            return error;
         }
         match e {
             sqlx::Error::RowNotFound => Self::not_found("not found"),

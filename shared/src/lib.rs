@@ -27,7 +27,7 @@ pub mod telemetry;
 mod text_enum;
 pub mod uploads;
 
-pub use error::{AppError, Problem, ServerErrorCause};
+pub use error::{AppError, DatabaseUnavailable, Problem, ServerErrorCause};
 
 /// The product's release (semver, the workspace's version); the HTTP
 /// interface's own version is the OpenAPI document's `info.version`.

@@ -2,7 +2,8 @@
 //! test's own and a streaming replica made by `pg_basebackup -R`, two API
 //! processes sharing Redis, one worker. Reads reach the replica; a writer
 //! reads its own write through the other process while the replica's
-//! replay is paused; a replica lagging past `READ_MAX_LAG_SECONDS`, or
+//! replay is paused; a read the replica cancels for a recovery conflict
+//! answers from the primary; a replica lagging past `READ_MAX_LAG_SECONDS`, or
 //! stopped, is skipped; with the primary stopped, public reads still
 //! answer and writes answer 503 with `Retry-After`, and writes come back
 //! once it does.
@@ -266,6 +267,73 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
             .iter()
             .any(|f| f["properties"]["name"] == "renamed while the replica waits")
     );
+
+    // A replica cancels a read that conflicts with what it replays (here
+    // the ACCESS EXCLUSIVE lock a reupload's table swap takes): the read
+    // runs again on the primary and answers, instead of a 503.
+    let geometry = primary.psql(
+        "catalog",
+        &format!("SELECT geometry_column FROM datasets WHERE id = '{alpha}'"),
+    );
+    // Rows enough that counting a filter's matches takes a while.
+    primary.psql(
+        "catalog",
+        &format!(
+            "INSERT INTO data.\"{table}\" (name, rank, \"{geometry}\") \
+             SELECT 'bulk ' || g, g, ST_SetSRID(ST_MakePoint(0, 0), 4326) FROM generate_series(1, 1500000) g"
+        ),
+    );
+    let written = primary.psql("postgres", "SELECT pg_current_wal_lsn()");
+    let replayed = format!("SELECT pg_last_wal_replay_lsn() >= '{written}'::pg_lsn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while replica.psql("postgres", &replayed) != "t" {
+        assert!(Instant::now() < deadline, "the replica never replayed the rows");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    replica.psql("postgres", "ALTER SYSTEM SET max_standby_streaming_delay = 0");
+    replica.psql("postgres", "SELECT pg_reload_conf()");
+    let conflicts = "SELECT confl_lock FROM pg_stat_database_conflicts WHERE datname = 'catalog'";
+    let conflicts_before: i64 = replica.psql("postgres", conflicts).parse().unwrap();
+    replica.psql("postgres", "SELECT pg_wal_replay_pause()");
+    primary.psql(
+        "catalog",
+        &format!("BEGIN; LOCK TABLE data.\"{table}\" IN ACCESS EXCLUSIVE MODE; COMMIT;"),
+    );
+    let filtered = format!("{first}/api/collections/{alpha}/items?limit=5&filter=name%20LIKE%20%27%25nowhere%25%27");
+    let read = tokio::spawn({
+        let http = stack.http.clone();
+        async move {
+            let response = http.get(filtered).send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    });
+    let on_replica = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%{table}%' AND pid <> pg_backend_pid()"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while replica.psql("catalog", &on_replica) == "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the filtered read never ran on the replica\n{}",
+            stack.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    replica.psql("postgres", "SELECT pg_wal_replay_resume()");
+    let (status, page) = read.await.unwrap();
+    assert_eq!(status, 200, "{page}\n{}", stack.logs());
+    assert_eq!(page["numberMatched"], 0, "{page}");
+    let conflicts_after: i64 = replica.psql("postgres", conflicts).parse().unwrap();
+    assert!(
+        conflicts_after > conflicts_before,
+        "the replica cancelled no read: {conflicts_before} -> {conflicts_after}"
+    );
+    assert!(stack.logs().contains("runs again on the primary"), "{}", stack.logs());
+    replica.psql("postgres", "ALTER SYSTEM RESET max_standby_streaming_delay");
+    replica.psql("postgres", "SELECT pg_reload_conf()");
 
     // The replica stops: skipped within a second, no read fails after it.
     replica.stop();
