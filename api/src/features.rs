@@ -300,7 +300,7 @@ fn pg_type_of(kind: &str) -> Option<&'static str> {
 
 /// Adds a typed column to a dataset's table.
 #[utoipa::path(post, path = "/api/layers/{dataset_id}/columns", tag = "features", params(("dataset_id" = Uuid, Path)), request_body = ColumnRequest,
-    responses((status = 200, body = ColumnList), (status = 409, description = "the column exists", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ColumnList), (status = 409, description = "the column exists, or the dataset is a raster, a registered table or not ready", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn add_column(
     State(state): State<AppState>,
     caller: Caller,
@@ -322,8 +322,9 @@ async fn add_column(
     let pg_type = pg_type_of(&body.column.kind).ok_or_else(|| {
         AppError::unprocessable("type must be text, integer, bigint, double precision, boolean, date or timestamp")
     })?;
-    // Only a well-formed column restores an archived dataset.
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    // Only a well-formed column restores an archived dataset; a raster or a
+    // registered table (read in place) has no columns to add here.
+    editable(&state, &caller, &dataset).await?;
     let mut columns = published_columns(&dataset);
     if name == dataset.key_column || name == dataset.geometry_column || columns.iter().any(|c| c.name == name) {
         return Err(AppError::conflict(format!("the dataset already has a column {name}")));
@@ -341,11 +342,12 @@ async fn add_column(
         pg_type: pg_type.to_string(),
         source_type: "added".into(),
     };
-    sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb), data_version = data_version + 1, updated_at = now() WHERE id = $1")
+    sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb) WHERE id = $1")
         .bind(id)
         .bind(SqlJson(&added))
         .execute(&mut *tx)
         .await?;
+    catalog_shared::history::record_added_column(&mut tx, id, caller.user_id(), &added.name).await?;
     tx.commit().await?;
     state.datasets.forget(id);
     columns.push(added);

@@ -51,6 +51,16 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     )))
     .execute(pool)
     .await?;
+    // Without the columns later versions of the era added.
+    let added_later = history::columns_added_after(&mut *pool.acquire().await?, id, era, payload.version).await?;
+    for column in &added_later {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER TABLE {staging_q} DROP COLUMN {}",
+            quote_ident(column)
+        )))
+        .execute(pool)
+        .await?;
+    }
     load::index_and_analyze(ctx, &staging, &staging, 1).await?;
 
     // The swap, under the dataset row's lock.
@@ -92,12 +102,14 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .execute(&mut *tx)
     .await?;
     // The dataset row describes the data as it was at the end of the
-    // version's era (its columns, geometry type, source), with the
-    // version's own count and extent.
+    // version's era (its columns but those added later, geometry type,
+    // source), with the version's own count and extent.
     sqlx::query(
         "UPDATE datasets d SET geometry_type = e.shape->>'geometry_type',
                 source_srid = (e.shape->>'source_srid')::integer,
-                column_info = e.shape->'column_info', sample_values = e.shape->'sample_values',
+                column_info = coalesce((SELECT jsonb_agg(c ORDER BY n) FROM jsonb_array_elements(e.shape->'column_info')
+                                        WITH ORDINALITY AS a(c, n) WHERE NOT (c->>'name' = ANY($5::text[]))), '[]'::jsonb),
+                sample_values = (e.shape->'sample_values') - $5::text[],
                 geometry_info = e.shape->'geometry_info', temporal_column = e.shape->>'temporal_column',
                 source_format = e.shape->>'source_format', source_filename = e.shape->>'source_filename',
                 source_layer = e.shape->>'source_layer',
@@ -109,6 +121,7 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .bind(era)
     .bind(count)
     .bind(extent)
+    .bind(&added_later)
     .execute(&mut *tx)
     .await?;
     let time_axis: Option<String> = sqlx::query_scalar("SELECT temporal_column FROM datasets WHERE id = $1")

@@ -193,6 +193,42 @@ pub fn state_sql(dataset_id: Uuid, version: i32, era: i32, source: &str) -> Stri
     )
 }
 
+/// A version for a column added to the live era's table, naming it.
+pub async fn record_added_column(
+    tx: &mut PgConnection,
+    dataset_id: Uuid,
+    actor: Option<Uuid>,
+    column: &str,
+) -> Result<i32, sqlx::Error> {
+    let version = record_edit(tx, dataset_id, actor, 0, &[]).await?;
+    sqlx::query("UPDATE dataset_versions SET added_column = $3 WHERE dataset_id = $1 AND version = $2")
+        .bind(dataset_id)
+        .bind(version)
+        .bind(column)
+        .execute(&mut *tx)
+        .await?;
+    Ok(version)
+}
+
+/// The columns later versions of `version`'s era added: the era's table
+/// has them, the version did not.
+pub async fn columns_added_after(
+    tx: &mut PgConnection,
+    dataset_id: Uuid,
+    era: i32,
+    version: i32,
+) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT added_column FROM dataset_versions
+         WHERE dataset_id = $1 AND era = $2 AND version > $3 AND added_column IS NOT NULL ORDER BY version",
+    )
+    .bind(dataset_id)
+    .bind(era)
+    .bind(version)
+    .fetch_all(&mut *tx)
+    .await
+}
+
 /// Drops the kept tables of a dataset's ended eras (before its record
 /// goes, which takes its versions and changes with it).
 pub async fn drop_kept_tables(tx: &mut PgConnection, dataset_id: Uuid) -> Result<(), sqlx::Error> {

@@ -144,6 +144,61 @@ async fn existing_tables_are_discovered_and_registered_in_place() {
     assert_eq!(items["features"][0]["id"], 2);
     assert_eq!(items["features"][0]["properties"]["name"], "b");
 
+    // A registered table is read in place: OGC API Features Part 4 and the
+    // history refuse it with 409, and the table keeps its rows untouched.
+    let items_url = stack.url(&format!("/api/collections/{id}/items"));
+    let tagged = stack.http.get(format!("{items_url}/2")).send().await.unwrap();
+    assert_eq!(tagged.status(), 200);
+    let tag = tagged.headers()["etag"].to_str().unwrap().to_string();
+    let feature =
+        json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [4, 4]}, "properties": {"name": "d"}});
+    let attempts = [
+        (
+            "POST",
+            stack
+                .http
+                .post(&items_url)
+                .header("content-type", "application/geo+json")
+                .body(feature.to_string()),
+        ),
+        (
+            "PUT",
+            stack
+                .http
+                .put(format!("{items_url}/2"))
+                .header("content-type", "application/geo+json")
+                .body(feature.to_string()),
+        ),
+        (
+            "PATCH",
+            stack
+                .http
+                .patch(format!("{items_url}/2"))
+                .header("content-type", "application/merge-patch+json")
+                .body(json!({"properties": {"name": "z"}}).to_string()),
+        ),
+        ("DELETE", stack.http.delete(format!("{items_url}/2"))),
+        (
+            "versions",
+            stack.http.get(stack.url(&format!("/api/datasets/{id}/versions"))),
+        ),
+    ];
+    for (what, attempt) in attempts {
+        let response = attempt
+            .bearer_auth(&admin)
+            .header("if-match", &tag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 409, "{what}");
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{what}");
+    }
+    let names: Vec<String> = sqlx::query_scalar("SELECT name FROM public.parks ORDER BY id")
+        .fetch_all(&stack.pool)
+        .await
+        .unwrap();
+    assert_eq!(names, ["a", "b", "c"]);
+
     // Deleting a registered dataset keeps the table; an ingested one goes.
     let deleted = stack
         .http

@@ -365,6 +365,109 @@ async fn writers_edit_features_with_etags_and_every_version_comes_back_exactly()
     assert_eq!(status, 409, "{problem}");
 }
 
+/// Adding a column is a version too: restoring a version from before it
+/// brings back the table without the column, and one from after it with
+/// the column and its values.
+#[tokio::test]
+async fn a_column_added_mid_era_comes_and_goes_with_its_versions() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let points = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a"}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]}, "properties": {"name": "b"}}]});
+    let id = ingested(&app, &admin, "points.geojson", points.to_string().into_bytes()).await;
+    let items = format!("/api/collections/{id}/items");
+    let patch = |gid: i64, properties: Value| {
+        let app = &app;
+        let admin = &admin;
+        let url = app.url(&format!("{items}/{gid}"));
+        async move {
+            let tag = app.send(app.http().get(&url)).await.headers()["etag"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            let (status, _, body) = call(
+                app,
+                app.http()
+                    .patch(&url)
+                    .bearer_auth(admin)
+                    .header("if-match", tag)
+                    .header("content-type", "application/merge-patch+json")
+                    .body(json!({"properties": properties}).to_string()),
+            )
+            .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    let column_info = || async {
+        sqlx::query_scalar::<_, Value>("SELECT column_info FROM datasets WHERE id = $1::uuid")
+            .bind(&id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    };
+    let restore = |version: i64| {
+        let app = &app;
+        let admin = &admin;
+        let id = &id;
+        async move {
+            let response = app
+                .send(
+                    app.http()
+                        .post(app.url(&format!("/api/datasets/{id}/versions/{version}/restore")))
+                        .bearer_auth(admin),
+                )
+                .await;
+            assert_eq!(response.status(), 202);
+            let job: Value = response.json().await.unwrap();
+            let job = app.wait_job(admin, job["job_id"].as_str().unwrap()).await;
+            assert_eq!(job["status"], "succeeded", "{job}");
+        }
+    };
+
+    patch(1, json!({"name": "a2"})).await; // version 2
+    let (rows_2, columns_2) = (rows(&app, &id).await, column_info().await);
+    let (status, _, body) = call(
+        &app,
+        app.http()
+            .post(app.url(&format!("/api/layers/{id}/columns")))
+            .bearer_auth(&admin)
+            .json(&json!({"column": {"name": "note", "type": "text"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}"); // version 3
+    patch(2, json!({"note": "checked"})).await; // version 4
+    let (rows_4, columns_4) = (rows(&app, &id).await, column_info().await);
+    assert!(rows_4[1].1["note"] == "checked", "{:?}", rows_4[1]);
+    let (_, versions) = app
+        .get_json(Some(&admin), &format!("/api/datasets/{id}/versions"))
+        .await;
+    let kinds: Vec<&str> = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["edit", "edit", "edit", "load"], "{versions}");
+
+    restore(2).await;
+    assert_eq!(rows(&app, &id).await, rows_2, "version 2's rows, without the column");
+    assert_eq!(column_info().await, columns_2);
+    let (_, page) = app.get_json(None, &format!("{items}?limit=5")).await;
+    assert!(page["features"][1]["properties"].get("note").is_none(), "{page}");
+    let (status, queryables) = app.get_json(None, &format!("/api/collections/{id}/queryables")).await;
+    assert_eq!(status, 200);
+    assert!(queryables["properties"].get("note").is_none(), "{queryables}");
+
+    restore(4).await;
+    assert_eq!(
+        rows(&app, &id).await,
+        rows_4,
+        "version 4's rows, with the column and its value"
+    );
+    assert_eq!(column_info().await, columns_4);
+}
+
 /// Past `VERSION_RETENTION_DAYS` the workers' sweep forgets a dataset's
 /// past versions (never its current one), their changes and the kept
 /// tables no version lives in; a restore of a forgotten version is a 404.

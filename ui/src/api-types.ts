@@ -11561,7 +11561,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the column exists */
+            /** @description the column exists, or the dataset is a raster, a registered table or not ready */
             409: {
                 headers: {
                     [name: string]: unknown;
