@@ -34,6 +34,7 @@ mod ogc_html;
 mod openapi;
 pub use openapi::INTERFACE_VERSION;
 mod page;
+mod pictures;
 mod quotas;
 mod rate_limit;
 mod read_clock;

@@ -313,7 +313,7 @@ impl TileCache {
 /// URL names the data version the tile was cut from (its bytes never
 /// change; a table registered in place changes without new versions);
 /// others only by the viewer.
-fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
+pub(crate) fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
     if !readable_by_anyone(dataset.visibility, dataset.status) {
         "private, max-age=60"
     } else if at_current_version && !dataset.is_registered {
@@ -324,7 +324,7 @@ fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
 }
 
 /// Whether `If-None-Match` lists `etag` (weak comparison) or is `*`.
-fn names_etag(request: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn names_etag(request: &HeaderMap, etag: &str) -> bool {
     let bare = etag.trim_start_matches("W/");
     request
         .get_all(header::IF_NONE_MATCH)

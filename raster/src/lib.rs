@@ -1,6 +1,6 @@
 //! Raster work on GDAL, shared by the workers (checking a GeoTIFF,
 //! converting it to a Cloud-Optimized GeoTIFF, describing it) and the API
-//! (cutting Web Mercator tiles from it), and what the API asks PROJ about
+//! (cutting Web Mercator tiles from it, drawing a dataset's picture), and what the API asks PROJ about
 //! coordinate reference systems (`crs`). GDAL datasets are `Send` but not
 //! `Sync`: callers keep one open handle per thread.
 pub mod cog;
@@ -8,6 +8,7 @@ pub mod crs;
 pub mod export;
 mod ffi;
 pub mod info;
+pub mod picture;
 pub mod tile;
 
 pub use info::{BandInfo, RasterInfo};

@@ -248,7 +248,7 @@ pub fn render_terrain(
         .zip(&alpha)
         .map(|(h, a)| encoding.encode(if *a > 0.0 && h.is_finite() { *h } else { 0.0 }))
         .collect();
-    encode(&rgba, size, TileFormat::Png)
+    encode(&rgba, (size, size), TileFormat::Png)
 }
 
 fn warp_args(bounds: [f64; 4], size: usize, resampling: &str) -> Vec<String> {
@@ -341,7 +341,7 @@ pub fn render(ds: &Dataset, info: &RasterInfo, spec: &TileSpec) -> Result<Vec<u8
             rgba[i] = pixel;
         }
     }
-    encode(&rgba, spec.size, spec.format)
+    encode(&rgba, (spec.size, spec.size), spec.format)
 }
 
 fn byte(t: f64) -> u8 {
@@ -378,17 +378,17 @@ fn palette_of(ds: &Dataset, band: usize) -> Result<Option<Vec<[u8; 4]>>, RasterE
 }
 
 /// Encodes RGBA pixels (JPEG drops alpha; transparent pixels are black).
-fn encode(rgba: &[[u8; 4]], size: usize, format: TileFormat) -> Result<Vec<u8>, RasterError> {
+pub(crate) fn encode(rgba: &[[u8; 4]], size: (usize, usize), format: TileFormat) -> Result<Vec<u8>, RasterError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let (driver, extension, options) = format.driver();
     let channels = if format == TileFormat::Jpeg { 3 } else { 4 };
     let mem = DriverManager::get_driver_by_name("MEM")?;
-    let image = mem.create_with_band_type::<u8, _>("", size, size, channels)?;
+    let image = mem.create_with_band_type::<u8, _>("", size.0, size.1, channels)?;
     for c in 0..channels {
         let data: Vec<u8> = rgba.iter().map(|p| if p[3] == 0 && c < 3 { 0 } else { p[c] }).collect();
         image
             .rasterband(c + 1)?
-            .write((0, 0), (size, size), &mut Buffer::new((size, size), data))?;
+            .write((0, 0), size, &mut Buffer::new(size, data))?;
     }
     let path = format!("/vsimem/tile-{}.{extension}", NEXT.fetch_add(1, Ordering::Relaxed));
     let encoder = DriverManager::get_driver_by_name(driver)?;

@@ -654,6 +654,21 @@ await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: '
 const picture = page.getByRole('img', { name: 'Picture of elev_luxembourg' });
 await picture.waitFor();
 await until(async () => (await picture.evaluate((img) => img.complete && img.naturalWidth)) === 256, 'the raster\'s picture');
+// A vector dataset's card shows the server's picture of its data (240 px wide, in the layer colour).
+const worldPicture = page.getByRole('img', { name: 'Picture of World countries', exact: true });
+await worldPicture.waitFor();
+await until(async () => (await worldPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the countries\' picture');
+const green = await worldPicture.evaluate((img) => {
+  const canvas = document.createElement('canvas');
+  [canvas.width, canvas.height] = [img.naturalWidth, img.naturalHeight];
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i + 1] > data[i] + 40 && data[i + 1] > data[i + 2]) n += 1;
+  return n;
+});
+assert.ok(green > 3000, `the countries are drawn in their colour: ${green} pixels`);
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByLabel('New map name').fill('Relief of Luxembourg');
 await page.getByRole('button', { name: 'Create map' }).click();

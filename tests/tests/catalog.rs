@@ -335,3 +335,108 @@ async fn validation_reports_drift_and_caches_its_result() {
     let (status, _) = stack.get_json(None, &format!("{path}?api_key={full_key}")).await;
     assert_eq!(status, 200, "a plain read with the query-string key still works");
 }
+
+/// The pixels of a PNG, as GDAL reads it: (width, height, RGBA rows).
+fn png_pixels(png: &[u8]) -> (usize, usize, Vec<[u8; 4]>) {
+    let path = format!("/vsimem/picture-{}.png", uuid::Uuid::new_v4());
+    gdal::vsi::create_mem_file(&path, png.to_vec()).unwrap();
+    let dataset = gdal::Dataset::open(&path).unwrap();
+    let (width, height) = dataset.raster_size();
+    let bands: Vec<Vec<u8>> = (1..=4)
+        .map(|b| {
+            dataset
+                .rasterband(b)
+                .unwrap()
+                .read_as::<u8>((0, 0), (width, height), (width, height), None)
+                .unwrap()
+                .data()
+                .to_vec()
+        })
+        .collect();
+    let pixels = (0..width * height)
+        .map(|i| [bands[0][i], bands[1][i], bands[2][i], bands[3][i]])
+        .collect();
+    drop(dataset);
+    gdal::vsi::unlink_mem_file(&path).unwrap();
+    (width, height, pixels)
+}
+
+/// A dataset's picture (catalog cards, link previews): its data drawn in
+/// the first layer colour over the land, framed on its extent; cached by
+/// data version; only for those who may read the dataset.
+#[tokio::test]
+async fn vector_datasets_have_pictures_of_their_data() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let world = stack.world_countries(&admin, &[("visibility", "public")]).await;
+    let picture = |id: &str, token: Option<&str>, etag: Option<&str>| {
+        let mut request = stack.http.get(stack.url(&format!("/api/datasets/{id}/thumbnail.png")));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        request.send()
+    };
+    let response = picture(&world, None, None).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "image/png");
+    assert_eq!(response.headers()["cache-control"], "public, max-age=300");
+    let etag = response.headers()["etag"].to_str().unwrap().to_string();
+    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
+    assert_eq!((width, height), (240, 120));
+    // The whole world's width; the Sahara (20° E, 22° N) is in the layer's
+    // colour (#1b9e77, blended), the middle of the Pacific (150° W, 0°) sea.
+    let at = |lon: f64, lat: f64| {
+        let x = ((lon + 180.0) / 360.0 * width as f64) as usize;
+        let y_merc = (std::f64::consts::FRAC_PI_4 + lat.to_radians() / 2.0).tan().ln() / std::f64::consts::PI;
+        let y = ((0.5 - y_merc) * height as f64) as usize;
+        pixels[y * width + x]
+    };
+    let [r, g, b, _] = at(20.0, 22.0);
+    assert!(g > r + 40 && g > b, "the Sahara in green: {:?}", [r, g, b]);
+    let [r, g, b, _] = at(-150.0, 0.0);
+    assert!(
+        b > r && b > g && r > 150,
+        "the Pacific in the sea's blue: {:?}",
+        [r, g, b]
+    );
+    assert_eq!(picture(&world, None, Some(&etag)).await.unwrap().status(), 304);
+
+    // A small dataset is framed on its extent: a point near Paris fills the
+    // picture's middle.
+    let paris = stack
+        .ingest_geojson(
+            &admin,
+            &json!({"type": "FeatureCollection", "features": [
+                {"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.35, 48.85]}, "properties": {"name": "Paris"}}]}),
+            &[("title", "Paris")],
+        )
+        .await;
+    assert_eq!(picture(&paris, None, None).await.unwrap().status(), 404, "private");
+    let response = picture(&paris, Some(&admin), None).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "private, max-age=60");
+    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
+    let [r, g, b, _] = pixels[height / 2 * width + width / 2];
+    assert!(g > r + 40 && g > b, "the point in the middle: {:?}", [r, g, b]);
+    let corner = pixels[0];
+    assert!(corner[1] < corner[0] + 40, "nothing drawn in the corner: {corner:?}");
+
+    // A raster's pictures are its tiles.
+    let job = stack
+        .upload_ok(
+            &admin,
+            "elev.tif",
+            catalog_tests::data_file("raster/elev_luxembourg.tif"),
+            &[],
+        )
+        .await;
+    let raster = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let response = picture(&raster, Some(&admin), None).await.unwrap();
+    assert_eq!(response.status(), 409);
+}

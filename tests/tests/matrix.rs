@@ -134,6 +134,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/versions/{a}/diff/{b}", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/datasets/{dataset_id}/versions/{version}/restore", None, [401, 401, 401, 403, 404, 404, 202, 202]),
         row("GET", "/api/datasets/{dataset_id}/columns/{column}/summary", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/datasets/{dataset_id}/thumbnail.png", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/datasets/{dataset_id}/styles", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         // The fixture has no styles: a style of it is not there for anyone.
         row("GET", "/api/datasets/{dataset_id}/styles/{style_id}/{format}", None, [404, 401, 401, 404, 404, 404, 404, 404]),

@@ -32,6 +32,7 @@ pub mod cold;
 mod download;
 mod grants;
 mod history;
+mod picture;
 pub mod record;
 mod styles;
 mod summary;
@@ -59,6 +60,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(styles::list_styles))
         .routes(routes!(styles::style_file))
         .routes(routes!(summary::column_summary))
+        .routes(routes!(picture::thumbnail))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

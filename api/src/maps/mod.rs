@@ -25,7 +25,7 @@ pub mod model;
 mod store;
 
 use store::{check_layer_datasets, insert_map, load_map, load_maps, readable_map, with_etag, writable_map, write_map};
-mod style;
+pub(crate) mod style;
 
 use model::{MapInput, MapResponse};
 

@@ -44,7 +44,7 @@ fn kind_of(geometry_type: Option<&str>) -> &'static str {
 
 /// Colours told apart at a glance, one per layer by its place in the map
 /// (the web UI's editor starts layers from the same ones).
-const LAYER_COLOURS: [&str; 12] = [
+pub(crate) const LAYER_COLOURS: [&str; 12] = [
     "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#1f78b4", "#a6761d", "#b15928", "#6a3d9a",
     "#33a02c", "#e31a1c",
 ];

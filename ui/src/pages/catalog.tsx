@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { get, type Schemas } from "../api";
 import { Link, navigate, useLocation } from "../router";
 import { ErrorNote, useLoad, useTitle } from "./common";
-import { ExtentPreview, RasterThumbnail } from "./extent";
+import { Thumbnail, pictureOf } from "./extent";
 
 type Facets = Record<string, Record<string, number>>;
 const FACETS: [string, string][] = [
@@ -62,11 +62,7 @@ export function Catalog() {
           <ul className="cards">
             {results.value?.results.map((d) => (
               <li key={d.id} className="card">
-                {d.kind === "raster" ? (
-                  <RasterThumbnail id={d.id} bbox={d.extent_bbox} title={d.title} />
-                ) : (
-                  <ExtentPreview bbox={d.extent_bbox} />
-                )}
+                <Thumbnail path={pictureOf(d)} bbox={d.extent_bbox} title={d.title} />
                 <div>
                   <h2>
                     <Link href={`/datasets/${d.id}`}>{d.title}</Link>

@@ -52,16 +52,24 @@ export function enclosingTile(bbox: number[]): [number, number, number] {
   return found;
 }
 
-/** A raster's picture: its enclosing tile, fetched with the session (a
- * private raster's tiles need it); the extent box until then or without it. */
-export function RasterThumbnail({ id, bbox, title }: { id: string; bbox?: number[] | null; title: string }) {
+/** Where a dataset's picture is: a raster's enclosing tile, a vector
+ * dataset's thumbnail (its data over the land, drawn by the server). */
+export function pictureOf(dataset: { id: string; kind?: string | null; extent_bbox?: number[] | null }): string | null {
+  if (dataset.kind !== "raster") return `/api/datasets/${dataset.id}/thumbnail.png`;
+  if (!dataset.extent_bbox || dataset.extent_bbox.length < 4) return null;
+  const [z, x, y] = enclosingTile(dataset.extent_bbox);
+  return `/api/tiles/${dataset.id}/${z}/${x}/${y}.png`;
+}
+
+/** A picture fetched with the session (a private dataset's needs it); the
+ * extent box until then, or when there is none. */
+export function Thumbnail({ path, bbox, title }: { path: string | null; bbox?: number[] | null; title: string }) {
   const [src, setSrc] = useState<string | null>(null);
   useEffect(() => {
-    if (!bbox || bbox.length < 4) return;
-    const [z, x, y] = enclosingTile(bbox);
+    if (!path) return;
     let url: string | null = null;
     let cancelled = false;
-    request(`/api/tiles/${id}/${z}/${x}/${y}.png`)
+    request(path)
       .then((r) => (r.status === 200 ? r.blob() : null))
       .then((blob) => {
         if (!blob || cancelled) return;
@@ -73,7 +81,7 @@ export function RasterThumbnail({ id, bbox, title }: { id: string; bbox?: number
       cancelled = true;
       if (url) URL.revokeObjectURL(url);
     };
-  }, [id, JSON.stringify(bbox)]);
+  }, [path]);
   if (!src) return <ExtentPreview bbox={bbox} />;
   return <img className="extent thumbnail" src={src} alt={`Picture of ${title}`} width={120} height={60} />;
 }

@@ -1,0 +1,69 @@
+//! A vector dataset's picture (`thumbnail.png`): its data over the land,
+//! for catalog cards, STAC thumbnails and link previews. Cached like the
+//! dataset's tiles, by data version; an archived dataset shows its extent
+//! (drawing its data would bring it back from the store).
+use axum::{
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use catalog_shared::{AppError, datasets::StorageTier};
+use uuid::Uuid;
+
+use crate::{
+    access::{Caller, datasets::cached_visible_dataset},
+    extract::Path,
+    maps::style::LAYER_COLOURS,
+    pictures,
+    state::AppState,
+    tile_cache::{cache_control, names_etag},
+};
+
+/// A PNG of a vector dataset's features over the land, 240 by 120 pixels.
+#[utoipa::path(get, path = "/api/datasets/{dataset_id}/thumbnail.png", tag = "datasets",
+    params(("dataset_id" = Uuid, Path)),
+    responses((status = 200, description = "the picture", content_type = "image/png"),
+              (status = 304, description = "the picture the client has (`If-None-Match`)"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 409, description = "a raster: its tiles are its pictures", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn thumbnail(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let dataset = cached_visible_dataset(&state, &caller, id).await?;
+    if dataset.is_raster() {
+        return Err(AppError::conflict(format!(
+            "a raster's pictures are its tiles: /api/tiles/{id}/{{z}}/{{x}}/{{y}}.png"
+        )));
+    }
+    let cold = dataset.storage == StorageTier::Cold;
+    let etag = format!("\"picture-{}-{}\"", dataset.data_version, u8::from(cold));
+    let cache = cache_control(&dataset, false);
+    let mut response = if names_etag(&headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let pool = state
+            .db
+            .reader(caller.user_id(), state.datasets.position(id))
+            .await
+            .pool;
+        let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");
+        let bbox = dataset.extent_bbox.as_deref();
+        let mut picture = pictures::basemap(pool, pictures::frame(bbox)).await?;
+        match bbox {
+            Some(bbox) if cold => pictures::draw_extent(pool, &mut picture, bbox, colour).await?,
+            _ => pictures::draw_dataset(pool, &mut picture, &dataset, colour).await?,
+        }
+        let png = tokio::task::spawn_blocking(move || picture.png())
+            .await
+            .map_err(AppError::internal)?
+            .map_err(AppError::internal)?;
+        ([(header::CONTENT_TYPE, "image/png")], png).into_response()
+    };
+    let answer = response.headers_mut();
+    answer.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    answer.insert(header::ETAG, HeaderValue::from_str(&etag).expect("digits and dashes"));
+    Ok(response)
+}

@@ -1,0 +1,189 @@
+//! Pictures of vector data for catalog cards, STAC thumbnails and link
+//! previews: a PNG of the data over the built-in basemap's land, drawn in
+//! Web Mercator by `catalog_raster::picture`. A dataset's picture frames
+//! its extent (the world when it crosses the antimeridian); its shapes are
+//! simplified to the pixel in PostGIS, and a big table is sampled, so a
+//! picture costs a fraction of a second whatever the table's size.
+use catalog_raster::picture::{Burn, Picture};
+use catalog_shared::{AppError, db::quote_ident};
+use sqlx::PgPool;
+
+use crate::datasets::record::{Dataset, table_sql};
+
+/// The picture's size in pixels: twice the catalog card's, for sharp
+/// screens.
+pub const SIZE: (usize, usize) = (240, 120);
+/// Half the width of the Web Mercator square, in metres.
+const HALF_WORLD: f64 = 20_037_508.342_789_244;
+/// At most this many features are drawn; a bigger table is sampled.
+const MOST_FEATURES: i64 = 20_000;
+const SEA: [u8; 4] = [214, 230, 242, 255];
+const LAND: [u8; 4] = [238, 235, 226, 255];
+const COAST: [u8; 4] = [190, 186, 176, 255];
+
+/// A colour given as `#rrggbb`, at `opacity` (0 to 255).
+pub fn rgba(hex: &str, opacity: u8) -> Option<[u8; 4]> {
+    let hex = hex.strip_prefix('#')?;
+    if hex.len() != 6 || !hex.is_ascii() {
+        return None;
+    }
+    let channel = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
+    Some([channel(0)?, channel(2)?, channel(4)?, opacity])
+}
+
+fn mercator_y(lat: f64) -> f64 {
+    let lat = lat.clamp(-85.051_128_78, 85.051_128_78).to_radians();
+    (std::f64::consts::FRAC_PI_4 + lat / 2.0).tan().ln() * HALF_WORLD / std::f64::consts::PI
+}
+
+/// The Web Mercator frame of a picture of `bbox` (west, south, east, north
+/// in degrees): the extent and a margin, widened to the picture's shape
+/// and kept within the world; the world when there is no extent or it
+/// crosses the antimeridian.
+pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
+    let aspect = SIZE.0 as f64 / SIZE.1 as f64;
+    let (mut west, mut south, mut east, mut north) = match bbox {
+        Some([w, s, e, n, ..]) if w <= e && s <= n => (
+            w * HALF_WORLD / 180.0,
+            mercator_y(*s),
+            e * HALF_WORLD / 180.0,
+            mercator_y(*n),
+        ),
+        _ => (-HALF_WORLD, -HALF_WORLD, HALF_WORLD, HALF_WORLD),
+    };
+    // A margin of a tenth, and at least a kilometre round a point.
+    let margin = ((east - west).max(north - south) * 0.1).max(1_000.0);
+    (west, south, east, north) = (west - margin, south - margin, east + margin, north + margin);
+    let (x, y) = ((west + east) / 2.0, (south + north) / 2.0);
+    let width = (east - west).max((north - south) * aspect).min(2.0 * HALF_WORLD);
+    let height = width / aspect;
+    let x = x.clamp(-HALF_WORLD + width / 2.0, HALF_WORLD - width / 2.0);
+    let y = y.clamp(-HALF_WORLD + height / 2.0, HALF_WORLD - height / 2.0);
+    [x - width / 2.0, y - height / 2.0, x + width / 2.0, y + height / 2.0]
+}
+
+/// A blank picture of `frame` with the basemap's land drawn.
+pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError> {
+    let mut picture = Picture::new(SIZE, frame, SEA);
+    let land: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT ST_AsBinary(ST_Simplify(geom, $5, true)) FROM basemap.countries
+         WHERE geom && ST_MakeEnvelope($1, $2, $3, $4, 3857)",
+    )
+    .bind(frame[0])
+    .bind(frame[1])
+    .bind(frame[2])
+    .bind(frame[3])
+    .bind(picture.pixel_size())
+    .fetch_all(pool)
+    .await?;
+    drawn(picture.draw(&land, Burn::Inside, LAND))?;
+    drawn(picture.draw(&land, Burn::Touched, COAST))?;
+    Ok(picture)
+}
+
+/// Draws a vector dataset's features in `colour`: areas filled and
+/// outlined, lines as lines, points as dots.
+pub async fn draw_dataset(
+    pool: &PgPool,
+    picture: &mut Picture,
+    dataset: &Dataset,
+    colour: [u8; 4],
+) -> Result<(), AppError> {
+    let pixel = picture.pixel_size();
+    let count = dataset.feature_count.unwrap_or(0).max(1);
+    let sample = if count > MOST_FEATURES {
+        format!(
+            "TABLESAMPLE BERNOULLI ({})",
+            (MOST_FEATURES as f64 * 100.0 / count as f64).max(0.01)
+        )
+    } else {
+        String::new()
+    };
+    let geometry = quote_ident(&dataset.geometry_column);
+    let sql = format!(
+        "WITH shapes AS (
+           SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t {sample}
+           WHERE t.{geometry} IS NOT NULL LIMIT $2)
+         SELECT ST_Dimension(g),
+                ST_AsBinary(CASE WHEN ST_Dimension(g) = 0 THEN ST_Buffer(g, $1 * 1.2, 2) ELSE ST_Simplify(g, $1, true) END)
+         FROM shapes",
+        table = table_sql(dataset),
+    );
+    let shapes: Vec<(i32, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(pixel)
+        .bind(MOST_FEATURES)
+        .fetch_all(pool)
+        .await?;
+    let of = |dimension: i32| -> Vec<Vec<u8>> {
+        shapes
+            .iter()
+            .filter(|(d, _)| *d == dimension)
+            .map(|(_, wkb)| wkb.clone())
+            .collect()
+    };
+    let (points, lines, areas) = (of(0), of(1), of(2));
+    let dark = [colour[0] / 2, colour[1] / 2, colour[2] / 2, 255];
+    drawn(picture.draw(&areas, Burn::Inside, [colour[0], colour[1], colour[2], 96]))?;
+    drawn(picture.draw(&areas, Burn::Touched, colour))?;
+    drawn(picture.draw(&lines, Burn::Touched, colour))?;
+    drawn(picture.draw(&points, Burn::Inside, colour))?;
+    drawn(picture.draw(&points, Burn::Touched, dark))?;
+    Ok(())
+}
+
+/// Outlines an extent (west, south, east, north in degrees) in `colour`:
+/// what a dataset's picture shows while its data is archived.
+pub async fn draw_extent(pool: &PgPool, picture: &mut Picture, bbox: &[f64], colour: [u8; 4]) -> Result<(), AppError> {
+    let [west, south, east, north] = bbox[..4] else {
+        return Ok(());
+    };
+    let boxes: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT ST_AsBinary(ST_Transform(ST_Segmentize(ST_MakeEnvelope(w, greatest($2, -85.05), e, least($4, 85.05), 4326), 1), 3857))
+         FROM (VALUES ($1::float8, CASE WHEN $1 <= $3 THEN $3 ELSE 180 END),
+                      (CASE WHEN $1 <= $3 THEN NULL ELSE -180 END, $3::float8)) AS b(w, e)
+         WHERE w IS NOT NULL",
+    )
+    .bind(west)
+    .bind(south)
+    .bind(east)
+    .bind(north)
+    .fetch_all(pool)
+    .await?;
+    drawn(picture.draw(&boxes, Burn::Touched, colour))
+}
+
+fn drawn(result: Result<(), catalog_raster::RasterError>) -> Result<(), AppError> {
+    result.map_err(AppError::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_keep_the_pictures_shape_within_the_world() {
+        for bbox in [
+            None,
+            Some(vec![170.0, -20.0, -170.0, -10.0]),
+            Some(vec![-180.0, -90.0, 180.0, 83.6]),
+        ] {
+            let [w, s, e, n] = frame(bbox.as_deref());
+            assert!((e - w - 2.0 * HALF_WORLD).abs() < 1e-6, "{bbox:?}: the world's width");
+            assert!(((e - w) / (n - s) - 2.0).abs() < 1e-9);
+            assert!(s >= -HALF_WORLD - 1e-6 && n <= HALF_WORLD + 1e-6);
+        }
+        // Luxembourg: its extent, with a margin, in the middle.
+        let [w, s, e, n] = frame(Some(&[5.7, 49.4, 6.5, 50.2]));
+        assert!(w < 5.7 * HALF_WORLD / 180.0 && e > 6.5 * HALF_WORLD / 180.0);
+        assert!(s < mercator_y(49.4) && n > mercator_y(50.2));
+        assert!(((e - w) / (n - s) - 2.0).abs() < 1e-9);
+        assert!(e - w < 500_000.0, "a country, not the world: {}", e - w);
+    }
+
+    #[test]
+    fn colours_are_read_from_hex() {
+        assert_eq!(rgba("#1b9e77", 255), Some([0x1b, 0x9e, 0x77, 255]));
+        assert_eq!(rgba("1b9e77", 255), None);
+        assert_eq!(rgba("#1b9é7", 255), None);
+    }
+}
