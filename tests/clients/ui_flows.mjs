@@ -670,6 +670,10 @@ const green = await worldPicture.evaluate((img) => {
 });
 assert.ok(green > 3000, `the countries are drawn in their colour: ${green} pixels`);
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
+// Each map's card shows the server's picture of its layers.
+const mapPicture = page.getByRole('img', { name: 'Picture of Counties map', exact: true }).first();
+await mapPicture.waitFor();
+await until(async () => (await mapPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the map\'s picture');
 await page.getByLabel('New map name').fill('Relief of Luxembourg');
 await page.getByRole('button', { name: 'Create map' }).click();
 await page.getByLabel('Basemap source').selectOption({ label: 'Raster dataset: elev_luxembourg' });

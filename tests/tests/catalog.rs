@@ -365,7 +365,7 @@ fn png_pixels(png: &[u8]) -> (usize, usize, Vec<[u8; 4]>) {
 /// the first layer colour over the land, framed on its extent; cached by
 /// data version; only for those who may read the dataset.
 #[tokio::test]
-async fn vector_datasets_have_pictures_of_their_data() {
+async fn datasets_and_maps_have_pictures_of_their_data() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
     let world = stack.world_countries(&admin, &[("visibility", "public")]).await;
@@ -386,17 +386,15 @@ async fn vector_datasets_have_pictures_of_their_data() {
     let etag = response.headers()["etag"].to_str().unwrap().to_string();
     let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
     assert_eq!((width, height), (240, 120));
-    // The whole world's width; the Sahara (20° E, 22° N) is in the layer's
-    // colour (#1b9e77, blended), the middle of the Pacific (150° W, 0°) sea.
-    let at = |lon: f64, lat: f64| {
-        let x = ((lon + 180.0) / 360.0 * width as f64) as usize;
-        let y_merc = (std::f64::consts::FRAC_PI_4 + lat.to_radians() / 2.0).tan().ln() / std::f64::consts::PI;
-        let y = ((0.5 - y_merc) * height as f64) as usize;
-        pixels[y * width + x]
-    };
-    let [r, g, b, _] = at(20.0, 22.0);
-    assert!(g > r + 40 && g > b, "the Sahara in green: {:?}", [r, g, b]);
-    let [r, g, b, _] = at(-150.0, 0.0);
+    // The whole world's width, cut to the picture's shape round the
+    // data's middle: Africa's middle (20° E, at 40% of the height) is in
+    // the layer's colour (#1b9e77, blended), the Pacific (150° W, half way
+    // down) is sea.
+    let at =
+        |across: f64, down: f64| pixels[(down * height as f64) as usize * width + (across * width as f64) as usize];
+    let [r, g, b, _] = at(200.0 / 360.0, 0.4);
+    assert!(g > r + 40 && g > b, "Africa in green: {:?}", [r, g, b]);
+    let [r, g, b, _] = at(30.0 / 360.0, 0.5);
     assert!(
         b > r && b > g && r > 150,
         "the Pacific in the sea's blue: {:?}",
@@ -423,6 +421,44 @@ async fn vector_datasets_have_pictures_of_their_data() {
     assert!(g > r + 40 && g > b, "the point in the middle: {:?}", [r, g, b]);
     let corner = pixels[0];
     assert!(corner[1] < corner[0] + 40, "nothing drawn in the corner: {corner:?}");
+
+    // A map's picture: its visible vector layers, each in its colour.
+    let map: Value = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "World in red", "layers": [
+            {"dataset_id": world, "paint": {"fill-color": "#e31a1c"}},
+            {"dataset_id": paris, "visible": false}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = stack.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()));
+    assert_eq!(
+        stack.http.get(&url).send().await.unwrap().status(),
+        404,
+        "a private map"
+    );
+    let response = stack.http.get(&url).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "image/png");
+    let etag = response.headers()["etag"].to_str().unwrap().to_string();
+    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
+    assert_eq!((width, height), (240, 120));
+    let [r, g, b, _] = pixels[(height as f64 * 0.4) as usize * width + width * 200 / 360];
+    assert!(r > g + 40 && r > b + 40, "Africa in the layer's red: {:?}", [r, g, b]);
+    let again = stack
+        .http
+        .get(&url)
+        .bearer_auth(&admin)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
 
     // A raster's pictures are its tiles.
     let job = stack

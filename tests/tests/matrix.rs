@@ -152,6 +152,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/maps/shared/{token}", None, [200, 200, 200, 200, 200, 200, 200, 200]),
         row("GET", "/api/maps/sprites/{file}", None, [200, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/maps/{map_id}/style.json", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/maps/{map_id}/thumbnail.png", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("POST", "/api/maps/import", Json(r#"{"version": 8, "name": "i", "sources": {}, "layers": []}"#),
             [401, 401, 401, 403, 403, 201, 201, 201]),
         row("POST", "/api/maps/{map_id}/embed-tokens", Json("{}"), [401, 401, 401, 403, 404, 404, 201, 201]),

@@ -22,6 +22,7 @@ use crate::{
 pub mod basemap;
 pub mod embed;
 pub mod model;
+mod picture;
 mod store;
 
 use store::{check_layer_datasets, insert_map, load_map, load_maps, readable_map, with_etag, writable_map, write_map};
@@ -38,6 +39,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_share))
         .routes(routes!(shared_map))
         .routes(routes!(style::export_style))
+        .routes(routes!(picture::thumbnail))
         .routes(routes!(style::import_style))
         .routes(routes!(style::sprite))
         .routes(routes!(embed::create_embed_token, embed::list_embed_tokens))

@@ -5,7 +5,7 @@ import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when, useTitle } f
 import { MapView } from "./mapview";
 import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./mapstyle";
 import { Legend } from "./legend";
-import { ExtentPreview } from "./extent";
+import { Thumbnail } from "./extent";
 
 type MapResponse = Schemas["MapResponse"];
 
@@ -65,7 +65,7 @@ export function Maps() {
         <ul className="cards">
           {maps.value?.maps.map((m) => (
             <li key={m.id} className="card">
-              <ExtentPreview bbox={extentOf(m)} />
+              <Thumbnail path={`/api/maps/${m.id}/thumbnail.png`} bbox={extentOf(m)} title={m.name} />
               <div>
                 <h2>
                   <Link href={`/maps/${m.id}`}>{m.name}</Link>
