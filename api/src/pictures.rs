@@ -15,8 +15,10 @@ use crate::datasets::record::{Dataset, table_sql};
 pub const SIZE: (usize, usize) = (240, 120);
 /// Half the width of the Web Mercator square, in metres.
 const HALF_WORLD: f64 = 20_037_508.342_789_244;
-/// At most this many features are drawn; a bigger table is sampled.
+/// At most this many features are drawn, or points (each a dot of its
+/// own); a bigger table is sampled.
 const MOST_FEATURES: i64 = 20_000;
+const MOST_POINTS: i64 = 6_000;
 const SEA: [u8; 4] = [214, 230, 242, 255];
 const LAND: [u8; 4] = [238, 235, 226, 255];
 const COAST: [u8; 4] = [190, 186, 176, 255];
@@ -91,27 +93,29 @@ pub async fn draw_dataset(
 ) -> Result<(), AppError> {
     let pixel = picture.pixel_size();
     let count = dataset.feature_count.unwrap_or(0).max(1);
-    let sample = if count > MOST_FEATURES {
-        format!(
-            "TABLESAMPLE BERNOULLI ({})",
-            (MOST_FEATURES as f64 * 100.0 / count as f64).max(0.01)
-        )
+    let points_only = dataset.geometry_type.as_deref().is_some_and(|t| t.ends_with("Point"));
+    let most = if points_only { MOST_POINTS } else { MOST_FEATURES };
+    // Sampled by row, not by TABLESAMPLE: a table registered in place may
+    // be a view, which takes no TABLESAMPLE.
+    let sample = if count > most {
+        format!("AND random() < {}", most as f64 / count as f64)
     } else {
         String::new()
     };
     let geometry = quote_ident(&dataset.geometry_column);
     let sql = format!(
         "WITH shapes AS (
-           SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t {sample}
-           WHERE t.{geometry} IS NOT NULL LIMIT $2)
+           SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t
+           WHERE t.{geometry} IS NOT NULL {sample} LIMIT $2)
          SELECT ST_Dimension(g),
-                ST_AsBinary(CASE WHEN ST_Dimension(g) = 0 THEN ST_Buffer(g, $1 * 1.2, 2) ELSE ST_Simplify(g, $1, true) END)
+                ST_AsBinary(CASE WHEN ST_Dimension(g) > 0 THEN ST_Simplify(g, $1, true) WHEN $3 >= 1 THEN ST_Buffer(g, $1 * $3, 2) ELSE g END)
          FROM shapes",
         table = table_sql(dataset),
     );
     let shapes: Vec<(i32, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(pixel)
-        .bind(MOST_FEATURES)
+        .bind(most)
+        .bind(dot_radius(count.min(most)))
         .fetch_all(pool)
         .await?;
     let of = |dimension: i32| -> Vec<Vec<u8>> {
@@ -126,9 +130,22 @@ pub async fn draw_dataset(
     drawn(picture.draw(&areas, Burn::Inside, [colour[0], colour[1], colour[2], 96]))?;
     drawn(picture.draw(&areas, Burn::Touched, colour))?;
     drawn(picture.draw(&lines, Burn::Touched, colour))?;
-    drawn(picture.draw(&points, Burn::Inside, colour))?;
-    drawn(picture.draw(&points, Burn::Touched, dark))?;
+    if dot_radius(count.min(most)) >= 1.0 {
+        drawn(picture.draw(&points, Burn::Inside, colour))?;
+        drawn(picture.draw(&points, Burn::Touched, dark))?;
+    } else {
+        // Dots of a pixel (the points themselves): an outline would double them.
+        drawn(picture.draw(&points, Burn::Touched, colour))?;
+    }
     Ok(())
+}
+
+/// A point's dot radius in pixels: 1.2 for a few points, smaller for
+/// many, so that they cover about a fifth of the picture at most and a
+/// dense layer still shows where it is dense.
+fn dot_radius(points: i64) -> f64 {
+    let pixels = (SIZE.0 * SIZE.1) as f64;
+    (0.2 * pixels / points.max(1) as f64).sqrt().clamp(0.5, 1.2)
 }
 
 /// Outlines an extent (west, south, east, north in degrees) in `colour`:
