@@ -403,6 +403,8 @@ await page.getByRole('button', { name: 'Search', exact: true }).click();
 await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
 await page.getByText('1 dataset', { exact: true }).waitFor();
 assert.match(await page.locator('.card').first().innerText(), new RegExp(`by ${admin}`), 'a card names its owner');
+const countiesPicture = page.getByRole('img', { name: 'Picture of North Carolina counties', exact: true });
+await until(async () => (await countiesPicture.count()) === 1 && (await countiesPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the counties\' picture');
 await screen(page, 'catalog');
 
 // --- A remote service: this service's own OGC API collection, imported as
@@ -595,6 +597,8 @@ assert.ok((await page.getByLabel('Embed snippet').inputValue()).startsWith(`<ifr
 await screen(page, 'map-share');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByRole('link', { name: 'Counties map' }).waitFor();
+const countiesMapPicture = page.getByRole('img', { name: 'Picture of Counties map', exact: true });
+await until(async () => (await countiesMapPicture.count()) === 1 && (await countiesMapPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the map\'s picture');
 await screen(page, 'maps');
 
 // --- The exported style, imported: a new map with the same layers.
