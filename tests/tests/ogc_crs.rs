@@ -158,6 +158,11 @@ async fn gdal_and_owslib_read_items_in_web_mercator_and_the_british_national_gri
         assert_eq!(content_crs, format!("<{E}/{code}>"));
         let expected = ogr2ogr_to(&format!("EPSG:{code}"), &crs84);
         assert_close(&format!("EPSG:{code}"), &by_id(&projected), &by_id(&expected), 0.001);
+        // The CRS is the response's (`Content-Crs`), not each geometry's:
+        // no pre-RFC 7946 `crs` member.
+        for feature in projected["features"].as_array().unwrap() {
+            assert!(feature["geometry"].get("crs").is_none(), "{}", feature["geometry"]);
+        }
     }
     // EPSG:4326 is latitude first, as its EPSG definition says.
     let (_, latitude_first) = items(Some(format!("{E}/4326"))).await;

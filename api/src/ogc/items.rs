@@ -125,7 +125,14 @@ fn properties_sql(columns: &[ColumnInfo]) -> String {
 /// without one).
 pub(crate) fn feature_sql(dataset: &Dataset, columns: &[ColumnInfo], geometry_crs: Option<Crs>) -> String {
     let geometry = if let Some(crs) = geometry_crs {
-        format!("ST_AsGeoJSON({}, {})::json", geometry_in(dataset, crs), crs.decimals())
+        // Options 0: no `crs` member in the geometry (the response's
+        // `Content-Crs` says it), which would also cost a lookup of the
+        // CRS's name for every feature in another CRS than EPSG:4326.
+        format!(
+            "ST_AsGeoJSON({}, {}, 0)::json",
+            geometry_in(dataset, crs),
+            crs.decimals()
+        )
     } else {
         "NULL::json".into()
     };
