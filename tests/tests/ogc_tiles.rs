@@ -282,7 +282,7 @@ fn qgis_draw(args: &[&str]) -> Value {
 const FIVE_MINUTES_LATER: std::time::Duration = std::time::Duration::from_secs(5 * 60 + 5);
 
 #[tokio::test]
-async fn qgis_and_gdal_read_a_private_cog_in_place_five_minutes_on_and_qgis_draws_oapif_in_web_mercator() {
+async fn qgis_and_gdal_read_a_private_cog_in_place_five_minutes_on_and_qgis_draws_oapif_and_vector_tiles() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let token = stack.admin_token().await;
     let raster = ingested(&stack, &token, "elev.tif", data_file("raster/elev_luxembourg.tif"), &[]).await;
@@ -330,6 +330,22 @@ async fn qgis_and_gdal_read_a_private_cog_in_place_five_minutes_on_and_qgis_draw
         drawn["painted"].as_u64().unwrap() > 100,
         "the cities are drawn: {drawn}"
     );
+
+    // And as vector tiles, from the TileJSON's template (QGIS's "Vector
+    // Tiles" connection), over the world and over Europe.
+    let tilejson = get_json(&stack, &stack.url(&format!("/api/tiles/{cities}/tilejson.json"))).await;
+    let template = tilejson["tiles"][0].as_str().unwrap();
+    for (extent, at_least) in [(["-180", "-80", "180", "80"], 2000), (["-10", "35", "30", "60"], 1000)] {
+        let mut args = vec!["mvt", template];
+        args.extend(extent);
+        let drawn = qgis_draw(&args);
+        assert_eq!(drawn["valid"], true, "{drawn}");
+        assert_eq!(drawn["errors"], serde_json::json!([]), "{drawn}");
+        assert!(
+            drawn["painted"].as_u64().unwrap() > at_least,
+            "the cities' tiles are drawn over {extent:?}: {drawn}"
+        );
+    }
 }
 
 #[tokio::test]
