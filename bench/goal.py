@@ -7,7 +7,8 @@ import sys
 
 
 def seconds(latency: str) -> float:
-    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", latency)
+    # ">=2.00s": requests that timed out (bench/common.sh's `measure`).
+    match = re.fullmatch(r"(?:>=)?([\d.]+)(us|ms|s|m)", latency)
     if not match:
         return float("nan")
     value, unit = float(match[1]), match[2]
