@@ -71,6 +71,7 @@ pub async fn start(config: Config) -> anyhow::Result<state::AppState> {
     let rate_limiter = rate_limit::RateLimiter::start(config.redis_url.as_deref(), config.rate_limits.clone()).await;
     let database = std::sync::Arc::new(replicas::Database::new(pool.clone(), &config, rate_limiter.store())?);
     tokio::spawn(database.clone().watch());
+    tokio::spawn(database.clone().follow_writes(direct.clone()));
     let state = state::AppState::new(pool, database, config, rate_limiter)?;
     state.sandbox.prepare_login(&state.pool).await;
     tokio::spawn(state.datasets.clone().follow_changes(direct));

@@ -5,6 +5,7 @@
 //!
 //! - the caller's last write (read-your-writes): noted after each write a
 //!   signed-in caller makes, in this process and in Redis when configured,
+//!   else announced to the other API processes by NOTIFY on the primary,
 //!   so every API process sees it;
 //! - for a dataset's data, the position at which this process read the
 //!   dataset's record, so a replica never answers with data older than
@@ -31,7 +32,7 @@ use std::{
 };
 
 use catalog_shared::{config::Config, db};
-use sqlx::PgPool;
+use sqlx::{PgPool, postgres::PgListener};
 use uuid::Uuid;
 
 use crate::{rate_limit::SharedStore, tile_connections::TileConnections};
@@ -45,6 +46,10 @@ tokio::task_local! {
 pub async fn on_primary<F: Future>(read: F) -> F::Output {
     ON_PRIMARY.scope((), read).await
 }
+
+/// Where API processes announce write positions to each other when no
+/// Redis is configured: `<caller> <position>`.
+const WRITES_CHANNEL: &str = "caller_wrote";
 
 /// How often positions are read.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -287,16 +292,74 @@ impl Database {
         if self.replicas.is_empty() {
             return;
         }
-        match sqlx::query_scalar::<_, i64>(PRIMARY_POSITION_SQL)
+        // Without Redis the position goes to the other processes by NOTIFY,
+        // delivered before this write's answer leaves.
+        let noted = if self.written.configured {
+            sqlx::query_scalar::<_, i64>(PRIMARY_POSITION_SQL)
+                .fetch_one(&self.primary)
+                .await
+        } else {
+            sqlx::query_scalar::<_, i64>(
+                "WITH p AS (SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS v),
+                      n AS (SELECT pg_notify($1, $2 || ' ' || v) FROM p)
+                 SELECT v FROM p, n",
+            )
+            .bind(WRITES_CHANNEL)
+            .bind(caller.to_string())
             .fetch_one(&self.primary)
             .await
-        {
+        };
+        match noted {
             Ok(position) => self.written.note(caller, position).await,
             // The write could not have committed without the primary;
             // read from it anyway until the position is known.
             Err(e) => {
                 tracing::debug!(error = %e, "the primary's position after a write is unknown");
                 self.written.note(caller, UNKNOWN_POSITION).await;
+            }
+        }
+    }
+
+    /// Without Redis: hears the write positions the other API processes
+    /// announce, for as long as the process runs (`pool`: a direct
+    /// connection, as LISTEN needs). Positions announced while the channel
+    /// was lost are missed: those callers may read a replica a moment
+    /// early, which Redis avoids.
+    pub async fn follow_writes(self: Arc<Self>, pool: PgPool) {
+        if self.replicas.is_empty() || self.written.configured {
+            return;
+        }
+        loop {
+            let mut listener = match PgListener::connect_with(&pool).await {
+                Ok(listener) => listener,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for other processes' writes; retrying");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
+            };
+            if let Err(e) = listener.listen(WRITES_CHANNEL).await {
+                tracing::warn!(error = %e, "cannot listen for other processes' writes; retrying");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                continue;
+            }
+            loop {
+                match listener.try_recv().await {
+                    Ok(Some(notification)) => {
+                        let heard = notification
+                            .payload()
+                            .split_once(' ')
+                            .and_then(|(caller, position)| Some((caller.parse().ok()?, position.parse().ok()?)));
+                        if let Some((caller, position)) = heard {
+                            self.written.note_here(caller, position);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "lost the channel of other processes' writes; reconnecting");
+                        break;
+                    }
+                }
             }
         }
     }
@@ -381,15 +444,19 @@ impl Written {
         self.shared.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    async fn note(&self, caller: Uuid, position: i64) {
-        {
-            let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
-            if local.len() > 100_000 {
-                local.retain(|_, (_, at)| at.elapsed() < WRITE_REMEMBERED);
-            }
-            let entry = local.entry(caller).or_insert((position, Instant::now()));
-            *entry = (entry.0.max(position), Instant::now());
+    /// Keeps the larger of the remembered position and `position`, in this
+    /// process.
+    fn note_here(&self, caller: Uuid, position: i64) {
+        let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        if local.len() > 100_000 {
+            local.retain(|_, (_, at)| at.elapsed() < WRITE_REMEMBERED);
         }
+        let entry = local.entry(caller).or_insert((position, Instant::now()));
+        *entry = (entry.0.max(position), Instant::now());
+    }
+
+    async fn note(&self, caller: Uuid, position: i64) {
+        self.note_here(caller, position);
         if let Some(mut shared) = self.store() {
             let result: Result<i64, redis::RedisError> = redis::cmd("EVAL")
                 .arg(KEEP_LARGER)

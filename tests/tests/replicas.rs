@@ -394,3 +394,71 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     }
     eprintln!("writes came back {:?} after the primary did", returned.elapsed());
 }
+
+/// Without Redis, API processes announce write positions to each other by
+/// NOTIFY on the primary: a writer still reads its own write (a new title,
+/// found by search, which reads the catalog on replicas) through another
+/// process while the replica's replay is paused.
+#[tokio::test]
+async fn without_redis_writers_read_their_writes_through_any_process() {
+    let primary = Cluster::primary();
+    let replica = Cluster::replica_of(&primary);
+    let replica_name = format!("127.0.0.1:{}", replica.port);
+    let database = TestDatabase {
+        url: primary.url("catalog"),
+        name: format!("unused_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let options = StackOptions::workers(1)
+        .env("DATABASE_READ_URLS", &replica.url("catalog"))
+        .env("READ_MAX_LAG_SECONDS", &MAX_LAG_SECONDS.to_string());
+    let mut stack = Stack::start_on(database, tempfile::tempdir().unwrap(), options).await;
+    let first = stack.base.clone();
+    let second = stack.add_api().await;
+    let admin = stack.admin_token().await;
+    let job = stack
+        .upload_ok(
+            &admin,
+            "gamma.geojson",
+            points(50, "gamma"),
+            &[("visibility", "public")],
+        )
+        .await;
+    let job = stack.wait_job(&admin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let gamma = job["dataset_id"].as_str().unwrap().to_string();
+    for base in [&first, &second] {
+        until_replica(&stack, base, &admin, &replica_name, "up", 1.0).await;
+        until_replica(&stack, base, &admin, &replica_name, "lagging", 0.0).await;
+        assert_eq!(anonymous_items(&stack, base, &gamma).await.0, 200);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // A new title, through the first process, while the replica waits:
+    // search reads the catalog on a replica unless the caller just wrote.
+    replica.psql("postgres", "SELECT pg_wal_replay_pause()");
+    let (status, _, body) = status_of(
+        &stack,
+        stack
+            .http
+            .patch(format!("{first}/api/datasets/{gamma}"))
+            .bearer_auth(&admin)
+            .json(&json!({"title": "Quokka sightings"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let search = |base: &str| format!("{base}/api/search/datasets?q=quokka");
+    let before = reads(&stack, &second, &admin).await;
+    let (status, _, found) = status_of(&stack, stack.http.get(search(&second)).bearer_auth(&admin)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        found["total"], 1,
+        "the writer finds its new title through the other process: {found}"
+    );
+    let after = reads(&stack, &second, &admin).await;
+    assert_eq!(after.0 - before.0, 1.0, "the writer's search went to the primary");
+    // Anyone else searches the replica, which has not replayed the write.
+    let (status, _, others) = status_of(&stack, stack.http.get(search(&second))).await;
+    assert_eq!(status, 200);
+    assert_eq!(others["total"], 0, "{others}");
+    replica.psql("postgres", "SELECT pg_wal_replay_resume()");
+}
