@@ -4,11 +4,18 @@
 //! its extent (the world when it crosses the antimeridian); its shapes are
 //! simplified to the pixel in PostGIS, and a big table is sampled, so a
 //! picture costs a fraction of a second whatever the table's size.
+use axum::{
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
 use catalog_raster::picture::{Burn, Picture};
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::StorageTier, db::quote_ident};
 use sqlx::PgPool;
 
-use crate::datasets::record::{Dataset, table_sql};
+use crate::{
+    datasets::record::{Dataset, table_sql},
+    tile_cache::names_etag,
+};
 
 /// The picture's size in pixels: twice the catalog card's, for sharp
 /// screens.
@@ -22,6 +29,30 @@ const MOST_POINTS: i64 = 6_000;
 const SEA: [u8; 4] = [214, 230, 242, 255];
 const LAND: [u8; 4] = [238, 235, 226, 255];
 const COAST: [u8; 4] = [190, 186, 176, 255];
+
+/// A picture's answer: 304 when the client has `etag`, else the picture
+/// `draw` makes, as PNG; cached for `cache` either way.
+pub async fn respond(
+    request: &HeaderMap,
+    etag: &str,
+    cache: &'static str,
+    draw: impl Future<Output = Result<Picture, AppError>>,
+) -> Result<Response, AppError> {
+    let mut response = if names_etag(request, etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let picture = draw.await?;
+        let png = tokio::task::spawn_blocking(move || picture.png())
+            .await
+            .map_err(AppError::internal)?
+            .map_err(AppError::internal)?;
+        ([(header::CONTENT_TYPE, "image/png")], png).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    headers.insert(header::ETAG, HeaderValue::from_str(etag).map_err(AppError::internal)?);
+    Ok(response)
+}
 
 /// A colour given as `#rrggbb`, at `opacity` (0 to 255).
 pub fn rgba(hex: &str, opacity: u8) -> Option<[u8; 4]> {
@@ -67,9 +98,10 @@ pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
 /// A blank picture of `frame` with the basemap's land drawn.
 pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError> {
     let mut picture = Picture::new(SIZE, frame, SEA);
-    let land: Vec<Vec<u8>> = sqlx::query_scalar(
-        "SELECT ST_AsBinary(ST_Simplify(geom, $5, true)) FROM basemap.countries
-         WHERE geom && ST_MakeEnvelope($1, $2, $3, $4, 3857)",
+    let land: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
+        "SELECT ST_AsBinary(g), ST_AsBinary(ST_Boundary(g))
+         FROM (SELECT ST_Simplify(geom, $5, true) AS g FROM basemap.countries
+               WHERE geom && ST_MakeEnvelope($1, $2, $3, $4, 3857)) c",
     )
     .bind(frame[0])
     .bind(frame[1])
@@ -78,19 +110,27 @@ pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError
     .bind(picture.pixel_size())
     .fetch_all(pool)
     .await?;
-    drawn(picture.draw(&land, Burn::Inside, LAND))?;
-    drawn(picture.draw(&land, Burn::Touched, COAST))?;
+    let (areas, coasts): (Vec<_>, Vec<_>) = land.into_iter().unzip();
+    drawn(picture.draw(&areas, Burn::Inside, LAND))?;
+    drawn(picture.draw(&coasts, Burn::Touched, COAST))?;
     Ok(picture)
 }
 
 /// Draws a vector dataset's features in `colour`: areas filled and
-/// outlined, lines as lines, points as dots.
+/// outlined, lines as lines, points as dots; an archived dataset's extent
+/// instead (drawing its data would bring it back from the store).
 pub async fn draw_dataset(
     pool: &PgPool,
     picture: &mut Picture,
     dataset: &Dataset,
     colour: [u8; 4],
 ) -> Result<(), AppError> {
+    if dataset.storage == StorageTier::Cold {
+        return match &dataset.extent_bbox {
+            Some(bbox) => draw_extent(pool, picture, bbox, colour).await,
+            None => Ok(()),
+        };
+    }
     let pixel = picture.pixel_size();
     let count = dataset.feature_count.unwrap_or(0).max(1);
     let points_only = dataset.geometry_type.as_deref().is_some_and(|t| t.ends_with("Point"));
@@ -107,32 +147,39 @@ pub async fn draw_dataset(
         "WITH shapes AS (
            SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t
            WHERE t.{geometry} IS NOT NULL {sample} LIMIT $2)
-         SELECT ST_Dimension(g),
-                ST_AsBinary(CASE WHEN ST_Dimension(g) > 0 THEN ST_Simplify(g, $1, true) WHEN $3 >= 1 THEN ST_Buffer(g, $1 * $3, 2) ELSE g END)
-         FROM shapes",
+         SELECT ST_Dimension(g), ST_AsBinary(s), ST_AsBinary(ST_Boundary(s))
+         FROM shapes, LATERAL (SELECT CASE WHEN ST_Dimension(g) > 0 THEN ST_Simplify(g, $1, true)
+                                           WHEN $3 >= 1 THEN ST_Buffer(g, $1 * $3, 2) ELSE g END AS s) drawn",
         table = table_sql(dataset),
     );
-    let shapes: Vec<(i32, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let shapes: Vec<(i32, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(pixel)
         .bind(most)
         .bind(dot_radius(count.min(most)))
         .fetch_all(pool)
         .await?;
-    let of = |dimension: i32| -> Vec<Vec<u8>> {
+    // Shapes of a dimension, or their boundaries (a point's dot's circle).
+    let of = |dimension: i32, boundaries: bool| -> Vec<Vec<u8>> {
         shapes
             .iter()
-            .filter(|(d, _)| *d == dimension)
-            .map(|(_, wkb)| wkb.clone())
+            .filter(|(d, _, _)| *d == dimension)
+            .filter_map(|(_, shape, boundary)| {
+                if boundaries {
+                    boundary.clone()
+                } else {
+                    Some(shape.clone())
+                }
+            })
             .collect()
     };
-    let (points, lines, areas) = (of(0), of(1), of(2));
     let dark = [colour[0] / 2, colour[1] / 2, colour[2] / 2, 255];
-    drawn(picture.draw(&areas, Burn::Inside, [colour[0], colour[1], colour[2], 96]))?;
-    drawn(picture.draw(&areas, Burn::Touched, colour))?;
-    drawn(picture.draw(&lines, Burn::Touched, colour))?;
+    drawn(picture.draw(&of(2, false), Burn::Inside, [colour[0], colour[1], colour[2], 96]))?;
+    drawn(picture.draw(&of(2, true), Burn::Touched, colour))?;
+    drawn(picture.draw(&of(1, false), Burn::Touched, colour))?;
+    let points = of(0, false);
     if dot_radius(count.min(most)) >= 1.0 {
         drawn(picture.draw(&points, Burn::Inside, colour))?;
-        drawn(picture.draw(&points, Burn::Touched, dark))?;
+        drawn(picture.draw(&of(0, true), Burn::Touched, dark))?;
     } else {
         // Dots of a pixel (the points themselves): an outline would double them.
         drawn(picture.draw(&points, Burn::Touched, colour))?;
@@ -148,14 +195,13 @@ fn dot_radius(points: i64) -> f64 {
     (0.2 * pixels / points.max(1) as f64).sqrt().clamp(0.5, 1.2)
 }
 
-/// Outlines an extent (west, south, east, north in degrees) in `colour`:
-/// what a dataset's picture shows while its data is archived.
-pub async fn draw_extent(pool: &PgPool, picture: &mut Picture, bbox: &[f64], colour: [u8; 4]) -> Result<(), AppError> {
+/// Outlines an extent (west, south, east, north in degrees) in `colour`.
+async fn draw_extent(pool: &PgPool, picture: &mut Picture, bbox: &[f64], colour: [u8; 4]) -> Result<(), AppError> {
     let [west, south, east, north] = bbox[..4] else {
         return Ok(());
     };
     let boxes: Vec<Vec<u8>> = sqlx::query_scalar(
-        "SELECT ST_AsBinary(ST_Transform(ST_Segmentize(ST_MakeEnvelope(w, greatest($2, -85.05), e, least($4, 85.05), 4326), 1), 3857))
+        "SELECT ST_AsBinary(ST_Boundary(ST_Transform(ST_Segmentize(ST_MakeEnvelope(w, greatest($2, -85.05), e, least($4, 85.05), 4326), 1), 3857)))
          FROM (VALUES ($1::float8, CASE WHEN $1 <= $3 THEN $3 ELSE 180 END),
                       (CASE WHEN $1 <= $3 THEN NULL ELSE -180 END, $3::float8)) AS b(w, e)
          WHERE w IS NOT NULL",

@@ -22,7 +22,8 @@ pub struct Picture {
 }
 
 /// How shapes are burnt: their insides, or every pixel they touch (lines,
-/// outlines, points too small for an inside).
+/// points too small for an inside; an area's inside too, so an outline is
+/// drawn from the area's boundary).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Burn {
     Inside,

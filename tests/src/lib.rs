@@ -747,6 +747,39 @@ pub fn zip_owned(members: &[(String, Vec<u8>)]) -> Vec<u8> {
     zip_of(&borrowed)
 }
 
+/// A PNG's width, height and RGBA pixels (row by row), as GDAL reads it;
+/// an image without alpha is opaque.
+pub fn decode_png(png: &[u8]) -> (usize, usize, Vec<[u8; 4]>) {
+    let path = format!("/vsimem/decoded-{}.png", Uuid::new_v4());
+    gdal::vsi::create_mem_file(&path, png.to_vec()).unwrap();
+    let dataset = gdal::Dataset::open(&path).unwrap();
+    let (width, height) = dataset.raster_size();
+    let bands: Vec<Vec<u8>> = (1..=dataset.raster_count())
+        .map(|b| {
+            dataset
+                .rasterband(b)
+                .unwrap()
+                .read_as::<u8>((0, 0), (width, height), (width, height), None)
+                .unwrap()
+                .into_shape_and_vec()
+                .1
+        })
+        .collect();
+    drop(dataset);
+    gdal::vsi::unlink_mem_file(&path).unwrap();
+    let pixels = (0..width * height)
+        .map(|i| {
+            [
+                bands[0][i],
+                bands[1][i],
+                bands[2][i],
+                bands.get(3).map_or(255, |a| a[i]),
+            ]
+        })
+        .collect();
+    (width, height, pixels)
+}
+
 /// `gdalinfo /vsicurl/<href>`'s report: GDAL reading a remote raster in
 /// place with HTTP ranges, as QGIS does (panics when it cannot).
 pub fn gdalinfo_vsicurl(href: &str) -> String {

@@ -336,29 +336,11 @@ async fn validation_reports_drift_and_caches_its_result() {
     assert_eq!(status, 200, "a plain read with the query-string key still works");
 }
 
-/// The pixels of a PNG, as GDAL reads it: (width, height, RGBA rows).
-fn png_pixels(png: &[u8]) -> (usize, usize, Vec<[u8; 4]>) {
-    let path = format!("/vsimem/picture-{}.png", uuid::Uuid::new_v4());
-    gdal::vsi::create_mem_file(&path, png.to_vec()).unwrap();
-    let dataset = gdal::Dataset::open(&path).unwrap();
-    let (width, height) = dataset.raster_size();
-    let bands: Vec<Vec<u8>> = (1..=4)
-        .map(|b| {
-            dataset
-                .rasterband(b)
-                .unwrap()
-                .read_as::<u8>((0, 0), (width, height), (width, height), None)
-                .unwrap()
-                .data()
-                .to_vec()
-        })
-        .collect();
-    let pixels = (0..width * height)
-        .map(|i| [bands[0][i], bands[1][i], bands[2][i], bands[3][i]])
-        .collect();
-    drop(dataset);
-    gdal::vsi::unlink_mem_file(&path).unwrap();
-    (width, height, pixels)
+/// Whether a pixel is in the first layer colour (#1b9e77), whole or
+/// blended over land or sea: green well above red, and above blue.
+fn green(pixel: [u8; 4]) -> bool {
+    let [r, g, b, _] = pixel.map(i32::from);
+    g > r + 40 && g > b
 }
 
 /// A dataset's picture (catalog cards, link previews): its data drawn in
@@ -384,7 +366,7 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
     assert_eq!(response.headers()["content-type"], "image/png");
     assert_eq!(response.headers()["cache-control"], "public, max-age=300");
     let etag = response.headers()["etag"].to_str().unwrap().to_string();
-    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
+    let (width, height, pixels) = catalog_tests::decode_png(&response.bytes().await.unwrap());
     assert_eq!((width, height), (240, 120));
     // The whole world's width, cut to the picture's shape round the
     // data's middle: Africa's middle (20° E, at 40% of the height) is in
@@ -392,8 +374,11 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
     // down) is sea.
     let at =
         |across: f64, down: f64| pixels[(down * height as f64) as usize * width + (across * width as f64) as usize];
-    let [r, g, b, _] = at(200.0 / 360.0, 0.4);
-    assert!(g > r + 40 && g > b, "Africa in green: {:?}", [r, g, b]);
+    assert!(
+        green(at(200.0 / 360.0, 0.4)),
+        "Africa in green: {:?}",
+        at(200.0 / 360.0, 0.4)
+    );
     let [r, g, b, _] = at(30.0 / 360.0, 0.5);
     assert!(
         b > r && b > g && r > 150,
@@ -416,11 +401,10 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
     let response = picture(&paris, Some(&admin), None).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "private, max-age=60");
-    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
-    let [r, g, b, _] = pixels[height / 2 * width + width / 2];
-    assert!(g > r + 40 && g > b, "the point in the middle: {:?}", [r, g, b]);
-    let corner = pixels[0];
-    assert!(corner[1] < corner[0] + 40, "nothing drawn in the corner: {corner:?}");
+    let (width, height, pixels) = catalog_tests::decode_png(&response.bytes().await.unwrap());
+    let middle = pixels[height / 2 * width + width / 2];
+    assert!(green(middle), "the point in the middle: {middle:?}");
+    assert!(!green(pixels[0]), "nothing drawn in the corner: {:?}", pixels[0]);
 
     // A map's picture: its visible vector layers, each in its colour.
     let map: Value = stack
@@ -446,9 +430,9 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "image/png");
     let etag = response.headers()["etag"].to_str().unwrap().to_string();
-    let (width, height, pixels) = png_pixels(&response.bytes().await.unwrap());
+    let (width, height, pixels) = catalog_tests::decode_png(&response.bytes().await.unwrap());
     assert_eq!((width, height), (240, 120));
-    let [r, g, b, _] = pixels[(height as f64 * 0.4) as usize * width + width * 200 / 360];
+    let [r, g, b, _] = pixels[(height as f64 * 0.4) as usize * width + width * 200 / 360].map(i32::from);
     assert!(r > g + 40 && r > b + 40, "Africa in the layer's red: {:?}", [r, g, b]);
     let again = stack
         .http
@@ -459,6 +443,38 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
         .await
         .unwrap();
     assert_eq!(again.status(), 304);
+
+    // An archived dataset's picture outlines its extent, and does not
+    // bring the data back.
+    let archived = stack
+        .http
+        .post(stack.url(&format!("/api/datasets/{world}/archive")))
+        .bearer_auth(&admin)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(archived.status(), 202);
+    let job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(&admin, &job).await["status"], "succeeded");
+    let response = picture(&world, None, Some(&etag)).await.unwrap();
+    assert_eq!(response.status(), 200, "another picture than the hot one's");
+    let (width, height, pixels) = catalog_tests::decode_png(&response.bytes().await.unwrap());
+    let africa = pixels[(height as f64 * 0.4) as usize * width + width * 200 / 360];
+    assert!(!green(africa), "Africa is not filled: {africa:?}");
+    let outline = pixels.iter().filter(|p| green(**p)).count();
+    assert!(outline > 100, "the extent's outline (its west edge): {outline} pixels");
+    assert_eq!(stack.dataset(&admin, &world).await["storage"], "cold");
+    let rehydrating = stack.get_json(Some(&admin), "/api/jobs?limit=100").await.1["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["kind"] == "rehydrate")
+        .count();
+    assert_eq!(rehydrating, 0);
 
     // A raster's pictures are its tiles.
     let job = stack

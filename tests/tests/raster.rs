@@ -9,7 +9,6 @@ use gdal::{
     DriverManager,
     raster::{Buffer, ColorEntry, ColorTable, PaletteInterpretation},
     spatial_ref::SpatialRef,
-    vsi,
 };
 use serde_json::{Value, json};
 
@@ -50,33 +49,9 @@ fn geotiff(
     std::fs::read(path).unwrap()
 }
 
-/// A PNG's size and its pixels' alpha values.
+/// A square PNG's size and its pixels.
 fn decode(png: &[u8]) -> (usize, Vec<[u8; 4]>) {
-    let path = format!("/vsimem/decoded-{}.png", uuid::Uuid::new_v4());
-    vsi::create_mem_file(&path, png.to_vec()).unwrap();
-    let ds = gdal::Dataset::open(&path).unwrap();
-    let (size, _) = ds.raster_size();
-    let bands: Vec<Vec<u8>> = (1..=ds.raster_count())
-        .map(|b| {
-            let band = ds.rasterband(b).unwrap();
-            band.read_as::<u8>((0, 0), (size, size), (size, size), None)
-                .unwrap()
-                .into_shape_and_vec()
-                .1
-        })
-        .collect();
-    drop(ds);
-    vsi::unlink_mem_file(&path).unwrap();
-    let pixels = (0..size * size)
-        .map(|i| {
-            [
-                bands[0][i],
-                bands[1][i],
-                bands[2][i],
-                bands.get(3).map_or(255, |a| a[i]),
-            ]
-        })
-        .collect();
+    let (size, _, pixels) = catalog_tests::decode_png(png);
     (size, pixels)
 }
 

@@ -2,11 +2,7 @@
 //! for catalog cards, STAC thumbnails and link previews. Cached like the
 //! dataset's tiles, by data version; an archived dataset shows its extent
 //! (drawing its data would bring it back from the store).
-use axum::{
-    extract::State,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::{extract::State, http::HeaderMap, response::Response};
 use catalog_shared::{AppError, datasets::StorageTier};
 use uuid::Uuid;
 
@@ -16,7 +12,7 @@ use crate::{
     maps::style::LAYER_COLOURS,
     pictures,
     state::AppState,
-    tile_cache::{cache_control, names_etag},
+    tile_cache::cache_control,
 };
 
 /// A PNG of a vector dataset's features over the land, 240 by 120 pixels.
@@ -40,30 +36,16 @@ pub(super) async fn thumbnail(
     }
     let cold = dataset.storage == StorageTier::Cold;
     let etag = format!("\"picture-{}-{}\"", dataset.data_version, u8::from(cold));
-    let cache = cache_control(&dataset, false);
-    let mut response = if names_etag(&headers, &etag) {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
+    pictures::respond(&headers, &etag, cache_control(&dataset, false), async {
         let pool = state
             .db
             .reader(caller.user_id(), state.datasets.position(id))
             .await
             .pool;
         let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");
-        let bbox = dataset.extent_bbox.as_deref();
-        let mut picture = pictures::basemap(pool, pictures::frame(bbox)).await?;
-        match bbox {
-            Some(bbox) if cold => pictures::draw_extent(pool, &mut picture, bbox, colour).await?,
-            _ => pictures::draw_dataset(pool, &mut picture, &dataset, colour).await?,
-        }
-        let png = tokio::task::spawn_blocking(move || picture.png())
-            .await
-            .map_err(AppError::internal)?
-            .map_err(AppError::internal)?;
-        ([(header::CONTENT_TYPE, "image/png")], png).into_response()
-    };
-    let answer = response.headers_mut();
-    answer.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    answer.insert(header::ETAG, HeaderValue::from_str(&etag).expect("digits and dashes"));
-    Ok(response)
+        let mut picture = pictures::basemap(pool, pictures::frame(dataset.extent_bbox.as_deref())).await?;
+        pictures::draw_dataset(pool, &mut picture, &dataset, colour).await?;
+        Ok(picture)
+    })
+    .await
 }

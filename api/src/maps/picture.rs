@@ -5,8 +5,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use axum::{
     extract::State,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
+    http::{HeaderMap, StatusCode},
+    response::Response,
 };
 use catalog_shared::{AppError, datasets::StorageTier};
 use uuid::Uuid;
@@ -21,7 +21,6 @@ use crate::{
     extract::Path,
     pictures,
     state::AppState,
-    tile_cache::names_etag,
 };
 
 /// The colour a layer draws in: its paint's plain colour, or the colour
@@ -81,31 +80,17 @@ pub(super) async fn thumbnail(
         (dataset.id, dataset.data_version, dataset.storage == StorageTier::Cold).hash(&mut version);
     }
     let etag = format!("\"map-picture-{:x}\"", version.finish());
-    let mut response = if names_etag(&headers, &etag) {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
+    pictures::respond(&headers, &etag, "private, max-age=60", async {
         let pool = state.db.reader(caller.user_id(), 0).await.pool;
         let extents: Vec<Vec<f64>> = drawn.iter().filter_map(|(d, _)| d.extent_bbox.clone()).collect();
         let frame = pictures::frame(union(&extents).as_deref());
         let mut picture = pictures::basemap(pool, frame).await?;
         for (dataset, colour) in &drawn {
-            match &dataset.extent_bbox {
-                Some(bbox) if dataset.storage == StorageTier::Cold => {
-                    pictures::draw_extent(pool, &mut picture, bbox, *colour).await?
-                }
-                _ => pictures::draw_dataset(pool, &mut picture, dataset, *colour).await?,
-            }
+            pictures::draw_dataset(pool, &mut picture, dataset, *colour).await?;
         }
-        let png = tokio::task::spawn_blocking(move || picture.png())
-            .await
-            .map_err(AppError::internal)?
-            .map_err(AppError::internal)?;
-        ([(header::CONTENT_TYPE, "image/png")], png).into_response()
-    };
-    let answer = response.headers_mut();
-    answer.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=60"));
-    answer.insert(header::ETAG, HeaderValue::from_str(&etag).expect("hex digits"));
-    Ok(response)
+        Ok(picture)
+    })
+    .await
 }
 
 #[cfg(test)]
