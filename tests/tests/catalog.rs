@@ -444,6 +444,36 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
         .unwrap();
     assert_eq!(again.status(), 304);
 
+    // A reader sees in a map's picture only the layers it may read: a
+    // viewer of a public map over a private dataset sees none of it.
+    let map: Value = stack
+        .http
+        .post(stack.url("/api/maps"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "Paris in red", "visibility": "public",
+                      "layers": [{"dataset_id": paris, "paint": {"circle-color": "#e31a1c"}}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = stack.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()));
+    let (_, viewer) = stack.user_token("vera", "viewer").await;
+    for (token, sees_paris) in [(&admin, true), (&viewer, false)] {
+        let response = stack.http.get(&url).bearer_auth(token).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let (_, _, pixels) = catalog_tests::decode_png(&response.bytes().await.unwrap());
+        let red = pixels
+            .iter()
+            .filter(|p| {
+                let [r, g, b, _] = p.map(i32::from);
+                r > g + 40 && r > b + 40
+            })
+            .count();
+        assert_eq!(red > 0, sees_paris, "{red} red pixels");
+    }
+
     // An archived dataset's picture outlines its extent, and does not
     // bring the data back.
     let archived = stack

@@ -1044,7 +1044,7 @@ export interface paths {
             cookie?: never;
         };
         /** A PNG of a vector dataset's features over the land, 240 by 120 pixels. */
-        get: operations["thumbnail"];
+        get: operations["dataset_thumbnail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1447,7 +1447,7 @@ export interface paths {
             cookie?: never;
         };
         /** A PNG of the map's visible vector layers over the land, 240 by 120 pixels. */
-        get: operations["thumbnail"];
+        get: operations["map_thumbnail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10533,7 +10533,7 @@ export interface operations {
             };
         };
     };
-    thumbnail: {
+    dataset_thumbnail: {
         parameters: {
             query?: never;
             header?: never;
@@ -13350,7 +13350,7 @@ export interface operations {
             };
         };
     };
-    thumbnail: {
+    map_thumbnail: {
         parameters: {
             query?: never;
             header?: never;

@@ -60,7 +60,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(styles::list_styles))
         .routes(routes!(styles::style_file))
         .routes(routes!(summary::column_summary))
-        .routes(routes!(picture::thumbnail))
+        .routes(routes!(picture::dataset_thumbnail))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

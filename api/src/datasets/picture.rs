@@ -22,7 +22,7 @@ use crate::{
               (status = 304, description = "the picture the client has (`If-None-Match`)"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 409, description = "a raster: its tiles are its pictures", body = catalog_shared::Problem, content_type = "application/problem+json")))]
-pub(super) async fn thumbnail(
+pub(super) async fn dataset_thumbnail(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,

@@ -39,7 +39,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_share))
         .routes(routes!(shared_map))
         .routes(routes!(style::export_style))
-        .routes(routes!(picture::thumbnail))
+        .routes(routes!(picture::map_thumbnail))
         .routes(routes!(style::import_style))
         .routes(routes!(style::sprite))
         .routes(routes!(embed::create_embed_token, embed::list_embed_tokens))

@@ -55,7 +55,7 @@ fn union(extents: &[Vec<f64>]) -> Option<Vec<f64>> {
     responses((status = 200, description = "the picture", content_type = "image/png"),
               (status = 304, description = "the picture the client has (`If-None-Match`)"),
               (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
-pub(super) async fn thumbnail(
+pub(super) async fn map_thumbnail(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
