@@ -142,10 +142,10 @@ measure() {
   non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
   # Requests wrk gave up on (after its 2 s timeout) have no latency; when
   # they are 1% or more of all, the p99 is at least that timeout.
-  local done timeouts
-  done=$(awk '/requests in/ {print $1}' <<<"$out")
-  timeouts=$(grep -o 'timeout [0-9]*' <<<"$out" | awk '{print $2}')
-  if ((${timeouts:-0} > 0 && ${timeouts:-0} * 100 >= ${done:-0} + ${timeouts:-0})); then
+  local answered timeouts
+  answered=$(awk '/requests in/ {print $1}' <<<"$out")
+  timeouts=$(awk '/Socket errors/ {for (i = 1; i < NF; i++) if ($i == "timeout") print $(i + 1)}' <<<"$out")
+  if ((${timeouts:-0} > 0 && ${timeouts:-0} * 100 >= ${answered:-0} + ${timeouts:-0})); then
     p99=">=2.00s"
   fi
   echo "$rps ${p99:-?} ${non2xx:-0}"

@@ -23,9 +23,10 @@ MERCATOR="crs=http://www.opengis.net/def/crs/EPSG/0/3857"
 psql -h 127.0.0.1 -p "$PORT" -U catalog -d bench -qc "CREATE INDEX IF NOT EXISTS bench_value ON data.\"$TABLE\" (value)"
 psql -h 127.0.0.1 -p "$PORT" -U catalog -d bench -qc "ANALYZE data.\"$TABLE\""
 # The cursor a `next` link gives half way through the sorted table.
-DEEP_CURSOR=$(psql -h 127.0.0.1 -p "$PORT" -U catalog -d bench -Atc \
-  "SELECT value::text || '|' || gid FROM data.\"$TABLE\" ORDER BY value, gid OFFSET 500000 LIMIT 1" |
-  python3 -c 'import base64, json, sys; v, k = sys.stdin.read().strip().split("|"); print(base64.urlsafe_b64encode(json.dumps({"values": [v], "key": int(k)}).encode()).decode().rstrip("="))')
+DEEP_ROW=$(psql -h 127.0.0.1 -p "$PORT" -U catalog -d bench -Atc \
+  "SELECT value::text || '|' || gid FROM data.\"$TABLE\" ORDER BY value, gid OFFSET 500000 LIMIT 1")
+DEEP_VALUE=${DEEP_ROW%|*} DEEP_GID=${DEEP_ROW#*|}
+DEEP_CURSOR=$(python3 -c 'import base64, json, sys; print(base64.urlsafe_b64encode(json.dumps({"values": [sys.argv[1]], "key": int(sys.argv[2])}).encode()).decode().rstrip("="))' "$DEEP_VALUE" "$DEEP_GID")
 declare -A OUR_URL=(
   [first]="$OURS?limit=100"
   [bbox]="$OURS?limit=100&bbox=-10,40,10,50"
@@ -59,12 +60,15 @@ declare -A PAGE_SQL=(
   [filter]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.category = 'park' ORDER BY t.gid LIMIT 101;"
   [deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.gid > 500000 ORDER BY t.gid LIMIT 101;"
 )
-PAGE_SQL[crs_first]="${PAGE_SQL[first]//ST_AsGeoJSON(t.geom)/ST_AsGeoJSON(ST_Transform(t.geom, 3857))}"
-PAGE_SQL[crs_bbox]="${PAGE_SQL[bbox]//ST_AsGeoJSON(t.geom)/ST_AsGeoJSON(ST_Transform(t.geom, 3857))}"
-PAGE_SQL[crs_deep]="${PAGE_SQL[deep]//ST_AsGeoJSON(t.geom)/ST_AsGeoJSON(ST_Transform(t.geom, 3857))}"
+# In EPSG:3857 as the service writes it: millimetres, no `crs` member.
+MERCATOR_GEOMETRY="ST_AsGeoJSON(ST_Transform(t.geom, 3857), 3, 0)"
+PAGE_SQL[crs_first]="${PAGE_SQL[first]//ST_AsGeoJSON(t.geom)/$MERCATOR_GEOMETRY}"
+PAGE_SQL[crs_bbox]="${PAGE_SQL[bbox]//ST_AsGeoJSON(t.geom)/$MERCATOR_GEOMETRY}"
+PAGE_SQL[crs_deep]="${PAGE_SQL[deep]//ST_AsGeoJSON(t.geom)/$MERCATOR_GEOMETRY}"
 PAGE_SQL[sort_first]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t ORDER BY t.value, t.gid LIMIT 101;"
 PAGE_SQL[sort_bbox]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE ST_Intersects(t.geom, ST_MakeEnvelope(-10,40,10,50,4326)) ORDER BY t.value, t.gid LIMIT 101;"
-PAGE_SQL[sort_deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE t.value >= (SELECT value FROM data.\"$TABLE\" ORDER BY value, gid OFFSET 500000 LIMIT 1) ORDER BY t.value, t.gid LIMIT 101;"
+# The keyset condition the service writes for the cursor.
+PAGE_SQL[sort_deep]="SELECT t.gid, $FEATURE FROM data.\"$TABLE\" t WHERE (t.value > $DEEP_VALUE OR (t.value = $DEEP_VALUE AND t.gid > $DEEP_GID)) AND t.value >= $DEEP_VALUE ORDER BY t.value, t.gid LIMIT 101;"
 
 declare -A OUR_RPS
 printf '\n%-10s %12s %10s %12s %10s %8s %12s %10s %-24s %s\n' mix "ours req/s" "ours p99" "tipg req/s" "tipg p99" ratio "pgbench tps" "ours/db" "goal (>=5x, lower p99)" "vs plain (>=0.8)"
