@@ -162,6 +162,10 @@ async function until(check, what, timeout = 30_000) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** Waits until the picture `img` (a locator naming one image) has loaded at `width` pixels. */
+const pictureLoaded = (img, width, what) =>
+  until(async () => (await img.count()) === 1 && (await img.evaluate((i) => i.complete && i.naturalWidth)) === width, what);
+
 /** A new browser session signed in through the sign-in page. */
 async function signedIn(username, password, options) {
   const p = await newPage(options);
@@ -404,7 +408,7 @@ await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
 await page.getByText('1 dataset', { exact: true }).waitFor();
 assert.match(await page.locator('.card').first().innerText(), new RegExp(`by ${admin}`), 'a card names its owner');
 const countiesPicture = page.getByRole('img', { name: 'Picture of North Carolina counties', exact: true });
-await until(async () => (await countiesPicture.count()) === 1 && (await countiesPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the counties\' picture');
+await pictureLoaded(countiesPicture, 240, 'the counties\' picture');
 await screen(page, 'catalog');
 
 // --- A remote service: this service's own OGC API collection, imported as
@@ -598,7 +602,7 @@ await screen(page, 'map-share');
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 await page.getByRole('link', { name: 'Counties map' }).waitFor();
 const countiesMapPicture = page.getByRole('img', { name: 'Picture of Counties map', exact: true });
-await until(async () => (await countiesMapPicture.count()) === 1 && (await countiesMapPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the map\'s picture');
+await pictureLoaded(countiesMapPicture, 240, 'the map\'s picture');
 await screen(page, 'maps');
 
 // --- The exported style, imported: a new map with the same layers.
@@ -656,12 +660,10 @@ await screen(page, 'dataset-raster');
 // In the catalog, the (private) raster's card shows its picture, fetched with the session.
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
 const picture = page.getByRole('img', { name: 'Picture of elev_luxembourg' });
-await picture.waitFor();
-await until(async () => (await picture.evaluate((img) => img.complete && img.naturalWidth)) === 256, 'the raster\'s picture');
+await pictureLoaded(picture, 256, 'the raster\'s picture');
 // A vector dataset's card shows the server's picture of its data (240 px wide, in the layer colour).
 const worldPicture = page.getByRole('img', { name: 'Picture of World countries', exact: true });
-await worldPicture.waitFor();
-await until(async () => (await worldPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the countries\' picture');
+await pictureLoaded(worldPicture, 240, 'the countries\' picture');
 const green = await worldPicture.evaluate((img) => {
   const canvas = document.createElement('canvas');
   [canvas.width, canvas.height] = [img.naturalWidth, img.naturalHeight];
@@ -676,8 +678,7 @@ assert.ok(green > 3000, `the countries are drawn in their colour: ${green} pixel
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Maps' }).click();
 // Each map's card shows the server's picture of its layers.
 const mapPicture = page.getByRole('img', { name: 'Picture of Counties map', exact: true }).first();
-await mapPicture.waitFor();
-await until(async () => (await mapPicture.evaluate((img) => img.complete && img.naturalWidth)) === 240, 'the map\'s picture');
+await pictureLoaded(mapPicture, 240, 'the map\'s picture');
 await page.getByLabel('New map name').fill('Relief of Luxembourg');
 await page.getByRole('button', { name: 'Create map' }).click();
 await page.getByLabel('Basemap source').selectOption({ label: 'Raster dataset: elev_luxembourg' });
