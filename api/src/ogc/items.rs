@@ -10,7 +10,7 @@ use axum::{
 };
 use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
 use serde_json::{Value, json};
-use sqlx::{PgPool, Row};
+use sqlx::{PgPool, Row, postgres::PgRow};
 
 use super::{
     cql::{self, Lang, Queryable, Queryables},
@@ -632,7 +632,8 @@ fn geojson_response(body: String, crs: Crs) -> Response {
     response
 }
 
-/// A row of a page: the feature's key, its GeoJSON, and its sort values.
+/// A row of a page: the feature's key, its GeoJSON, and its sort values
+/// (only for the last feature of a sorted page).
 struct PageRow {
     key: i64,
     feature: String,
@@ -656,35 +657,34 @@ async fn fetch_page(
         &request.columns,
         request.include_geometry.then_some(request.crs),
     );
-    let sort_values = if request.sort.is_empty() {
-        "ARRAY[]::text[]".to_string()
-    } else {
+    // The sort values of a sorted page's last feature (the `last`-th row
+    // of a query) make its `next` cursor; only that row computes them.
+    let sort_values = |last: i64| {
+        if request.sort.is_empty() {
+            return String::new();
+        }
         let values: Vec<String> = request
             .sort
             .iter()
             .map(|k| format!("t.{}::text", quote_ident(&k.column)))
             .collect();
-        format!("ARRAY[{}]", values.join(", "))
+        format!(
+            ", CASE WHEN row_number() OVER () = {last} THEN ARRAY[{}] END",
+            values.join(", ")
+        )
     };
     let order = request.order_sql(dataset);
-    let run = |condition: String, params: Vec<Param>, limit: i64, offset: i64| {
+    let run = |condition: String, params: Vec<Param>, limit: i64, offset: i64, last: i64| {
+        // The page's rows are picked first and only they are written out:
+        // PostgreSQL computes a cheap expression below a sort, for every
+        // row the sort reads (thousands in a bbox).
         let sql = format!(
-            "SELECT {key}::bigint, {feature}, {sort_values} FROM {} t WHERE ({where_sql}) AND {condition} \
-             ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+            "SELECT {key}::bigint, {feature}{} FROM (SELECT * FROM {} t \
+             WHERE ({where_sql}) AND {condition} ORDER BY {order} LIMIT {limit} OFFSET {offset}) t ORDER BY {order}",
+            sort_values(last),
             table_sql(dataset),
         );
-        async move {
-            let rows = query_with(sql, &params).fetch_all(reads).await.map_err(query_error)?;
-            Ok::<_, AppError>(
-                rows.iter()
-                    .map(|r| PageRow {
-                        key: r.get(0),
-                        feature: r.get(1),
-                        sort_values: r.get(2),
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        }
+        async move { query_with(sql, &params).fetch_all(reads).await.map_err(query_error) }
     };
     let wanted = request.limit + 1;
     let mut params = request.params.clone();
@@ -696,21 +696,45 @@ async fn fetch_page(
             }
             None => "TRUE".into(),
         };
-        return run(condition, params, wanted, request.offset).await;
+        let rows = run(condition, params, wanted, request.offset, request.limit).await?;
+        return Ok(page_rows(&rows, request));
     };
     let (condition, first_bound, nulls_after) = keyset(&request.sort, cursor, &key, &mut params);
-    let mut rows = run(format!("{condition} AND {first_bound}"), params.clone(), wanted, 0).await?;
-    if let (Some(nulls), true) = (nulls_after, (rows.len() as i64) < wanted) {
+    let mut rows = run(
+        format!("{condition} AND {first_bound}"),
+        params.clone(),
+        wanted,
+        0,
+        request.limit,
+    )
+    .await?;
+    let found = rows.len() as i64;
+    if let (Some(nulls), true) = (nulls_after, found < wanted) {
         let more = run(
             format!("{condition} AND {nulls}"),
             params,
-            wanted - rows.len() as i64,
+            wanted - found,
             0,
+            request.limit - found,
         )
         .await?;
         rows.extend(more);
     }
-    Ok(rows)
+    Ok(page_rows(&rows, request))
+}
+
+fn page_rows(rows: &[PgRow], request: &ItemsRequest) -> Vec<PageRow> {
+    rows.iter()
+        .map(|r| PageRow {
+            key: r.get(0),
+            feature: r.get(1),
+            sort_values: if request.is_sorted() {
+                r.get::<Option<Vec<Option<String>>>, _>(2).unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
 }
 
 /// The rows after `cursor` in the order of `keys` then the key column:
