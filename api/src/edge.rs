@@ -19,7 +19,7 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, DatabaseUnavailable, ServerErrorCause};
+use catalog_shared::{AppError, DatabaseUnavailable, ServerErrorCause, db};
 use futures::FutureExt;
 use tracing::Instrument;
 
@@ -82,7 +82,16 @@ async fn answer(state: &AppState, peer: SocketAddr, request: Request, next: Next
             let writer = (!method.is_safe())
                 .then(|| request.extensions().get::<access::Caller>().and_then(|c| c.user_id()))
                 .flatten();
-            let response = run_read_anywhere(state, request, next).await;
+            let response = if method.is_safe() || state.config.database_prepared_statements {
+                run_read_anywhere(state, request, next).await
+            } else {
+                // Behind a transaction-mode pooler a connection commits as
+                // it goes back to the pool: the answer waits for that.
+                let write = db::WriteRequest::default();
+                let response = write.run(run_read_anywhere(state, request, next)).await;
+                write.committed(&state.pool).await;
+                response
+            };
             // Read-your-writes: this caller's next reads wait for replicas
             // to replay what the write committed.
             if let Some(writer) = writer

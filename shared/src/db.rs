@@ -70,7 +70,70 @@ pub fn connect_for_requests(url: &str, max_connections: u32, prepared_statements
 }
 
 async fn begin_lent(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
-    PgTransactionManager::begin(conn, Some(sqlx::AssertSqlSafe(POOLED_TRANSACTION_BEGIN).into_sql_str())).await
+    let begin = match WRITING.try_with(|request| request.0) {
+        Ok(key) => {
+            format!("{POOLED_TRANSACTION_BEGIN}; SELECT pg_advisory_xact_lock_shared({WRITE_REQUEST_LOCKS}, {key})")
+        }
+        Err(_) => POOLED_TRANSACTION_BEGIN.to_string(),
+    };
+    PgTransactionManager::begin(conn, Some(sqlx::AssertSqlSafe(begin).into_sql_str())).await
+}
+
+tokio::task_local! {
+    static WRITING: WriteRequest;
+}
+
+/// The advisory lock class that marks the connections lent to a write
+/// request (`WriteRequest`); the key within it is the request's.
+const WRITE_REQUEST_LOCKS: i32 = 0x5752_4954;
+
+/// How long a write's answer waits for its connections to commit before
+/// it goes anyway (a connection kept past the handler, by a task it left
+/// running, is not worth holding the answer for).
+const COMMIT_WAIT: &str = "10s";
+
+/// A write request served by a pool without prepared statements
+/// (`connect_for_requests`): each connection it borrows is one transaction
+/// that commits as the connection goes back to the pool, in a task of its
+/// own, after the handler is done. Its answer must wait for those commits,
+/// or whoever reads next (the caller itself) may not see what it wrote.
+/// Each such connection holds a shared advisory lock on the request's key
+/// until it commits; `committed` takes the lock exclusively, so it returns
+/// once they all have.
+#[derive(Clone, Copy)]
+pub struct WriteRequest(i32);
+
+impl WriteRequest {
+    /// Runs the request's handler, its borrowed connections marked.
+    pub async fn run<F: Future>(self, handler: F) -> F::Output {
+        WRITING.scope(self, handler).await
+    }
+
+    /// Waits until every connection the handler borrowed has committed.
+    pub async fn committed(self, pool: &PgPool) {
+        let waited = async {
+            let mut conn = pool.acquire().await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("SET LOCAL lock_timeout = '{COMMIT_WAIT}'")))
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                .bind(WRITE_REQUEST_LOCKS)
+                .bind(self.0)
+                .execute(&mut *conn)
+                .await
+        };
+        if let Err(e) = waited.await {
+            tracing::warn!(error = %e, "a write's answer did not wait for its connections to commit");
+        }
+    }
+}
+
+impl Default for WriteRequest {
+    /// A new request's key: random, so requests in other API processes
+    /// rarely share it (one that does only waits a little longer).
+    fn default() -> Self {
+        Self(rand::random())
+    }
 }
 
 /// One pool's connections: open, lent out, and the most it opens.
