@@ -111,18 +111,12 @@ impl WriteRequest {
 
     /// Waits until every connection the handler borrowed has committed.
     pub async fn committed(self, pool: &PgPool) {
-        let waited = async {
-            let mut conn = pool.acquire().await?;
-            sqlx::query(sqlx::AssertSqlSafe(format!("SET LOCAL lock_timeout = '{COMMIT_WAIT}'")))
-                .execute(&mut *conn)
-                .await?;
-            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
-                .bind(WRITE_REQUEST_LOCKS)
-                .bind(self.0)
-                .execute(&mut *conn)
-                .await
-        };
-        if let Err(e) = waited.await {
+        // One round trip: the time limit and the lock in one simple query.
+        let wait = format!(
+            "SET LOCAL lock_timeout = '{COMMIT_WAIT}'; SELECT pg_advisory_xact_lock({WRITE_REQUEST_LOCKS}, {})",
+            self.0
+        );
+        if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(wait)).execute(pool).await {
             tracing::warn!(error = %e, "a write's answer did not wait for its connections to commit");
         }
     }

@@ -346,6 +346,16 @@ fn green(pixel: [u8; 4]) -> bool {
 /// A dataset's picture (catalog cards, link previews): its data drawn in
 /// the first layer colour over the land, framed on its extent; cached by
 /// data version; only for those who may read the dataset.
+/// Makes the map `body` describes; the URL of its picture.
+async fn map_picture(stack: &Stack, token: &str, body: Value) -> String {
+    let response = stack
+        .send(stack.http.post(stack.url("/api/maps")).bearer_auth(token).json(&body))
+        .await;
+    assert_eq!(response.status(), 201, "{body}");
+    let map: Value = response.json().await.unwrap();
+    stack.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()))
+}
+
 #[tokio::test]
 async fn datasets_and_maps_have_pictures_of_their_data() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
@@ -407,20 +417,14 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
     assert!(!green(pixels[0]), "nothing drawn in the corner: {:?}", pixels[0]);
 
     // A map's picture: its visible vector layers, each in its colour.
-    let map: Value = stack
-        .http
-        .post(stack.url("/api/maps"))
-        .bearer_auth(&admin)
-        .json(&json!({"name": "World in red", "layers": [
+    let url = map_picture(
+        &stack,
+        &admin,
+        json!({"name": "World in red", "layers": [
             {"dataset_id": world, "paint": {"fill-color": "#e31a1c"}},
-            {"dataset_id": paris, "visible": false}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = stack.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()));
+            {"dataset_id": paris, "visible": false}]}),
+    )
+    .await;
     assert_eq!(
         stack.http.get(&url).send().await.unwrap().status(),
         404,
@@ -446,19 +450,13 @@ async fn datasets_and_maps_have_pictures_of_their_data() {
 
     // A reader sees in a map's picture only the layers it may read: a
     // viewer of a public map over a private dataset sees none of it.
-    let map: Value = stack
-        .http
-        .post(stack.url("/api/maps"))
-        .bearer_auth(&admin)
-        .json(&json!({"name": "Paris in red", "visibility": "public",
-                      "layers": [{"dataset_id": paris, "paint": {"circle-color": "#e31a1c"}}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = stack.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()));
+    let url = map_picture(
+        &stack,
+        &admin,
+        json!({"name": "Paris in red", "visibility": "public",
+               "layers": [{"dataset_id": paris, "paint": {"circle-color": "#e31a1c"}}]}),
+    )
+    .await;
     let (_, viewer) = stack.user_token("vera", "viewer").await;
     for (token, sees_paris) in [(&admin, true), (&viewer, false)] {
         let response = stack.http.get(&url).bearer_auth(token).send().await.unwrap();
