@@ -83,6 +83,13 @@ pub(crate) fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<boo
     if !geometry["coordinates"].is_array() {
         return Err(AppError::unprocessable("geometry needs coordinates"));
     }
+    let nesting = match kind {
+        "Point" => 0,
+        "LineString" | "MultiPoint" => 1,
+        "Polygon" | "MultiLineString" => 2,
+        _ => 3,
+    };
+    check_positions(&geometry["coordinates"], nesting, "coordinates")?;
     if dataset_type == "Geometry" || dataset_type == kind {
         return Ok(false);
     }
@@ -92,6 +99,48 @@ pub(crate) fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<boo
     Err(AppError::unprocessable(format!(
         "a {kind} does not fit this dataset of {dataset_type}"
     )))
+}
+
+/// Checks that `coordinates` holds, `nesting` arrays deep, non-empty
+/// lists down to positions of finite WGS 84 longitudes and latitudes
+/// (`docs/decisions.md`, Values the service refuses); `at` names where
+/// it stands, for the 422.
+fn check_positions(coordinates: &Value, nesting: usize, at: &str) -> Result<(), AppError> {
+    let Some(items) = coordinates.as_array() else {
+        return Err(AppError::unprocessable(format!(
+            "geometry.{at} must be {}, not {coordinates}",
+            if nesting == 0 { "a position" } else { "a list" }
+        )));
+    };
+    if nesting > 0 {
+        if items.is_empty() {
+            return Err(AppError::unprocessable(format!(
+                "geometry.{at} is empty: an empty geometry is not stored (send null for none)"
+            )));
+        }
+        for (i, item) in items.iter().enumerate() {
+            check_positions(item, nesting - 1, &format!("{at}[{i}]"))?;
+        }
+        return Ok(());
+    }
+    if !(2..=4).contains(&items.len()) {
+        return Err(AppError::unprocessable(format!(
+            "geometry.{at} must be a position of 2 to 4 numbers, not {coordinates}"
+        )));
+    }
+    let numbers: Vec<f64> = items
+        .iter()
+        .map(Value::as_f64)
+        .collect::<Option<_>>()
+        .filter(|n: &Vec<f64>| n.iter().all(|v| v.is_finite()))
+        .ok_or_else(|| AppError::unprocessable(format!("geometry.{at} must hold finite numbers, not {coordinates}")))?;
+    let (longitude, latitude) = (numbers[0], numbers[1]);
+    if !(-180.0..=180.0).contains(&longitude) || !(-90.0..=90.0).contains(&latitude) {
+        return Err(AppError::unprocessable(format!(
+            "geometry.{at} is {coordinates}: a WGS 84 longitude lies in [-180, 180] and a latitude in [-90, 90]"
+        )));
+    }
+    Ok(())
 }
 
 /// The dataset behind a collection id, for a writer; 404 for anything the
@@ -360,6 +409,7 @@ pub(crate) async fn insert_feature(
         row_json("t", &dataset.geometry_column),
     );
     let mut tx = state.pool.begin().await?;
+    admit_write(&mut tx, dataset, &set).await?;
     let mut query = sqlx::query_as::<_, (i64, Value)>(sqlx::AssertSqlSafe(sql));
     for p in &set.params {
         query = query.bind(p.as_deref());
@@ -371,6 +421,22 @@ pub(crate) async fn insert_feature(
     tx.commit().await?;
     state.datasets.forget(dataset.id);
     Ok(written)
+}
+
+/// Admits a write against the dataset owner's storage quota, as an
+/// upload is: the row and the history version it makes count, so a write
+/// that would take the owner past the cap is a 422.
+async fn admit_write(tx: &mut PgConnection, dataset: &Dataset, set: &Assignments) -> Result<(), AppError> {
+    let Some(owner) = dataset.created_by else {
+        return Ok(());
+    };
+    // The row as sent, twice over: once in the table, once in its version.
+    let bytes: usize = set.params.iter().map(|p| p.as_ref().map_or(0, String::len) + 8).sum();
+    let demand = crate::quotas::Demand {
+        bytes: 2 * bytes as u64,
+        datasets: 0,
+    };
+    crate::quotas::admit(tx, owner, demand).await
 }
 
 /// The tag `If-Match` names: 428 without one. `*` matches any current
@@ -447,6 +513,9 @@ async fn change_feature(
     let table = table_sql(dataset);
     let key_column = quote_ident(&dataset.key_column);
     let mut tx = state.pool.begin().await?;
+    if !matches!(change, Change::Delete) {
+        admit_write(&mut tx, dataset, &set).await?;
+    }
     let current: Option<(Value, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {}, {} FROM {table} t WHERE t.{key_column} = $1 FOR UPDATE",
         row_json("t", &dataset.geometry_column),

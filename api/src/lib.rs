@@ -14,6 +14,7 @@ mod basemap;
 mod bbox;
 mod catalog;
 mod connectors;
+mod coordinates;
 mod dataset_cache;
 mod datasets;
 mod edge;

@@ -4,15 +4,20 @@
 //! its extent (the world when it crosses the antimeridian); its shapes are
 //! simplified to the pixel in PostGIS, and a big table is sampled, so a
 //! picture costs a fraction of a second whatever the table's size.
+use std::sync::Arc;
+
 use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use catalog_raster::picture::{Burn, Picture};
 use catalog_shared::{AppError, datasets::StorageTier, db::quote_ident};
+use bytes::Bytes;
+use quick_cache::{Weighter, sync::Cache};
 use sqlx::PgPool;
 
 use crate::{
+    coordinates::drawable,
     datasets::record::{Dataset, table_sql},
     tile_cache::names_etag,
 };
@@ -25,14 +30,43 @@ const HALF_WORLD: f64 = 20_037_508.342_789_244;
 /// At most this many features are drawn, or points (each a dot of its
 /// own); a bigger table is sampled.
 const MOST_FEATURES: i64 = 20_000;
+/// At most this many features in one picture, whatever it shows.
+pub const MOST_PICTURE_FEATURES: i64 = 50_000;
 const MOST_POINTS: i64 = 6_000;
 const SEA: [u8; 4] = [214, 230, 242, 255];
 const LAND: [u8; 4] = [238, 235, 226, 255];
 const COAST: [u8; 4] = [190, 186, 176, 255];
 
-/// A picture's answer: 304 when the client has `etag`, else the picture
-/// `draw` makes, as PNG; cached for `cache` either way.
+/// Rendered pictures by what they show (the dataset's or map's id and
+/// entity tag): a picture is drawn once per version, however many cards
+/// and previews ask, and concurrent requests for one wait for one drawing.
+#[derive(Clone)]
+pub struct PictureCache(Arc<Cache<String, Bytes, PictureWeight>>);
+
+/// What the kept pictures may weigh in all.
+const KEPT_BYTES: u64 = 32 << 20;
+
+#[derive(Clone)]
+struct PictureWeight;
+
+impl Weighter<String, Bytes> for PictureWeight {
+    fn weight(&self, key: &String, png: &Bytes) -> u64 {
+        (key.len() + png.len() + 64) as u64
+    }
+}
+
+impl Default for PictureCache {
+    fn default() -> Self {
+        Self(Arc::new(Cache::with_weighter(4_096, KEPT_BYTES, PictureWeight)))
+    }
+}
+
+/// A picture's answer: 304 when the client has `etag`, else the PNG kept
+/// under `key` (what it shows and `etag`), or the picture `draw` makes,
+/// kept; cached by clients for `cache` either way.
 pub async fn respond(
+    pictures: &PictureCache,
+    key: String,
     request: &HeaderMap,
     etag: &str,
     cache: &'static str,
@@ -41,11 +75,19 @@ pub async fn respond(
     let mut response = if names_etag(request, etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let picture = draw.await?;
-        let png = tokio::task::spawn_blocking(move || picture.png())
-            .await
-            .map_err(AppError::internal)?
-            .map_err(AppError::internal)?;
+        let png = match pictures.0.get_value_or_guard_async(&key).await {
+            Ok(png) => png,
+            Err(guard) => {
+                let picture = draw.await?;
+                let png: Bytes = tokio::task::spawn_blocking(move || picture.png())
+                    .await
+                    .map_err(AppError::internal)?
+                    .map_err(AppError::internal)?
+                    .into();
+                let _ = guard.insert(png.clone());
+                png
+            }
+        };
         ([(header::CONTENT_TYPE, "image/png")], png).into_response()
     };
     let headers = response.headers_mut();
@@ -75,12 +117,19 @@ fn mercator_y(lat: f64) -> f64 {
 /// crosses the antimeridian.
 pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
     let aspect = SIZE.0 as f64 / SIZE.1 as f64;
-    let (mut west, mut south, mut east, mut north) = match bbox {
-        Some([w, s, e, n, ..]) if w <= e && s <= n => (
+    // An extent reaching past the world (counted from values written by
+    // hand) is cut to it; one that is not numbers at all frames the world.
+    let degrees = |v: f64, most: f64| v.is_finite().then(|| v.clamp(-most, most));
+    let extent = match bbox {
+        Some(&[w, s, e, n, ..]) => (|| Some((degrees(w, 180.0)?, degrees(s, 90.0)?, degrees(e, 180.0)?, degrees(n, 90.0)?)))(),
+        _ => None,
+    };
+    let (mut west, mut south, mut east, mut north) = match extent {
+        Some((w, s, e, n)) if w <= e && s <= n => (
             w * HALF_WORLD / 180.0,
-            mercator_y(*s),
+            mercator_y(s),
             e * HALF_WORLD / 180.0,
-            mercator_y(*n),
+            mercator_y(n),
         ),
         _ => (-HALF_WORLD, -HALF_WORLD, HALF_WORLD, HALF_WORLD),
     };
@@ -98,6 +147,9 @@ pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
 /// A blank picture of `frame` with the basemap's land drawn.
 pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError> {
     let mut picture = Picture::new(SIZE, frame, SEA);
+    if !frame.iter().chain([&picture.pixel_size()]).all(|v| v.is_finite()) {
+        return Ok(picture);
+    }
     let land: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
         "SELECT ST_AsBinary(g), ST_AsBinary(ST_Boundary(g))
          FROM (SELECT ST_Simplify(geom, $5, true) AS g FROM basemap.countries
@@ -116,14 +168,16 @@ pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError
     Ok(picture)
 }
 
-/// Draws a vector dataset's features in `colour`: areas filled and
-/// outlined, lines as lines, points as dots; an archived dataset's extent
-/// instead (drawing its data would bring it back from the store).
+/// Draws a vector dataset's features in `colour`, at most `budget` of
+/// them: areas filled and outlined, lines as lines, points as dots; an
+/// archived dataset's extent instead (drawing its data would bring it
+/// back from the store).
 pub async fn draw_dataset(
     pool: &PgPool,
     picture: &mut Picture,
     dataset: &Dataset,
     colour: [u8; 4],
+    budget: i64,
 ) -> Result<(), AppError> {
     if dataset.storage == StorageTier::Cold {
         return match &dataset.extent_bbox {
@@ -132,9 +186,14 @@ pub async fn draw_dataset(
         };
     }
     let pixel = picture.pixel_size();
+    // Every number bound below is checked first: PostGIS crashes on a
+    // buffer of NaN.
+    if !(pixel.is_finite() && pixel > 0.0) {
+        return Ok(());
+    }
     let count = dataset.feature_count.unwrap_or(0).max(1);
     let points_only = dataset.geometry_type.as_deref().is_some_and(|t| t.ends_with("Point"));
-    let most = if points_only { MOST_POINTS } else { MOST_FEATURES };
+    let most = if points_only { MOST_POINTS } else { MOST_FEATURES }.min(budget).max(1);
     // Sampled by row, not by TABLESAMPLE: a table registered in place may
     // be a view, which takes no TABLESAMPLE.
     let sample = if count > most {
@@ -146,11 +205,12 @@ pub async fn draw_dataset(
     let sql = format!(
         "WITH shapes AS (
            SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t
-           WHERE t.{geometry} IS NOT NULL {sample} LIMIT $2)
+           WHERE {drawable} {sample} LIMIT $2)
          SELECT ST_Dimension(g), ST_AsBinary(s), ST_AsBinary(ST_Boundary(s))
          FROM shapes, LATERAL (SELECT CASE WHEN ST_Dimension(g) > 0 THEN ST_Simplify(g, $1, true)
                                            WHEN $3 >= 1 THEN ST_Buffer(g, $1 * $3, 2) ELSE g END AS s) drawn",
         table = table_sql(dataset),
+        drawable = drawable(dataset, &format!("t.{geometry}")),
     );
     let shapes: Vec<(i32, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(pixel)
@@ -197,9 +257,16 @@ fn dot_radius(points: i64) -> f64 {
 
 /// Outlines an extent (west, south, east, north in degrees) in `colour`.
 async fn draw_extent(pool: &PgPool, picture: &mut Picture, bbox: &[f64], colour: [u8; 4]) -> Result<(), AppError> {
-    let [west, south, east, north] = bbox[..4] else {
+    // Cut to the world, or nothing drawn: ST_Segmentize of a box of
+    // 1e308 degrees would make that many vertices.
+    let Some(&[west, south, east, north]) = bbox.get(..4) else {
         return Ok(());
     };
+    if ![west, south, east, north].iter().all(|v| v.is_finite()) {
+        return Ok(());
+    }
+    let (west, east) = (west.clamp(-180.0, 180.0), east.clamp(-180.0, 180.0));
+    let (south, north) = (south.clamp(-90.0, 90.0), north.clamp(-90.0, 90.0));
     let boxes: Vec<Vec<u8>> = sqlx::query_scalar(
         "SELECT ST_AsBinary(ST_Boundary(ST_Transform(ST_Segmentize(ST_MakeEnvelope(w, greatest($2, -85.05), e, least($4, 85.05), 4326), 1), 3857)))
          FROM (VALUES ($1::float8, CASE WHEN $1 <= $3 THEN $3 ELSE 180 END),
@@ -234,6 +301,16 @@ mod tests {
             assert!((e - w - 2.0 * HALF_WORLD).abs() < 1e-6, "{bbox:?}: the world's width");
             assert!(((e - w) / (n - s) - 2.0).abs() < 1e-9);
             assert!(s >= -HALF_WORLD - 1e-6 && n <= HALF_WORLD + 1e-6);
+        }
+        // Extents counted from values no CRS has: the world, or cut to it.
+        for bbox in [
+            vec![5.1, -1e308, 1e308, 4_600_000.0],
+            vec![f64::NAN, 0.0, 1.0, 1.0],
+            vec![f64::NEG_INFINITY, -90.0, f64::INFINITY, 90.0],
+        ] {
+            let frame = frame(Some(&bbox));
+            assert!(frame.iter().all(|v| v.is_finite()), "{bbox:?}: {frame:?}");
+            assert!(frame[2] - frame[0] <= 2.0 * HALF_WORLD + 1e-6);
         }
         // Luxembourg: its extent, with a margin, in the middle.
         let [w, s, e, n] = frame(Some(&[5.7, 49.4, 6.5, 50.2]));

@@ -37,6 +37,8 @@ pub struct Shared {
     /// Exact counts of filtered items, per data version.
     pub match_counts: crate::match_counts::MatchCounts,
     pub fonts: crate::glyphs::Fonts,
+    /// Rendered pictures of datasets and maps, by entity tag.
+    pub pictures: crate::pictures::PictureCache,
 }
 
 impl AppState {
@@ -61,6 +63,7 @@ impl AppState {
             tiles: crate::tile_cache::TileCache::new(config.tile_cache_bytes),
             match_counts: Default::default(),
             fonts: crate::glyphs::Fonts::load(&config.fonts_dir),
+            pictures: Default::default(),
             config: Arc::new(config),
         })))
     }

@@ -103,13 +103,15 @@ pub fn grid_tile_address(grid: Grid, z: &str, x: &str, y: &str) -> Result<TileAd
 /// The dataset's geometry column, as EPSG:3857 for tiling.
 fn geometry_3857(dataset: &Dataset) -> String {
     let column = format!("t.{}", quote_ident(&dataset.geometry_column));
-    if dataset.srid == 3857 {
-        column
+    let transformed = if dataset.srid == 3857 {
+        return column;
     } else if dataset.srid <= 0 {
         format!("ST_Transform(ST_SetSRID({column}, 4326), 3857)")
     } else {
         format!("ST_Transform({column}, 3857)")
-    }
+    };
+    // A coordinate no CRS has (written by hand) would fail the tile.
+    crate::coordinates::transformed_if_drawable(dataset, &column, &transformed)
 }
 
 /// Half the side of Web Mercator's square world, in metres.

@@ -476,6 +476,21 @@ unsafe fn write_geometry(
         } else if !has_z && is_3d {
             gdal_sys::OGR_G_FlattenTo2D(geom.0);
         }
+        // A coordinate WGS 84 does not have would break every read that
+        // transforms or draws it (`docs/decisions.md`, Values the service
+        // refuses).
+        if gdal_sys::OGR_G_IsEmpty(geom.0) != 0 {
+            return Err(ReadError::Invalid(format!(
+                "its geometry is an empty {}, which is not stored (a missing geometry is null)",
+                postgis_type_name(flat)
+            )));
+        }
+        if let Some((x, y)) = position_outside_wgs84(geom.0) {
+            return Err(ReadError::Invalid(format!(
+                "the coordinate ({x}, {y}) lies outside WGS 84 (longitude -180 to 180, latitude -90 to 90); \
+                 is the layer's coordinate system declared right?"
+            )));
+        }
         stats.types_seen.insert(postgis_type_name(flat));
         add_to_extent(&mut stats.extent, geom.0);
         let size = gdal_sys::OGR_G_WkbSize(geom.0) as usize;
@@ -490,6 +505,25 @@ unsafe fn write_geometry(
         buf.extend_from_slice(&WGS84.to_le_bytes());
         buf.extend_from_slice(&wkb[5..]);
         Ok(())
+    }
+}
+
+/// The first position of `geom` (in EPSG:4326) that is not a finite
+/// longitude in [-180, 180] and latitude in [-90, 90], if any. Every
+/// position is looked at: an envelope skips a NaN that is not first.
+unsafe fn position_outside_wgs84(geom: gdal_sys::OGRGeometryH) -> Option<(f64, f64)> {
+    // SAFETY: `geom` is a valid geometry and its parts live as long as it
+    // does; the calls only read it.
+    unsafe {
+        let parts = gdal_sys::OGR_G_GetGeometryCount(geom);
+        if parts > 0 {
+            return (0..parts).find_map(|i| position_outside_wgs84(gdal_sys::OGR_G_GetGeometryRef(geom, i)));
+        }
+        (0..gdal_sys::OGR_G_GetPointCount(geom)).find_map(|i| {
+            let (x, y) = (gdal_sys::OGR_G_GetX(geom, i), gdal_sys::OGR_G_GetY(geom, i));
+            let inside = (-180.0..=180.0).contains(&x) && (-90.0..=90.0).contains(&y);
+            (!inside).then_some((x, y))
+        })
     }
 }
 

@@ -124,7 +124,8 @@ fn kind_of(geometry_type: &str) -> &'static str {
     }
 }
 
-/// A style's paint: from its QML when it reads, else from its SLD. The
+/// A style's paint: from its QML when it reads, else from its SLD; none
+/// when what it makes is not a paint MapLibre accepts. The
 /// attribute a rule names (by its source name) is the column's published
 /// name, as tiles carry it; values are numbers when the column is.
 pub fn paint_of(style: &KeptStyle, geometry_type: &str, columns: &[ColumnInfo]) -> Option<Map<String, Value>> {
@@ -156,7 +157,8 @@ pub fn paint_of(style: &KeptStyle, geometry_type: &str, columns: &[ColumnInfo]) 
         }
         Rule::Classes(attribute, classes) => Rule::Classes(column(&attribute)?.name.clone(), classes),
     };
-    Some(rule.paint(kind))
+    // A paint MapLibre refuses would break every map on the dataset.
+    Some(rule.paint(kind)).filter(catalog_shared::paint::is_valid)
 }
 
 fn is_numeric(pg_type: &str) -> bool {
@@ -198,6 +200,7 @@ impl Rule {
                     expr.push(json!(fallback));
                     Value::Array(expr)
                 }
+                Rule::Classes(_, classes) if classes.len() == 1 => json!(pick(&classes[0].1)?),
                 Rule::Classes(attribute, classes) => {
                     let mut expr = vec![json!("step"), json!(["to-number", ["get", attribute]])];
                     for (i, (lower, colours)) in classes.iter().enumerate() {
@@ -267,17 +270,57 @@ fn qml_colours(symbol: Node) -> Option<Colours> {
     })
 }
 
-/// Parses a style document; QGIS's QML starts with a DOCTYPE.
-fn parse(text: &str) -> Option<Document<'_>> {
+/// The largest style document read for its paint; a bigger one is kept
+/// all the same, without paint.
+const MOST_STYLE_BYTES: usize = 1 << 20;
+/// Elements, attributes and texts a style document may hold when read.
+const MOST_STYLE_NODES: u32 = 200_000;
+
+/// Reads a style document with `read`, parsed with no DTD: QGIS's QML
+/// starts with a DOCTYPE, which is left out of the text parsed, so that
+/// entities it declares are never expanded (a reference to one makes the
+/// document unreadable, and so without paint). The stored style is the
+/// text as it came.
+fn parsed<T>(text: &str, read: impl FnOnce(&Document) -> Option<T>) -> Option<T> {
+    if text.len() > MOST_STYLE_BYTES {
+        return None;
+    }
+    let text = without_doctype(text)?;
     let options = roxmltree::ParsingOptions {
-        allow_dtd: true,
+        allow_dtd: false,
+        nodes_limit: MOST_STYLE_NODES,
         ..Default::default()
     };
-    Document::parse_with_options(text, options).ok()
+    read(&Document::parse_with_options(&text, options).ok()?)
 }
 
+/// The text with its DOCTYPE declaration (internal subset included) cut
+/// out; `None` when the declaration never ends.
+fn without_doctype(text: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let Some(start) = text.find("<!DOCTYPE") else {
+        return Some(text.into());
+    };
+    let (mut quote, mut subset) = (None, 0usize);
+    for (i, c) in text[start..].char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[') => subset += 1,
+            (None, ']') => subset = subset.saturating_sub(1),
+            (None, '>') if subset == 0 => {
+                return Some(format!("{}{}", &text[..start], &text[start + i + 1..]).into());
+            }
+            _ => {}
+        }
+    }
+    None
+}
 fn qml_rule(qml: &str) -> Option<Rule> {
-    let doc = parse(qml)?;
+    parsed(qml, qml_document_rule)
+}
+
+fn qml_document_rule(doc: &Document) -> Option<Rule> {
     let renderer = tag(doc.root(), "renderer-v2")?;
     let symbols = tag(renderer, "symbols")?;
     let symbol = |name: &str| {
@@ -343,7 +386,10 @@ fn sld_colours(rule: Node) -> Option<Colours> {
 }
 
 fn sld_rule(sld: &str) -> Option<Rule> {
-    let doc = parse(sld)?;
+    parsed(sld, sld_document_rule)
+}
+
+fn sld_document_rule(doc: &Document) -> Option<Rule> {
     let rules: Vec<Node> = doc.descendants().filter(|n| n.has_tag_name("Rule")).collect();
     let text_of = |node: Node, name: &str| tag(node, name).and_then(|n| n.text()).map(|t| t.trim().to_string());
     match &rules[..] {
@@ -469,5 +515,46 @@ mod tests {
             ])
         );
         assert!(paint_of(&style(None, Some("<broken")), "Point", &columns()).is_none());
+    }
+
+    #[test]
+    fn entities_are_never_expanded_and_big_documents_never_read() {
+        // Nine levels of ten: a billion "lol"s if entities were expanded.
+        let mut entities = String::from("<!ENTITY lol0 \"lol\">");
+        for level in 1..10 {
+            let refs = format!("&lol{};", level - 1).repeat(10);
+            entities.push_str(&format!("<!ENTITY lol{level} \"{refs}\">"));
+        }
+        let bomb = format!(
+            r#"<!DOCTYPE qgis [{entities}]><qgis><renderer-v2 type="singleSymbol"><symbols>
+              <symbol name="0" type="fill"><layer><prop k="color" v="1,2,3,255"/><prop k="note" v="&lol9;"/></layer></symbol>
+            </symbols></renderer-v2></qgis>"#
+        );
+        let started = std::time::Instant::now();
+        assert!(paint_of(&style(Some(bomb), None), "Polygon", &columns()).is_none());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // The DOCTYPE QGIS writes is no obstacle, nor one with a harmless subset.
+        let plain = qml(r#"type="singleSymbol">"#).replace("'SYSTEM'>", "'SYSTEM' [<!ENTITY x \"]>\">]>");
+        assert!(paint_of(&style(Some(plain.clone()), None), "Polygon", &columns()).is_some());
+        let padded = plain.replace("<qgis>", &format!("<qgis><!--{}-->", " ".repeat(MOST_STYLE_BYTES)));
+        assert!(paint_of(&style(Some(padded), None), "Polygon", &columns()).is_none());
+    }
+
+    #[test]
+    fn paints_maplibre_would_refuse_are_dropped() {
+        let no_categories = style(
+            Some(qml(r#"type="categorizedSymbol" attr="CONTINENT"><categories/>"#)),
+            None,
+        );
+        assert!(paint_of(&no_categories, "Polygon", &columns()).is_none());
+        let sld = r##"<StyledLayerDescriptor><Rule><PolygonSymbolizer><Fill><CssParameter name="fill">javascript:alert(1)</CssParameter></Fill></PolygonSymbolizer></Rule></StyledLayerDescriptor>"##;
+        assert!(paint_of(&style(None, Some(sld)), "Polygon", &columns()).is_none());
+        let one_class = style(
+            Some(qml(
+                r#"type="graduatedSymbol" attr="pop"><ranges><range lower="0" upper="10" symbol="0"/></ranges>"#,
+            )),
+            None,
+        );
+        assert_eq!(paint_of(&one_class, "Point", &columns()).unwrap()["circle-color"], json!("#e41a1c"));
     }
 }

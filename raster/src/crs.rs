@@ -3,13 +3,18 @@
 //! which PostGIS does not say.
 
 /// What PROJ says of an EPSG code's CRS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CrsFacts {
     /// Its northing or latitude axis comes first (EPSG:4326, EPSG:4258,
     /// many national grids).
     pub northing_first: bool,
     /// Its coordinates are angles (degrees), not lengths.
     pub geographic: bool,
+    /// The box (west, south, east, north, easting first) its coordinates
+    /// lie in: the world in degrees for a geographic CRS; for a projected
+    /// one its area of use in its own units, widened by a tenth of its size
+    /// on each side (`None` when PROJ gives it no area of use).
+    pub bounds: Option<[f64; 4]>,
 }
 
 /// What PROJ says of an EPSG code's CRS; `None` when PROJ does not know it.
@@ -23,10 +28,36 @@ pub fn facts(epsg: u32) -> Option<CrsFacts> {
             gdal_sys::OSREPSGTreatsAsNorthingEasting(handle),
         )
     };
+    let geographic = srs.is_geographic();
     Some(CrsFacts {
         northing_first: lat_long != 0 || northing_easting != 0,
-        geographic: srs.is_geographic(),
+        geographic,
+        bounds: if geographic {
+            Some([-180.0, -90.0, 180.0, 90.0])
+        } else {
+            projected_bounds(srs)
+        },
     })
+}
+
+/// A projected CRS's area of use in its own units, widened by a tenth.
+fn projected_bounds(mut srs: gdal::spatial_ref::SpatialRef) -> Option<[f64; 4]> {
+    use gdal::spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef};
+    let area = srs.area_of_use()?;
+    let mut wgs84 = SpatialRef::from_epsg(4326).ok()?;
+    wgs84.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    srs.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+    let transform = CoordTransform::new(&wgs84, &srs).ok()?;
+    let area = [
+        area.west_lon_degree,
+        area.south_lat_degree,
+        area.east_lon_degree,
+        area.north_lat_degree,
+    ];
+    let [west, south, east, north] = transform.transform_bounds(&area, 21).ok()?;
+    let (dx, dy) = ((east - west) / 10.0, (north - south) / 10.0);
+    let bounds = [west - dx, south - dy, east + dx, north + dy];
+    bounds.iter().all(|v| v.is_finite()).then_some(bounds)
 }
 
 #[cfg(test)]
@@ -43,5 +74,16 @@ mod tests {
         assert_eq!(northing_first(3006), Some(true));
         assert_eq!(northing_first(999_999), None);
         assert!(facts(4258).unwrap().geographic && !facts(27700).unwrap().geographic);
+    }
+
+    #[test]
+    fn bounds_are_the_world_or_the_area_of_use_widened() {
+        assert_eq!(facts(4326).unwrap().bounds, Some([-180.0, -90.0, 180.0, 90.0]));
+        // The British National Grid: Great Britain, in metres.
+        let [west, south, east, north] = facts(27700).unwrap().bounds.unwrap();
+        assert!(west < 0.0 && west > -300_000.0 && east > 700_000.0 && east < 1_000_000.0);
+        assert!(south < 0.0 && north > 1_200_000.0 && north < 1_600_000.0);
+        let [west, _, east, _] = facts(3857).unwrap().bounds.unwrap();
+        assert!(west < -20_037_508.0 && east > 20_037_508.0);
     }
 }

@@ -20,6 +20,7 @@ pub mod jobs;
 pub mod maps;
 pub mod notify;
 pub mod outbound;
+pub mod paint;
 pub mod quotas;
 pub mod secrets;
 pub mod storage;

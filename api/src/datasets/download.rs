@@ -116,6 +116,8 @@ pub(super) async fn download(
                 AppError::bad_request(format!("format must be one of {} on this server", names.join(", ")))
             })?,
     };
+    // Before the query is planned: an archived dataset has no table yet.
+    super::cold::ensure_hot(&state, &caller, &dataset).await?;
     let query = export_query(
         &state.pool,
         &selection,
@@ -124,7 +126,6 @@ pub(super) async fn download(
         format.keeps_ids(),
     )
     .await?;
-    super::cold::ensure_hot(&state, &caller, &dataset).await?;
     let connection = conninfo(&state.config.database_direct_url)?;
     // A client that leaves stops GDAL at its next feature; the folder goes
     // with the work, whichever ends first.

@@ -1,7 +1,10 @@
 //! A map's picture (`thumbnail.png`): its visible vector layers, each in
 //! its colour, over the land, framed on their extents. Layers on datasets
 //! the reader may not see are left out, as the map's style leaves them.
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::{
+    hash::{DefaultHasher, Hash, Hasher},
+    sync::Arc,
+};
 
 use axum::{
     extract::State,
@@ -18,10 +21,14 @@ use super::{
 };
 use crate::{
     access::{Caller, datasets::cached_visible_dataset},
+    datasets::record::Dataset,
     extract::Path,
     pictures,
     state::AppState,
 };
+
+/// The layers a map's picture draws at most (the top ones).
+const MOST_LAYERS: usize = 20;
 
 /// The colour a layer draws in: its paint's plain colour, or the colour
 /// of its place in the map.
@@ -62,9 +69,18 @@ pub(super) async fn map_thumbnail(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let map = readable_map(&state, &caller, id).await?;
-    let mut drawn = Vec::new();
-    for (place, layer) in map.layers.iter().enumerate() {
-        if !layer.visible || !layer.dataset_available || layer.layer_type != LayerType::VectorService {
+    // The top layers only (the last drawn), each dataset once, in the
+    // colour of its top layer: what one request may cost is bounded.
+    let mut drawn: Vec<(Arc<Dataset>, [u8; 4])> = Vec::new();
+    for (place, layer) in map.layers.iter().enumerate().rev() {
+        if drawn.len() == MOST_LAYERS {
+            break;
+        }
+        if !layer.visible
+            || !layer.dataset_available
+            || layer.layer_type != LayerType::VectorService
+            || drawn.iter().any(|(d, _)| d.id == layer.dataset_id)
+        {
             continue;
         }
         match cached_visible_dataset(&state, &caller, layer.dataset_id).await {
@@ -74,19 +90,22 @@ pub(super) async fn map_thumbnail(
             Err(e) => return Err(e),
         }
     }
+    drawn.reverse();
     let mut version = DefaultHasher::new();
     map.updated_at.timestamp_micros().hash(&mut version);
     for (dataset, _) in &drawn {
         (dataset.id, dataset.data_version, dataset.storage == StorageTier::Cold).hash(&mut version);
     }
     let etag = format!("\"map-picture-{:x}\"", version.finish());
-    pictures::respond(&headers, &etag, "private, max-age=60", async {
+    let key = format!("{id}/{etag}");
+    pictures::respond(&state.pictures, key, &headers, &etag, "private, max-age=60", async {
         let pool = state.db.reader(caller.user_id(), 0).await.pool;
         let extents: Vec<Vec<f64>> = drawn.iter().filter_map(|(d, _)| d.extent_bbox.clone()).collect();
         let frame = pictures::frame(union(&extents).as_deref());
         let mut picture = pictures::basemap(pool, frame).await?;
+        let budget = pictures::MOST_PICTURE_FEATURES / drawn.len().max(1) as i64;
         for (dataset, colour) in &drawn {
-            pictures::draw_dataset(pool, &mut picture, dataset, *colour).await?;
+            pictures::draw_dataset(pool, &mut picture, dataset, *colour, budget).await?;
         }
         Ok(picture)
     })

@@ -160,7 +160,14 @@ fn style_layer_of(index: usize, place: usize, layer: &MapLayerResponse, source_i
     // The dataset's own style first (its GeoPackage's default), then the
     // layer's paint over it.
     let mut paint = default_paint(kind, place);
-    if let Some(own) = layer.dataset_default_paint.as_ref().and_then(Value::as_object) {
+    // One the style spec refuses (kept before paints were checked) is left
+    // out: it would make MapLibre refuse the whole map.
+    if let Some(own) = layer
+        .dataset_default_paint
+        .as_ref()
+        .and_then(Value::as_object)
+        .filter(|p| catalog_shared::paint::is_valid(p))
+    {
         paint.extend(own.clone());
     }
     if let Some(custom) = layer.paint.as_object() {

@@ -3,15 +3,9 @@
 //! name, and the axis order each one has. CRS84 is longitude, latitude;
 //! an EPSG code has the axis order of its EPSG definition (EPSG:4326:
 //! latitude first), as PROJ's database says.
-use std::{
-    collections::HashMap,
-    sync::{Mutex, OnceLock},
-};
-
-use catalog_raster::crs::CrsFacts;
 use catalog_shared::AppError;
 
-use crate::datasets::record::Dataset;
+use crate::{coordinates::crs_facts, datasets::record::Dataset};
 
 pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
 const EPSG_PREFIX: &str = "http://www.opengis.net/def/crs/EPSG/0/";
@@ -57,7 +51,7 @@ impl Crs {
     pub fn northing_first(self) -> bool {
         match self {
             Self::Crs84 => false,
-            Self::Epsg(code) => facts(code).is_some_and(|f| f.northing_first),
+            Self::Epsg(code) => crs_facts(code).is_some_and(|f| f.northing_first),
         }
     }
 
@@ -66,28 +60,16 @@ impl Crs {
     /// where more only lengthens every answer.
     pub fn decimals(self) -> u8 {
         match self {
-            Self::Epsg(code) if facts(code).is_some_and(|f| !f.geographic) => 3,
+            Self::Epsg(code) if crs_facts(code).is_some_and(|f| !f.geographic) => 3,
             _ => 9,
         }
     }
 }
 
-/// PROJ's answer per EPSG code, asked once: `None` for a code it lacks.
-fn facts(code: u32) -> Option<CrsFacts> {
-    static KNOWN: OnceLock<Mutex<HashMap<u32, Option<CrsFacts>>>> = OnceLock::new();
-    let known = KNOWN.get_or_init(Default::default);
-    if let Some(answer) = known.lock().unwrap_or_else(|e| e.into_inner()).get(&code) {
-        return *answer;
-    }
-    let answer = catalog_raster::crs::facts(code);
-    known.lock().unwrap_or_else(|e| e.into_inner()).insert(code, answer);
-    answer
-}
-
 /// Whether PROJ knows the code (PostGIS knows every code PROJ does: its
 /// `spatial_ref_sys` is filled from the same EPSG database).
 pub fn is_known(code: u32) -> bool {
-    facts(code).is_some()
+    crs_facts(code).is_some()
 }
 
 /// The CRS a dataset's coordinates are stored in: CRS84 for data in WGS 84

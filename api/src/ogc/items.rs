@@ -20,6 +20,7 @@ use super::{
 use crate::{
     access::Caller,
     bbox::Bbox,
+    coordinates::transformed_if_drawable,
     datasets::record::{Dataset, published_columns, table_sql},
     extract::{LinkCredential, Path, Query},
     interval::Interval,
@@ -58,7 +59,9 @@ pub(super) fn geometry_as(dataset: &Dataset, srid: i32) -> String {
         geometry = format!("ST_SetSRID({geometry}, 4326)");
     }
     if storage_srid(dataset) != srid {
-        geometry = format!("ST_Transform({geometry}, {srid})");
+        // A coordinate no CRS has (written by hand) would fail the page.
+        let column = format!("t.{}", quote_ident(&dataset.geometry_column));
+        geometry = transformed_if_drawable(dataset, &column, &format!("ST_Transform({geometry}, {srid})"));
     }
     geometry
 }

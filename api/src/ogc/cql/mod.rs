@@ -9,9 +9,22 @@ use cql2::Expr;
 
 use super::params::Param;
 
+mod nesting;
+
 pub const MAX_FILTER_CHARS: usize = 10_000;
 pub const MAX_PARAMS: usize = 1_000;
-pub const MAX_DEPTH: usize = 64;
+/// Brackets, prefix operators and comparisons together
+/// (`nesting`).
+pub const MAX_DEPTH: usize = 100;
+/// Rule calls the text parser may make: a filter at the length limit
+/// takes well under a tenth of it, while inputs that make a PEG parser
+/// backtrack through every bracket would take forever without it.
+const PARSER_CALLS: usize = 2_000_000;
+/// The stack the parser, its tree and the translation run on: a chain of
+/// `AND`s or sums at the length limit is a tree thousands of levels deep,
+/// which the `cql2` crate builds and drops by recursion; far more than a
+/// worker thread's 2 MiB, and only touched pages cost memory.
+const PARSER_STACK: usize = 64 << 20;
 
 const UNSUPPORTED: &str = "this service implements Basic CQL2, advanced comparison operators (LIKE, BETWEEN, IN) and basic spatial functions (S_INTERSECTS)";
 
@@ -83,41 +96,33 @@ pub fn translate(
     if filter.chars().count() > MAX_FILTER_CHARS {
         return Err(FilterError::TooLong);
     }
-    // The parser recurses per nesting level; refuse deep nesting before it runs.
-    if nesting_depth(filter) > MAX_DEPTH {
+    let depth = match lang {
+        Lang::Text => nesting::of_text(filter),
+        Lang::Json => nesting::of_json(filter),
+    };
+    if depth > MAX_DEPTH {
         return Err(FilterError::TooDeep);
     }
-    let expr = match lang {
-        Lang::Text => cql2::parse_text(filter).map_err(|e| FilterError::Syntax {
-            lang: "text",
-            message: e.to_string(),
-        })?,
-        Lang::Json => cql2::parse_json(filter).map_err(|e| FilterError::Syntax {
-            lang: "JSON",
-            message: e.to_string(),
-        })?,
-    };
-    let mut translator = Translator {
-        queryables,
-        params,
-        depth: 0,
-    };
-    translator.condition(&expr)
-}
-
-fn nesting_depth(text: &str) -> usize {
-    let (mut depth, mut max) = (0usize, 0usize);
-    for c in text.chars() {
-        match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
+    static CALL_LIMIT: std::sync::Once = std::sync::Once::new();
+    CALL_LIMIT.call_once(|| pest::set_call_limit(std::num::NonZeroUsize::new(PARSER_CALLS)));
+    stacker::grow(PARSER_STACK, || {
+        let expr = match lang {
+            Lang::Text => cql2::parse_text(filter).map_err(|e| FilterError::Syntax {
+                lang: "text",
+                message: e.to_string(),
+            })?,
+            Lang::Json => cql2::parse_json(filter).map_err(|e| FilterError::Syntax {
+                lang: "JSON",
+                message: e.to_string(),
+            })?,
+        };
+        let mut translator = Translator {
+            queryables,
+            params,
+            depth: 0,
+        };
+        translator.condition(&expr)
+    })
 }
 
 struct Translator<'a> {
@@ -478,6 +483,8 @@ mod tests {
         assert!(sql(&long).unwrap_err().contains("longer"));
         let deep = format!("{}pop = 1{}", "(".repeat(100), ")".repeat(100));
         assert!(sql(&deep).unwrap_err().contains("nests"));
+        let deep = format!("{}pop = 1{}", "(".repeat(99), ")".repeat(99));
+        assert!(sql(&deep).is_ok());
         let list: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
         assert!(
             sql(&format!("pop IN ({})", list.join(",")))
@@ -495,5 +502,59 @@ mod tests {
         let (s, n) = sql("S_INTERSECTS(geom, BBOX(0, 0, 1, 1))").unwrap();
         assert!(s.contains("ST_MakeEnvelope($1, $2, $3, $4, 4326)"), "{s}");
         assert_eq!(n, 4);
+    }
+
+    #[test]
+    fn prefix_operators_and_chains_are_refused_or_parsed_on_a_small_stack() {
+        let not = format!("{}pop = 1", "NOT ".repeat(1500));
+        assert!(sql(&not).unwrap_err().contains("nests"));
+        let minus = format!("pop = {}1", "-".repeat(2000));
+        assert!(sql(&minus).unwrap_err().contains("nests"));
+        let ok = format!("{}pop = {}1", "NOT ".repeat(49), "-".repeat(49));
+        assert!(sql(&ok).is_ok(), "{:?}", sql(&ok));
+        // A chain at the length limit is a deep tree inside the parser.
+        let sum = format!("pop = 1{}", "+1".repeat(4990));
+        assert!(sql(&sum).unwrap_err().contains("not supported"));
+        let chain = vec!["pop=1"; 1600].join(" OR ");
+        assert!(sql(&chain).is_ok());
+        // A PEG parser backtracks through brackets it cannot close.
+        let backtracking = format!("{}1,2{}", "(".repeat(99), ")".repeat(99));
+        let started = std::time::Instant::now();
+        assert!(sql(&backtracking).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// One part of a generated filter.
+    fn part() -> impl proptest::strategy::Strategy<Value = &'static str> {
+        proptest::sample::select(vec![
+            "(", ")", "NOT ", "-", " AND ", " OR ", " = ", "pop", "1", "'x'", ",", "[", "]", " IN ", " + ", "*",
+            " BETWEEN ", " IS NULL", "S_INTERSECTS(", "BBOX(0,0,1,1)", "\"pop\"",
+        ])
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 256, ..Default::default() })]
+
+        /// Any text up to the length limit is parsed or refused, on the
+        /// stack of a test thread (as small as a Tokio worker's), in
+        /// bounded time.
+        #[test]
+        fn any_nesting_is_parsed_or_refused(parts in proptest::collection::vec(part(), 0..4000)) {
+            let filter: String = parts.concat();
+            let started = std::time::Instant::now();
+            let _ = sql(&filter);
+            proptest::prop_assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        }
+
+        #[test]
+        fn any_json_nesting_is_parsed_or_refused(depth in 0usize..3000, op in proptest::sample::select(vec!["not", "and", "="])) {
+            let filter = format!(
+                "{}{{\"property\": \"ok\"}}{}",
+                format!("{{\"op\": \"{op}\", \"args\": [").repeat(depth),
+                "]}".repeat(depth)
+            );
+            let mut params = Vec::new();
+            let _ = translate(&filter, Lang::Json, &queryables(), &mut params);
+        }
     }
 }
