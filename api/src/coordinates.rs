@@ -9,6 +9,7 @@ use std::{
 };
 
 use catalog_raster::crs::CrsFacts;
+use catalog_shared::wgs84;
 
 use crate::datasets::record::Dataset;
 
@@ -18,18 +19,26 @@ const ANY_FINITE: [f64; 4] = [-1e15, -1e15, 1e15, 1e15];
 /// The box the dataset's coordinates lie in, in its storage CRS.
 pub fn bounds(dataset: &Dataset) -> [f64; 4] {
     match dataset.srid {
-        srid if srid <= 0 || srid == 4326 => [-180.0, -90.0, 180.0, 90.0],
-        srid => crs_facts(srid as u32).and_then(|f| f.bounds).unwrap_or(ANY_FINITE),
+        srid if srid <= 0 || srid == 4326 => wgs84::BOUNDS,
+        srid => match crs_facts(srid as u32) {
+            Some(facts) if facts.geographic => wgs84::BOUNDS,
+            Some(facts) => facts.bounds.unwrap_or(ANY_FINITE),
+            None => ANY_FINITE,
+        },
     }
 }
 
 /// SQL that is true when `geometry` (a geometry of the dataset's column)
-/// lies within `bounds`: its box, kept with it, is compared; a NaN or an
-/// infinite coordinate is within no box.
+/// lies within `bounds`: its box, kept with it, is compared. PostGIS's
+/// box operators take a NaN for inside (C's comparisons), SQL's take it
+/// for above every number, so the box's top and right are compared in SQL
+/// too: a point with a NaN coordinate is left out. (A NaN inside a line
+/// may not reach its box; writes and ingest never store one.)
 pub fn drawable(dataset: &Dataset, geometry: &str) -> String {
     let [west, south, east, north] = bounds(dataset);
     format!(
-        "({geometry} @ ST_MakeEnvelope({west:?}, {south:?}, {east:?}, {north:?}, {srid}))",
+        "({geometry} @ ST_MakeEnvelope({west:?}, {south:?}, {east:?}, {north:?}, {srid}) \
+         AND ST_XMax({geometry}) <= {east:?} AND ST_YMax({geometry}) <= {north:?})",
         srid = dataset.srid.max(0)
     )
 }

@@ -134,8 +134,7 @@ fn check_positions(coordinates: &Value, nesting: usize, at: &str) -> Result<(), 
         .collect::<Option<_>>()
         .filter(|n: &Vec<f64>| n.iter().all(|v| v.is_finite()))
         .ok_or_else(|| AppError::unprocessable(format!("geometry.{at} must hold finite numbers, not {coordinates}")))?;
-    let (longitude, latitude) = (numbers[0], numbers[1]);
-    if !(-180.0..=180.0).contains(&longitude) || !(-90.0..=90.0).contains(&latitude) {
+    if !catalog_shared::wgs84::contains(numbers[0], numbers[1]) {
         return Err(AppError::unprocessable(format!(
             "geometry.{at} is {coordinates}: a WGS 84 longitude lies in [-180, 180] and a latitude in [-90, 90]"
         )));

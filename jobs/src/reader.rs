@@ -487,7 +487,7 @@ unsafe fn write_geometry(
         }
         if let Some((x, y)) = position_outside_wgs84(geom.0) {
             return Err(ReadError::Invalid(format!(
-                "the coordinate ({x}, {y}) lies outside WGS 84 (longitude -180 to 180, latitude -90 to 90); \
+                "the coordinate ({x:?}, {y:?}) lies outside WGS 84 (longitude -180 to 180, latitude -90 to 90); \
                  is the layer's coordinate system declared right?"
             )));
         }
@@ -509,7 +509,8 @@ unsafe fn write_geometry(
 }
 
 /// The first position of `geom` (in EPSG:4326) that is not a finite
-/// longitude in [-180, 180] and latitude in [-90, 90], if any. Every
+/// longitude in [-180, 180] and latitude in [-90, 90] (with
+/// `wgs84::SLACK_DEGREES`), if any. Every
 /// position is looked at: an envelope skips a NaN that is not first.
 unsafe fn position_outside_wgs84(geom: gdal_sys::OGRGeometryH) -> Option<(f64, f64)> {
     // SAFETY: `geom` is a valid geometry and its parts live as long as it
@@ -521,8 +522,7 @@ unsafe fn position_outside_wgs84(geom: gdal_sys::OGRGeometryH) -> Option<(f64, f
         }
         (0..gdal_sys::OGR_G_GetPointCount(geom)).find_map(|i| {
             let (x, y) = (gdal_sys::OGR_G_GetX(geom, i), gdal_sys::OGR_G_GetY(geom, i));
-            let inside = (-180.0..=180.0).contains(&x) && (-90.0..=90.0).contains(&y);
-            (!inside).then_some((x, y))
+            (!catalog_shared::wgs84::contains(x, y)).then_some((x, y))
         })
     }
 }

@@ -27,6 +27,7 @@ pub mod storage;
 pub mod telemetry;
 mod text_enum;
 pub mod uploads;
+pub mod wgs84;
 
 pub use error::{AppError, DatabaseUnavailable, Problem, ServerErrorCause};
 

@@ -348,3 +348,50 @@ async fn archiving_answers_queued_whatever_its_job_is_doing() {
     let now = stack.job(&admin, first["job_id"].as_str().unwrap()).await;
     assert_eq!(now["status"], "running", "{now}");
 }
+
+/// Every read route of an archived dataset answers 202 (its rehydration)
+/// or serves, never 500: a download with a download token planned its
+/// query on the table before bringing it back.
+#[tokio::test]
+async fn every_read_of_an_archived_dataset_answers_202_or_serves() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let job = stack
+        .upload_ok(&admin, "points.geojson", points(10), &[("visibility", "public")])
+        .await;
+    let id = stack.wait_job(&admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    let token = post(&stack, &admin, &format!("/api/auth/download-token/{id}"), json!({})).await;
+    assert_eq!(token.status(), 200);
+    let download_token = token.json::<Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for path in [
+        format!("/api/datasets/{id}/download?token={download_token}"),
+        format!("/api/datasets/{id}/download?token={download_token}&format=csv"),
+        format!("/api/datasets/{id}/download?format=geojson"),
+        format!("/api/collections/{id}/items"),
+        format!("/api/collections/{id}/items/1"),
+        format!("/api/datasets/{id}/features"),
+        format!("/api/tiles/{id}/0/0/0"),
+        format!("/api/tiles/{id}/cluster/0/0/0"),
+        format!("/api/collections/{id}/tiles/WebMercatorQuad/0/0/0"),
+        format!("/api/datasets/{id}/thumbnail.png"),
+        format!("/api/datasets/{id}/styles"),
+        format!("/api/stac/search?ids={id}"),
+    ] {
+        let response = stack.send(stack.http.get(stack.url(&path)).bearer_auth(&admin)).await;
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap_or_default();
+        assert!(matches!(status, 200 | 202 | 204), "{path}: {status} {body}");
+    }
+}

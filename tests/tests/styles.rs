@@ -186,6 +186,93 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
     assert_eq!(replaced["default_paint"]["fill-color"], expected);
 }
 
+/// Natural Earth's countries as a GeoPackage whose one `layer_styles` row
+/// (the default) holds `qml` and `sld`, as a hostile or careless tool may
+/// write them.
+fn geopackage_styled_with(qml: &str, sld: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let gpkg = dir.path().join("countries.gpkg");
+    plain_geopackage(&gpkg);
+    let ds = gdal::Dataset::open_ex(
+        &gpkg,
+        gdal::DatasetOptions {
+            open_flags: gdal::GdalOpenFlags::GDAL_OF_UPDATE | gdal::GdalOpenFlags::GDAL_OF_VECTOR,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for sql in [
+        "CREATE TABLE layer_styles (id INTEGER PRIMARY KEY AUTOINCREMENT, f_table_catalog TEXT, f_table_schema TEXT, \
+         f_table_name TEXT, f_geometry_column TEXT, styleName TEXT, styleQML TEXT, styleSLD TEXT, useAsDefault BOOLEAN, \
+         description TEXT, owner TEXT, ui TEXT, update_time DATETIME)"
+            .to_string(),
+        format!(
+            "INSERT INTO layer_styles (f_table_name, f_geometry_column, styleName, styleQML, styleSLD, useAsDefault) \
+             VALUES ('countries', 'geom', 'hostile', '{}', '{}', 1)",
+            qml.replace('\'', "''"),
+            sld.replace('\'', "''")
+        ),
+    ] {
+        let _ = ds.execute_sql(sql, None, gdal::vector::sql::Dialect::SQLITE).unwrap();
+    }
+    drop(ds);
+    std::fs::read(&gpkg).unwrap()
+}
+
+/// A style MapLibre would refuse (a categorized renderer with no
+/// categories; an SLD colour that is script) gives the dataset no paint,
+/// so a map on it, another user's included, stays one the style-spec
+/// validator accepts; the style itself is kept byte for byte.
+#[tokio::test]
+async fn styles_maplibre_would_refuse_give_no_paint_and_every_map_stays_valid() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (_, alice) = app.user_token("alice", "editor").await;
+    let empty_categories = r#"<!DOCTYPE qgis PUBLIC 'http://mrcc.com/qgis.dtd' 'SYSTEM'><qgis><renderer-v2 type="categorizedSymbol" attr="continent"><categories/><symbols><symbol name="0" type="fill"><layer class="SimpleFill"><prop k="color" v="1,2,3,255"/></layer></symbol></symbols></renderer-v2></qgis>"#;
+    let script = r#"<StyledLayerDescriptor><Rule><PolygonSymbolizer><Fill><CssParameter name="fill">javascript:alert(1)</CssParameter></Fill></PolygonSymbolizer></Rule></StyledLayerDescriptor>"#;
+    let mut layers = Vec::new();
+    for (qml, sld) in [(empty_categories, ""), ("<broken", script)] {
+        let job = app
+            .upload_ok(
+                &admin,
+                "countries.gpkg",
+                geopackage_styled_with(qml, sld),
+                &[("visibility", "public")],
+            )
+            .await;
+        let job = app.wait_job(&admin, &job).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let id = job["dataset_id"].as_str().unwrap().to_string();
+        let (status, list) = app.get_json(None, &format!("/api/datasets/{id}/styles")).await;
+        assert_eq!(status, 200, "{list}");
+        assert_eq!(list["styles"].as_array().unwrap().len(), 1, "the style is kept: {list}");
+        assert!(list["default_paint"].is_null(), "no paint MapLibre refuses: {list}");
+        let style_id = list["styles"][0]["id"].as_str().unwrap();
+        let response = app
+            .send(app.http().get(app.url(&format!("/api/datasets/{id}/styles/{style_id}/qml"))))
+            .await;
+        if !qml.is_empty() {
+            assert_eq!(response.bytes().await.unwrap().as_ref(), qml.as_bytes(), "kept byte for byte");
+        }
+        layers.push(json!({"dataset_id": id}));
+    }
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&alice)
+                .json(&json!({"name": "Alice's", "layers": layers})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let (status, style) = app
+        .get_json(Some(&alice), &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, 200, "{style}");
+    validate_style(&style);
+}
+
 /// A column's summary, which the map editor styles by attribute from, says
 /// what the table holds: the same counts per value, range and class breaks
 /// as PostGIS computes over the whole table, values typed as tiles carry them.

@@ -52,18 +52,19 @@ pub fn in_storage_crs(dataset: &Dataset, expr: &str) -> String {
 
 /// The dataset's geometry column reprojected by PostGIS to `srid`, east
 /// first whatever the CRS (as files keep it), so paging and filters stay
-/// as they are.
+/// as they are; null where it holds coordinates its CRS does not have.
 pub(super) fn geometry_as(dataset: &Dataset, srid: i32) -> String {
     let mut geometry = format!("t.{}", quote_ident(&dataset.geometry_column));
     if dataset.srid <= 0 && srid != 4326 {
         geometry = format!("ST_SetSRID({geometry}, 4326)");
     }
     if storage_srid(dataset) != srid {
-        // A coordinate no CRS has (written by hand) would fail the page.
-        let column = format!("t.{}", quote_ident(&dataset.geometry_column));
-        geometry = transformed_if_drawable(dataset, &column, &format!("ST_Transform({geometry}, {srid})"));
+        geometry = format!("ST_Transform({geometry}, {srid})");
     }
-    geometry
+    // A coordinate no CRS has (written into the table by hand) would fail
+    // the page or the file: its feature goes without its geometry.
+    let column = format!("t.{}", quote_ident(&dataset.geometry_column));
+    transformed_if_drawable(dataset, &column, &geometry)
 }
 
 /// The dataset's geometry column in `crs`, its axes in that CRS's order.

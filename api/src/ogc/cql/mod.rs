@@ -515,8 +515,8 @@ mod tests {
         // A chain at the length limit is a deep tree inside the parser.
         let sum = format!("pop = 1{}", "+1".repeat(4990));
         assert!(sql(&sum).unwrap_err().contains("not supported"));
-        let chain = vec!["pop=1"; 1600].join(" OR ");
-        assert!(sql(&chain).is_ok());
+        let chain = vec!["ok"; 1600].join(" OR ");
+        assert!(sql(&chain).is_ok(), "{:?}", sql(&chain));
         // A PEG parser backtracks through brackets it cannot close.
         let backtracking = format!("{}1,2{}", "(".repeat(99), ")".repeat(99));
         let started = std::time::Instant::now();
