@@ -275,3 +275,49 @@ async fn part_4_writes_count_against_the_storage_quota() {
     let (status, problem) = post_feature(&app, &token, &id, json!({"type": "Point", "coordinates": [1, 1]})).await;
     assert_eq!(status, 201, "a small write still fits: {problem}");
 }
+
+/// A map's picture draws its top 20 layers, each dataset once: a map of
+/// a layer on Australia under twenty layers on one European dataset is
+/// the same picture as a map of that dataset alone.
+#[tokio::test]
+async fn a_map_picture_draws_the_top_layers_each_dataset_once() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (europe, _) = two_points(&app, &admin).await;
+    let australia = app
+        .ingest_geojson(
+            &admin,
+            &json!({"type": "FeatureCollection", "features": [
+                {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [134, -25]}},
+            ]}),
+            &[("visibility", "public")],
+        )
+        .await;
+    let layer = |id: &str, place: usize| json!({"dataset_id": id, "sort_order": place, "paint": {"circle-color": "#d01010"}});
+    let picture = async |layers: Vec<Value>| {
+        let response = app
+            .send(
+                app.http()
+                    .post(app.url("/api/maps"))
+                    .bearer_auth(&admin)
+                    .json(&json!({"name": "layers", "visibility": "public", "layers": layers})),
+            )
+            .await;
+        assert_eq!(response.status(), 201);
+        let map: Value = response.json().await.unwrap();
+        let response = app
+            .send(app.http().get(app.url(&format!(
+                "/api/maps/{}/thumbnail.png",
+                map["id"].as_str().unwrap()
+            ))))
+            .await;
+        assert_eq!(response.status(), 200);
+        response.bytes().await.unwrap()
+    };
+    let mut many = vec![layer(&australia, 0)];
+    many.extend((1..=20).map(|place| layer(&europe, place)));
+    let alone = picture(vec![layer(&europe, 0)]).await;
+    assert_eq!(picture(many.clone()).await, alone, "Australia is below the top 20 layers");
+    many.pop();
+    assert_ne!(picture(many).await, alone, "within the top 20, Australia is drawn");
+}

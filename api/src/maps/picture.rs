@@ -71,16 +71,16 @@ pub(super) async fn map_thumbnail(
     let map = readable_map(&state, &caller, id).await?;
     // The top layers only (the last drawn), each dataset once, in the
     // colour of its top layer: what one request may cost is bounded.
+    let top = map
+        .layers
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, l)| l.visible && l.dataset_available && l.layer_type == LayerType::VectorService)
+        .take(MOST_LAYERS);
     let mut drawn: Vec<(Arc<Dataset>, [u8; 4])> = Vec::new();
-    for (place, layer) in map.layers.iter().enumerate().rev() {
-        if drawn.len() == MOST_LAYERS {
-            break;
-        }
-        if !layer.visible
-            || !layer.dataset_available
-            || layer.layer_type != LayerType::VectorService
-            || drawn.iter().any(|(d, _)| d.id == layer.dataset_id)
-        {
+    for (place, layer) in top {
+        if drawn.iter().any(|(d, _)| d.id == layer.dataset_id) {
             continue;
         }
         match cached_visible_dataset(&state, &caller, layer.dataset_id).await {
