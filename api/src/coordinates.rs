@@ -18,7 +18,13 @@ const ANY_FINITE: [f64; 4] = [-1e15, -1e15, 1e15, 1e15];
 
 /// The box the dataset's coordinates lie in, in its storage CRS.
 pub fn bounds(dataset: &Dataset) -> [f64; 4] {
-    match dataset.srid {
+    crs_bounds(dataset.srid)
+}
+
+/// The box (easting first) coordinates of the CRS of `srid` lie in; 0 is
+/// taken for WGS 84, as the tiles take it.
+pub fn crs_bounds(srid: i32) -> [f64; 4] {
+    match srid {
         srid if srid <= 0 || srid == 4326 => wgs84::BOUNDS,
         srid => match crs_facts(srid as u32) {
             Some(facts) if facts.geographic => wgs84::BOUNDS,

@@ -132,6 +132,8 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
         format!("/api/collections/{id}/items?limit=100"),
         format!("/api/collections/{id}/items?limit=100&{crs3857}"),
         format!("/api/collections/{id}/items?limit=100&bbox=-180,-90,180,90"),
+        format!("/api/collections/{id}/items?bbox=-1e300,-1e300,1e300,1e300&bbox-{crs3857}"),
+        format!("/api/collections/{id}/items?bbox=1e300,1e300,1e301,1e301&bbox-{crs3857}"),
         format!("/api/collections/{id}/items?f=html"),
         format!("/api/collections/{id}"),
         format!("/api/datasets/{id}/download?format=csv&{crs3857}"),
@@ -159,6 +161,14 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
         .await
         .unwrap();
     assert!(alive || same == backend, "a backend crashed: the server restarted its connections");
+    // A box in EPSG:3857 is cut to where that CRS has coordinates.
+    for (bbox, matched) in [("-1e300,-1e300,1e300,1e300", 2), ("1e300,1e300,1e301,1e301", 0)] {
+        let (status, page) = app
+            .get_json(None, &format!("/api/collections/{id}/items?bbox={bbox}&bbox-{crs3857}"))
+            .await;
+        assert_eq!(status, 200, "{bbox}: {page}");
+        assert_eq!(page["numberMatched"], matched, "{bbox}");
+    }
     // Items, in the storage CRS and in EPSG:3857, keep every feature, the
     // impossible ones without a geometry.
     for crs in ["", crs3857] {

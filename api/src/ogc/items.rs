@@ -495,6 +495,13 @@ fn bbox_condition(dataset: &Dataset, text: &str, bbox_crs: Crs, params: &mut Vec
             "bbox must be finite numbers, each lower corner value not above the upper one",
         ));
     }
+    // Cut to where the CRS has coordinates before PostGIS transforms it:
+    // nothing lies beyond, and 1e300 metres transform to nonsense.
+    let [west, south, east, north] = crate::coordinates::crs_bounds(bbox_crs.srid());
+    let [xmin, ymin, xmax, ymax] = [xmin.max(west), ymin.max(south), xmax.min(east), ymax.min(north)];
+    if xmin > xmax || ymin > ymax {
+        return Ok("FALSE".into());
+    }
     let first = params.len() + 1;
     params.extend([
         Param::Float(xmin),
