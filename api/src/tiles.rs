@@ -151,9 +151,16 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
             // the world, and a box far outside it transforms to nonsense or
             // fails: the area is first cut to the data's extent, and its
             // edges densified so that their curves survive the transform.
+            // An extent counted from values no CRS has is cut to the world
+            // (or is the world) before it is written into SQL.
+            let degrees = |v: f64, most: f64| v.clamp(-most, most);
             let [west, south, east, north] = match dataset.extent_bbox.as_deref() {
-                Some(&[w, s, e, n]) if w <= e => [w, s, e, n],
-                Some(&[_, s, _, n]) => [-180.0, s, 180.0, n],
+                Some(&[w, s, e, n]) if [w, s, e, n].iter().all(|v| v.is_finite()) && w <= e => {
+                    [degrees(w, 180.0), degrees(s, 90.0), degrees(e, 180.0), degrees(n, 90.0)]
+                }
+                Some(&[_, s, _, n]) if s.is_finite() && n.is_finite() => {
+                    [-180.0, degrees(s, 90.0), 180.0, degrees(n, 90.0)]
+                }
                 _ => [-180.0, -90.0, 180.0, 90.0],
             };
             format!(
