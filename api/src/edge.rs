@@ -1,11 +1,11 @@
 //! What every routed request passes through, once and in one place: its
 //! request id and its one log line, CORS, the HTTP metrics, the rate
-//! limit, the caller's credential and whether the route serves that
-//! caller, then the handler under a time limit with its panics turned into
-//! problems, and the refusal to be framed (`framing`). One middleware
-//! rather than a stack of them: each layer of a stack clones and boxes the
-//! rest of the stack per request, which cost a tenth of a cached tile's
-//! time.
+//! limit, the refusal of a query parameter given twice, the caller's
+//! credential and whether the route serves that caller, then the handler
+//! under a time limit with its panics turned into problems, and the
+//! refusal to be framed (`framing`). One middleware rather than a stack of
+//! them: each layer of a stack clones and boxes the rest of the stack per
+//! request, which cost a tenth of a cached tile's time.
 use std::{
     net::SocketAddr,
     panic::AssertUnwindSafe,
@@ -115,7 +115,8 @@ async fn answer(state: &AppState, peer: SocketAddr, request: Request, next: Next
     response
 }
 
-/// The rate limit, then the credential: the `Caller` the handlers read.
+/// The rate limit, a query naming a parameter twice refused, then the
+/// credential: the `Caller` the handlers read.
 async fn admit(
     state: &AppState,
     peer: SocketAddr,
@@ -124,6 +125,8 @@ async fn admit(
 ) -> Result<Request, AppError> {
     let (mut parts, body) = request.into_parts();
     state.rate_limiter.check(peer.ip(), &parts).await?;
+    // Before the credential: a query-string key given twice names no one.
+    crate::extract::refuse_repeated_parameters(parts.uri.query())?;
     let caller = access::credentials::caller_of(state, &parts).await?;
     if let Some(route) = route {
         access::routes::require_credential(&caller, route.as_str(), &parts)?;

@@ -80,6 +80,27 @@ fn integral_numbers_as_integers(bytes: &[u8]) -> Option<Vec<u8>> {
 #[from_request(via(axum::extract::Path), rejection(AppError))]
 pub struct Path<T>(pub T);
 
+/// The refusal of a query string that names a parameter twice, by its
+/// decoded name (`limit=1&%6Cimit=2` names `limit` twice): no parameter of
+/// this API is repeatable (lists are one comma-separated value), and which
+/// of two a route would read is not the caller's to guess. `edge` asks it
+/// of every request, so every route refuses alike, whether it reads its
+/// query through `Query`, by hand or not at all.
+pub fn refuse_repeated_parameters(query: Option<&str>) -> Result<(), AppError> {
+    let Some(query) = query else {
+        return Ok(());
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in url::form_urlencoded::parse(query.as_bytes()) {
+        if !seen.insert(name.clone()) {
+            return Err(AppError::bad_request(format!(
+                "the query parameter {name:?} is given more than once; no parameter is repeatable (a list is one comma-separated value)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A query string's typed parameters. The `api_key` credential is read
 /// by `edge` (`access::credentials`) and left out here, so no route with
 /// `deny_unknown_fields` refuses it as unknown.
@@ -184,7 +205,32 @@ impl LinkCredential {
 
 #[cfg(test)]
 mod tests {
-    use super::integral_numbers_as_integers;
+    use super::{integral_numbers_as_integers, refuse_repeated_parameters};
+
+    #[test]
+    fn a_parameter_named_twice_is_refused_by_its_decoded_name() {
+        for query in [
+            "limit=1&limit=2",
+            "limit=1&limit=1",
+            "limit=1&%6Cimit=2",
+            "bbox=0,0,1,1&f=json&bbox=0,0,2,2",
+            "filter=a&filter",
+            "a+b=1&a%20b=2",
+            "api_key=x&api_key=y",
+        ] {
+            let refused = refuse_repeated_parameters(Some(query)).err();
+            assert_eq!(refused.map(|e| e.status().as_u16()), Some(400), "{query}");
+        }
+        for query in [
+            None,
+            Some(""),
+            Some("limit=1&offset=2"),
+            Some("a=1&A=2"),
+            Some("a=1&&b=2"),
+        ] {
+            assert!(refuse_repeated_parameters(query).is_ok(), "{query:?}");
+        }
+    }
 
     #[test]
     fn numbers_with_a_zero_fraction_become_integers() {

@@ -204,9 +204,11 @@ impl utoipa::ToSchema for GlyphRange {}
 
 /// The first code point of a range written `start-end` (`.pbf` optional).
 pub fn range_start(range: &str) -> Result<u32, AppError> {
-    // A range outside the 256 there are names no glyphs: a 404.
+    // A range outside the 256 there are is the caller's mistake (a
+    // `glyphs` template filled wrongly): a 400. A 404 is kept for a
+    // well-formed request for what is not there (no fonts at all).
     let bad = || {
-        AppError::not_found(format!(
+        AppError::bad_request(format!(
             "{range:?} is not a glyph range: ask for start-end.pbf, start a multiple of 256 below 65536 and end start + 255"
         ))
     };
@@ -239,7 +241,7 @@ mod tests {
         assert_eq!(range_start("256-511").ok(), Some(256));
         assert_eq!(range_start("65280-65535.pbf").ok(), Some(65280));
         for bad in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "a-b.pbf", "0.pbf", "-255"] {
-            assert_eq!(range_start(bad).err().map(|e| e.status().as_u16()), Some(404), "{bad}");
+            assert_eq!(range_start(bad).err().map(|e| e.status().as_u16()), Some(400), "{bad}");
         }
     }
 }

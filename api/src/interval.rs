@@ -2,6 +2,8 @@
 //! records, STAC search in the query string and the body): an RFC 3339
 //! instant, or an interval `start/end` whose open ends are `..` or empty.
 //! A bare date stands for its whole day (UTC). Wrong forms are a 400.
+//! STAC search takes the stricter form of STAC API item-search
+//! (`Interval::parse_date_times`): date-times only, and at most one end open.
 use std::str::FromStr;
 
 use catalog_shared::AppError;
@@ -23,6 +25,10 @@ pub enum IntervalError {
     Form,
     #[error("datetime: the start of the interval must not be after its end")]
     Reversed,
+    #[error(
+        "datetime must be an RFC 3339 date-time (with its time and offset), an interval start/end of two, or one with a single open end (../end or start/..)"
+    )]
+    DateTimes,
 }
 
 impl From<IntervalError> for AppError {
@@ -75,6 +81,42 @@ impl Interval {
     /// The interval of a query or body value; a 400 problem when malformed.
     pub fn parse(text: &str) -> Result<Self, AppError> {
         Ok(text.parse()?)
+    }
+
+    /// The interval of STAC search's `datetime`, as STAC API item-search
+    /// writes it: an RFC 3339 date-time, two of them `start/end`, or one
+    /// with the other end open (`..` or empty). A bare date, an interval
+    /// open at both ends (`/`, `../..`, `/..`, `../`) and every other
+    /// form are a 400 problem.
+    pub fn parse_date_times(text: &str) -> Result<Self, AppError> {
+        Ok(Self::date_times(text)?)
+    }
+
+    fn date_times(text: &str) -> Result<Self, IntervalError> {
+        let at = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| IntervalError::DateTimes)
+        };
+        let open = |text: &str| text.is_empty() || text == "..";
+        let text = text.trim();
+        let (start, end) = match text.split_once('/') {
+            None => {
+                let t = at(text)?;
+                (Some(t), Some(t))
+            }
+            Some((a, b)) if open(a) && open(b) => return Err(IntervalError::DateTimes),
+            Some((a, b)) => (
+                (!open(a)).then(|| at(a)).transpose()?,
+                (!open(b)).then(|| at(b)).transpose()?,
+            ),
+        };
+        if let (Some(start), Some(end)) = (start, end)
+            && start > end
+        {
+            return Err(IntervalError::Reversed);
+        }
+        Ok(Self { start, end })
     }
 }
 
@@ -141,5 +183,50 @@ mod tests {
         ] {
             assert!(text.parse::<Interval>().is_err(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn stac_takes_date_times_with_one_open_end_at_most() {
+        let t = "2020-01-02T03:04:05Z";
+        assert_eq!(
+            Interval::date_times(t),
+            Ok(Interval {
+                start: at(t),
+                end: at(t)
+            })
+        );
+        for (text, start, end) in [
+            (format!("{t}/.."), at(t), None),
+            (format!("{t}/"), at(t), None),
+            (format!("../{t}"), None, at(t)),
+            (format!("/{t}"), None, at(t)),
+            (
+                format!("{t}/2020-01-03T00:00:00+01:00"),
+                at(t),
+                at("2020-01-02T23:00:00Z"),
+            ),
+        ] {
+            assert_eq!(Interval::date_times(&text), Ok(Interval { start, end }), "{text}");
+        }
+        for text in [
+            "",
+            "..",
+            "/",
+            "../..",
+            "/..",
+            "../",
+            "1985-04-12",
+            "1985-04-12/..",
+            "../1985-04-12",
+            "1985-04-12T23:20:50",
+            "yesterday",
+            "2020-01-02T03:04:05Z/2020-01-03T00:00:00Z/..",
+        ] {
+            assert_eq!(Interval::date_times(text), Err(IntervalError::DateTimes), "{text:?}");
+        }
+        assert_eq!(
+            Interval::date_times("2021-01-01T00:00:00Z/2020-01-01T00:00:00Z"),
+            Err(IntervalError::Reversed)
+        );
     }
 }

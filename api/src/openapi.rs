@@ -4,6 +4,12 @@ use utoipa::OpenApi;
 /// The interface version this service implements.
 pub const INTERFACE_VERSION: &str = "1.19.0";
 
+/// The media type `/api/openapi.json` answers with, and so the `type` of
+/// every `service-desc` link to it (a client that asks for the linked type
+/// gets that type back): plain JSON, which GDAL's OAPIF driver, OWSLib and
+/// pystac-client all read as the API definition.
+pub const DOCUMENT_MEDIA_TYPE: &str = "application/json";
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Spatial Data Catalog", version = "1.19.0",

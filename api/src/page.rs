@@ -2,7 +2,6 @@
 //! `offset` (not negative, 0 when absent). Each checks itself as it is
 //! read, so every list route refuses a bad page alike: the 400 problem of
 //! its query extractor, naming the bounds.
-use catalog_shared::AppError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error as _};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,12 +14,6 @@ impl<const DEFAULT: i64, const MAX: i64> Limit<DEFAULT, MAX> {
         } else {
             Err(format!("limit must be from 1 to {MAX}"))
         }
-    }
-
-    /// The limit a body field asked for (or the default), as a 400 when
-    /// out of range; query strings deserialize into `Limit` directly.
-    pub fn of(value: Option<i64>) -> Result<Self, AppError> {
-        value.map_or(Ok(Self::default()), |v| Self::new(v).map_err(AppError::bad_request))
     }
 
     pub fn get(self) -> i64 {
@@ -92,7 +85,7 @@ mod tests {
         #[allow(clippy::disallowed_types)]
         let page = axum::extract::Query::<Page>::try_from_uri(&uri);
         page.map(|q| (q.0.limit.get(), q.0.offset.get()))
-            .map_err(|e| AppError::from(e).problem.detail)
+            .map_err(|e| catalog_shared::AppError::from(e).problem.detail)
     }
 
     #[test]
@@ -111,12 +104,5 @@ mod tests {
         }
         assert!(parse("limit=many").is_err());
         assert!(parse("limit=99999999999999999999").is_err());
-    }
-
-    #[test]
-    fn a_body_limit_is_checked_alike() {
-        assert_eq!(Limit::<10, 1000>::of(None).unwrap().get(), 10);
-        assert_eq!(Limit::<10, 1000>::of(Some(1000)).unwrap().get(), 1000);
-        assert_eq!(Limit::<10, 1000>::of(Some(0)).unwrap_err().problem.status, 400);
     }
 }

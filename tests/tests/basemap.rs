@@ -96,10 +96,15 @@ async fn the_basemap_serves_land_borders_and_names_to_anyone() {
         )
         .await;
     assert_eq!(response.status(), 304);
+    // What is no basemap tile is the caller's mistake (a 400), not a tile
+    // that is missing: past zoom 6 (the style's maxzoom), outside the
+    // matrix, a template sent as is.
     for (path, status) in [
-        ("/api/basemap/tiles/7/0/0.pbf", 404),
-        ("/api/basemap/tiles/2/4/0.pbf", 404),
-        ("/api/basemap/tiles/a/0/0.pbf", 404),
+        ("/api/basemap/tiles/7/0/0.pbf", 400),
+        ("/api/basemap/tiles/2/4/0.pbf", 400),
+        ("/api/basemap/tiles/2/0/4.pbf", 400),
+        ("/api/basemap/tiles/a/0/0.pbf", 400),
+        ("/api/basemap/tiles/%7Bz%7D/%7Bx%7D/%7By%7D.pbf", 400),
     ] {
         let response = app.send(app.http.get(app.url(path))).await;
         assert_eq!(response.status(), status, "{path}");
@@ -144,14 +149,20 @@ async fn labels_get_glyphs_whatever_font_they_name() {
     let traversal = glyphs(&app, "..%2F..%2F..%2F..%2Fetc%2Fpasswd", "0-255.pbf").await;
     assert_eq!(traversal.stacks[0].glyphs.len(), stack.glyphs.len());
 
-    for range in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "x.pbf"] {
+    // A range that is not one of the 256 is the caller's mistake: a 400.
+    for range in ["1-256.pbf", "0-511.pbf", "65536-65791.pbf", "x.pbf", "%7Brange%7D.pbf"] {
         let response = app
             .send(
                 app.http
                     .get(app.url(&format!("/api/basemap/fonts/DejaVu%20Sans%20Book/{range}"))),
             )
             .await;
-        assert_eq!(response.status(), 404, "{range}");
+        assert_eq!(response.status(), 400, "{range}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{range}"
+        );
     }
 }
 

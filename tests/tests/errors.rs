@@ -293,3 +293,71 @@ async fn values_postgres_cannot_hold_and_huge_offsets_are_no_server_errors() {
     assert_eq!(status, 200, "{page}");
     assert!(page["links"].as_array().unwrap().iter().all(|l| l["rel"] != "next"));
 }
+
+/// A query parameter given twice is a 400 problem on every route, whoever
+/// asks and however the route reads its query (or whether it reads one at
+/// all): no parameter is repeatable. Names count as decoded, so a name
+/// written two ways is still one name; each refusal comes before the
+/// route runs, so no write happens.
+#[tokio::test]
+async fn a_parameter_given_twice_is_refused_on_every_route() {
+    // Every route ten times over, sign-in routes included, within the rate limits.
+    let app = App::start_with(&[
+        ("RATE_LIMIT_PER_MINUTE", "100000"),
+        ("RATE_LIMIT_SIGN_IN_PER_MINUTE", "100000"),
+    ])
+    .await;
+    let admin = app.admin_token().await;
+    let key = app.api_key(&admin, "full").await;
+    let routes = routes(&app).await;
+    assert!(routes.len() > 50, "the whole API is walked");
+    let queries = [
+        "limit=1&limit=2",
+        "limit=1&%6Cimit=2",
+        "format=json&format=json",
+        "bbox=0,0,1,1&f=json&bbox=0,0,2,2",
+        "filter=a&filter=b",
+    ];
+    let mut failures = Vec::new();
+    for (method, route) in &routes {
+        let path = fill(route, &Uuid::now_v7().to_string());
+        for query in queries {
+            for credential in [Some(&key), None] {
+                let mut request = app.http.request(method.clone(), app.url(&format!("{path}?{query}")));
+                if let Some(key) = credential {
+                    request = request.header("X-Api-Key", key.as_str());
+                }
+                let response = app.send(request).await;
+                let status = response.status().as_u16();
+                let what = format!("{method} {path}?{query} (credential: {})", credential.is_some());
+                if status != 400 {
+                    failures.push(format!("{what}: {status}"));
+                }
+                check(&what, response, &mut failures).await;
+            }
+        }
+    }
+    // Pages outside the API (the web UI), and the credential in the query.
+    for path in [
+        "/?limit=1&limit=2".to_string(),
+        "/datasets?tab=a&tab=b".to_string(),
+        format!("/api/datasets?api_key={key}&api_key={key}"),
+        format!("/api/datasets?api_key={key}&api%5Fkey=other"),
+    ] {
+        let response = app.send(app.http.get(app.url(&path))).await;
+        let status = response.status().as_u16();
+        if status != 400 {
+            failures.push(format!("GET {path}: {status}"));
+        }
+        check(&path, response, &mut failures).await;
+    }
+    // Once each, the same parameters are answered.
+    let (status, _) = app.get_json(Some(&admin), "/api/datasets?limit=1&offset=0").await;
+    assert_eq!(status, 200);
+    assert!(
+        failures.is_empty(),
+        "{} answers that are not 400 problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

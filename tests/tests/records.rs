@@ -1,6 +1,6 @@
 //! OGC API Records: dataset records in step with their datasets, metadata
 //! records and contacts, query parameters and sorting.
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App, Stack, StackOptions};
 use serde_json::{Value, json};
 
 async fn ingest(stack: &Stack, token: &str, title: &str, x: f64) -> String {
@@ -181,4 +181,89 @@ async fn records_follow_datasets_and_take_contacts() {
         .unwrap();
     assert_eq!(deleted.status(), 204);
     assert_eq!(stack.get_json(None, &format!("/api/records/{record_id}")).await.0, 404);
+}
+
+/// The records items route refuses a query parameter it does not define
+/// (OGC API Features Part 1, which Records builds on) rather than
+/// answering as if it were not there, and every record, listed or alone,
+/// links to its collection.
+#[tokio::test]
+async fn records_refuse_unknown_parameters_and_link_their_collection() {
+    let app = App::start().await;
+    let token = app.admin_token().await;
+    let response = app
+        .send(
+            app.http
+                .post(app.url("/api/records/"))
+                .bearer_auth(&token)
+                .json(&json!({"title": "Survey", "extent_bbox": [0, 0, 1, 1]})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let record: Value = response.json().await.unwrap();
+    let id = record["id"].as_str().unwrap().to_string();
+
+    for query in [
+        "colour=red",
+        "filter=title%3D%27Survey%27",
+        "page=2",
+        "q=survey&sort=title",
+        "Limit=2",
+    ] {
+        let response = app
+            .send(
+                app.http
+                    .get(app.url(&format!("/api/collections/catalog/items?{query}"))),
+            )
+            .await;
+        assert_eq!(response.status(), 400, "{query}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{query}"
+        );
+    }
+    // Its own parameters (`f` and the caller's `api_key` among them) are taken.
+    let key = app.api_key(&token, "read_only").await;
+    for query in [
+        "q=survey&bbox=0,0,1,1&datetime=../2100-01-01T00:00:00Z&type=metadata&limit=5&offset=0&sortby=-title"
+            .to_string(),
+        format!("ids={id}&f=json"),
+        format!("api_key={key}"),
+    ] {
+        let (status, page) = app
+            .get_json(None, &format!("/api/collections/catalog/items?{query}"))
+            .await;
+        assert_eq!(status, 200, "{query}: {page}");
+        assert_eq!(page["numberMatched"], 1, "{query}");
+    }
+
+    let collection = app.url("/api/collections/catalog");
+    let collection_link = |record: &Value| {
+        record["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["rel"] == "collection")
+            .map(|l| (l["href"].clone(), l["type"].clone()))
+    };
+    let (_, page) = app.get_json(None, "/api/collections/catalog/items").await;
+    assert_eq!(page["features"].as_array().map(Vec::len), Some(1), "{page}");
+    for record in page["features"].as_array().unwrap() {
+        assert_eq!(
+            collection_link(record),
+            Some((json!(collection), json!("application/json"))),
+            "{record}"
+        );
+    }
+    let (status, alone) = app
+        .get_json(None, &format!("/api/collections/catalog/items/{id}"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        collection_link(&alone),
+        Some((json!(collection), json!("application/json")))
+    );
+    let (status, _) = app.get_json(None, "/api/collections/catalog").await;
+    assert_eq!(status, 200, "the link leads to the collection");
 }

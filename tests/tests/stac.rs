@@ -10,7 +10,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use catalog_tests::{Api, Stack, StackOptions, data_file};
+use catalog_tests::{Api, App, Stack, StackOptions, data_file};
 use gdal::{DriverManager, raster::Buffer, spatial_ref::SpatialRef};
 use serde_json::{Value, json};
 
@@ -546,4 +546,166 @@ async fn signed_asset_links_end_at_their_expiry() {
     let refused = get(&stack, &signed, &[("range", "bytes=0-9")]).await;
     assert_eq!(refused.status(), 401);
     assert_eq!(refused.headers()["content-type"], "application/problem+json");
+}
+
+/// A POST search with `body`: its status and its document.
+async fn search_post(app: &App, body: &Value) -> (u16, Value) {
+    let response = app.send(app.http.post(app.url("/api/stac/search")).json(body)).await;
+    let status = response.status().as_u16();
+    if status >= 400 {
+        assert_eq!(response.headers()["content-type"], "application/problem+json", "{body}");
+    }
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// What STAC API item-search refuses is refused, not answered some other
+/// way: a `limit` past the maximum is taken as 200 (OGC API Features), a
+/// `datetime` that is no date-time or interval of them, a POST `bbox` that
+/// is no array of numbers, and a parameter search does not take are 400
+/// problems; the landing page's `service-desc` names the type the
+/// OpenAPI document is answered with.
+#[tokio::test]
+async fn stac_search_refuses_what_item_search_does_not_take() {
+    let app = App::start().await;
+    // 201 published public datasets (records only: search reads no data).
+    sqlx::query(
+        "INSERT INTO datasets (id, title, schema_name, table_name, geometry_type, visibility, extent_bbox)
+         SELECT gen_random_uuid(), 'Point ' || i, 'data', 'stac_' || i, 'Point', 'public', ARRAY[i * 0.1, 1, i * 0.1, 1]
+           FROM generate_series(1, 201) i",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let has_next = |page: &Value| page["links"].as_array().unwrap().iter().any(|l| l["rel"] == "next");
+
+    // A limit past 200 is taken as 200, in the query string and the body,
+    // on search and on a collection's items.
+    for path in [
+        "/api/stac/search?limit=201",
+        "/api/stac/search?limit=1000",
+        "/api/stac/search?limit=100000",
+        "/api/stac/collections/vector/items?limit=5000",
+    ] {
+        let (status, page) = app.get_json(None, path).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        assert_eq!(page["numberReturned"], 200, "{path}");
+        assert_eq!(page["numberMatched"], 201, "{path}");
+        assert!(has_next(&page), "{path}");
+    }
+    let (status, page) = search_post(&app, &json!({"limit": 5000})).await;
+    assert_eq!((status, &page["numberReturned"]), (200, &json!(200)), "{page}");
+    let (_, page) = app.get_json(None, "/api/stac/search?limit=200").await;
+    assert_eq!(page["numberReturned"], 200);
+    for limit in ["0", "-1", "ten"] {
+        let (status, _) = app.get_json(None, &format!("/api/stac/search?limit={limit}")).await;
+        assert_eq!(status, 400, "limit={limit}");
+    }
+
+    // datetime: a date-time, two of them, or one with an open end.
+    let t = "1985-04-12T23:20:50Z";
+    for datetime in [
+        t.to_string(),
+        "1985-04-12T23:20:50.52+01:00".to_string(),
+        format!("{t}/.."),
+        format!("../{t}"),
+        format!("{t}/"),
+        format!("/{t}"),
+        format!("{t}/2100-01-01T00:00:00Z"),
+    ] {
+        let query: String = url::form_urlencoded::byte_serialize(datetime.as_bytes()).collect();
+        let (status, page) = app.get_json(None, &format!("/api/stac/search?datetime={query}")).await;
+        assert_eq!(status, 200, "{datetime}: {page}");
+        let (status, page) = search_post(&app, &json!({"datetime": datetime})).await;
+        assert_eq!(status, 200, "POST {datetime}: {page}");
+    }
+    for datetime in [
+        "/",
+        "../..",
+        "/..",
+        "../",
+        "..",
+        "",
+        "1985-04-12",
+        "1985-04-12/..",
+        "../1985-04-12",
+        "1985-04-12T23:20:50",
+        "2100-01-01T00:00:00Z/1985-04-12T23:20:50Z",
+        "yesterday",
+    ] {
+        let query: String = url::form_urlencoded::byte_serialize(datetime.as_bytes()).collect();
+        let (status, _) = app.get_json(None, &format!("/api/stac/search?datetime={query}")).await;
+        assert_eq!(status, 400, "GET datetime={datetime:?}");
+        let (status, _) = search_post(&app, &json!({"datetime": datetime})).await;
+        assert_eq!(status, 400, "POST datetime={datetime:?}");
+        let (status, _) = app
+            .get_json(None, &format!("/api/stac/collections/vector/items?datetime={query}"))
+            .await;
+        assert_eq!(status, 400, "items datetime={datetime:?}");
+    }
+
+    // A POST bbox is an array of 4 or 6 numbers.
+    let (status, page) = search_post(&app, &json!({"bbox": [0, 0, 1, 2]})).await;
+    assert_eq!((status, &page["numberMatched"]), (200, &json!(10)), "{page}");
+    let (status, _) = search_post(&app, &json!({"bbox": [0, 0, -1, 1, 2, 3]})).await;
+    assert_eq!(status, 200);
+    for bbox in [
+        json!("0,0,1,2"),
+        json!(["0", "0", "1", "2"]),
+        json!([0, 0, 1]),
+        json!([0, 0, 1, 2, 3]),
+        json!([[0, 0], [1, 2]]),
+        json!({"west": 0}),
+        json!(7),
+    ] {
+        let (status, _) = search_post(&app, &json!({ "bbox": bbox })).await;
+        assert_eq!(status, 400, "bbox {bbox}");
+    }
+
+    // A parameter (or member) item search does not take is a 400.
+    for query in [
+        "sortby=id",
+        "fields=id",
+        "f=json",
+        "filter=id%3D1",
+        "query=%7B%7D",
+        "page=2",
+    ] {
+        let (status, problem) = app.get_json(None, &format!("/api/stac/search?{query}")).await;
+        assert_eq!(status, 400, "{query}: {problem}");
+    }
+    for body in [
+        json!({"sortby": [{"field": "id", "direction": "asc"}]}),
+        json!({"fields": {"include": ["id"]}}),
+        json!({"filter": {"op": "=", "args": [{"property": "id"}, 1]}}),
+        json!({"limit": 1, "page": 2}),
+        json!({"limit": "ten"}),
+    ] {
+        let (status, _) = search_post(&app, &body).await;
+        assert_eq!(status, 400, "{body}");
+    }
+    // What it takes, together, is searched.
+    let (status, page) = app
+        .get_json(
+            None,
+            "/api/stac/search?bbox=0,0,1,2&datetime=../2100-01-01T00:00:00Z&collections=vector&limit=3",
+        )
+        .await;
+    assert_eq!((status, &page["numberReturned"]), (200, &json!(3)), "{page}");
+
+    // service-desc: the type the OpenAPI document is answered with, on the
+    // STAC landing page and the OGC API one.
+    let openapi = app.send(app.http.get(app.url("/api/openapi.json"))).await;
+    assert_eq!(openapi.status(), 200);
+    let served = openapi.headers()["content-type"].to_str().unwrap().to_string();
+    for landing in ["/api/stac", "/api"] {
+        let (_, document) = app.get_json(None, landing).await;
+        let desc = document["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["rel"] == "service-desc")
+            .unwrap_or_else(|| panic!("{landing}: {document}"));
+        assert_eq!(desc["type"], served.as_str(), "{landing}");
+        assert_eq!(desc["href"], app.url("/api/openapi.json"), "{landing}");
+    }
 }

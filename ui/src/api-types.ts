@@ -3190,12 +3190,16 @@ export interface components {
              */
             bbox?: number[] | null;
             collections?: string[] | null;
+            /**
+             * @description an RFC 3339 date-time, or an interval start/end of two, one of its
+             *     ends open at most (`..` or empty)
+             */
             datetime?: string | null;
             ids?: string[] | null;
             intersects?: Record<string, never> | null;
             /**
              * Format: int64
-             * @description Items per page, default 10.
+             * @description Items per page, default 10; more than 200 is clamped to 200.
              */
             limit?: number | null;
             /** @description paging cursor from a `next` link */
@@ -5904,6 +5908,7 @@ export interface operations {
                     "application/x-protobuf": unknown;
                 };
             };
+            /** @description not a glyph range: start a multiple of 256 below 65536, end start + 255 */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5930,6 +5935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description this service has no fonts (FONTS_DIR) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6087,6 +6093,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description no tile of the basemap: a zoom above 6, a column or row outside the matrix, or not whole numbers */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6113,6 +6120,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description no such resource, or none the caller may see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -16456,9 +16464,9 @@ export interface operations {
             query?: {
                 /** @description minx,miny,maxx,maxy in CRS84 (or six numbers with heights) */
                 bbox?: number[] & (unknown | unknown);
-                /** @description an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty */
+                /** @description an RFC 3339 date-time, or an interval start/end of two, one of its ends open at most (`..` or empty) */
                 datetime?: string | null;
-                /** @description items per page, default 10 */
+                /** @description items per page, default 10; more than 200 is clamped to 200 */
                 limit?: number | null;
                 /** @description paging cursor from a `next` link */
                 token?: string | null;
@@ -16750,13 +16758,13 @@ export interface operations {
                 bbox?: number[] & (unknown | unknown);
                 /** @description a GeoJSON geometry, as JSON text; not with bbox */
                 intersects?: string;
-                /** @description an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty */
+                /** @description an RFC 3339 date-time, or an interval start/end of two, one of its ends open at most (`..` or empty) */
                 datetime?: string;
                 /** @description collection ids: vector, raster (datasets, the one collection of earlier versions, names both) */
                 collections?: string[];
                 /** @description item ids */
                 ids?: string[];
-                /** @description items per page, default 10 */
+                /** @description items per page, default 10; more than 200 is clamped to 200 */
                 limit?: number;
                 /** @description paging cursor from a `next` link */
                 token?: string;
@@ -16776,7 +16784,7 @@ export interface operations {
                     "application/geo+json": unknown;
                 };
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a parameter search does not take, or a malformed one */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16867,7 +16875,7 @@ export interface operations {
                     "application/geo+json": unknown;
                 };
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a member search does not take, or a malformed one (bbox: an array of 4 or 6 numbers) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -98,17 +98,20 @@ async fn style_json(State(state): State<AppState>) -> Response {
            ("y" = String, Path, pattern = r"^[0-9]+(\.pbf|\.mvt)?$", description = "row, with or without .pbf or .mvt")),
     responses((status = 200, description = "Mapbox Vector Tile", content_type = "application/vnd.mapbox-vector-tile"),
               (status = 204, description = "nothing in this tile"),
-              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+              (status = 400, description = "no tile of the basemap: a zoom above 6, a column or row outside the matrix, or not whole numbers", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn tile(
     State(state): State<AppState>,
     request: HeaderMap,
     Path((z, x, y)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
-    let address = crate::tiles::tile_address(&z, &x, &y)?;
+    // What is no tile of the basemap's (a template's `{z}` sent as is, a
+    // column outside the matrix, a zoom past 6, which its style's
+    // `maxzoom` never asks for) is the caller's mistake: a 400, before any
+    // query. Within the range every tile exists (204 when empty).
+    let address = crate::tiles::tile_address(&z, &x, &y).map_err(|e| AppError::bad_request(e.problem.detail))?;
     let address = (address.z, address.x, address.y);
     if address.0 > MAX_ZOOM {
-        return Err(AppError::not_found(format!(
+        return Err(AppError::bad_request(format!(
             "the basemap's tiles stop at zoom {MAX_ZOOM}; viewers over-zoom past it"
         )));
     }
@@ -133,8 +136,8 @@ async fn tile(
            ("range" = inline(crate::glyphs::GlyphRange), Path,
             description = "code points `start-end.pbf`: start a multiple of 256 below 65536, end start + 255")),
     responses((status = 200, description = "glyphs (protocol buffers)", content_type = "application/x-protobuf"),
-              (status = 400, body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+              (status = 400, description = "not a glyph range: start a multiple of 256 below 65536, end start + 255", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 404, description = "this service has no fonts (FONTS_DIR)", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn glyphs(
     State(state): State<AppState>,
     Path((stack, range)): Path<(String, String)>,

@@ -612,6 +612,34 @@ fn link(href: String, rel: &str, media_type: &str) -> Value {
     json!({"href": href, "rel": rel, "type": media_type})
 }
 
+/// What a link's query escapes in a name or value: what would end or split
+/// it (`&`, `=`, `#`), what decodes to something else (`%`, `+`), blanks and
+/// what a URL may not hold; `:`, `/` and `,` stay as written, so a CRS URI
+/// or a bbox reads in the link as a client wrote it.
+const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'&')
+    .add(b'+')
+    .add(b'<')
+    .add(b'=')
+    .add(b'>')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// The items link at `base` with the request's own query, `replace`d. The
+/// query is written as clients write it (`crs=http://…`), not form-encoded:
+/// GDAL 3.6's OAPIF driver adds the query of its dataset name to every
+/// page it follows unless the link already holds it as written, and a
+/// parameter given twice is refused.
 fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<String>)]) -> String {
     let mut out: Vec<(String, String)> = pairs
         .iter()
@@ -626,10 +654,12 @@ fn with_query(base: &str, pairs: &[(String, String)], replace: &[(&str, Option<S
     if out.is_empty() {
         return base.to_string();
     }
-    let query = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(out)
-        .finish();
-    format!("{base}?{query}")
+    let escape = |text: &str| percent_encoding::utf8_percent_encode(text, QUERY_VALUE).to_string();
+    let query: Vec<String> = out
+        .iter()
+        .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
+        .collect();
+    format!("{base}?{}", query.join("&"))
 }
 
 /// A GeoJSON answer whose coordinates are in `crs` (`Content-Crs`).

@@ -99,7 +99,7 @@ async fn landing(State(state): State<AppState>, format: Format, credential: Link
         "links": [
             link(format!("{base}/api"), "self", "application/json", "this document"),
             alternate_link(&format!("{base}/api")),
-            link(format!("{base}/api/openapi.json"), "service-desc", "application/vnd.oai.openapi+json;version=3.1", "the API definition"),
+            link(format!("{base}/api/openapi.json"), "service-desc", crate::openapi::DOCUMENT_MEDIA_TYPE, "the API definition"),
             link(format!("{base}/api/conformance"), "conformance", "application/json", "conformance classes implemented"),
             link(format!("{base}/api/collections"), "data", "application/json", "the collections"),
             link(format!("{base}/api/tileMatrixSets"), "http://www.opengis.net/def/rel/ogc/1.0/tiling-schemes", "application/json", "the tile matrix sets"),

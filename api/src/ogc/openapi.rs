@@ -180,10 +180,15 @@ fn filter_schema(pg_type: &str) -> Option<Value> {
     })
 }
 
+/// The document, as `DOCUMENT_MEDIA_TYPE` (the type its links name).
 pub async fn handler(
     State(state): State<AppState>,
     caller: Caller,
     base: axum::Extension<Arc<Value>>,
-) -> Result<Json<Value>, AppError> {
-    document(state, caller, base.0).await
+) -> Result<impl axum::response::IntoResponse, AppError> {
+    let document = document(state, caller, base.0).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, crate::openapi::DOCUMENT_MEDIA_TYPE)],
+        document,
+    ))
 }

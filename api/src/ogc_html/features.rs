@@ -43,7 +43,7 @@ pub fn landing(context: &PageContext, document: &Value) -> Markup {
                 li { a href=(context.html(href)) { "Conformance" } ": the standards this service implements" }
             }
             @if let Some(href) = link_href(document, "service-desc") {
-                li { a href=(href) type="application/vnd.oai.openapi+json;version=3.1" { "API definition" } " (OpenAPI 3.1, JSON)" }
+                li { a href=(href) type=(crate::openapi::DOCUMENT_MEDIA_TYPE) { "API definition" } " (OpenAPI 3.1, JSON)" }
             }
         }
     };

@@ -122,6 +122,7 @@ fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
     let mut links = vec![
         json!({"href": self_href, "rel": "self", "type": "application/geo+json"}),
         alternate_link(&self_href),
+        json!({"href": format!("{base}/api/collections/{CATALOG_ID}"), "rel": "collection", "type": "application/json", "title": "the catalog"}),
     ];
     if r.record_type == "dataset" {
         links.push(json!({"href": format!("{base}/api/collections/{}/items", r.id), "rel": "item", "type": "application/geo+json", "title": "the features"}));
@@ -145,7 +146,10 @@ fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
     })
 }
 
+/// The query of the records: the Records core parameters and sorting;
+/// any other parameter is refused (400), as OGC API Features Part 1 has it.
 #[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 struct RecordQuery {
     q: Option<String>,
     /// minx,miny,maxx,maxy in CRS84
@@ -168,6 +172,10 @@ struct RecordQuery {
     /// comma-separated: title, created, updated, type, each with an optional + or - prefix
     #[param(value_type = Option<Vec<crate::openapi::names::SortKey>>, inline, min_items = 1)]
     sortby: Option<String>,
+    /// Read by `RecordFormat` (and documented by `RecordFormatQuery`).
+    #[allow(dead_code)]
+    #[param(ignore)]
+    f: Option<String>,
 }
 
 fn sort_sql(sortby: Option<&str>) -> Result<String, AppError> {

@@ -15,7 +15,6 @@ use sqlx::{FromRow, Row};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::page::Limit;
 use crate::{
     access::{Caller, datasets::visible_dataset, policy::visible_to_caller},
     bbox::Bbox,
@@ -44,6 +43,17 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// still taken by search's `collections`, for both kinds.
 const ALL_DATASETS: &str = "datasets";
 
+/// The most items a page holds: a larger `limit` is clamped to it
+/// (OGC API Features, which STAC API item-search follows).
+const MAX_LIMIT: i64 = 200;
+
+/// Items a page holds when the request says nothing.
+const DEFAULT_LIMIT: i64 = 10;
+
+/// The parameters of item search, in the query string (GET) and as the
+/// members of the body (POST); any other is refused.
+const SEARCH_PARAMETERS: [&str; 7] = ["bbox", "intersects", "datetime", "collections", "ids", "limit", "token"];
+
 /// What the API conforms to: STAC API core, collections, OGC API Features
 /// items under each collection (with the OGC classes those rest on), and
 /// item search.
@@ -66,7 +76,7 @@ async fn landing(State(state): State<AppState>) -> Json<Value> {
         json!({"rel": "conformance", "href": format!("{base}/conformance"), "type": "application/json"}),
         json!({"rel": "data", "href": format!("{base}/collections"), "type": "application/json"}),
         json!({"rel": "service-desc", "href": format!("{}/api/openapi.json", state.config.public_url),
-               "type": "application/vnd.oai.openapi+json;version=3.1"}),
+               "type": crate::openapi::DOCUMENT_MEDIA_TYPE}),
         json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "GET"}),
         json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "POST"}),
     ];
@@ -234,10 +244,10 @@ async fn collection(
 struct ItemsQuery {
     /// minx,miny,maxx,maxy in CRS84 (or six numbers with heights)
     bbox: Option<String>,
-    /// an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty
+    /// an RFC 3339 date-time, or an interval start/end of two, one of its ends open at most (`..` or empty)
     datetime: Option<String>,
-    /// items per page, default 10
-    #[param(minimum = 1, maximum = 1000)]
+    /// items per page, default 10; more than 200 is clamped to 200
+    #[param(minimum = 1)]
     limit: Option<i64>,
     /// paging cursor from a `next` link
     token: Option<String>,
@@ -272,6 +282,7 @@ async fn collection_items(
         collections: query.collections.map(Value::String),
         ids: query.ids.map(Value::String),
         intersects: None,
+        others: Default::default(),
     };
     let href = format!("{}/api/stac/collections/{kind}/items", state.config.public_url);
     let origin = Origin::Get(raw.into_iter().collect());
@@ -337,6 +348,8 @@ pub struct SearchRequest {
     #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     intersects: Option<Value>,
+    /// an RFC 3339 date-time, or an interval start/end of two, one of its
+    /// ends open at most (`..` or empty)
     #[serde(skip_serializing_if = "Option::is_none")]
     datetime: Option<String>,
     #[schema(value_type = Option<Vec<String>>)]
@@ -345,13 +358,42 @@ pub struct SearchRequest {
     #[schema(value_type = Option<Vec<Uuid>>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<Value>,
-    /// Items per page, default 10.
-    #[schema(minimum = 1, maximum = 1000)]
+    /// Items per page, default 10; more than 200 is clamped to 200.
+    #[schema(minimum = 1)]
     #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<i64>,
     /// paging cursor from a `next` link
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
+    /// Members of a POST body that search does not take: refused.
+    #[serde(flatten, skip_serializing)]
+    #[schema(ignore)]
+    others: std::collections::BTreeMap<String, Value>,
+}
+
+impl SearchRequest {
+    /// A POST body as item search takes it: only its own members, `bbox`
+    /// an array of four or six numbers.
+    fn check_body(&self) -> Result<(), AppError> {
+        if let Some(name) = self.others.keys().next() {
+            return Err(unsupported(name));
+        }
+        match &self.bbox {
+            None => Ok(()),
+            Some(Value::Array(numbers)) if matches!(numbers.len(), 4 | 6) && numbers.iter().all(Value::is_number) => {
+                Ok(())
+            }
+            Some(_) => Err(AppError::bad_request("bbox must be an array of 4 or 6 numbers")),
+        }
+    }
+}
+
+/// The refusal of a parameter (or body member) search does not take.
+fn unsupported(name: &str) -> AppError {
+    AppError::bad_request(format!(
+        "{name:?} is not a parameter of item search; it takes {}",
+        SEARCH_PARAMETERS.join(", ")
+    ))
 }
 
 /// A comma-separated string (GET) or an array (POST) as a list.
@@ -487,7 +529,11 @@ impl StacSearch {
     /// collections.
     fn of(r: &SearchRequest, kinds: &[DatasetKind]) -> Result<Option<Self>, AppError> {
         // Keyset paging: the page size is all the pager takes from `page`.
-        let limit = Limit::<10, 1000>::of(r.limit)?.get();
+        let limit = match r.limit {
+            None => DEFAULT_LIMIT,
+            Some(n) if n < 1 => return Err(AppError::bad_request("limit must be at least 1")),
+            Some(n) => n.min(MAX_LIMIT),
+        };
         let after = r.token.as_deref().map(Cursor::parse).transpose()?;
         let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
         let bbox = bbox
@@ -520,7 +566,7 @@ impl StacSearch {
             interval: r
                 .datetime
                 .as_deref()
-                .map(Interval::parse)
+                .map(Interval::parse_date_times)
                 .transpose()?
                 .unwrap_or_default(),
         }))
@@ -571,17 +617,21 @@ impl StacSearch {
     params(
         ("bbox" = Option<Vec<f64>>, Query, description = "minx,miny,maxx,maxy in CRS84; not with intersects"),
         ("intersects" = Option<String>, Query, description = "a GeoJSON geometry, as JSON text; not with bbox"),
-        ("datetime" = Option<String>, Query, description = "an RFC 3339 instant or date, or an interval start/end whose open ends are `..` or empty"),
+        ("datetime" = Option<String>, Query, description = "an RFC 3339 date-time, or an interval start/end of two, one of its ends open at most (`..` or empty)"),
         ("collections" = Option<Vec<String>>, Query, description = "collection ids: vector, raster (datasets, the one collection of earlier versions, names both)"),
         ("ids" = Option<Vec<Uuid>>, Query, description = "item ids"),
-        ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "items per page, default 10"),
+        ("limit" = Option<i64>, Query, minimum = 1, description = "items per page, default 10; more than 200 is clamped to 200"),
         ("token" = Option<String>, Query, description = "paging cursor from a `next` link")),
-    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json")))))]
+    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json"))),
+              (status = 400, description = "a parameter search does not take, or a malformed one", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn search_get(
     State(state): State<AppState>,
     caller: Caller,
     Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<GeoJson, AppError> {
+    if let Some(name) = q.keys().find(|k| !SEARCH_PARAMETERS.contains(&k.as_str())) {
+        return Err(unsupported(name));
+    }
     let value = |k: &str| q.get(k).map(|v| Value::String(v.clone()));
     let request = SearchRequest {
         bbox: value("bbox"),
@@ -599,6 +649,7 @@ async fn search_get(
             .transpose()
             .map_err(|_| AppError::bad_request("limit must be an integer"))?,
         token: q.get("token").cloned(),
+        others: Default::default(),
     };
     let origin = Origin::Get(q.into_iter().collect());
     let href = format!("{}/api/stac/search", state.config.public_url);
@@ -609,12 +660,19 @@ async fn search_get(
 
 /// STAC item search (read-only keys may use it).
 #[utoipa::path(post, path = "/api/stac/search", tag = "stac", request_body = SearchRequest,
-    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json")))))]
+    responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json"))),
+              (status = 400, description = "a member search does not take, or a malformed one (bbox: an array of 4 or 6 numbers)", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn search_post(
     State(state): State<AppState>,
     caller: Caller,
-    JsonBody(request): JsonBody<SearchRequest>,
+    body: Result<JsonBody<SearchRequest>, AppError>,
 ) -> Result<GeoJson, AppError> {
+    // A body search cannot read is a 400, as STAC API item-search has it.
+    let JsonBody(request) = body.map_err(|e| match e.status() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY => AppError::bad_request(e.problem.detail),
+        _ => e,
+    })?;
+    request.check_body()?;
     let href = format!("{}/api/stac/search", state.config.public_url);
     Ok(GeoJson(
         search(&state, &caller, &request, DatasetKind::ALL, (&href, &Origin::Post)).await?,
