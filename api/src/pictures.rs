@@ -10,9 +10,9 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
+use bytes::Bytes;
 use catalog_raster::picture::{Burn, Picture};
 use catalog_shared::{AppError, datasets::StorageTier, db::quote_ident};
-use bytes::Bytes;
 use quick_cache::{Weighter, sync::Cache};
 use sqlx::PgPool;
 
@@ -121,7 +121,14 @@ pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
     // hand) is cut to it; one that is not numbers at all frames the world.
     let degrees = |v: f64, most: f64| v.is_finite().then(|| v.clamp(-most, most));
     let extent = match bbox {
-        Some(&[w, s, e, n, ..]) => (|| Some((degrees(w, 180.0)?, degrees(s, 90.0)?, degrees(e, 180.0)?, degrees(n, 90.0)?)))(),
+        Some(&[w, s, e, n, ..]) => (|| {
+            Some((
+                degrees(w, 180.0)?,
+                degrees(s, 90.0)?,
+                degrees(e, 180.0)?,
+                degrees(n, 90.0)?,
+            ))
+        })(),
         _ => None,
     };
     let (mut west, mut south, mut east, mut north) = match extent {

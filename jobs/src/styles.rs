@@ -555,6 +555,9 @@ mod tests {
             )),
             None,
         );
-        assert_eq!(paint_of(&one_class, "Point", &columns()).unwrap()["circle-color"], json!("#e41a1c"));
+        assert_eq!(
+            paint_of(&one_class, "Point", &columns()).unwrap()["circle-color"],
+            json!("#e41a1c")
+        );
     }
 }

@@ -136,10 +136,18 @@ mod tests {
 
     #[test]
     fn colours_and_their_expressions_pass() {
-        assert!(valid(json!({"fill-color": "#1b9e77", "fill-outline-color": "rgba(0,0,0,0.500)"})));
-        assert!(valid(json!({"circle-color": ["match", ["get", "kind"], "a", "#fff", "b", "#000", "rgba(0,0,0,0)"]})));
-        assert!(valid(json!({"line-color": ["match", ["get", "n"], 1, "#fff", 2, "#000", "#123"]})));
-        assert!(valid(json!({"fill-color": ["step", ["to-number", ["get", "p"]], "#fff", 10, "#000", 20.5, "#f00"]})));
+        assert!(valid(
+            json!({"fill-color": "#1b9e77", "fill-outline-color": "rgba(0,0,0,0.500)"})
+        ));
+        assert!(valid(
+            json!({"circle-color": ["match", ["get", "kind"], "a", "#fff", "b", "#000", "rgba(0,0,0,0)"]})
+        ));
+        assert!(valid(
+            json!({"line-color": ["match", ["get", "n"], 1, "#fff", 2, "#000", "#123"]})
+        ));
+        assert!(valid(
+            json!({"fill-color": ["step", ["to-number", ["get", "p"]], "#fff", 10, "#000", 20.5, "#f00"]})
+        ));
     }
 
     #[test]

@@ -98,7 +98,10 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
     let app = App::start_with_worker().await;
     let admin = app.admin_token().await;
     let (id, table) = two_points(&app, &admin).await;
-    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()").fetch_one(app.pool()).await.unwrap();
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
     for statement in [
         format!(
             "INSERT INTO data.\"{table}\" (name, geom) VALUES
@@ -113,7 +116,10 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
              WHERE id = '{id}'"
         ),
     ] {
-        sqlx::query(sqlx::AssertSqlSafe(statement)).execute(app.pool()).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(app.pool())
+            .await
+            .unwrap();
     }
     // A map of the dataset, for its picture and style.
     let (status, map) = {
@@ -165,13 +171,19 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
         let body = response.text().await.unwrap_or_default();
         assert!(status < 500, "{path}: {status} {}", &body[..body.len().min(400)]);
     }
-    let same: i32 = sqlx::query_scalar("SELECT pg_backend_pid()").fetch_one(app.pool()).await.unwrap();
+    let same: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
     let alive: bool = sqlx::query_scalar("SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $1")
         .bind(backend)
         .fetch_one(app.pool())
         .await
         .unwrap();
-    assert!(alive || same == backend, "a backend crashed: the server restarted its connections");
+    assert!(
+        alive || same == backend,
+        "a backend crashed: the server restarted its connections"
+    );
     // A box in EPSG:3857 is cut to where that CRS has coordinates.
     for (bbox, matched) in [("-1e300,-1e300,1e300,1e300", 2), ("1e300,1e300,1e301,1e301", 0)] {
         let (status, page) = app
@@ -199,7 +211,10 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
     }
     for format in ["geojson", "csv", "gpkg"] {
         let response = app
-            .send(app.http().get(app.url(&format!("/api/datasets/{id}/download?format={format}&{crs3857}"))))
+            .send(
+                app.http()
+                    .get(app.url(&format!("/api/datasets/{id}/download?format={format}&{crs3857}"))),
+            )
             .await;
         assert_eq!(response.status(), 200, "{format}");
     }
@@ -216,7 +231,9 @@ async fn deep_filters_are_refused_and_the_api_keeps_answering() {
     let geojson = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {"pop": 1}, "geometry": {"type": "Point", "coordinates": [5, 52]}},
     ]});
-    let id = stack.ingest_geojson(&admin, &geojson, &[("visibility", "public")]).await;
+    let id = stack
+        .ingest_geojson(&admin, &geojson, &[("visibility", "public")])
+        .await;
     let filters = [
         format!("{}pop = 1", "NOT ".repeat(1500)),
         format!("pop = {}1", "-".repeat(2000)),
@@ -244,7 +261,10 @@ async fn deep_filters_are_refused_and_the_api_keeps_answering() {
             assert_eq!(health.status(), 200);
         }
     }
-    assert!(started.elapsed() < Duration::from_secs(120), "filters are refused in bounded time");
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "filters are refused in bounded time"
+    );
     let (status, page) = stack
         .get_json(None, &format!("/api/collections/{id}/items?filter=pop%20%3D%201"))
         .await;
@@ -314,7 +334,8 @@ async fn a_map_picture_draws_the_top_layers_each_dataset_once() {
             &[("visibility", "public")],
         )
         .await;
-    let layer = |id: &str, place: usize| json!({"dataset_id": id, "sort_order": place, "paint": {"circle-color": "#d01010"}});
+    let layer =
+        |id: &str, place: usize| json!({"dataset_id": id, "sort_order": place, "paint": {"circle-color": "#d01010"}});
     let picture = async |layers: Vec<Value>| {
         let response = app
             .send(
@@ -327,10 +348,10 @@ async fn a_map_picture_draws_the_top_layers_each_dataset_once() {
         assert_eq!(response.status(), 201);
         let map: Value = response.json().await.unwrap();
         let response = app
-            .send(app.http().get(app.url(&format!(
-                "/api/maps/{}/thumbnail.png",
-                map["id"].as_str().unwrap()
-            ))))
+            .send(
+                app.http()
+                    .get(app.url(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap()))),
+            )
             .await;
         assert_eq!(response.status(), 200);
         response.bytes().await.unwrap()
@@ -338,7 +359,11 @@ async fn a_map_picture_draws_the_top_layers_each_dataset_once() {
     let mut many = vec![layer(&australia, 0)];
     many.extend((1..=20).map(|place| layer(&europe, place)));
     let alone = picture(vec![layer(&europe, 0)]).await;
-    assert_eq!(picture(many.clone()).await, alone, "Australia is below the top 20 layers");
+    assert_eq!(
+        picture(many.clone()).await,
+        alone,
+        "Australia is below the top 20 layers"
+    );
     many.pop();
     assert_ne!(picture(many).await, alone, "within the top 20, Australia is drawn");
 }

@@ -15,21 +15,50 @@ async fn public_collection(stack: &impl Api, token: &str, name: &str, geojson: V
     job["dataset_id"].as_str().unwrap().to_string()
 }
 
-/// The OGC CQL2 test data (Annex A) as a GeoJSON FeatureCollection.
-fn cql2_test_data() -> Vec<u8> {
+/// The OGC CQL2 test data (Annex A), registered in place as a public
+/// collection; its id. The data is planar, not WGS 84 (its hexagons reach
+/// latitude 101°), so ingest refuses it (`docs/decisions.md`, Values the
+/// service refuses); served from a table already in PostGIS, as such a
+/// table would be, every filter of the suite runs on it as written.
+async fn cql2_collection(app: &App, token: &str) -> String {
     let text = std::fs::read_to_string(data_dir().join("cql2/ats/cql2testdata.ndjson")).unwrap();
-    let features: Vec<Value> = text
+    let rows: Vec<Value> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let mut row: Value = serde_json::from_str(line).unwrap();
-            let geometry = row.as_object_mut().unwrap().remove("geom").unwrap();
-            json!({"type": "Feature", "geometry": geometry, "properties": row})
-        })
+        .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    json!({"type": "FeatureCollection", "features": features})
-        .to_string()
-        .into_bytes()
+    sqlx::raw_sql(
+        "CREATE TABLE public.cql2testdata (gid serial PRIMARY KEY, intfield integer, textfield text,
+           floatfield double precision, boolfield boolean, datefield date, ts_start timestamptz,
+           ts_end timestamptz, intarrayfield jsonb, nfield boolean, geom geometry(Geometry, 4326))",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO public.cql2testdata (intfield, textfield, floatfield, boolfield, datefield, ts_start, ts_end,
+                                          intarrayfield, nfield, geom)
+         SELECT (r->>'intfield')::int, r->>'textfield', (r->>'floatfield')::float8, (r->>'boolfield')::boolean,
+                (r->>'datefield')::date, (r->>'ts_start')::timestamptz, (r->>'ts_end')::timestamptz,
+                r->'intarrayfield', (r->>'nfield')::boolean, ST_SetSRID(ST_GeomFromGeoJSON(r->'geom'), 4326)
+         FROM jsonb_array_elements($1) r",
+    )
+    .bind(Value::Array(rows))
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/ingest/register/bulk/"))
+                .bearer_auth(token)
+                .json(&json!({"tables": [{"table_name": "cql2testdata", "title": "cql2testdata", "visibility": "public"}]})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["results"][0]["status"], "success", "{body}");
+    body["results"][0]["dataset_id"].as_str().unwrap().to_string()
 }
 
 async fn items(stack: &impl Api, collection: &str, query: &[(&str, &str)]) -> (u16, Value) {
@@ -537,7 +566,7 @@ async fn private_collections_stay_private() {
 async fn cql2_abstract_test_suite() {
     let stack = App::start_with_worker().await;
     let token = stack.admin_token().await;
-    let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
+    let id = cql2_collection(&stack, &token).await;
     let declared = ["basic-cql2", "advanced-comparison-operators", "basic-spatial-functions"];
 
     let expressions = std::fs::read_to_string(data_dir().join("cql2/ats/expressions.txt")).unwrap();
@@ -797,7 +826,7 @@ const GEOMETRY_ALIAS: [&str; 4] = ["clause6_03", "clause7_07", "example24", "exa
 async fn cql2_standard_examples_get_the_answer_their_content_calls_for() {
     let stack = App::start_with_worker().await;
     let token = stack.admin_token().await;
-    let id = public_collection(&stack, &token, "cql2testdata.geojson", cql2_test_data()).await;
+    let id = cql2_collection(&stack, &token).await;
     let (status, queryables) = stack.get_json(None, &format!("/api/collections/{id}/queryables")).await;
     assert_eq!(status, 200);
     let queryables = queryables["properties"].as_object().unwrap();

@@ -249,10 +249,17 @@ async fn styles_maplibre_would_refuse_give_no_paint_and_every_map_stays_valid() 
         assert!(list["default_paint"].is_null(), "no paint MapLibre refuses: {list}");
         let style_id = list["styles"][0]["id"].as_str().unwrap();
         let response = app
-            .send(app.http().get(app.url(&format!("/api/datasets/{id}/styles/{style_id}/qml"))))
+            .send(
+                app.http()
+                    .get(app.url(&format!("/api/datasets/{id}/styles/{style_id}/qml"))),
+            )
             .await;
         if !qml.is_empty() {
-            assert_eq!(response.bytes().await.unwrap().as_ref(), qml.as_bytes(), "kept byte for byte");
+            assert_eq!(
+                response.bytes().await.unwrap().as_ref(),
+                qml.as_bytes(),
+                "kept byte for byte"
+            );
         }
         layers.push(json!({"dataset_id": id}));
     }
@@ -267,7 +274,10 @@ async fn styles_maplibre_would_refuse_give_no_paint_and_every_map_stays_valid() 
     assert_eq!(response.status(), 201);
     let map: Value = response.json().await.unwrap();
     let (status, style) = app
-        .get_json(Some(&alice), &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()))
+        .get_json(
+            Some(&alice),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
         .await;
     assert_eq!(status, 200, "{style}");
     validate_style(&style);

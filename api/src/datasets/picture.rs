@@ -37,16 +37,23 @@ pub(super) async fn dataset_thumbnail(
     let cold = dataset.storage == StorageTier::Cold;
     let etag = format!("\"picture-{}-{}\"", dataset.data_version, u8::from(cold));
     let key = format!("{id}/{etag}");
-    pictures::respond(&state.pictures, key, &headers, &etag, cache_control(&dataset, false), async {
-        let pool = state
-            .db
-            .reader(caller.user_id(), state.datasets.position(id))
-            .await
-            .pool;
-        let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");
-        let mut picture = pictures::basemap(pool, pictures::frame(dataset.extent_bbox.as_deref())).await?;
-        pictures::draw_dataset(pool, &mut picture, &dataset, colour, pictures::MOST_PICTURE_FEATURES).await?;
-        Ok(picture)
-    })
+    pictures::respond(
+        &state.pictures,
+        key,
+        &headers,
+        &etag,
+        cache_control(&dataset, false),
+        async {
+            let pool = state
+                .db
+                .reader(caller.user_id(), state.datasets.position(id))
+                .await
+                .pool;
+            let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");
+            let mut picture = pictures::basemap(pool, pictures::frame(dataset.extent_bbox.as_deref())).await?;
+            pictures::draw_dataset(pool, &mut picture, &dataset, colour, pictures::MOST_PICTURE_FEATURES).await?;
+            Ok(picture)
+        },
+    )
     .await
 }

@@ -527,8 +527,27 @@ mod tests {
     /// One part of a generated filter.
     fn part() -> impl proptest::strategy::Strategy<Value = &'static str> {
         proptest::sample::select(vec![
-            "(", ")", "NOT ", "-", " AND ", " OR ", " = ", "pop", "1", "'x'", ",", "[", "]", " IN ", " + ", "*",
-            " BETWEEN ", " IS NULL", "S_INTERSECTS(", "BBOX(0,0,1,1)", "\"pop\"",
+            "(",
+            ")",
+            "NOT ",
+            "-",
+            " AND ",
+            " OR ",
+            " = ",
+            "pop",
+            "1",
+            "'x'",
+            ",",
+            "[",
+            "]",
+            " IN ",
+            " + ",
+            "*",
+            " BETWEEN ",
+            " IS NULL",
+            "S_INTERSECTS(",
+            "BBOX(0,0,1,1)",
+            "\"pop\"",
         ])
     }
 
