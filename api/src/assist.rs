@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::visible_dataset},
-    datasets::record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns, table_sql},
     extract::Json as JsonBody,
     state::AppState,
 };

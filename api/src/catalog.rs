@@ -477,7 +477,7 @@ struct ValidateQuery {
 }
 
 /// Checks the table still exists and matches the recorded columns.
-async fn check_table(state: &AppState, d: &crate::datasets::record::Dataset) -> Result<Value, AppError> {
+async fn check_table(state: &AppState, d: &crate::dataset_record::Dataset) -> Result<Value, AppError> {
     let exists: bool = sqlx::query_scalar("SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL")
         .bind(&d.schema_name)
         .bind(&d.table_name)

@@ -11,7 +11,7 @@ use std::{
 use catalog_raster::crs::CrsFacts;
 use catalog_shared::wgs84;
 
-use crate::datasets::record::Dataset;
+use crate::dataset_record::Dataset;
 
 /// Coordinates of a CRS PROJ gives no area of use: finite and sane.
 const ANY_FINITE: [f64; 4] = [-1e15, -1e15, 1e15, 1e15];

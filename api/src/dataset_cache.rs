@@ -16,7 +16,7 @@ use sqlx::{FromRow, PgPool, Row, postgres::PgListener};
 use uuid::Uuid;
 
 use crate::{
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    dataset_record::{DATASET_COLUMNS, Dataset},
     replicas::{POSITION_SQL, UNKNOWN_POSITION},
 };
 

@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::writable_dataset},
-    datasets::record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns, table_sql},
     extract::{Json as JsonBody, Path},
     ogc::{
         crs::Crs,
@@ -167,7 +167,7 @@ pub(crate) async fn editable(state: &AppState, caller: &Caller, dataset: &Datase
             "only the features of an ingested vector dataset can be edited; a raster or a registered table cannot",
         ));
     }
-    crate::datasets::cold::ensure_hot(state, caller, dataset).await?;
+    crate::read_gate::open(state, caller, dataset).await?;
     if dataset.status != PublicationStatus::Ready {
         return Err(AppError::conflict(format!(
             "the dataset is {}, not ready",

@@ -20,7 +20,7 @@ use crate::{
         datasets::{cached_visible_dataset, writable_dataset},
     },
     bbox::Bbox,
-    datasets::record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns, table_sql},
     editing::{check_geometry, editable, insert_feature},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::{
@@ -78,7 +78,7 @@ async fn list_features(
         .map(|b| b.parse::<Bbox>().map(Bbox::to_array))
         .transpose()?;
     // Only a well-formed request restores an archived dataset.
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    let data = crate::read_gate::open(&state, &caller, &dataset).await?;
     let columns = published_columns(&dataset);
     let geom = quote_ident(&dataset.geometry_column);
     let condition = if bounds.is_some() {
@@ -103,11 +103,7 @@ async fn list_features(
     if let Some(b) = bounds {
         query = query.bind(b[0]).bind(b[1]).bind(b[2]).bind(b[3]);
     }
-    let reads = state
-        .db
-        .reader(caller.user_id(), state.datasets.position(dataset.id))
-        .await
-        .pool;
+    let reads = data.reader().await.pool;
     let rows = query.fetch_all(reads).await?;
     let matched: i64 = match rows.first() {
         Some(row) => row.get(1),

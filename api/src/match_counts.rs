@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use quick_cache::sync::Cache;
 use uuid::Uuid;
 
-use crate::datasets::record::Dataset;
+use crate::dataset_record::Dataset;
 
 /// Filters whose counts are kept, across all datasets.
 const KEPT_COUNTS: usize = 10_000;

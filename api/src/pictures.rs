@@ -18,7 +18,7 @@ use sqlx::PgPool;
 
 use crate::{
     coordinates::drawable,
-    datasets::record::{Dataset, table_sql},
+    dataset_record::{Dataset, table_sql},
     tile_cache::names_etag,
 };
 

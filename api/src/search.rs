@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::page::{Limit, Offset};
 use crate::{
     access::{Caller, policy::visible_to_caller},
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    dataset_record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };

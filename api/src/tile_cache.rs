@@ -28,7 +28,7 @@ use quick_cache::{Weighter, sync::Cache};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::{access::policy::readable_by_anyone, datasets::record::Dataset};
+use crate::{access::policy::readable_by_anyone, dataset_record::Dataset};
 
 /// Tiles of a table registered from outside are cut from data the service
 /// does not write, so no data version follows it: they stay this long.

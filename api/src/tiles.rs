@@ -31,7 +31,7 @@ use crate::{
         signed_assets::cog_href,
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
-    datasets::record::{Dataset, json_schema_of, published_columns, table_sql},
+    dataset_record::{Dataset, json_schema_of, published_columns, table_sql},
     extract::{Path, Query},
     state::AppState,
     tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
@@ -218,15 +218,12 @@ fn cluster_tile_sql(dataset: &Dataset) -> String {
 /// the tile is cached, and may be kept a year, under it.
 async fn render(
     state: &AppState,
-    caller: &Caller,
+    data: &crate::read_gate::Data<'_>,
     sql: &str,
     dataset: &Dataset,
     at: TileAddress,
 ) -> Result<Tile, AppError> {
-    let reader = state
-        .db
-        .reader(caller.user_id(), state.datasets.position(dataset.id))
-        .await;
+    let reader = data.reader().await;
     // The tile layer is named after the table, as PostGIS tile servers do.
     let (seen, tile) = reader
         .tiles
@@ -399,7 +396,7 @@ async fn serve_tile(
 ) -> Result<Response, AppError> {
     let at = tile_address(z, x, y)?;
     let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
-    crate::datasets::cold::ensure_hot(state, caller, &dataset).await?;
+    let data = crate::read_gate::open(state, caller, &dataset).await?;
     let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
     let (sql, digest) = memo.get_or_init(|| {
         let sql = with_data_version(&sql_of(&dataset));
@@ -410,7 +407,7 @@ async fn serve_tile(
     state
         .tiles
         .respond(asked.headers, &dataset, key, pinned == Pinned::Current, || {
-            render(state, caller, sql, &dataset, at)
+            render(state, &data, sql, &dataset, at)
         })
         .await
 }

@@ -172,6 +172,18 @@ async fn records_follow_datasets_and_take_contacts() {
         .await
         .unwrap();
     assert_eq!(bad.status(), 422);
+    // An extent past the world (pictures and maps frame it) is refused.
+    for extent in [json!([5.1, -1e308, 1e308, 4_600_000]), json!([0, 0, 600_000, 5])] {
+        let bad = stack
+            .http
+            .post(stack.url("/api/records"))
+            .bearer_auth(&token)
+            .json(&json!({"title": "Far", "extent_bbox": extent}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 422, "{extent}");
+    }
     let deleted = stack
         .http
         .delete(stack.url(&format!("/api/records/{record_id}")))

@@ -11,7 +11,7 @@ use super::{
     policy::{DatasetAction, DatasetFacts, Grant, dataset_decision, read_needs_grant},
 };
 use crate::{
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    dataset_record::{DATASET_COLUMNS, Dataset},
     state::AppState,
 };
 

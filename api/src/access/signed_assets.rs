@@ -13,7 +13,7 @@ use super::{
     policy::readable_by_anyone,
     signatures::{self, Kind, now_secs},
 };
-use crate::{datasets::record::Dataset, state::AppState};
+use crate::{dataset_record::Dataset, state::AppState};
 
 /// The query string that signs a dataset's download links until `exp`,
 /// for its current publication version.

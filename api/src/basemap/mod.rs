@@ -157,7 +157,7 @@ async fn glyphs(
 /// The layers that draw a dataset from the source `data`, as the web UI's
 /// preview draws it: a raster as it is, polygons filled and outlined,
 /// lines, and points as circles.
-fn dataset_layers(dataset: &crate::datasets::record::Dataset) -> Value {
+fn dataset_layers(dataset: &crate::dataset_record::Dataset) -> Value {
     const COLOUR: &str = "#c2410c";
     if dataset.is_raster() {
         return json!([{"id": "data", "type": "raster", "source": "data"}]);

@@ -1,31 +1,21 @@
-//! Cold datasets from the API's side: an admin archives a dataset (a job
-//! moves its table into the object store), and a read of a cold dataset's
-//! data answers 202 with the one rehydrate job that brings it back, however
-//! many readers (and API processes) ask at once, and is served as soon as
-//! the data is back, whatever copy of the record the process holds.
+//! Archiving a dataset (admin): a job moves its table into the object
+//! store; a read brings it back through `read_gate`.
 use axum::{
     Json,
     extract::State,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{
-    AppError,
-    datasets::StorageTier,
-    jobs::{self, DatasetPayload, JobInput, JobStatus},
-};
-use serde_json::json;
+use catalog_shared::{AppError, datasets::StorageTier};
 use uuid::Uuid;
 
-use super::record::Dataset;
+use crate::dataset_record::Dataset;
 use crate::{
     access::{Caller, datasets::visible_dataset},
     extract::Path,
     jobs::{JobAccepted, accepted},
+    read_gate::{Move, queue_move},
     state::AppState,
 };
-
-/// How long a reader of a cold dataset is asked to wait before retrying.
-const RETRY_AFTER_SECS: u64 = 5;
 
 /// Moves a dataset's table into the object store (admin): 202 with the
 /// archive job, or 200 with the record when it is already cold. Catalog
@@ -58,117 +48,4 @@ pub(super) async fn archive(
         // Archived since the record above was read.
         Move::Done => Ok(Json(visible_dataset(&state, &caller, id).await?).into_response()),
     }
-}
-
-/// Nothing when the dataset's table is in PostGIS; otherwise the 202
-/// `{status: "rehydrating", job_id}` (with `Retry-After`) of the job that
-/// brings it back, queued by the first reader to ask. Call it after the
-/// access check, so a caller who may not read the dataset starts nothing.
-///
-/// A raster dataset has no features: reads of features answer 422.
-pub async fn ensure_hot(state: &AppState, caller: &Caller, dataset: &Dataset) -> Result<(), AppError> {
-    if dataset.is_raster() {
-        return Err(AppError::unprocessable(format!(
-            "dataset {} is a raster: it has no features; read it as raster tiles (/api/tiles/{}/{{z}}/{{x}}/{{y}}.png) or download it",
-            dataset.id, dataset.id
-        )));
-    }
-    if dataset.storage == StorageTier::Cold {
-        rehydrated(state, caller, dataset.id).await?;
-    }
-    if state.reads.due(dataset.id) {
-        // Beside the read, not before it: a read must not wait for (or
-        // fail with) the primary, which may be down while replicas answer.
-        tokio::spawn(record_read(state.pool.clone(), dataset.id));
-    }
-    Ok(())
-}
-
-/// Notes that the dataset's data was read (for `ARCHIVE_AFTER_IDLE_DAYS`).
-async fn record_read(pool: sqlx::PgPool, dataset_id: Uuid) {
-    let recorded = sqlx::query(
-        "INSERT INTO dataset_reads (dataset_id, last_read_at) VALUES ($1, now())
-         ON CONFLICT (dataset_id) DO UPDATE SET last_read_at = now()",
-    )
-    .bind(dataset_id)
-    .execute(&pool)
-    .await;
-    if let Err(e) = recorded {
-        tracing::warn!(error = %e, %dataset_id, "could not record a read of the dataset; a read an hour later records it");
-    }
-}
-
-/// For a read of a dataset its caller's copy of the record says is cold
-/// (the caller may read it): nothing when the data is back in PostGIS
-/// after all, otherwise the 202 answer with the rehydrate job, queued if
-/// none runs yet.
-pub async fn rehydrated(state: &AppState, caller: &Caller, dataset_id: Uuid) -> Result<(), AppError> {
-    match queue_move(state, dataset_id, StorageTier::Hot, caller.user_id()).await? {
-        Move::Job(job_id) => Err(AppError::accepted(
-            json!({"status": "rehydrating", "job_id": job_id}),
-            RETRY_AFTER_SECS,
-        )),
-        Move::Done => {
-            // The copy is older than the move's announcement: drop it now.
-            state.datasets.forget(dataset_id);
-            Ok(())
-        }
-    }
-}
-
-/// What asking for a move came to.
-enum Move {
-    /// The dataset's data is already where the move would put it.
-    Done,
-    /// The unfinished job that moves it, queued now or earlier.
-    Job(Uuid),
-}
-
-/// The unfinished job that moves the dataset's data to `destination` (an
-/// archive to cold, a rehydrate to hot), queued now if there is none, or
-/// `Done` when the data is already there. Callers wait for each other on a
-/// lock of their own, so one job is queued however many ask at once.
-async fn queue_move(
-    state: &AppState,
-    dataset_id: Uuid,
-    destination: StorageTier,
-    created_by: Option<Uuid>,
-) -> Result<Move, AppError> {
-    let payload = DatasetPayload { dataset_id };
-    let input = match destination {
-        StorageTier::Cold => JobInput::Archive(payload),
-        StorageTier::Hot => JobInput::Rehydrate(payload),
-    };
-    let mut tx = state.pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('catalog_dataset_move'), hashtext($1::text))")
-        .bind(dataset_id)
-        .execute(&mut *tx)
-        .await?;
-    // The storage itself, not the caller's copy of the record: that copy
-    // may predate a move that finished meanwhile, and queueing another job
-    // then would hand later callers a job id of their own. Storage and job
-    // come from one snapshot: a worker commits the storage before it marks
-    // its job finished, so no snapshot sees the job finished and the
-    // storage as it was.
-    let (storage, running): (StorageTier, Option<Uuid>) = sqlx::query_as(
-        "SELECT d.storage,
-                (SELECT j.id FROM jobs j WHERE j.kind = $1 AND j.dataset_id = d.id AND j.status = ANY($3) LIMIT 1)
-         FROM datasets d WHERE d.id = $2",
-    )
-    .bind(input.kind())
-    .bind(dataset_id)
-    .bind(JobStatus::UNFINISHED)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| AppError::not_found(format!("no dataset {dataset_id}")))?;
-    if storage == destination {
-        return Ok(Move::Done);
-    }
-    if let Some(job_id) = running {
-        return Ok(Move::Job(job_id));
-    }
-    let job_id = Uuid::now_v7();
-    jobs::enqueue(&mut tx, job_id, &input, created_by).await?;
-    tx.commit().await?;
-    Ok(Move::Job(job_id))
 }

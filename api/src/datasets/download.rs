@@ -33,7 +33,7 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
-use super::record::{DATASET_COLUMNS, Dataset};
+use crate::dataset_record::{DATASET_COLUMNS, Dataset};
 use crate::{
     access::{Caller, datasets::downloadable_dataset},
     extract::{Path, Query},
@@ -117,7 +117,7 @@ pub(super) async fn download(
             })?,
     };
     // Before the query is planned: an archived dataset has no table yet.
-    super::cold::ensure_hot(&state, &caller, &dataset).await?;
+    crate::read_gate::open(&state, &caller, &dataset).await?;
     let query = export_query(
         &state.pool,
         &selection,

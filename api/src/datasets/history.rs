@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::record::Dataset;
+use crate::dataset_record::Dataset;
 use crate::{
     access::{Caller, datasets::writable_dataset},
     extract::{Path, Query},
@@ -215,7 +215,7 @@ pub(super) async fn diff(
     Query(query): Query<DiffQuery>,
 ) -> Result<Json<Diff>, AppError> {
     let dataset = dataset_with_history(&state, &caller, id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    crate::read_gate::open(&state, &caller, &dataset).await?;
     let mut tx = state.pool.begin().await?;
     let mut state_of = async |version: i32| {
         let (era, source) = history::version_source(&mut tx, id, version)
@@ -293,7 +293,7 @@ pub(super) async fn restore(
 ) -> Result<Response, AppError> {
     let dataset = dataset_with_history(&state, &caller, id).await?;
     let requester = caller.editor()?.id;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    crate::read_gate::open(&state, &caller, &dataset).await?;
     let input = JobInput::Restore(RestorePayload {
         dataset_id: id,
         version,

@@ -33,12 +33,13 @@ mod download;
 mod grants;
 mod history;
 mod picture;
-pub mod record;
 mod styles;
 mod summary;
 mod upload;
 
-use record::{ATTRIBUTION_MAX, DATASET_COLUMNS, Dataset, LICENSE_MAX, SUMMARY_MAX, TITLE_MAX, check_text};
+use crate::dataset_record::{
+    ATTRIBUTION_MAX, DATASET_COLUMNS, Dataset, LICENSE_MAX, SUMMARY_MAX, TITLE_MAX, check_text,
+};
 
 pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     // Multipart framing adds a little to the file itself.
@@ -200,7 +201,7 @@ async fn update_dataset(
         Some(Some(name)) => Some(Some(time_axis_of(&dataset, name)?)),
     };
     if time_axis.is_some() {
-        cold::ensure_hot(&state, &caller, &dataset).await?;
+        crate::read_gate::open(&state, &caller, &dataset).await?;
     }
     let mut tx = state.pool.begin().await?;
     sqlx::query(

@@ -44,9 +44,9 @@ pub(super) async fn dataset_thumbnail(
         &etag,
         cache_control(&dataset, false),
         async {
-            let pool = state
-                .db
-                .reader(caller.user_id(), state.datasets.position(id))
+            // As it is: an archived dataset shows its extent, and stays archived.
+            let pool = crate::read_gate::as_it_is(&state, &caller, &dataset)
+                .reader()
                 .await
                 .pool;
             let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");

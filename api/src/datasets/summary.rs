@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::types::Json as SqlJson;
 use uuid::Uuid;
 
-use super::record::{published_columns, table_sql};
+use crate::dataset_record::{published_columns, table_sql};
 use crate::{
     access::{Caller, datasets::cached_visible_dataset},
     extract::{Path, Query},
@@ -79,7 +79,7 @@ pub(super) async fn column_summary(
         return Err(AppError::bad_request("classes must be between 2 and 12"));
     }
     let dataset = cached_visible_dataset(&state, &caller, id).await?;
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    let data = crate::read_gate::open(&state, &caller, &dataset).await?;
     let columns = published_columns(&dataset);
     let info = columns
         .iter()
@@ -104,11 +104,7 @@ pub(super) async fn column_summary(
         value = tile_value(info),
         table = table_sql(&dataset),
     );
-    let reads = state
-        .db
-        .reader(caller.user_id(), state.datasets.position(dataset.id))
-        .await
-        .pool;
+    let reads = data.reader().await.pool;
     type Row = (
         i64,
         i64,

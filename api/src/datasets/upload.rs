@@ -14,7 +14,7 @@ use serde::Deserialize;
 use url::Url;
 use uuid::Uuid;
 
-use super::record::{SUMMARY_MAX, TITLE_MAX, check_text};
+use crate::dataset_record::{SUMMARY_MAX, TITLE_MAX, check_text};
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::visibility_named},
     extract::{Json as JsonBody, Multipart, Path},
@@ -382,7 +382,7 @@ pub(super) async fn reupload(
 ) -> Result<Response, AppError> {
     let dataset = writable_dataset(&state, &caller, id).await?;
     if !dataset.is_raster() {
-        super::cold::ensure_hot(&state, &caller, &dataset).await?;
+        crate::read_gate::open(&state, &caller, &dataset).await?;
     }
     if dataset.is_registered {
         return Err(AppError::conflict(

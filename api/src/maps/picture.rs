@@ -21,7 +21,7 @@ use super::{
 };
 use crate::{
     access::{Caller, datasets::cached_visible_dataset},
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     extract::Path,
     pictures,
     state::AppState,
@@ -105,7 +105,9 @@ pub(super) async fn map_thumbnail(
         let mut picture = pictures::basemap(pool, frame).await?;
         let budget = pictures::MOST_PICTURE_FEATURES / drawn.len().max(1) as i64;
         for (dataset, colour) in &drawn {
-            pictures::draw_dataset(pool, &mut picture, dataset, *colour, budget).await?;
+            // As it is: an archived dataset shows its extent, and stays archived.
+            let data = crate::read_gate::as_it_is(&state, &caller, dataset).reader().await;
+            pictures::draw_dataset(data.pool, &mut picture, dataset, *colour, budget).await?;
         }
         Ok(picture)
     })

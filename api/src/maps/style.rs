@@ -23,7 +23,7 @@ use crate::{
         policy::readable_by_anyone,
         signed_tiles::{signed_query, template_expiry},
     },
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     extract::Path,
     state::AppState,
     tiles::{SOURCE_MAX_ZOOM, versioned_query},

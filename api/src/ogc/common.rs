@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::{
     access::{Caller, datasets::visible_collection},
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     state::AppState,
 };
 

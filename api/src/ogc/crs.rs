@@ -5,7 +5,7 @@
 //! latitude first), as PROJ's database says.
 use catalog_shared::AppError;
 
-use crate::{coordinates::crs_facts, datasets::record::Dataset};
+use crate::{coordinates::crs_facts, dataset_record::Dataset};
 
 pub const CRS84: &str = "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
 const EPSG_PREFIX: &str = "http://www.opengis.net/def/crs/EPSG/0/";

@@ -11,7 +11,7 @@ use super::{
     items::{geometry_as, parse_request, query_error},
     params::{inlined, query_with},
 };
-use crate::datasets::record::{Dataset, published_columns, table_sql};
+use crate::dataset_record::{Dataset, published_columns, table_sql};
 
 /// Items parameters that page or choose a page's format: a download is
 /// every matching feature, in the format it names.

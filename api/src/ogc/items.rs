@@ -21,11 +21,12 @@ use crate::{
     access::Caller,
     bbox::Bbox,
     coordinates::transformed_if_drawable,
-    datasets::record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns, table_sql},
     extract::{LinkCredential, Path, Query},
     interval::Interval,
     match_counts::CountKey,
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
+    read_gate,
     state::AppState,
 };
 
@@ -917,14 +918,11 @@ pub async fn items(
     // extractor gave without the caller's key: it rides along again.
     let pairs = credential.kept_in(pairs);
     // Only a well-formed request restores an archived dataset.
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    let data = read_gate::open(&state, &caller, &dataset).await?;
     let filtered = !request.conditions.is_empty();
     let where_sql = request.where_sql();
     let match_params = request.params.clone();
-    let reader = state
-        .db
-        .reader(caller.user_id(), state.datasets.position(dataset.id))
-        .await;
+    let reader = data.reader().await;
     let page = fetch_page(reader.pool, &dataset, &request, &where_sql);
     // The page and the count run side by side on two connections.
     let (mut rows, matched) = tokio::try_join!(
@@ -1043,7 +1041,7 @@ pub async fn item(
         Some(value) => crs::requested("crs", value, &crs::collection_crs(&dataset, &state.config.extra_crs))?,
         None => Crs::Crs84,
     };
-    crate::datasets::cold::ensure_hot(&state, &caller, &dataset).await?;
+    let data = read_gate::open(&state, &caller, &dataset).await?;
     let missing = || AppError::not_found(format!("no feature {feature_id} in collection {id}"));
     let key: i64 = feature_id.parse().map_err(|_| missing())?;
     let columns = published_columns(&dataset);
@@ -1054,10 +1052,7 @@ pub async fn item(
         table_sql(&dataset),
         quote_ident(&dataset.key_column)
     );
-    let reader = state
-        .db
-        .reader(caller.user_id(), state.datasets.position(dataset.id))
-        .await;
+    let reader = data.reader().await;
     let found: Option<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(key)
         .fetch_optional(reader.pool)

@@ -17,7 +17,7 @@ use utoipa_axum::{
 
 use crate::{
     access::{Caller, datasets::visible_collection, policy::visible_to_caller, signed_assets::cog_href},
-    datasets::record::{DATASET_COLUMNS, Dataset, json_schema_of, published_columns},
+    dataset_record::{DATASET_COLUMNS, Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path},
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::{
     access::{Caller, policy::visible_to_caller},
-    datasets::record::{DATASET_COLUMNS, Dataset, published_columns},
+    dataset_record::{DATASET_COLUMNS, Dataset, published_columns},
     state::AppState,
 };
 

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::{
     access::{Caller, datasets::visible_collection},
-    datasets::record::{Dataset, json_schema_of, published_columns},
+    dataset_record::{Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path, Query},
     state::AppState,
     tiles::{

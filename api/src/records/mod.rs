@@ -473,8 +473,13 @@ impl RecordInput {
         if self.record_type.as_deref() == Some("dataset") {
             return Err(AppError::unprocessable("type: dataset records come from datasets"));
         }
-        if self.extent_bbox.as_ref().is_some_and(|b| b.len() != 4 || b[1] > b[3]) {
-            return Err(AppError::unprocessable("extent_bbox: [west, south, east, north]"));
+        // In degrees, as every extent is: one past the world would reach
+        // the pictures and maps that frame it.
+        let degrees = |b: &[f64]| Bbox::from_numbers(b).is_ok();
+        if self.extent_bbox.as_ref().is_some_and(|b| b.len() != 4 || !degrees(b)) {
+            return Err(AppError::unprocessable(
+                "extent_bbox: [west, south, east, north] in degrees, longitudes from -180 to 180, latitudes from -90 to 90, south not above north",
+            ));
         }
         Ok(())
     }

@@ -31,8 +31,8 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, policy::visible_to_caller},
-    datasets::cold::rehydrated,
     extract::Json as JsonBody,
+    read_gate::rehydrated,
     replicas::UNKNOWN_POSITION,
     state::AppState,
 };

@@ -13,7 +13,7 @@ use crate::{
         Caller,
         signed_assets::{cog_href, download_href},
     },
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     state::AppState,
     tiles::tile_query,
 };

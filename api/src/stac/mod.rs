@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::{
     access::{Caller, datasets::visible_dataset, policy::visible_to_caller},
     bbox::Bbox,
-    datasets::record::{DATASET_COLUMNS, Dataset},
+    dataset_record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Path, Query},
     interval::Interval,
     state::AppState,

@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::version::Pinned;
 use crate::{
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     state::AppState,
     tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
 };

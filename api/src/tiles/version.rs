@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::{
     access::{Caller, datasets::cached_visible_dataset},
-    datasets::record::Dataset,
+    dataset_record::Dataset,
     state::AppState,
 };
 
