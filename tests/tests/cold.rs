@@ -296,13 +296,19 @@ async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
             stack.send(request)
         }))
     };
+    // A read that arrives once the (small) rehydration is done is served:
+    // on a busy machine the worker may finish before the last reader asks.
     let mut jobs = Vec::new();
     for response in read_all().await {
+        if response.status() == 200 {
+            continue;
+        }
         assert_eq!(response.status(), 202);
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["status"], "rehydrating", "{body}");
         jobs.push(body["job_id"].as_str().unwrap().to_string());
     }
+    assert!(!jobs.is_empty(), "the first reader is handed the job");
     jobs.sort();
     jobs.dedup();
     assert_eq!(jobs.len(), 1, "one job, whoever asks: {jobs:?}");
