@@ -34,6 +34,24 @@ pub fn crs_bounds(srid: i32) -> [f64; 4] {
     }
 }
 
+/// An extent (west, south, east, north in degrees; west above east when
+/// it crosses the antimeridian) cut to the world, as anything that frames
+/// or clips by it needs it; `None` when it is not four finite numbers (an
+/// extent counted from values no CRS has, written by hand).
+pub fn extent_in_world(bbox: &[f64]) -> Option<[f64; 4]> {
+    let &[west, south, east, north] = bbox.get(..4)? else {
+        return None;
+    };
+    [west, south, east, north].iter().all(|v| v.is_finite()).then(|| {
+        [
+            west.clamp(-180.0, 180.0),
+            south.clamp(-90.0, 90.0),
+            east.clamp(-180.0, 180.0),
+            north.clamp(-90.0, 90.0),
+        ]
+    })
+}
+
 /// SQL that is true when `geometry` (a geometry of the dataset's column)
 /// lies within `bounds`: its box, kept with it, is compared. PostGIS's
 /// box operators take a NaN for inside (C's comparisons), SQL's take it

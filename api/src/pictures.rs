@@ -17,7 +17,7 @@ use quick_cache::{Weighter, sync::Cache};
 use sqlx::PgPool;
 
 use crate::{
-    coordinates::drawable,
+    coordinates::{drawable, extent_in_world},
     dataset_record::{Dataset, table_sql},
     tile_cache::names_etag,
 };
@@ -117,22 +117,8 @@ fn mercator_y(lat: f64) -> f64 {
 /// crosses the antimeridian.
 pub fn frame(bbox: Option<&[f64]>) -> [f64; 4] {
     let aspect = SIZE.0 as f64 / SIZE.1 as f64;
-    // An extent reaching past the world (counted from values written by
-    // hand) is cut to it; one that is not numbers at all frames the world.
-    let degrees = |v: f64, most: f64| v.is_finite().then(|| v.clamp(-most, most));
-    let extent = match bbox {
-        Some(&[w, s, e, n, ..]) => (|| {
-            Some((
-                degrees(w, 180.0)?,
-                degrees(s, 90.0)?,
-                degrees(e, 180.0)?,
-                degrees(n, 90.0)?,
-            ))
-        })(),
-        _ => None,
-    };
-    let (mut west, mut south, mut east, mut north) = match extent {
-        Some((w, s, e, n)) if w <= e && s <= n => (
+    let (mut west, mut south, mut east, mut north) = match bbox.and_then(extent_in_world) {
+        Some([w, s, e, n]) if w <= e && s <= n => (
             w * HALF_WORLD / 180.0,
             mercator_y(s),
             e * HALF_WORLD / 180.0,
@@ -266,14 +252,9 @@ fn dot_radius(points: i64) -> f64 {
 async fn draw_extent(pool: &PgPool, picture: &mut Picture, bbox: &[f64], colour: [u8; 4]) -> Result<(), AppError> {
     // Cut to the world, or nothing drawn: ST_Segmentize of a box of
     // 1e308 degrees would make that many vertices.
-    let Some(&[west, south, east, north]) = bbox.get(..4) else {
+    let Some([west, south, east, north]) = extent_in_world(bbox) else {
         return Ok(());
     };
-    if ![west, south, east, north].iter().all(|v| v.is_finite()) {
-        return Ok(());
-    }
-    let (west, east) = (west.clamp(-180.0, 180.0), east.clamp(-180.0, 180.0));
-    let (south, north) = (south.clamp(-90.0, 90.0), north.clamp(-90.0, 90.0));
     let boxes: Vec<Vec<u8>> = sqlx::query_scalar(
         "SELECT ST_AsBinary(ST_Boundary(ST_Transform(ST_Segmentize(ST_MakeEnvelope(w, greatest($2, -85.05), e, least($4, 85.05), 4326), 1), 3857)))
          FROM (VALUES ($1::float8, CASE WHEN $1 <= $3 THEN $3 ELSE 180 END),

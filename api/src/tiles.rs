@@ -153,15 +153,14 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
             // edges densified so that their curves survive the transform.
             // An extent counted from values no CRS has is cut to the world
             // (or is the world) before it is written into SQL.
-            let degrees = |v: f64, most: f64| v.clamp(-most, most);
-            let [west, south, east, north] = match dataset.extent_bbox.as_deref() {
-                Some(&[w, s, e, n]) if [w, s, e, n].iter().all(|v| v.is_finite()) && w <= e => {
-                    [degrees(w, 180.0), degrees(s, 90.0), degrees(e, 180.0), degrees(n, 90.0)]
-                }
-                Some(&[_, s, _, n]) if s.is_finite() && n.is_finite() => {
-                    [-180.0, degrees(s, 90.0), 180.0, degrees(n, 90.0)]
-                }
-                _ => [-180.0, -90.0, 180.0, 90.0],
+            let [west, south, east, north] = match dataset
+                .extent_bbox
+                .as_deref()
+                .and_then(crate::coordinates::extent_in_world)
+            {
+                Some([w, s, e, n]) if w <= e => [w, s, e, n],
+                Some([_, s, _, n]) => [-180.0, s, 180.0, n],
+                None => [-180.0, -90.0, 180.0, 90.0],
             };
             format!(
                 "ST_Transform(ST_Segmentize(ST_ClipByBox2D({}, ST_MakeEnvelope({west}, {south}, {east}, {north}, 4326)), 0.5), {srid})",

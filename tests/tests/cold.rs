@@ -16,6 +16,24 @@ fn points(n: usize) -> Vec<u8> {
         .into_bytes()
 }
 
+/// A public dataset of `n` points, archived; its id.
+async fn archived_public_points(stack: &Stack, admin: &str, n: usize) -> String {
+    let job = stack
+        .upload_ok(admin, "points.geojson", points(n), &[("visibility", "public")])
+        .await;
+    let id = stack.wait_job(admin, &job).await["dataset_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let archived = post(stack, admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(stack.wait_job(admin, &archive_job).await["status"], "succeeded");
+    id
+}
+
 async fn post(stack: &Stack, token: &str, path: &str, body: Value) -> reqwest::Response {
     stack
         .send(stack.http.post(stack.url(path)).bearer_auth(token).json(&body))
@@ -257,19 +275,7 @@ async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
     let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let job = stack
-        .upload_ok(&admin, "points.geojson", points(20), &[("visibility", "public")])
-        .await;
-    let id = stack.wait_job(&admin, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
-    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    let id = archived_public_points(&stack, &admin, 20).await;
     sqlx::query("ALTER TABLE datasets DISABLE TRIGGER datasets_announce_change")
         .execute(&stack.pool)
         .await
@@ -362,19 +368,7 @@ async fn archiving_answers_queued_whatever_its_job_is_doing() {
 async fn every_read_of_an_archived_dataset_answers_202_or_serves() {
     let stack = Stack::start_with(StackOptions::workers(1)).await;
     let admin = stack.admin_token().await;
-    let job = stack
-        .upload_ok(&admin, "points.geojson", points(10), &[("visibility", "public")])
-        .await;
-    let id = stack.wait_job(&admin, &job).await["dataset_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
-    let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    let id = archived_public_points(&stack, &admin, 10).await;
     let token = post(&stack, &admin, &format!("/api/auth/download-token/{id}"), json!({})).await;
     assert_eq!(token.status(), 200);
     let download_token = token.json::<Value>().await.unwrap()["token"]
