@@ -29,14 +29,27 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// What a search asks for; also what a saved search keeps.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, utoipa::ToSchema, utoipa::IntoParams)]
 pub struct SearchQuery {
-    /// words to look for (web-search syntax: quotes, OR, -word)
+    /// words to look for (web-search syntax: quotes, OR, -word); text
+    /// holds no NUL, here and in every field below
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     q: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     geometry_type: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     visibility: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     keyword: Option<String>,
     /// the owner's username
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     owner: Option<String>,
     /// source format: gpkg, shapefile, geojson, csv, postgis
+    #[schema(pattern = r"^[^\u0000]*$")]
+    #[param(pattern = r"^[^\u0000]*$")]
     format: Option<String>,
     #[serde(default)]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 200, default = 20)]
@@ -229,6 +242,11 @@ async fn save_search(
     let user = caller.signed_in()?;
     if body.name.trim().is_empty() || body.name.chars().count() > 255 {
         return Err(AppError::unprocessable("name must be 1 to 255 characters"));
+    }
+    // Kept as JSON, which PostgreSQL stores without NUL, as it does text.
+    let query = serde_json::to_string(&body.query).map_err(AppError::internal)?;
+    if body.name.contains('\0') || query.contains("\\u0000") {
+        return Err(AppError::unprocessable("a saved search holds no NUL character"));
     }
     let saved = sqlx::query_as(
         "INSERT INTO saved_searches (id, user_id, name, query) VALUES ($1, $2, $3, $4) RETURNING id, name, query, created_at",

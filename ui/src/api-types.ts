@@ -3178,7 +3178,10 @@ export interface components {
             offset: number | null;
             /** @description the owner's username */
             owner?: string | null;
-            /** @description words to look for (web-search syntax: quotes, OR, -word) */
+            /**
+             * @description words to look for (web-search syntax: quotes, OR, -word); text
+             *     holds no NUL, here and in every field below
+             */
             q?: string | null;
             visibility?: string | null;
         };
@@ -14430,7 +14433,10 @@ export interface operations {
     search_datasets: {
         parameters: {
             query?: {
-                /** @description words to look for (web-search syntax: quotes, OR, -word) */
+                /**
+                 * @description words to look for (web-search syntax: quotes, OR, -word); text
+                 *     holds no NUL, here and in every field below
+                 */
                 q?: string | null;
                 geometry_type?: string | null;
                 visibility?: string | null;
@@ -14528,7 +14534,10 @@ export interface operations {
     facets: {
         parameters: {
             query?: {
-                /** @description words to look for (web-search syntax: quotes, OR, -word) */
+                /**
+                 * @description words to look for (web-search syntax: quotes, OR, -word); text
+                 *     holds no NUL, here and in every field below
+                 */
                 q?: string | null;
                 geometry_type?: string | null;
                 visibility?: string | null;
