@@ -53,16 +53,25 @@ pub fn extent_in_world(bbox: &[f64]) -> Option<[f64; 4]> {
 }
 
 /// SQL that is true when `geometry` (a geometry of the dataset's column)
-/// lies within `bounds`: its box, kept with it, is compared. PostGIS's
-/// box operators take a NaN for inside (C's comparisons), SQL's take it
-/// for above every number, so the box's top and right are compared in SQL
-/// too: a point with a NaN coordinate is left out. (A NaN inside a line
-/// may not reach its box; writes and ingest never store one.)
+/// lies within `bounds` and holds no NaN. Its box, kept with it, is
+/// compared first: PostGIS's box operators take a NaN for inside (C's
+/// comparisons), SQL's take it for above every number, so the box's top and
+/// right are compared in SQL too, which leaves out a point with a NaN. The
+/// box of a line, a polygon or a collection skips a NaN that is not its
+/// first position, so theirs are measured as well: a length over a NaN is
+/// NaN, which SQL puts above infinity.
 pub fn drawable(dataset: &Dataset, geometry: &str) -> String {
     let [west, south, east, north] = bounds(dataset);
+    let finite = match dataset.geometry_type.as_deref() {
+        Some("Point") => String::new(),
+        Some("LineString" | "MultiLineString" | "Polygon" | "MultiPolygon") => {
+            format!(" AND ST_Length({geometry}) + ST_Perimeter({geometry}) < 'Infinity'")
+        }
+        _ => format!(" AND ST_Length(ST_LineFromMultiPoint(ST_Points({geometry}))) < 'Infinity'"),
+    };
     format!(
         "({geometry} @ ST_MakeEnvelope({west:?}, {south:?}, {east:?}, {north:?}, {srid}) \
-         AND ST_XMax({geometry}) <= {east:?} AND ST_YMax({geometry}) <= {north:?})",
+         AND ST_XMax({geometry}) <= {east:?} AND ST_YMax({geometry}) <= {north:?}{finite})",
         srid = dataset.srid.max(0)
     )
 }

@@ -220,6 +220,69 @@ async fn reads_of_impossible_coordinates_written_by_hand_never_fail_or_crash_a_b
     }
 }
 
+/// A NaN inside a line or a polygon, where the box PostGIS keeps skips it
+/// (its lines and rings are measured instead): items in both CRSs answer
+/// valid JSON with that feature's geometry null (PostGIS would write `NaN`,
+/// which is no JSON), and tiles, downloads and the picture answer.
+#[tokio::test]
+async fn a_nan_inside_a_line_or_polygon_written_by_hand_is_left_out_of_every_read() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let geojson = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"name": "a"},
+         "geometry": {"type": "LineString", "coordinates": [[5.1, 52.1], [6.1, 50.1]]}},
+        {"type": "Feature", "properties": {"name": "b"},
+         "geometry": {"type": "Polygon", "coordinates": [[[5.0, 50.0], [6.0, 50.0], [6.0, 51.0], [5.0, 50.0]]]}},
+    ]});
+    let id = app.ingest_geojson(&admin, &geojson, &[("visibility", "public")]).await;
+    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let statement = format!(
+        "INSERT INTO data.\"{table}\" (name, geom) VALUES
+           ('nan line', 'SRID=4326;LINESTRING(0 0, NaN 5, 10 10)'::geometry),
+           ('nan ring', 'SRID=4326;POLYGON((0 0, 0 10, NaN NaN, 10 0, 0 0))'::geometry);
+         UPDATE datasets SET feature_count = 4, data_version = data_version + 1 WHERE id = '{id}'"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let crs3857 = "crs=http://www.opengis.net/def/crs/EPSG/0/3857";
+    for crs in ["", crs3857] {
+        let (status, page) = app
+            .get_json(None, &format!("/api/collections/{id}/items?limit=100&{crs}"))
+            .await;
+        assert_eq!(status, 200, "{crs}: {page}");
+        let features = page["features"].as_array().unwrap();
+        assert_eq!(features.len(), 4, "{crs}");
+        let mut without: Vec<&str> = features
+            .iter()
+            .filter(|f| f["geometry"].is_null())
+            .map(|f| f["properties"]["name"].as_str().unwrap())
+            .collect();
+        without.sort();
+        assert_eq!(without, ["nan line", "nan ring"], "{crs}");
+    }
+    for path in [
+        format!("/api/tiles/{id}/0/0/0"),
+        format!("/api/tiles/{id}/5/16/10"),
+        format!("/api/datasets/{id}/download?format=geojson"),
+        format!("/api/datasets/{id}/download?format=gpkg&{crs3857}"),
+        format!("/api/datasets/{id}/thumbnail.png"),
+    ] {
+        let response = app.send(app.http().get(app.url(&path))).await;
+        let status = response.status().as_u16();
+        assert!(status == 200 || status == 204, "{path}: {status}");
+        if path.contains("geojson") {
+            let body: Value = serde_json::from_str(&response.text().await.unwrap()).expect("the download is JSON");
+            assert_eq!(body["features"].as_array().unwrap().len(), 4);
+        }
+    }
+}
+
 /// Anonymous filters of 1,500 `NOT`s and 2,000 unary minus signs (6 KB,
 /// under the length limit) each overflowed a worker's stack in the parser
 /// and aborted the API; now each is a 400, and the process answers its
