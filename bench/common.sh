@@ -1,8 +1,8 @@
 # Shared by the bench scripts: a fresh `bench` database on the bench
 # cluster, the seeded test data, a release build of the service running
-# against them, tipg beside it, and wrk. Sets the defaults below (a script
-# may set its own after sourcing this, as bench/faults.sh does); expects
-# TIPG_PORT, CONNECTIONS and DURATION for tipg and wrk.
+# against them, tipg beside it, and wrk (bench/wrk.sh). Sets the defaults
+# below (a script may set its own after sourcing this, as bench/faults.sh
+# does); expects TIPG_PORT, CONNECTIONS and DURATION for tipg and wrk.
 # shellcheck shell=bash
 
 # The bench cluster, its work folder, the service's port and the seeded
@@ -43,7 +43,7 @@ ogr2ogr_load_seconds() {
   PG_USE_COPY=YES ogr2ogr -f PostgreSQL "PG:host=127.0.0.1 port=$PORT user=catalog dbname=bench" "$1" \
     -nln ogr2ogr_points -lco SPATIAL_INDEX=GIST -overwrite >&2
   end=$(date +%s.%N)
-  python3 -c "print(f'{$end - $start:.2f}')"
+  python3 -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1]):.2f}")' "$start" "$end"
 }
 
 # start_service: builds in release mode and starts the API and one worker
@@ -131,61 +131,8 @@ serve_public_table_beside_tipg() {
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TIPG_PORT/collections" >/dev/null && break; sleep 0.3; done
 }
 
-# measure URL [WRK_ARG ...]: wrk's requests/s, 99th-percentile latency and
-# non-2xx count.
-measure() {
-  local url=$1 out rps p99 non2xx
-  shift
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" "$url")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  # Requests wrk gave up on (after its 2 s timeout) have no latency; when
-  # they are 1% or more of all, the p99 is at least that timeout.
-  local answered timeouts
-  answered=$(awk '/requests in/ {print $1}' <<<"$out")
-  timeouts=$(awk '/Socket errors/ {for (i = 1; i < NF; i++) if ($i == "timeout") print $(i + 1)}' <<<"$out")
-  if ((${timeouts:-0} > 0 && ${timeouts:-0} * 100 >= ${answered:-0} + ${timeouts:-0})); then
-    p99=">=2.00s"
-  fi
-  echo "$rps ${p99:-?} ${non2xx:-0}"
-}
-
-# measure_pair URL_OURS URL_PEER: `measure` of both servers over ROUNDS
-# rounds (default 3) of DURATION/ROUNDS seconds each, alternating which
-# goes first, so a drift of this shared machine's speed falls on both.
-# Prints each server's median requests/s, median p99 and total non-2xx:
-# "ours_rps ours_p99 ours_bad peer_rps peer_p99 peer_bad".
-measure_pair() {
-  local rounds=${ROUNDS:-3} round first second
-  local -a ours=() peer=()
-  local seconds=$(( (DURATION + rounds - 1) / rounds ))
-  for ((round = 0; round < rounds; round++)); do
-    if ((round % 2 == 0)); then first=$1 second=$2; else first=$2 second=$1; fi
-    local a b
-    a=$(DURATION=$seconds measure "$first")
-    b=$(DURATION=$seconds measure "$second")
-    if [[ $first == "$1" ]]; then ours+=("$a") peer+=("$b"); else ours+=("$b") peer+=("$a"); fi
-  done
-  python3 - "${ours[@]}" -- "${peer[@]}" <<'PY'
-import statistics, sys
-args = sys.argv[1:]
-cut = args.index("--")
-def seconds(p99):
-    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-    for unit in ("us", "ms", "s"):
-        if p99.endswith(unit):
-            return float(p99[: -len(unit)]) * units[unit]
-    return float("nan")
-def summary(runs):
-    runs = [r.split() for r in runs]
-    rps = statistics.median(float(r[0]) for r in runs)
-    p99 = sorted((r[1] for r in runs), key=seconds)[len(runs) // 2]
-    bad = sum(int(r[2]) for r in runs)
-    return f"{rps:.2f} {p99} {bad}"
-print(summary(args[:cut]), summary(args[cut + 1:]))
-PY
-}
+# measure, measure_pair and wrk_notes: wrk's figures as measurement lines.
+source "$(dirname "${BASH_SOURCE[0]}")/wrk.sh"
 
 # restart_api [VAR=value ...]: stops the API and starts it again with these
 # settings added to the environment start_service set.

@@ -40,14 +40,27 @@ DRAFT=$(mktemp)
   echo "the same run). Ratios compare; absolute rates differ from machine to machine."
   echo "What each script measures and how: \`bench/README.md\`."
 } >"$DRAFT"
+# A bench that fails does not stop the others: its output so far goes in
+# with a line saying where it stopped, and results.md is left as it was
+# (the table of this run is kept beside the logs instead).
+mkdir -p "$ROOT/.data"
+FAILED=()
 for name in "${ORDER[@]}"; do
   log "bench/${SCRIPT[$name]}"
-  output=$("bench/${SCRIPT[$name]}" 2>"$ROOT/.data/bench-$name.log") || {
-    echo "bench/${SCRIPT[$name]} failed; see .data/bench-$name.log" >&2
-    exit 1
-  }
+  status=0
+  output=$("bench/${SCRIPT[$name]}" 2>"$ROOT/.data/bench-$name.log") || status=$?
+  if ((status)); then
+    echo "bench/${SCRIPT[$name]} failed (exit status $status); see .data/bench-$name.log" >&2
+    output+=$'\n'"(bench/${SCRIPT[$name]} stopped here with exit status $status; see .data/bench-$name.log)"
+    FAILED+=("$name")
+  fi
   printf '\n## %s\n\n```\n%s\n```\n' "${TITLE[$name]}" "$output" >>"$DRAFT"
   printf '%s\n' "$output"
 done
+if ((${#FAILED[@]})); then
+  mv "$DRAFT" "$ROOT/.data/bench-results.md"
+  log "failed: ${FAILED[*]}; $RESULTS left as it was, this run's table in .data/bench-results.md"
+  exit 1
+fi
 mv "$DRAFT" "$RESULTS"
 log "written to $RESULTS"

@@ -80,17 +80,23 @@ for mix in first crs_first sort_first bbox crs_bbox sort_bbox deep crs_deep sort
   # generic plan, so the measured run sees the plan steady traffic gets.
   DURATION=$WARMUP measure "${OUR_URL[$mix]}" >/dev/null
   DURATION=$WARMUP measure "${TIPG_URL[$mix]}" >/dev/null
-  read -r ours_rps ours_p99 ours_bad < <(measure "${OUR_URL[$mix]}")
-  read -r tipg_rps tipg_p99 _ < <(measure "${TIPG_URL[$mix]}")
+  # Measurement lines (bench/wrk.sh): "-" where wrk gave no figure, a p99
+  # of ">2s" where requests timed out.
+  ours_m=$(measure "${OUR_URL[$mix]}")
+  tipg_m=$(measure "${TIPG_URL[$mix]}")
+  read -r ours_rps ours_p99 _ <<<"$ours_m"
+  read -r tipg_rps tipg_p99 _ <<<"$tipg_m"
   echo "${PAGE_SQL[$mix]}" >"$WORK/page_$mix.sql"
+  # An aborted pgbench (it exits 2) leaves no tps: "-", not a stopped bench.
   db_tps=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U catalog -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$WORK/page_$mix.sql" bench 2>/dev/null |
-    awk '/^tps/ {print $3; exit}')
-  ratio=$(python3 -c "print(f'{$ours_rps / max($tipg_rps, 0.001):.1f}x')")
-  vs_db=$(python3 -c "print(f'{$ours_rps / max($db_tps, 0.001):.2f}')")
+    awk '/^tps/ {print $3; exit}') || true
+  ratio=$(python3 bench/wrk_summary.py ratio --digits 1 --peer tipg "$ours_m" "$tipg_m")
+  vs_db=$(python3 bench/wrk_summary.py ratio --digits 2 --suffix '' --peer pgbench "$ours_m" "$db_tps")
   goal=$(python3 bench/goal.py "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" 5)
   OUR_RPS[$mix]=$ours_rps
-  printf '%-10s %12s %10s %12s %10s %8s %12s %10s %s\n' "$mix" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "$db_tps" "$vs_db" "$goal"
-  [[ $ours_bad == 0 ]] || echo "  (our $mix answered $ours_bad non-2xx responses)"
+  printf '%-10s %12s %10s %12s %10s %8s %12s %10s %s\n' "$mix" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "${db_tps:--}" "$vs_db" "$goal"
+  wrk_notes "our $mix" "$ours_m"
+  wrk_notes "tipg's $mix" "$tipg_m"
 done
 
 # Each CRS or sorted mix against its plain one (goal: at least 0.8 of its
@@ -105,21 +111,35 @@ for mix in crs_first sort_first crs_bbox sort_bbox crs_deep sort_deep; do
   mix_rates=() plain_rates=()
   for ((round = 0; round < PLAIN_ROUNDS; round++)); do
     if ((round % 2 == 0)); then
-      read -r a _ < <(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$mix]}")
-      read -r b _ < <(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$plain]}")
+      a=$(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$mix]}")
+      b=$(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$plain]}")
     else
-      read -r b _ < <(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$plain]}")
-      read -r a _ < <(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$mix]}")
+      b=$(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$plain]}")
+      a=$(DURATION=$PLAIN_SECONDS measure "${OUR_URL[$mix]}")
     fi
+    # Each round's requests/s ("-" where wrk gave none).
+    a=${a%% *} b=${b%% *} a=${a:--} b=${b:--}
     mix_rates+=("$a") plain_rates+=("$b")
   done
   python3 - "$mix" "$plain" "${mix_rates[*]}" "${plain_rates[*]}" <<'PY'
 import statistics, sys
 mix, plain, ours, theirs = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
-ratios = [float(a) / max(float(b), 0.001) for a, b in zip(ours, theirs)]
-ratio = statistics.median(ratios)
-print(f"{mix:<10} {plain:<6} {statistics.median(map(float, ours)):14.1f} {statistics.median(map(float, theirs)):14.1f} "
-      f"{ratio:.2f} {'ok' if ratio >= 0.8 else 'MISSED'} (rounds {min(ratios):.2f} to {max(ratios):.2f})")
+def rate(token):
+    try:
+        return float(token)
+    except ValueError:  # "-": wrk gave no figure that round
+        return None
+def median(rates):
+    rates = [r for r in rates if r is not None]
+    return f"{statistics.median(rates):14.1f}" if rates else f"{'-':>14}"
+pairs = [(rate(a), rate(b)) for a, b in zip(ours, theirs)]
+ratios = [a / b for a, b in pairs if a is not None and b is not None and b > 0]
+head = f"{mix:<10} {plain:<6} {median(a for a, _ in pairs)} {median(b for _, b in pairs)} "
+if ratios:
+    ratio = statistics.median(ratios)
+    print(head + f"{ratio:.2f} {'ok' if ratio >= 0.8 else 'MISSED'} (rounds {min(ratios):.2f} to {max(ratios):.2f})")
+else:
+    print(head + f"n/a: no round gave both figures ({len(pairs)} rounds)")
 PY
 done
 
@@ -158,8 +178,9 @@ printf '\n%-10s %14s %16s %10s %s\n' mix "direct req/s" "pgbouncer req/s" p99 "p
 for mix in first bbox filter deep sort_first; do
   curl -sf "${OUR_URL[$mix]}" >/dev/null || { echo "our $mix request through PgBouncer failed"; exit 1; }
   DURATION=$WARMUP measure "${OUR_URL[$mix]}" >/dev/null
-  read -r pooled_rps pooled_p99 pooled_bad < <(measure "${OUR_URL[$mix]}")
-  share=$(python3 -c "print(f'{$pooled_rps / max(${OUR_RPS[$mix]}, 0.001):.2f}')")
+  pooled_m=$(measure "${OUR_URL[$mix]}")
+  read -r pooled_rps pooled_p99 _ <<<"$pooled_m"
+  share=$(python3 bench/wrk_summary.py ratio --digits 2 --suffix '' --ours "PgBouncer" --peer "the direct run" "$pooled_m" "${OUR_RPS[$mix]}")
   printf '%-10s %14s %16s %10s %s\n' "$mix" "${OUR_RPS[$mix]}" "$pooled_rps" "$pooled_p99" "$share"
-  [[ $pooled_bad == 0 ]] || echo "  ($mix through PgBouncer answered $pooled_bad non-2xx responses)"
+  wrk_notes "$mix through PgBouncer" "$pooled_m"
 done

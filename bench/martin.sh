@@ -60,10 +60,16 @@ for pairing in off on; do
       echo "tile $tile: we serve $ours features, martin $theirs; not comparable" >&2
       exit 1
     fi
-    read -r ours_rps ours_p99 ours_bad martin_rps martin_p99 martin_bad < <(measure_pair "$OURS/$tile.pbf" "$THEIRS/$tile")
-    ratio=$(python3 -c "print(f'{$ours_rps / max($martin_rps, 0.001):.2f}x')")
+    # Measurement lines (bench/wrk.sh): "-" where wrk gave no figure, a
+    # p99 of ">2s" where requests timed out; the ratio cell says why it
+    # has no figure, the lines under the row count timeouts and errors.
+    mapfile -t pair < <(measure_pair "$OURS/$tile.pbf" "$THEIRS/$tile")
+    ours_m=${pair[0]:-} martin_m=${pair[1]:-}
+    read -r ours_rps ours_p99 _ <<<"$ours_m"
+    read -r martin_rps martin_p99 _ <<<"$martin_m"
+    ratio=$(python3 bench/wrk_summary.py ratio --digits 2 --peer martin "$ours_m" "$martin_m")
     printf '%-6s %-12s %9s %12s %10s %12s %10s %8s\n' "$pairing" "$tile" "$ours" "$ours_rps" "$ours_p99" "$martin_rps" "$martin_p99" "$ratio"
-    [[ $ours_bad == 0 ]] || echo "  (our $tile answered $ours_bad non-2xx responses)"
-    [[ $martin_bad == 0 ]] || echo "  (martin's $tile answered $martin_bad non-2xx responses)"
+    wrk_notes "our $tile" "$ours_m"
+    wrk_notes "martin's $tile" "$martin_m"
   done
 done

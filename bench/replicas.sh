@@ -33,7 +33,7 @@ rm -rf "$REPLICA_DIR"
 mkdir -p "$REPLICA_DIR"
 if [[ $(id -u) == 0 ]]; then chown postgres: "$REPLICA_DIR"; fi
 chmod 700 "$REPLICA_DIR"
-as_pg pg_basebackup -h 127.0.0.1 -p "$PORT" -U catalog -D "$REPLICA_DIR" -R -X stream
+as_pg pg_basebackup -h 127.0.0.1 -p "$PORT" -U catalog -D "$REPLICA_DIR" -R -X stream -c fast
 echo "port = $REPLICA_PORT" | as_pg tee -a "$REPLICA_DIR/postgresql.conf" >/dev/null
 # Queries on the replica hold back the primary's clean-up rather than being
 # cancelled by its replay, or holding replay back (docs/operations.md).

@@ -38,8 +38,12 @@ for tile in "${TILES[@]}"; do
   curl -sf "$ours_url" -o /dev/null || { echo "our tile $tile failed"; exit 1; }
   curl -sf "$tipg_url" -o /dev/null || echo "tipg tile $tile failed" >&2
   bytes=$(tile_bytes "$ours_url")
-  read -r ours_rps ours_p99 ours_bad < <(measure "$ours_url")
-  read -r tipg_rps tipg_p99 _ < <(measure "$tipg_url")
+  # Measurement lines (bench/wrk.sh): "-" where wrk gave no figure, a p99
+  # of ">2s" where requests timed out.
+  ours_m=$(measure "$ours_url")
+  tipg_m=$(measure "$tipg_url")
+  read -r ours_rps ours_p99 _ <<<"$ours_m"
+  read -r tipg_rps tipg_p99 _ <<<"$tipg_m"
   cat >"$WORK/tile.sql" <<SQL
 SELECT ST_AsMVT(tile.*, 'points', 4096, 'mvt_geom', 'mvt_id') FROM (
   SELECT t.gid AS mvt_id, ST_AsMVTGeom(ST_Transform(t.geom, 3857), ST_TileEnvelope($z, $x, $y), 4096, 64, true) AS mvt_geom,
@@ -47,10 +51,12 @@ SELECT ST_AsMVT(tile.*, 'points', 4096, 'mvt_geom', 'mvt_id') FROM (
   FROM data."$TABLE" t WHERE t.geom && ST_Transform(ST_TileEnvelope($z, $x, $y, margin => 0.015625), 4326) LIMIT 50000
 ) tile WHERE tile.mvt_geom IS NOT NULL;
 SQL
+  # An aborted pgbench (it exits 2) leaves no tps: "-", not a stopped bench.
   db_tps=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U catalog -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$WORK/tile.sql" bench 2>/dev/null |
-    awk '/^tps/ {print $3; exit}')
-  ratio=$(python3 -c "print(f'{$ours_rps / max($tipg_rps, 0.001):.1f}x')")
-  vs_db=$(python3 -c "print(f'{$ours_rps / max($db_tps, 0.001):.2f}')")
-  printf '%-12s %10s %12s %10s %12s %10s %8s %12s %10s\n' "$tile" "$bytes" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "$db_tps" "$vs_db"
-  [[ $ours_bad == 0 ]] || echo "  (our $tile answered $ours_bad non-2xx responses)"
+    awk '/^tps/ {print $3; exit}') || true
+  ratio=$(python3 bench/wrk_summary.py ratio --digits 1 --peer tipg "$ours_m" "$tipg_m")
+  vs_db=$(python3 bench/wrk_summary.py ratio --digits 2 --suffix '' --peer pgbench "$ours_m" "$db_tps")
+  printf '%-12s %10s %12s %10s %12s %10s %8s %12s %10s\n' "$tile" "$bytes" "$ours_rps" "$ours_p99" "$tipg_rps" "$tipg_p99" "$ratio" "${db_tps:--}" "$vs_db"
+  wrk_notes "our $tile" "$ours_m"
+  wrk_notes "tipg's $tile" "$tipg_m"
 done

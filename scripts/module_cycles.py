@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Prints import circles between the modules (files) of a crate's src/.
+"""Prints import circles between the modules (files) of a crate's src/, and
+between its top-level modules (a folder counts as one).
 
 Each `use crate::...`, `use super::...` and inline `crate::a::b` path is
 resolved to the deepest module that exists; a circle is a strongly
-connected group of two or more modules. Exit status 1 when any is found.
+connected group of two or more modules. At folder level, a file of one
+top-level module importing any file of another is an arrow between the
+two: a leaf kept inside a resource's folder, imported from below, shows as
+a circle through that resource. Exit status 1 when any is found.
 Usage: scripts/module_cycles.py api/src [jobs/src ...]
 """
 import os
@@ -86,6 +90,22 @@ def edges(mods):
     return graph
 
 
+def folders(graph):
+    """The graph between top-level modules (the crate root left out)."""
+    top = {}
+    for mod, targets in graph.items():
+        if not mod:
+            continue
+        top.setdefault(mod[:1], set())
+        for target in targets:
+            if target and target[:1] != mod[:1]:
+                top[mod[:1]].add(target[:1])
+    for targets in list(top.values()):
+        for target in targets:
+            top.setdefault(target, set())
+    return top
+
+
 def cycles(graph):
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)
@@ -124,4 +144,7 @@ if __name__ == "__main__":
         for group in cycles(edges(modules(root))):
             failed = True
             print(f"{root}: import circle: {' <-> '.join(group)}")
+        for group in cycles(folders(edges(modules(root)))):
+            failed = True
+            print(f"{root}: import circle between top-level modules: {' <-> '.join(group)}")
     sys.exit(1 if failed else 0)

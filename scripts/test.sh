@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL
-# cluster under .data/test-pg, checks format (rustfmt) and that modules
-# import in no circle, builds the binaries the integration tests spawn with
+# cluster under .data/test-pg, checks format (rustfmt), that modules
+# import in no circle and that the docs' links and decisions index hold, builds the binaries the integration tests spawn with
 # clippy's lints as errors (`lint_as_built`), runs every test of the workspace
 # (naming all failures at the end), and checks that their logs hold no
 # secret.
@@ -22,9 +22,10 @@ DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast
 trap 'stop_cluster "$DIR"' EXIT
 
-log "checking format and import circles"
+log "checking format, import circles and the docs' links"
 cargo fmt --all -- --check
-python3 scripts/module_cycles.py api/src shared/src jobs/src worker/src
+python3 scripts/module_cycles.py api/src shared/src jobs/src worker/src raster/src
+python3 scripts/docs_check.py
 
 log "checking the Helm chart (lint, render, Kubernetes and KEDA schemas, offline)"
 scripts/helm_check.sh

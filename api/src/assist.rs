@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::visible_dataset},
-    dataset_record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns},
     extract::Json as JsonBody,
     state::AppState,
 };
@@ -76,7 +76,8 @@ fn origin(dataset: &Dataset) -> String {
     if dataset.is_registered {
         format!(
             "It is read in place from the table {}.{}",
-            dataset.schema_name, dataset.table_name
+            dataset.table_names().0,
+            dataset.table_names().1
         )
     } else {
         match (&dataset.source_filename, &dataset.source_format) {
@@ -219,13 +220,15 @@ async fn quality_statement(
             draft: raster_draft(&dataset, &info.0),
         }));
     }
+    // As it is: a draft brings no archived dataset back (its count fails,
+    // and the draft leaves the completeness sentence out, as it does when
+    // counting a table too big to scan takes longer than allowed).
+    let data = crate::read_gate::as_it_is(&state, &caller, &dataset);
     let sql = format!(
         "SELECT count(*) FROM {} WHERE {} IS NULL",
-        table_sql(&dataset),
+        data.table(),
         quote_ident(&dataset.geometry_column)
     );
-    // Counting is bounded: on a table too big to scan in time, the draft
-    // leaves the completeness sentence out.
     let mut tx = state.pool.begin().await?;
     sqlx::query("SET LOCAL statement_timeout = '3s'")
         .execute(&mut *tx)

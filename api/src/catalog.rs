@@ -478,24 +478,18 @@ struct ValidateQuery {
 
 /// Checks the table still exists and matches the recorded columns.
 async fn check_table(state: &AppState, d: &crate::dataset_record::Dataset) -> Result<Value, AppError> {
+    let (schema_name, table_name) = d.table_names();
     let exists: bool = sqlx::query_scalar("SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL")
-        .bind(&d.schema_name)
-        .bind(&d.table_name)
+        .bind(schema_name)
+        .bind(table_name)
         .fetch_one(&state.pool)
         .await?;
     let mut problems = Vec::new();
     if !exists {
-        problems.push(format!("the table {}.{} does not exist", d.schema_name, d.table_name));
+        problems.push(format!("the table {}.{} does not exist", schema_name, table_name));
     } else {
         let mut conn = state.pool.acquire().await?;
-        let actual = table_columns(
-            &mut conn,
-            &d.schema_name,
-            &d.table_name,
-            &d.key_column,
-            &d.geometry_column,
-        )
-        .await?;
+        let actual = table_columns(&mut conn, schema_name, table_name, &d.key_column, &d.geometry_column).await?;
         let recorded = &d.column_info.0;
         for column in recorded {
             let name = &column.name;

@@ -17,8 +17,8 @@ pub struct Dataset {
     pub(crate) id: Uuid,
     pub(crate) title: String,
     pub(crate) summary: Option<String>,
-    pub(crate) schema_name: String,
-    pub(crate) table_name: String,
+    schema_name: String,
+    table_name: String,
     pub(crate) key_column: String,
     pub(crate) geometry_column: String,
     pub(crate) geometry_type: Option<String>,
@@ -107,15 +107,6 @@ pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
     dataset.column_info.0.clone()
 }
 
-/// The dataset's table, quoted for SQL.
-pub fn table_sql(dataset: &Dataset) -> String {
-    format!(
-        "{}.{}",
-        catalog_shared::db::quote_ident(&dataset.schema_name),
-        catalog_shared::db::quote_ident(&dataset.table_name)
-    )
-}
-
 /// The JSON Schema of a column's values, by its PostgreSQL type.
 pub fn json_schema_of(pg_type: &str) -> Value {
     match pg_type {
@@ -131,6 +122,28 @@ pub fn json_schema_of(pg_type: &str) -> Value {
 }
 
 impl Dataset {
+    /// The schema and name of the dataset's table, for what names the
+    /// table rather than reads its rows (labels, the catalog's checks, a
+    /// delete): a read of the rows takes the table from `read_gate`.
+    pub fn table_names(&self) -> (&str, &str) {
+        (&self.schema_name, &self.table_name)
+    }
+
+    /// The name its vector tiles give their layer: the table's, as
+    /// PostGIS tile servers do.
+    pub fn layer_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The statement that drops the dataset's table.
+    pub fn drop_table_sql(&self) -> String {
+        format!(
+            "DROP TABLE IF EXISTS {}.{}",
+            catalog_shared::db::quote_ident(&self.schema_name),
+            catalog_shared::db::quote_ident(&self.table_name)
+        )
+    }
+
     pub fn is_raster(&self) -> bool {
         match self.kind {
             DatasetKind::Raster => true,

@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use crate::{
     access::{Caller, datasets::writable_dataset},
-    dataset_record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns},
     extract::{Json as JsonBody, Path},
     ogc::{
         crs::Crs,
@@ -144,7 +144,7 @@ fn check_positions(coordinates: &Value, nesting: usize, at: &str) -> Result<(), 
 
 /// The dataset behind a collection id, for a writer; 404 for anything the
 /// caller may not see, 409 for data that is not an editable table.
-async fn editable_collection(state: &AppState, caller: &Caller, id: &str) -> Result<Dataset, AppError> {
+async fn editable_collection(state: &AppState, caller: &Caller, id: &str) -> Result<(Dataset, String), AppError> {
     let missing = || AppError::not_found(format!("no collection {id}"));
     let uuid: Uuid = id.parse().map_err(|_| missing())?;
     let dataset = writable_dataset(state, caller, uuid).await.map_err(|e| {
@@ -154,27 +154,32 @@ async fn editable_collection(state: &AppState, caller: &Caller, id: &str) -> Res
             e
         }
     })?;
-    editable(state, caller, &dataset).await?;
-    Ok(dataset)
+    let table = editable(state, caller, &dataset).await?.table().to_string();
+    Ok((dataset, table))
 }
 
 /// Whether the dataset's features can be edited: an ingested vector
 /// table (a registered table is read in place and has no history),
-/// published, and hot (an archived one is brought back first).
-pub(crate) async fn editable(state: &AppState, caller: &Caller, dataset: &Dataset) -> Result<(), AppError> {
+/// published, and hot (an archived one is brought back first). Its data,
+/// open for the write.
+pub(crate) async fn editable<'s>(
+    state: &'s AppState,
+    caller: &Caller,
+    dataset: &Dataset,
+) -> Result<crate::read_gate::Data<'s>, AppError> {
     if dataset.kind != DatasetKind::Vector || dataset.is_registered {
         return Err(AppError::conflict(
             "only the features of an ingested vector dataset can be edited; a raster or a registered table cannot",
         ));
     }
-    crate::read_gate::open(state, caller, dataset).await?;
+    let data = crate::read_gate::open(state, caller, dataset).await?;
     if dataset.status != PublicationStatus::Ready {
         return Err(AppError::conflict(format!(
             "the dataset is {}, not ready",
             dataset.status
         )));
     }
-    Ok(())
+    Ok(data)
 }
 
 /// What a write sets: columns and SQL values, with the text bound to each.
@@ -315,12 +320,12 @@ impl Written {
 }
 
 /// The row `key` as the feature it is now, with its tag.
-async fn written(tx: &mut PgConnection, dataset: &Dataset, key: i64) -> Result<Written, AppError> {
+async fn written(tx: &mut PgConnection, (dataset, table): (&Dataset, &str), key: i64) -> Result<Written, AppError> {
     let sql = format!(
         "SELECT {}, {} FROM {} t WHERE t.{} = $1",
         feature_sql(dataset, &published_columns(dataset), Some(Crs::Crs84)),
         row_etag("t", &dataset.geometry_column),
-        table_sql(dataset),
+        table,
         quote_ident(&dataset.key_column)
     );
     let (feature, etag): (String, String) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -336,7 +341,7 @@ async fn written(tx: &mut PgConnection, dataset: &Dataset, key: i64) -> Result<W
 /// its edge; otherwise it stands.
 async fn keep_extent(
     tx: &mut PgConnection,
-    dataset: &Dataset,
+    (dataset, table): (&Dataset, &str),
     before: Option<&Value>,
     after: Option<&Value>,
 ) -> Result<(), AppError> {
@@ -376,7 +381,7 @@ async fn keep_extent(
     if !moves {
         return Ok(());
     }
-    let counted = extent::of_table(&mut *tx, &table_sql(dataset), &dataset.geometry_column).await?;
+    let counted = extent::of_table(&mut *tx, table, &dataset.geometry_column).await?;
     sqlx::query("UPDATE datasets SET extent_bbox = $2 WHERE id = $1")
         .bind(dataset.id)
         .bind(counted.bbox().map(|b| b.to_vec()))
@@ -389,7 +394,7 @@ async fn keep_extent(
 pub(crate) async fn insert_feature(
     state: &AppState,
     caller: &Caller,
-    dataset: &Dataset,
+    (dataset, table): (&Dataset, &str),
     geometry: &Value,
     properties: Option<&Map<String, Value>>,
 ) -> Result<Written, AppError> {
@@ -401,7 +406,7 @@ pub(crate) async fn insert_feature(
     }
     let sql = format!(
         "INSERT INTO {} AS t ({}) VALUES ({}) RETURNING t.{}::bigint, {}",
-        table_sql(dataset),
+        table,
         set.columns.join(", "),
         set.values.join(", "),
         quote_ident(&dataset.key_column),
@@ -414,9 +419,9 @@ pub(crate) async fn insert_feature(
         query = query.bind(p.as_deref());
     }
     let (key, after) = query.fetch_one(&mut *tx).await.map_err(write_error)?;
-    keep_extent(&mut tx, dataset, None, Some(&after)).await?;
+    keep_extent(&mut tx, (dataset, table), None, Some(&after)).await?;
     record_edit(&mut tx, dataset.id, caller.user_id(), 1, &[(key, None, Some(after))]).await?;
-    let written = written(&mut tx, dataset, key).await?;
+    let written = written(&mut tx, (dataset, table), key).await?;
     tx.commit().await?;
     state.datasets.forget(dataset.id);
     Ok(written)
@@ -474,7 +479,7 @@ enum Change<'a> {
 async fn change_feature(
     state: &AppState,
     caller: &Caller,
-    dataset: &Dataset,
+    (dataset, table): (&Dataset, &str),
     key: i64,
     tags: &[String],
     change: Change<'_>,
@@ -509,7 +514,6 @@ async fn change_feature(
         }
         Change::Delete => {}
     }
-    let table = table_sql(dataset);
     let key_column = quote_ident(&dataset.key_column);
     let mut tx = state.pool.begin().await?;
     if !matches!(change, Change::Delete) {
@@ -559,7 +563,7 @@ async fn change_feature(
             Some(query.bind(key).fetch_one(&mut *tx).await.map_err(write_error)?)
         }
     };
-    keep_extent(&mut tx, dataset, Some(&before), after.as_ref()).await?;
+    keep_extent(&mut tx, (dataset, table), Some(&before), after.as_ref()).await?;
     let added = if after.is_none() { -1 } else { 0 };
     record_edit(
         &mut tx,
@@ -570,7 +574,7 @@ async fn change_feature(
     )
     .await?;
     let result = match after {
-        Some(_) => Some(written(&mut tx, dataset, key).await?),
+        Some(_) => Some(written(&mut tx, (dataset, table), key).await?),
         None => None,
     };
     tx.commit().await?;
@@ -587,12 +591,12 @@ async fn change_item(
     headers: &HeaderMap,
     change: Change<'_>,
 ) -> Result<Option<Written>, AppError> {
-    let dataset = editable_collection(state, caller, id).await?;
+    let (dataset, table) = editable_collection(state, caller, id).await?;
     let key: i64 = feature_id
         .parse()
         .map_err(|_| AppError::not_found(format!("no feature {feature_id} in collection {id}")))?;
     let tags = if_match(headers)?;
-    change_feature(state, caller, &dataset, key, &tags, change).await
+    change_feature(state, caller, (&dataset, &table), key, &tags, change).await
 }
 
 /// Adds a feature to a collection (OGC API Features Part 4).
@@ -612,10 +616,10 @@ async fn create_item(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, AppError> {
-    let dataset = editable_collection(&state, &caller, &id).await?;
+    let (dataset, table) = editable_collection(&state, &caller, &id).await?;
     let (geometry, properties) = feature_parts(&body)?;
     let geometry = geometry.ok_or_else(|| AppError::unprocessable("a feature needs its geometry (null for none)"))?;
-    let written = insert_feature(&state, &caller, &dataset, geometry, properties).await?;
+    let written = insert_feature(&state, &caller, (&dataset, &table), geometry, properties).await?;
     let mut response = written.response(StatusCode::CREATED);
     let location = format!(
         "{}/api/collections/{}/items/{}",

@@ -20,7 +20,7 @@ use crate::{
         datasets::{cached_visible_dataset, writable_dataset},
     },
     bbox::Bbox,
-    dataset_record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns},
     editing::{check_geometry, editable, insert_feature},
     extract::{Json as JsonBody, LinkCredential, Path, Query},
     ogc::{
@@ -96,7 +96,7 @@ async fn list_features(
             &columns,
             q.include_geometry.unwrap_or(true).then_some(Crs::Crs84)
         ),
-        table_sql(&dataset),
+        data.table(),
         quote_ident(&dataset.key_column),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -110,7 +110,7 @@ async fn list_features(
         // Past the last page the window is empty; count the matches alone.
         None if bounds.is_none() => dataset.feature_count.unwrap_or(0),
         None => {
-            let sql = format!("SELECT count(*) FROM {} t WHERE {condition}", table_sql(&dataset));
+            let sql = format!("SELECT count(*) FROM {} t WHERE {condition}", data.table());
             let b = bounds.unwrap_or_default();
             sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .bind(b[0])
@@ -190,8 +190,15 @@ async fn create_feature(
         return Err(AppError::unprocessable("type must be Feature"));
     }
     check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
-    editable(&state, &caller, &dataset).await?;
-    let written = insert_feature(&state, &caller, &dataset, &body.geometry, Some(&body.properties)).await?;
+    let data = editable(&state, &caller, &dataset).await?;
+    let written = insert_feature(
+        &state,
+        &caller,
+        (&dataset, data.table()),
+        &body.geometry,
+        Some(&body.properties),
+    )
+    .await?;
     Ok(geojson(StatusCode::CREATED, written.feature))
 }
 
@@ -320,7 +327,7 @@ async fn add_column(
     })?;
     // Only a well-formed column restores an archived dataset; a raster or a
     // registered table (read in place) has no columns to add here.
-    editable(&state, &caller, &dataset).await?;
+    let data = editable(&state, &caller, &dataset).await?;
     let mut columns = published_columns(&dataset);
     if name == dataset.key_column || name == dataset.geometry_column || columns.iter().any(|c| c.name == name) {
         return Err(AppError::conflict(format!("the dataset already has a column {name}")));
@@ -328,7 +335,7 @@ async fn add_column(
     let mut tx = state.pool.begin().await?;
     let alter = format!(
         "ALTER TABLE {} ADD COLUMN {} {pg_type}",
-        table_sql(&dataset),
+        data.table(),
         quote_ident(&name)
     );
     sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut *tx).await?;

@@ -1,6 +1,6 @@
 //! The API as a library: the router and the state it serves from, so the
 //! binary and the in-process route tests build the same application.
-// Only the jobs crate, which calls GDAL, needs unsafe code.
+// Only the jobs and raster crates, which call GDAL's C API, have unsafe code.
 #![forbid(unsafe_code)]
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ mod features;
 mod framing;
 mod glyphs;
 mod health;
+mod http_metrics;
 mod interval;
 mod jobs;
 mod maps;
@@ -42,8 +43,10 @@ mod rate_limit;
 mod read_clock;
 mod read_gate;
 mod records;
+mod remote_styles;
 mod replicas;
 mod sandbox;
+mod sandbox_pool;
 mod search;
 mod services;
 mod stac;

@@ -18,7 +18,7 @@ use sqlx::PgPool;
 
 use crate::{
     coordinates::{drawable, extent_in_world},
-    dataset_record::{Dataset, table_sql},
+    dataset_record::Dataset,
     tile_cache::names_etag,
 };
 
@@ -164,9 +164,9 @@ pub async fn basemap(pool: &PgPool, frame: [f64; 4]) -> Result<Picture, AppError
 /// Draws a vector dataset's features in `colour`, at most `budget` of
 /// them: areas filled and outlined, lines as lines, points as dots; an
 /// archived dataset's extent instead (drawing its data would bring it
-/// back from the store).
+/// back from the store). `table` is the dataset's, from `read_gate`.
 pub async fn draw_dataset(
-    pool: &PgPool,
+    (pool, table): (&PgPool, &str),
     picture: &mut Picture,
     dataset: &Dataset,
     colour: [u8; 4],
@@ -202,7 +202,6 @@ pub async fn draw_dataset(
          SELECT ST_Dimension(g), ST_AsBinary(s), ST_AsBinary(ST_Boundary(s))
          FROM shapes, LATERAL (SELECT CASE WHEN ST_Dimension(g) > 0 THEN ST_Simplify(g, $1, true)
                                            WHEN $3 >= 1 THEN ST_Buffer(g, $1 * $3, 2) ELSE g END AS s) drawn",
-        table = table_sql(dataset),
         drawable = drawable(dataset, &format!("t.{geometry}")),
     );
     let shapes: Vec<(i32, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))

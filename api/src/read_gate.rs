@@ -12,6 +12,7 @@
 use catalog_shared::{
     AppError,
     datasets::StorageTier,
+    db::quote_ident,
     jobs::{self, DatasetPayload, JobInput, JobStatus},
 };
 use serde_json::json;
@@ -22,14 +23,22 @@ use crate::{access::Caller, dataset_record::Dataset, replicas::Reader, state::Ap
 /// How long a reader of a cold dataset is asked to wait before retrying.
 const RETRY_AFTER_SECS: u64 = 5;
 
-/// A dataset's data, open for reading: its table is in PostGIS.
+/// A dataset's data, open for reading: its table is in PostGIS. The table's
+/// SQL name comes only from here, so a read that skips the gate does not
+/// compile.
 pub struct Data<'s> {
     state: &'s AppState,
     caller: Option<Uuid>,
     dataset: Uuid,
+    table: String,
 }
 
 impl<'s> Data<'s> {
+    /// The dataset's table, quoted for SQL.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
     /// The connection that reads the data: one that has the dataset's
     /// last write and the caller's own. Asked only when the read needs the
     /// database (a cached tile does not).
@@ -69,10 +78,12 @@ pub async fn open<'s>(state: &'s AppState, caller: &Caller, dataset: &Dataset) -
 /// The dataset's data where it is, not brought back when archived: for a
 /// picture, which shows an archived dataset's extent instead.
 pub fn as_it_is<'s>(state: &'s AppState, caller: &Caller, dataset: &Dataset) -> Data<'s> {
+    let (schema, table) = dataset.table_names();
     Data {
         state,
         caller: caller.user_id(),
         dataset: dataset.id,
+        table: format!("{}.{}", quote_ident(schema), quote_ident(table)),
     }
 }
 

@@ -23,15 +23,15 @@ pub struct Shared {
     /// vector tile queries (generic plans) of each.
     pub db: Arc<crate::replicas::Database>,
     /// Connections as the SQL sandbox's role, for callers' statements only.
-    pub sandbox: crate::sandbox::pool::SandboxPool,
+    pub sandbox: crate::sandbox_pool::SandboxPool,
     pub storage: Storage,
     pub config: Arc<Config>,
     pub keys: TokenKeys,
     pub outbound: OutboundPolicy,
     pub datasets: crate::dataset_cache::DatasetCache,
-    pub basemaps: crate::maps::basemap::BasemapCache,
+    pub basemaps: crate::remote_styles::BasemapCache,
     pub rate_limiter: crate::rate_limit::RateLimiter,
-    pub metrics: crate::metrics::http::HttpMetrics,
+    pub metrics: crate::http_metrics::HttpMetrics,
     pub reads: crate::read_clock::ReadClock,
     pub tiles: crate::tile_cache::TileCache,
     /// Exact counts of filtered items, per data version.
@@ -49,7 +49,7 @@ impl AppState {
         rate_limiter: crate::rate_limit::RateLimiter,
     ) -> anyhow::Result<Self> {
         Ok(Self(Arc::new(Shared {
-            sandbox: crate::sandbox::pool::SandboxPool::new(&config),
+            sandbox: crate::sandbox_pool::SandboxPool::new(&config),
             pool,
             db,
             storage: Storage::open(&config.storage_url)?,

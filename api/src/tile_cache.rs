@@ -28,7 +28,7 @@ use quick_cache::{Weighter, sync::Cache};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::{access::policy::readable_by_anyone, dataset_record::Dataset};
+use crate::dataset_record::Dataset;
 
 /// Tiles of a table registered from outside are cut from data the service
 /// does not write, so no data version follows it: they stay this long.
@@ -245,23 +245,19 @@ impl TileCache {
     }
 
     /// The response for tile `key` of `dataset`: 304 when the request's
-    /// `If-None-Match` already names it, else the cached or rendered tile.
+    /// `If-None-Match` already names it, else the cached or rendered tile;
+    /// `cache_control` is what the access policy lets other caches do
+    /// (`access::policy::cache_control`).
     pub async fn respond<F: Future<Output = Result<Tile, AppError>>>(
         &self,
         request: &HeaderMap,
         dataset: &Dataset,
         key: TileKey,
-        at_current_version: bool,
+        cache_control: &'static str,
         render: impl FnOnce() -> F,
     ) -> Result<Response, AppError> {
         let lifetime = dataset.is_registered.then_some(REGISTERED_TABLE_TILE_LIFETIME);
-        self.respond_with(
-            request,
-            key,
-            (lifetime, cache_control(dataset, at_current_version)),
-            render,
-        )
-        .await
+        self.respond_with(request, key, (lifetime, cache_control), render).await
     }
 
     /// The response for tile `key` of data that changes only with its key
@@ -306,20 +302,6 @@ impl TileCache {
             headers.insert(header::ETAG, etag);
         }
         Ok(response)
-    }
-}
-
-/// Published public datasets may be cached by anyone, for a year when the
-/// URL names the data version the tile was cut from (its bytes never
-/// change; a table registered in place changes without new versions);
-/// others only by the viewer.
-pub(crate) fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
-    if !readable_by_anyone(dataset.visibility, dataset.status) {
-        "private, max-age=60"
-    } else if at_current_version && !dataset.is_registered {
-        "public, max-age=31536000, immutable"
-    } else {
-        "public, max-age=300"
     }
 }
 

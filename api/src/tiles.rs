@@ -31,7 +31,7 @@ use crate::{
         signed_assets::cog_href,
         signed_tiles::{now_secs, signed_query, template_expiry},
     },
-    dataset_record::{Dataset, json_schema_of, published_columns, table_sql},
+    dataset_record::{Dataset, json_schema_of, published_columns},
     extract::{Path, Query},
     state::AppState,
     tile_cache::{Tile, TileKey, TileRoute, recipe_digest},
@@ -181,7 +181,7 @@ pub(crate) fn tile_value(column: &ColumnInfo) -> String {
     }
 }
 
-fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
+fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo]) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     format!(
         include_str!("tiles/vector_tile.sql"),
@@ -189,7 +189,7 @@ fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
-        table = table_sql(dataset),
+        table = table,
         area = tile_area_in_storage_crs(dataset),
         extent = EXTENT,
         buffer = BUFFER,
@@ -197,13 +197,13 @@ fn vector_tile_sql(dataset: &Dataset, columns: &[ColumnInfo]) -> String {
     )
 }
 
-fn cluster_tile_sql(dataset: &Dataset) -> String {
+fn cluster_tile_sql(dataset: &Dataset, table: &str) -> String {
     format!(
         include_str!("tiles/cluster_tile.sql"),
         key = quote_ident(&dataset.key_column),
         geom = quote_ident(&dataset.geometry_column),
         geometry = geometry_3857(dataset),
-        table = table_sql(dataset),
+        table = table,
         area = tile_area_in_storage_crs(dataset),
         extent = EXTENT,
         buffer = BUFFER,
@@ -226,7 +226,7 @@ async fn render(
     // The tile layer is named after the table, as PostGIS tile servers do.
     let (seen, tile) = reader
         .tiles
-        .tile(sql, (at.z, at.x, at.y), &dataset.table_name, Some(dataset.id))
+        .tile(sql, (at.z, at.x, at.y), dataset.layer_name(), Some(dataset.id))
         .await?;
     if seen != Some(dataset.data_version) {
         state.datasets.forget(dataset.id);
@@ -313,9 +313,14 @@ pub(crate) async fn dataset_tile(
     if grid != Grid::WebMercator {
         return Err(AppError::not_found("vector tiles are cut on WebMercatorQuad only"));
     }
-    serve_tile(state, caller, asked, (dataset, (z, x, y)), TileRoute::Vector, |d| {
-        vector_tile_sql(d, &published_columns(d))
-    })
+    serve_tile(
+        state,
+        caller,
+        asked,
+        (dataset, (z, x, y)),
+        TileRoute::Vector,
+        |d, table| vector_tile_sql(d, table, &published_columns(d)),
+    )
     .await
 }
 
@@ -391,23 +396,27 @@ async fn serve_tile(
     asked: &TileRequest<'_>,
     (dataset, (z, x, y)): (Arc<Dataset>, (&str, &str, &str)),
     route: TileRoute,
-    sql_of: impl Fn(&Dataset) -> String,
+    sql_of: impl Fn(&Dataset, &str) -> String,
 ) -> Result<Response, AppError> {
     let at = tile_address(z, x, y)?;
     let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
     let data = crate::read_gate::open(state, caller, &dataset).await?;
     let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
     let (sql, digest) = memo.get_or_init(|| {
-        let sql = with_data_version(&sql_of(&dataset));
+        let sql = with_data_version(&sql_of(&dataset, data.table()));
         let digest = recipe_digest(&sql);
         (sql.into(), digest)
     });
     let key = TileKey::new(&dataset, route, (at.z, at.x, at.y), *digest);
     state
         .tiles
-        .respond(asked.headers, &dataset, key, pinned == Pinned::Current, || {
-            render(state, &data, sql, &dataset, at)
-        })
+        .respond(
+            asked.headers,
+            &dataset,
+            key,
+            crate::access::policy::cache_control(&dataset, pinned == Pinned::Current),
+            || render(state, &data, sql, &dataset, at),
+        )
         .await
 }
 
@@ -500,7 +509,7 @@ fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
         "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.pbf{query}", dataset.id)],
         "minzoom": 0,
         "maxzoom": SOURCE_MAX_ZOOM,
-        "vector_layers": [{"id": dataset.table_name, "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
+        "vector_layers": [{"id": dataset.layer_name(), "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
     })
 }
 

@@ -60,6 +60,7 @@ pub fn open(path: &str, format: SourceFormat) -> Result<Dataset, ReadError> {
 pub fn spatial_layers(ds: &Dataset) -> Vec<(usize, String)> {
     ds.layers()
         .enumerate()
+        // SAFETY: `layer` borrows `ds`, so its handle is a live OGRLayerH for this call, which only reads it.
         .filter(|(_, layer)| unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) } != Gt::wkbNone)
         .map(|(i, layer)| (i, layer.name()))
         .collect()
@@ -69,8 +70,13 @@ pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Res
     let layer = ds
         .layer(index)
         .map_err(|e| ReadError::Invalid(format!("layer {index} could not be opened: {e}")))?;
+    // SAFETY: `layer` (borrowed from `ds`) lives to the end of this function, so its handle is valid; the call only
+    // reads it.
     let declared = unsafe { gdal_sys::OGR_L_GetGeomType(layer.c_layer()) };
+    // SAFETY: OGR_GT_HasZ takes a geometry type by value and touches no memory.
     let has_z = unsafe { gdal_sys::OGR_GT_HasZ(declared) } != 0;
+    // SAFETY: as above, the layer handle is valid; the definition it returns belongs to the layer (never freed
+    // here) and lives as long as the layer does.
     let layer_defn = unsafe { gdal_sys::OGR_L_GetLayerDefn(layer.c_layer()) };
     let originals: Vec<(String, OGRFieldType::Type)> =
         layer.defn().fields().map(|f| (f.name(), f.field_type())).collect();
@@ -80,6 +86,9 @@ pub fn plan_layer(ds: &Dataset, index: usize, srid_override: Option<i32>) -> Res
         .zip(names)
         .enumerate()
         .map(|(i, ((original, ogr_type), name))| {
+            // SAFETY: `layer_defn` is the live layer's own definition and `i` enumerates that same definition's
+            // fields (`layer.defn().fields()`), so OGR_FD_GetFieldDefn returns a non-null field definition, which
+            // OGR_Fld_GetSubType only reads.
             let sub = unsafe { gdal_sys::OGR_Fld_GetSubType(gdal_sys::OGR_FD_GetFieldDefn(layer_defn, i as c_int)) };
             FieldPlan {
                 original,
@@ -117,6 +126,7 @@ fn epsg_of(srs: &SpatialRef) -> Option<i32> {
 }
 
 fn target_for(declared: Gt::Type) -> GeomTarget {
+    // SAFETY: OGR_GT_Flatten takes a geometry type by value and touches no memory.
     match unsafe { gdal_sys::OGR_GT_Flatten(declared) } {
         Gt::wkbPoint => GeomTarget::Fixed(Gt::wkbPoint),
         Gt::wkbMultiPoint => GeomTarget::Fixed(Gt::wkbMultiPoint),
@@ -237,6 +247,8 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         .layer(req.plan.index)
         .map_err(|e| ReadError::Invalid(format!("layer {} could not be opened: {e}", req.plan.name)))?;
     let transform = coordinate_transform(&layer, &req.plan)?;
+    // SAFETY: `c_layer` only hands out the raw handle; `layer` (and `ds`, which it borrows) lives to the end of
+    // this function, so `h_layer` stays valid for every use below, all on this thread.
     let h_layer = unsafe { layer.c_layer() };
     let mut stats = ReadStats {
         samples: vec![Vec::new(); req.plan.fields.len()],
@@ -256,11 +268,14 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
     chunk.extend_from_slice(binary::HEADER);
     let mut wkb = Vec::new();
     let field_count = 2 + req.plan.fields.len();
+    // SAFETY: `h_layer` is valid (see above); CPLErrorReset clears only this thread's error state.
     unsafe {
         gdal_sys::OGR_L_ResetReading(h_layer);
         gdal_sys::CPLErrorReset();
     }
     loop {
+        // SAFETY: `h_layer` is valid; the feature returned (or null, checked next) is ours to free, which
+        // `OwnedFeature` does once, on drop.
         let h_feature = unsafe { gdal_sys::OGR_L_GetNextFeature(h_layer) };
         if h_feature.is_null() {
             break;
@@ -269,6 +284,7 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Vec<u8>>) -> Result<ReadSt
         stats.rows += 1;
         binary::row_start(&mut chunk, field_count);
         binary::i64(&mut chunk, stats.rows as i64);
+        // SAFETY: `feature.0` is a non-null feature we own and that lives across the call; `transform` outlives it.
         let outcome = unsafe {
             write_geometry(
                 &mut chunk,
@@ -344,6 +360,8 @@ fn write_attributes(
                 let text = row.texts.and_then(|texts| texts[k].as_deref());
                 write_text(chunk, field.pg, text, sample)
             }
+            // SAFETY: `row.feature` is a live feature we own, and `i` is a field index of its layer's definition
+            // (the plan's fields were made, in order, from the definition of this layer of the same file).
             None => unsafe { write_field(chunk, row.feature.0, i as c_int, field, sample) },
         };
         if let Some(value) = value
@@ -356,8 +374,11 @@ fn write_attributes(
 
 /// GDAL's last error, when it was a failure: reading stopped early.
 fn gdal_failure() -> Option<String> {
+    // SAFETY: CPLGetLastErrorType takes no argument and reads this thread's error state.
     let last_error = unsafe { gdal_sys::CPLGetLastErrorType() };
     (last_error == gdal_sys::CPLErr::CE_Failure || last_error == gdal_sys::CPLErr::CE_Fatal).then(|| {
+        // SAFETY: CPLGetLastErrorMsg never returns null: it gives this thread's NUL-terminated error buffer (empty
+        // when there is no error), copied here before any other GDAL call can change it.
         unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
             .to_string_lossy()
             .into_owned()
@@ -368,6 +389,8 @@ struct OwnedFeature(gdal_sys::OGRFeatureH);
 
 impl Drop for OwnedFeature {
     fn drop(&mut self) {
+        // SAFETY: an `OwnedFeature` is only made from a non-null feature OGR_L_GetNextFeature handed us to free; it
+        // is neither Clone nor Copy, so this is its one OGR_F_Destroy, after every borrow of it has ended.
         unsafe { gdal_sys::OGR_F_Destroy(self.0) }
     }
 }
@@ -377,6 +400,8 @@ struct OwnedGeometry(gdal_sys::OGRGeometryH);
 impl Drop for OwnedGeometry {
     fn drop(&mut self) {
         if !self.0.is_null() {
+            // SAFETY: non-null (checked); an `OwnedGeometry` holds a geometry we own (stolen from its feature, or made
+            // by OGR_G_GetLinearGeometry or OGR_G_ForceTo), freed only here, once.
             unsafe { gdal_sys::OGR_G_DestroyGeometry(self.0) }
         }
     }
@@ -427,6 +452,11 @@ unsafe fn write_geometry(
     has_z: bool,
     stats: &mut ReadStats,
 ) -> Result<(), ReadError> {
+    // SAFETY: the caller passes a live feature it owns; its geometry, stolen into an `OwnedGeometry` (which frees
+    // it), is null-checked before use. OGR_G_GetLinearGeometry's result is checked and replaces (frees) the curve.
+    // OGR_G_ForceTo takes ownership of the old geometry, so `geom.0` is overwritten without a free; a null result
+    // would fail `flat != wanted` (OGR_G_GetGeometryType answers wkbUnknown for null) before any other use.
+    // `transform` outlives the block. `wkb` is resized to OGR_G_WkbSize bytes before OGR_G_ExportToWkb writes them.
     unsafe {
         let mut geom = OwnedGeometry(gdal_sys::OGR_F_StealGeometry(h_feature));
         if geom.0.is_null() {
@@ -531,6 +561,8 @@ unsafe fn position_outside_wgs84(geom: gdal_sys::OGRGeometryH) -> Option<(f64, f
 /// feature with parts on both sides of the antimeridian spans the world,
 /// while its parts show the data crossing it.
 unsafe fn add_to_extent(extent: &mut ExtentTracker, geom: gdal_sys::OGRGeometryH) {
+    // SAFETY: the caller passes a live geometry; the parts OGR_G_GetGeometryRef returns (indices below the count)
+    // are non-null and owned by it, live while it is; `env` is a local that OGR_G_GetEnvelope writes.
     unsafe {
         if gdal_sys::OGR_G_IsEmpty(geom) != 0 {
             return;
@@ -556,10 +588,16 @@ unsafe fn add_to_extent(extent: &mut ExtentTracker, geom: gdal_sys::OGRGeometryH
 /// Text from GDAL as UTF-8. GDAL recodes sources with a declared
 /// encoding; bytes that are still not UTF-8 are taken as Latin-1, the
 /// usual encoding of legacy files, rather than dropped.
-fn text_of(ptr: *const c_char) -> String {
+///
+/// # Safety
+/// `ptr` is null or a NUL-terminated string that stays valid for the call
+/// (one GDAL has just returned, before any other call on its feature).
+unsafe fn text_of(ptr: *const c_char) -> String {
     if ptr.is_null() {
         return String::new();
     }
+    // SAFETY: `ptr` is non-null (checked above) and, as the caller
+    // promises, NUL-terminated and valid for this call.
     let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
     match std::str::from_utf8(bytes) {
         Ok(s) => s.to_string(),
@@ -600,6 +638,9 @@ unsafe fn write_field(
     field: &FieldPlan,
     sample: bool,
 ) -> Option<Value> {
+    // SAFETY: the caller passes a live feature (`h`) and a field index `i` of its definition. The strings, lists
+    // and binaries GDAL returns belong to the feature and are copied here before the next call on it; the binary
+    // is read only when non-null, for the `len` bytes GDAL reports.
     unsafe {
         if gdal_sys::OGR_F_IsFieldSetAndNotNull(h, i) == 0 {
             binary::null(buf);
@@ -657,6 +698,9 @@ unsafe fn write_field(
 }
 
 unsafe fn list_value(h: gdal_sys::OGRFeatureH, i: c_int, ogr_type: OGRFieldType::Type) -> Value {
+    // SAFETY: the caller passes a live feature and one of its field indices. Each list GDAL returns belongs to the
+    // feature and is copied out at once: a numeric one through `slice_or_empty` with the length GDAL wrote, the
+    // string list walked (null-checked) up to its terminating null.
     unsafe {
         let mut len: c_int = 0;
         match ogr_type {
@@ -694,6 +738,8 @@ unsafe fn slice_or_empty<'a, T>(p: *const T, len: c_int) -> &'a [T] {
     if p.is_null() || len <= 0 {
         &[]
     } else {
+        // SAFETY: `p` is non-null and `len` positive (checked); the caller promises that `p` points to `len`
+        // initialised, aligned values that live for `'a` (a GDAL list owned by a live feature).
         unsafe { std::slice::from_raw_parts(p, len as usize) }
     }
 }
@@ -709,10 +755,13 @@ unsafe fn write_temporal(
 ) -> Option<Value> {
     let (mut y, mut mo, mut d, mut hh, mut mi, mut tz) = (0, 0, 0, 0, 0, 0);
     let mut sec: f32 = 0.0;
+    // SAFETY: the caller passes a live feature and one of its field indices; the out-pointers are locals.
     let ok = unsafe {
         gdal_sys::OGR_F_GetFieldAsDateTimeEx(h, i, &mut y, &mut mo, &mut d, &mut hh, &mut mi, &mut sec, &mut tz)
     } != 0;
     let micros_of_day = ((hh as i64 * 60 + mi as i64) * 60) * 1_000_000 + (sec as f64 * 1_000_000.0).round() as i64;
+    // SAFETY: `h` and `i` are valid for this whole function and the closure is only called in it; `text_of` copies
+    // the string GDAL returns at once.
     let text = || unsafe { text_of(gdal_sys::OGR_F_GetFieldAsString(h, i)) };
     match pg {
         PgType::Time if ok => {

@@ -147,6 +147,8 @@ struct VsiFile(*mut gdal_sys::VSILFILE);
 impl VsiFile {
     fn open(path: &str) -> Option<Self> {
         let path = CString::new(path).ok()?;
+        // SAFETY: both arguments are NUL-terminated C strings (`path` lives to the end of this function, "rb" is
+        // static) that VSIFOpenL only reads; a null result (checked next) means the file did not open.
         let handle = unsafe { gdal_sys::VSIFOpenL(path.as_ptr(), c"rb".as_ptr()) };
         (!handle.is_null()).then_some(VsiFile(handle))
     }
@@ -154,12 +156,17 @@ impl VsiFile {
 
 impl Read for VsiFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: `self.0` is a non-null handle from VSIFOpenL, open until `drop`, and used only by the thread that
+        // owns this `VsiFile` (its raw pointer makes it neither Send nor Sync); VSIFReadL writes at most
+        // `buf.len()` one-byte items into `buf`, which is valid for writes of that length.
         Ok(unsafe { gdal_sys::VSIFReadL(buf.as_mut_ptr().cast(), 1, buf.len(), self.0) })
     }
 }
 
 impl Drop for VsiFile {
     fn drop(&mut self) {
+        // SAFETY: `self.0` is the non-null handle VSIFOpenL gave us (a `VsiFile` is made only then); `VsiFile` is
+        // neither Clone nor Copy, so it is closed exactly once, here.
         unsafe {
             gdal_sys::VSIFCloseL(self.0);
         }

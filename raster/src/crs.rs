@@ -21,7 +21,8 @@ pub struct CrsFacts {
 pub fn facts(epsg: u32) -> Option<CrsFacts> {
     let srs = gdal::spatial_ref::SpatialRef::from_epsg(epsg).ok()?;
     let handle = srs.to_c_hsrs();
-    // SAFETY: the handle is valid while `srs` lives; both calls only read it.
+    // SAFETY: `handle` is `srs`'s own OGRSpatialReferenceH, valid while `srs` lives (it is moved or dropped only
+    // after this block); both calls only read it.
     let (lat_long, northing_easting) = unsafe {
         (
             gdal_sys::OSREPSGTreatsAsLatLong(handle),

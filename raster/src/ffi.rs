@@ -35,7 +35,8 @@ impl Argv {
 
 /// GDAL's last error message on this thread.
 fn last_error(what: &str) -> RasterError {
-    // SAFETY: CPLGetLastErrorMsg returns a thread-local, NUL-terminated string.
+    // SAFETY: CPLGetLastErrorMsg never returns null: it gives this thread's NUL-terminated error buffer (empty when
+    // there is no error), copied here before any other GDAL call can change it.
     let message = unsafe { CStr::from_ptr(gdal_sys::CPLGetLastErrorMsg()) }
         .to_string_lossy()
         .trim()
@@ -50,8 +51,9 @@ fn last_error(what: &str) -> RasterError {
 /// What GDAL calls as it works: `report` is handed the share done (0 to 1)
 /// and answers whether to go on.
 unsafe extern "C" fn report_progress(done: f64, _message: *const c_char, report: *mut c_void) -> c_int {
-    // SAFETY: `report` is the `&mut &mut dyn FnMut` `translate` or
-    // `vector_translate` passes, alive for the whole call that calls this.
+    // SAFETY: GDAL hands back the pointer `translate` or `vector_translate` registered with this function: it
+    // points at their local `progress` (a `&mut dyn FnMut`), which outlives the GDALTranslate or
+    // GDALVectorTranslate call, the only time GDAL calls this, and which nothing else touches meanwhile.
     let report = unsafe { &mut *(report as *mut &mut dyn FnMut(f64) -> bool) };
     c_int::from(report(done))
 }
@@ -66,8 +68,10 @@ pub fn translate(
 ) -> Result<Dataset, RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
-    // SAFETY: argv, dst and progress outlive the calls; the options are
-    // freed once; the returned handle is owned by the Dataset made from it.
+    // SAFETY: `argv.pointers` is a NULL-terminated array of pointers into `argv`'s CStrings, which (like `dst` and
+    // `progress`) outlive every call here; GDAL only reads and copies the arguments. `src` is borrowed, so its
+    // handle is valid. The options, when non-null, are freed once, after GDALTranslate. A non-null result is a new
+    // dataset we own (a COG reopened from `dst`, not referring to `src`); `from_c_dataset` takes it, to close once.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
@@ -93,7 +97,9 @@ pub fn translate(
 pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::default();
-    // SAFETY: as in `translate`; GDALWarp only reads the source array.
+    // SAFETY: as in `translate` for `argv` and the options; `sources` holds `src`'s valid handle, which GDALWarp
+    // only reads, and `dst` is an empty C string alive for the call. A non-null result is a new dataset we own
+    // (with `-of MEM`, in memory, holding its own pixels); `from_c_dataset` takes it, to close once.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALWarpAppOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
@@ -128,8 +134,8 @@ pub fn vector_translate(
 ) -> Result<(), RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
-    // SAFETY: as in `translate`; the output dataset is closed at once,
-    // which flushes it to `dst`.
+    // SAFETY: as in `translate` for `argv`, the options, `progress` and `src`; a non-null result is a new dataset
+    // we own, closed once with GDALClose right away (which flushes it to `dst`) and never used after.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALVectorTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());

@@ -6,29 +6,15 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Viewer,
-    Editor,
-    Admin,
-}
+use crate::text_enum::text_enum;
 
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Editor => "editor",
-            Role::Admin => "admin",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "viewer" => Some(Role::Viewer),
-            "editor" => Some(Role::Editor),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
+text_enum! {
+    /// What a user may do: `users.role`; each includes the ones before it.
+    #[derive(PartialOrd, Ord, utoipa::ToSchema)]
+    pub enum Role {
+        Viewer = "viewer",
+        Editor = "editor",
+        Admin = "admin",
     }
 }
 

@@ -36,97 +36,38 @@ pub const WORKER_DEAD_AFTER: Duration = Duration::from_secs(6);
 /// The single apalis queue every job kind goes through.
 pub const QUEUE: &str = "catalog_jobs";
 
-/// What a job does: `jobs.kind`, and what the worker dispatches on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum JobKind {
-    Ingest,
-    Reupload,
-    UrlDownload,
-    Rehydrate,
-    Connector,
-    ServiceImport,
-    Archive,
-    Restore,
-}
-
-impl JobKind {
-    pub const ALL: [JobKind; 8] = [
-        JobKind::Ingest,
-        JobKind::Reupload,
-        JobKind::UrlDownload,
-        JobKind::Rehydrate,
-        JobKind::Connector,
-        JobKind::ServiceImport,
-        JobKind::Archive,
-        JobKind::Restore,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::Ingest => "ingest",
-            JobKind::Reupload => "reupload",
-            JobKind::UrlDownload => "url_download",
-            JobKind::Rehydrate => "rehydrate",
-            JobKind::Connector => "connector",
-            JobKind::ServiceImport => "service_import",
-            JobKind::Archive => "archive",
-            JobKind::Restore => "restore",
-        }
+text_enum! {
+    /// What a job does: `jobs.kind`, and what the worker dispatches on.
+    #[derive(utoipa::ToSchema)]
+    pub enum JobKind {
+        Ingest = "ingest",
+        Reupload = "reupload",
+        UrlDownload = "url_download",
+        Rehydrate = "rehydrate",
+        Connector = "connector",
+        ServiceImport = "service_import",
+        Archive = "archive",
+        Restore = "restore",
     }
 }
 
-impl std::fmt::Display for JobKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+text_enum! {
+    /// Where a job is in its life: `jobs.status` (its CHECK constraint
+    /// lists the same names). The API writes `queued` and `cancelled`, the
+    /// worker the others.
+    #[derive(utoipa::ToSchema)]
+    pub enum JobStatus {
+        Queued = "queued",
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Cancelled = "cancelled",
     }
-}
-
-/// Where a job is in its life: `jobs.status` (its CHECK constraint lists
-/// the same names). The API writes `queued` and `cancelled`, the worker the
-/// others.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum JobStatus {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
 }
 
 impl JobStatus {
-    pub const ALL: [JobStatus; 5] = [
-        JobStatus::Queued,
-        JobStatus::Running,
-        JobStatus::Succeeded,
-        JobStatus::Failed,
-        JobStatus::Cancelled,
-    ];
     /// A job in one of these may still be (re)started or cancelled.
     pub const UNFINISHED: [JobStatus; 2] = [JobStatus::Queued, JobStatus::Running];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Queued => "queued",
-            JobStatus::Running => "running",
-            JobStatus::Succeeded => "succeeded",
-            JobStatus::Failed => "failed",
-            JobStatus::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// What the queue carries.

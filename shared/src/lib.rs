@@ -6,7 +6,7 @@
 //! are counted ([`extent`]). Names kept in text columns are enums
 //! ([`datasets`], [`maps`], [`connectors`]) that a test holds to the
 //! columns' CHECK constraints.
-// Only the jobs crate, which calls GDAL, needs unsafe code.
+// Only the jobs and raster crates, which call GDAL's C API, have unsafe code.
 #![forbid(unsafe_code)]
 pub mod auth;
 pub mod config;

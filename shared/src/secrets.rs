@@ -6,6 +6,24 @@ use sha2::{Digest, Sha256};
 
 use crate::AppError;
 
+/// Why a secret could not be sealed or opened: said in the worker's log
+/// and the job's error as it is, and an API's 500 problem (`AppError`).
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("a secret could not be encrypted")]
+    Seal,
+    #[error("a stored secret cannot be decrypted (was JWT_SECRET changed?); enter it again")]
+    Unreadable,
+    #[error("a sealed secret's text is not hex")]
+    NotHex,
+}
+
+impl From<SecretError> for AppError {
+    fn from(e: SecretError) -> Self {
+        AppError::internal(e.to_string())
+    }
+}
+
 fn cipher(jwt_secret: &str) -> LessSafeKey {
     // The label predates the other kinds of secret; changing it would
     // make every stored secret unreadable.
@@ -14,20 +32,18 @@ fn cipher(jwt_secret: &str) -> LessSafeKey {
 }
 
 /// The secret sealed as nonce ‖ ciphertext ‖ tag.
-pub fn seal(jwt_secret: &str, secret: &str) -> Result<Vec<u8>, AppError> {
+pub fn seal(jwt_secret: &str, secret: &str) -> Result<Vec<u8>, SecretError> {
     let mut nonce = [0u8; NONCE_LEN];
     rand::RngCore::fill_bytes(&mut rand::rng(), &mut nonce);
     let mut sealed = secret.as_bytes().to_vec();
     cipher(jwt_secret)
         .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut sealed)
-        .map_err(|_| AppError::internal("a secret could not be encrypted"))?;
+        .map_err(|_| SecretError::Seal)?;
     Ok([nonce.as_slice(), &sealed].concat())
 }
 
-pub fn unseal(jwt_secret: &str, sealed: &[u8]) -> Result<String, AppError> {
-    let unreadable = || {
-        AppError::internal("the provider's client secret cannot be decrypted (was JWT_SECRET changed?); enter it again")
-    };
+pub fn unseal(jwt_secret: &str, sealed: &[u8]) -> Result<String, SecretError> {
+    let unreadable = || SecretError::Unreadable;
     if sealed.len() < NONCE_LEN {
         return Err(unreadable());
     }
@@ -41,20 +57,17 @@ pub fn unseal(jwt_secret: &str, sealed: &[u8]) -> Result<String, AppError> {
 }
 
 /// The secret sealed, as hex text (for JSON documents such as job payloads).
-pub fn seal_hex(jwt_secret: &str, secret: &str) -> Result<String, AppError> {
+pub fn seal_hex(jwt_secret: &str, secret: &str) -> Result<String, SecretError> {
     Ok(seal(jwt_secret, secret)?.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The secret of `seal_hex`'s text.
-pub fn unseal_hex(jwt_secret: &str, hex: &str) -> Result<String, AppError> {
+pub fn unseal_hex(jwt_secret: &str, hex: &str) -> Result<String, SecretError> {
     let bytes: Option<Vec<u8>> = (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
         .collect();
-    unseal(
-        jwt_secret,
-        &bytes.ok_or_else(|| AppError::internal("sealed text is not hex"))?,
-    )
+    unseal(jwt_secret, &bytes.ok_or(SecretError::NotHex)?)
 }
 
 #[cfg(test)]

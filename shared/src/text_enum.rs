@@ -53,9 +53,11 @@ mod tests {
     use sqlx::{Connection, PgConnection, postgres::PgConnectOptions};
 
     use crate::{
+        auth::Role,
         connectors::CredentialMethod,
         datasets::{DatasetKind, DatasetVisibility, PublicationStatus, StorageTier},
         history::VersionKind,
+        jobs::JobStatus,
         maps::MapVisibility,
     };
 
@@ -107,6 +109,8 @@ mod tests {
             ("maps", "visibility", names(MapVisibility::ALL)),
             ("connector_credentials", "method", names(CredentialMethod::ALL)),
             ("dataset_versions", "kind", names(VersionKind::ALL)),
+            ("users", "role", names(Role::ALL)),
+            ("jobs", "status", names(JobStatus::ALL)),
         ] {
             compared.push((table, column, allowed(&mut db, table, column).await, names));
         }

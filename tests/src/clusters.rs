@@ -125,6 +125,10 @@ impl Cluster {
             "-R",
             "-X",
             "stream",
+            // An immediate checkpoint: a spread one paces its writes over
+            // most of checkpoint_timeout (minutes) before the copy starts.
+            "-c",
+            "fast",
         ]);
         run(backup, "pg_basebackup");
         append(

@@ -39,13 +39,68 @@ pub fn http_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder().pool_idle_timeout(CLIENT_IDLE_LIMIT)
 }
 
+/// Where the binaries the tests spawn are, checked (once) to be built from
+/// the sources as they are: a test of a stale binary passes or fails for
+/// code that is no longer there.
 pub fn bin_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("CATALOG_BIN_DIR") {
-        return dir.into();
+    static CHECKED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let dir = match std::env::var("CATALOG_BIN_DIR") {
+                Ok(dir) => PathBuf::from(dir),
+                // target/debug/deps/<test binary> → target/debug
+                Err(_) => {
+                    let exe = std::env::current_exe().expect("test binary path");
+                    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+                }
+            };
+            assert_fresh(&dir);
+            dir
+        })
+        .clone()
+}
+
+/// Panics when a spawned binary is older than a source it is built from.
+fn assert_fresh(dir: &Path) {
+    fn newest(path: &Path, found: &mut Option<(std::time::SystemTime, PathBuf)>) {
+        let Ok(entries) = std::fs::read_dir(path) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                newest(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "sql" || e == "toml")
+                && let Ok(modified) = entry.metadata().and_then(|m| m.modified())
+                && found.as_ref().is_none_or(|(t, _)| modified > *t)
+            {
+                *found = Some((modified, path));
+            }
+        }
     }
-    // target/debug/deps/<test binary> → target/debug
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(|p| p.parent()).expect("target dir").to_path_buf()
+    let root = package_dir().join("..");
+    // Each binary and the crates (and migrations) it is built from.
+    let built_from = [
+        ("catalog-api", &["api", "shared", "raster", "migrations"][..]),
+        (
+            "catalog-worker",
+            &["worker", "jobs", "shared", "raster", "migrations"][..],
+        ),
+    ];
+    for (binary, crates) in built_from {
+        let mut source = None;
+        for crate_dir in crates {
+            newest(&root.join(crate_dir), &mut source);
+        }
+        let (Some((source_time, source)), Ok(built)) = (source, dir.join(binary).metadata().and_then(|m| m.modified()))
+        else {
+            continue;
+        };
+        assert!(
+            built >= source_time,
+            "{} is older than {}: build the binaries again (cargo build --workspace --bins; scripts/test-some.sh does)",
+            dir.join(binary).display(),
+            source.display()
+        );
+    }
 }
 
 /// This package's folder (`tests/`), found when the test runs: `cargo test`

@@ -558,19 +558,68 @@ async fn api_keys_are_taken_as_bearer_tokens() {
 }
 
 /// The `api_key` query parameter is a credential on every read, never a
-/// parameter a route refuses as unknown.
+/// parameter a route refuses as unknown: with it, the key's owner reads
+/// what only they may (their account, their jobs, their private dataset);
+/// the same requests without it are refused or show none of it.
 #[tokio::test]
 async fn the_query_key_is_taken_on_every_read() {
-    let stack = App::start().await;
+    let stack = App::start_with_worker().await;
     let (_, editor) = stack.user_token("kim", "editor").await;
     let key = create_key(&stack, &editor, json!({})).await["key"]
         .as_str()
         .unwrap()
         .to_string();
-    for path in ["/api/datasets", "/api/jobs", "/api/jobs?limit=5", "/api/auth/me"] {
+    let geojson = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6.1, 49.6]}, "properties": {"name": "a"}}]});
+    let job = stack
+        .upload_ok(
+            &editor,
+            "kim.geojson",
+            geojson.to_string().into_bytes(),
+            &[("visibility", "private"), ("title", "Kim only")],
+        )
+        .await;
+    let finished = stack.wait_job(&editor, &job).await;
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+    let dataset = finished["dataset_id"].as_str().unwrap().to_string();
+    let with_key = |path: &str| {
         let separator = if path.contains('?') { '&' } else { '?' };
-        let (status, body) = stack.get_json(None, &format!("{path}{separator}api_key={key}")).await;
+        format!("{path}{separator}api_key={key}")
+    };
+
+    let (status, me) = stack.get_json(None, &with_key("/api/auth/me")).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["username"], "kim", "{me}");
+    assert_eq!(stack.get_json(None, "/api/auth/me").await.0, 401);
+
+    let lists_it = |list: &Value| {
+        list["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["id"] == dataset.as_str())
+    };
+    let (status, list) = stack.get_json(None, &with_key("/api/datasets")).await;
+    assert_eq!(status, 200, "{list}");
+    assert!(lists_it(&list), "the key's owner sees the private dataset: {list}");
+    let (status, list) = stack.get_json(None, "/api/datasets").await;
+    assert_eq!(status, 200, "{list}");
+    assert!(!lists_it(&list) && list["total"] == 0, "anonymous: {list}");
+
+    let record = format!("/api/datasets/{dataset}");
+    let (status, body) = stack.get_json(None, &with_key(&record)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["title"], "Kim only", "{body}");
+    assert_eq!(stack.get_json(None, &record).await.0, 404, "anonymous");
+
+    for path in ["/api/jobs", "/api/jobs?limit=5"] {
+        let (status, body) = stack.get_json(None, &with_key(path)).await;
         assert_eq!(status, 200, "{path}: {body}");
+        assert!(
+            body["jobs"].as_array().unwrap().iter().any(|j| j["id"] == job.as_str()),
+            "{path}: the owner's job is listed: {body}"
+        );
+        assert_eq!(stack.get_json(None, path).await.0, 401, "{path} anonymous");
     }
     let (status, _) = stack.get_json(None, "/api/jobs?api_key=sdc_wrong").await;
     assert_eq!(status, 401);

@@ -6,8 +6,45 @@
 //! and a filter, cut tiles, search, read STAC and features and edit, so
 //! the pooler hands server connections from one client to another all the
 //! time; every answer must be right.
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer};
+use std::collections::BTreeMap;
+
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer, ogrinfo_of_tile};
 use serde_json::{Value, json};
+
+/// A point inside each of these countries (Natural Earth's names): the
+/// tiles the clients cut are the ones holding them, so every tile has data.
+const PLACES: [(&str, f64, f64); 16] = [
+    ("France", 2.35, 46.5),
+    ("Kenya", 36.8, -1.3),
+    ("Brazil", -47.9, -15.8),
+    ("China", 105.0, 35.0),
+    ("Australia", 134.0, -25.0),
+    ("United States of America", -98.0, 38.0),
+    ("Russia", 95.0, 62.0),
+    ("Canada", -106.0, 56.0),
+    ("India", 78.0, 22.0),
+    ("Chad", 18.0, 15.0),
+    ("Argentina", -64.0, -34.0),
+    ("South Africa", 25.0, -29.0),
+    ("Greenland", -42.0, 72.0),
+    ("Saudi Arabia", 46.0, 24.0),
+    ("Mexico", -102.0, 24.0),
+    ("Antarctica", 10.0, -80.0),
+];
+
+/// The XYZ tile (x, y) holding a point at zoom z.
+fn tile_at(lon: f64, lat: f64, z: u32) -> (u32, u32) {
+    let n = f64::from(1u32 << z);
+    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
+    let lat = lat.to_radians();
+    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
+    (x, y)
+}
+
+/// A tile's address (z, x, y).
+type Address = (u32, u32, u32);
+/// A tile a client cut: its address, the country it was cut over, its body.
+type CutTile = (Address, &'static str, Vec<u8>);
 
 /// The shared test cluster's port (scripts/test.sh).
 fn server_port() -> u16 {
@@ -36,8 +73,10 @@ async fn get(stack: &Stack, path: &str) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// What one client does, `rounds` times; the first failure, if any.
-async fn client(stack: &Stack, id: &str, rounds: u32, seed: u32) -> Result<(), String> {
+/// What one client does, `rounds` times; the tiles it cut, or the first
+/// failure.
+async fn client(stack: &Stack, id: &str, rounds: u32, seed: u32) -> Result<Vec<CutTile>, String> {
+    let mut tiles = Vec::new();
     for round in 0..rounds {
         let n = seed * 31 + round;
         let (status, page) = get(
@@ -58,19 +97,23 @@ async fn client(stack: &Stack, id: &str, rounds: u32, seed: u32) -> Result<(), S
             return Err(format!("next page: {}", second.status()));
         }
         let z = 2 + n % 2;
+        let (country, lon, lat) = PLACES[(n / 2) as usize % PLACES.len()];
+        let (x, y) = tile_at(lon, lat, z);
         let tile = stack
             .http
-            .get(stack.url(&format!(
-                "/api/tiles/{id}/{z}/{}/{}.pbf",
-                n % (1 << z),
-                (n / 3) % (1 << z)
-            )))
+            .get(stack.url(&format!("/api/tiles/{id}/{z}/{x}/{y}.pbf")))
             .send()
             .await
             .unwrap();
-        if !matches!(tile.status().as_u16(), 200 | 204) {
-            return Err(format!("tile: {}", tile.status()));
+        let status = tile.status().as_u16();
+        let body = tile.bytes().await.map_err(|e| format!("tile {z}/{x}/{y}: {e}"))?;
+        if status != 200 || body.is_empty() {
+            return Err(format!(
+                "tile {z}/{x}/{y} over {country}: {status}, {} bytes",
+                body.len()
+            ));
         }
+        tiles.push(((z, x, y), country, body.to_vec()));
         for path in [
             "/api/search/datasets?q=countries".to_string(),
             "/api/stac/search?limit=3".to_string(),
@@ -83,7 +126,7 @@ async fn client(stack: &Stack, id: &str, rounds: u32, seed: u32) -> Result<(), S
             }
         }
     }
-    Ok(())
+    Ok(tiles)
 }
 
 /// Edits through the pooler, each with its ETag and read back at once: a
@@ -115,8 +158,29 @@ async fn serves_everything(stack: &Stack) -> String {
     let admin = stack.admin_token().await;
     let id = stack.world_countries(&admin, &[("visibility", "public")]).await;
     let outcomes = futures::future::join_all((0..8).map(|seed| client(stack, &id, 6, seed))).await;
+    let mut tiles: BTreeMap<(Address, &str), Vec<u8>> = BTreeMap::new();
     for outcome in outcomes {
-        outcome.unwrap_or_else(|e| panic!("{e}\n{}", stack.logs()));
+        let cut = outcome.unwrap_or_else(|e| panic!("{e}\n{}", stack.logs()));
+        tiles.extend(
+            cut.into_iter()
+                .map(|(address, country, body)| ((address, country), body)),
+        );
+    }
+    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&stack.pool)
+        .await
+        .unwrap();
+    // Each tile cut through the pooler (the same address cuts the same
+    // bytes: each is read once) is a vector tile of the countries' layer
+    // holding the country it was cut over.
+    for (((z, x, y), country), body) in &tiles {
+        let info = ogrinfo_of_tile(body, (*z, u64::from(*x), u64::from(*y)));
+        assert!(info.contains(&format!("Layer name: {table}\n")), "{z}/{x}/{y}: {info}");
+        assert!(
+            info.contains(&format!("name (String) = {country}\n")),
+            "{z}/{x}/{y} holds {country}: {info}"
+        );
     }
     // Edits among readers of pages, so the pooler and the machine are busy
     // (tiles cut while the data changes answer 503 by design: ask again).
@@ -128,11 +192,6 @@ async fn serves_everything(stack: &Stack) -> String {
     }));
     futures::future::join(pages, edits(stack, &id, &admin)).await;
     // Writes through the pooler: the sandbox.
-    let table: String = sqlx::query_scalar("SELECT table_name FROM datasets WHERE id = $1::uuid")
-        .bind(&id)
-        .fetch_one(&stack.pool)
-        .await
-        .unwrap();
     let query = stack
         .send(
             stack

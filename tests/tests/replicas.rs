@@ -13,20 +13,65 @@ use std::{
 };
 
 use catalog_tests::{
-    Api, Stack, StackOptions, TestDatabase, clusters::Cluster, metric_value, metrics_text, redis_server, wait_for_redis,
+    Api, Stack, StackOptions, TestDatabase, clusters::Cluster, metric_value, metrics_text, ogrinfo_of_tile,
+    redis_server, wait_for_redis,
 };
 use serde_json::{Value, json};
 
 const MAX_LAG_SECONDS: u64 = 8;
 
+/// Where point `i` of `points` lies (longitude, latitude): on a line from
+/// (-180, -85) to the north-east.
+fn position(i: usize) -> (f64, f64) {
+    (i as f64 % 360.0 - 180.0, (i as f64 * 0.37) % 170.0 - 85.0)
+}
+
 fn points(n: usize, name: &str) -> Vec<u8> {
     let features: Vec<Value> = (0..n)
         .map(|i| {
-            json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [i as f64 % 360.0 - 180.0, (i as f64 * 0.37) % 170.0 - 85.0]},
+            let (lon, lat) = position(i);
+            json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
                    "properties": {"name": format!("{name} {i}"), "rank": i}})
         })
         .collect();
     serde_json::to_vec(&json!({"type": "FeatureCollection", "features": features})).unwrap()
+}
+
+/// The XYZ tile (x, y) holding point `i` of `points` at zoom z.
+fn tile_of_point(i: usize, z: u32) -> (u32, u32) {
+    let (lon, lat) = position(i);
+    let n = f64::from(1u32 << z);
+    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
+    let lat = lat.to_radians();
+    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
+    (x, y)
+}
+
+/// Tile z/x/y of a dataset of `points` fetched from `base`: asserts a 200
+/// with a body, and answers the body.
+async fn tile_with_data(stack: &Stack, base: &str, id: &str, (z, x, y): (u32, u32, u32)) -> Vec<u8> {
+    let tile = stack
+        .http
+        .get(format!("{base}/api/tiles/{id}/{z}/{x}/{y}.pbf"))
+        .send()
+        .await
+        .unwrap();
+    let status = tile.status().as_u16();
+    let body = tile.bytes().await.unwrap().to_vec();
+    assert_eq!(status, 200, "{base} tile {z}/{x}/{y} of {id}\n{}", stack.logs());
+    assert!(!body.is_empty(), "{base} tile {z}/{x}/{y} of {id} is empty");
+    body
+}
+
+/// Fails unless `tile` (z/x/y) decodes as a vector tile whose layer is
+/// `layer` and which holds the feature named `name`.
+fn assert_tile_holds(tile: &[u8], (z, x, y): (u32, u32, u32), layer: &str, name: &str) {
+    let info = ogrinfo_of_tile(tile, (z, u64::from(x), u64::from(y)));
+    assert!(info.contains(&format!("Layer name: {layer}\n")), "{z}/{x}/{y}: {info}");
+    assert!(
+        info.contains(&format!("name (String) = {name}\n")),
+        "{z}/{x}/{y} holds {name}: {info}"
+    );
 }
 
 struct Redis(Child);
@@ -164,19 +209,28 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    // Public reads (items, tiles, search, STAC) reach the replica.
+    // Public reads (items, tiles, search, STAC) reach the replica. Each
+    // tile is one that holds a point (30 different tiles, none cached yet):
+    // an empty answer is a failure, not a pass.
+    let layer_of = |id: &str| primary.psql("catalog", &format!("SELECT table_name FROM datasets WHERE id = '{id}'"));
+    let (alpha_layer, beta_layer) = (layer_of(&alpha), layer_of(&beta));
     let before = reads(&stack, &first, &admin).await;
     let transactions_before = replica_transactions(&replica);
-    for i in 0..30u32 {
-        let id = if i % 2 == 0 { &alpha } else { &beta };
+    let mut tiles = Vec::new();
+    for i in 0..30usize {
+        let (id, layer, name) = if i % 2 == 0 {
+            (&alpha, &alpha_layer, "alpha")
+        } else {
+            (&beta, &beta_layer, "beta")
+        };
         assert_eq!(anonymous_items(&stack, &first, id).await.0, 200);
-        let tile = stack
-            .http
-            .get(format!("{first}/api/tiles/{id}/3/{}/{}.pbf", i % 8, (i / 8) % 8))
-            .send()
-            .await
-            .unwrap();
-        assert!(matches!(tile.status().as_u16(), 200 | 204), "{}", tile.status());
+        // Points 12 degrees apart in longitude per dataset: a tile each at
+        // zoom 5 (11.25 degrees wide).
+        let point = 5 + 6 * i;
+        let (x, y) = tile_of_point(point, 5);
+        let address = (5, x, y);
+        let body = tile_with_data(&stack, &first, id, address).await;
+        tiles.push((address, layer, format!("{name} {point}"), body));
     }
     for path in ["/api/search/datasets?q=alpha", "/api/stac/search?limit=5"] {
         let answer = stack.http.get(format!("{first}{path}")).send().await.unwrap();
@@ -196,6 +250,9 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
             "the replica's own statistics never counted the reads"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (address, layer, name, body) in &tiles {
+        assert_tile_holds(body, *address, layer, name);
     }
 
     // Read-your-writes: with the replica's replay paused, a writer reads
@@ -360,13 +417,10 @@ async fn reads_go_to_the_replica_writers_read_their_writes_and_outages_are_survi
             assert_eq!(status, 200, "{page}\n{}", stack.logs());
             assert_eq!(page["features"].as_array().unwrap().len(), 5);
         }
-        let tile = stack
-            .http
-            .get(format!("{base}/api/tiles/{beta}/4/3/5.pbf"))
-            .send()
-            .await
-            .unwrap();
-        assert!(matches!(tile.status().as_u16(), 200 | 204), "{}", tile.status());
+        // A tile no process has cut before, holding beta's point 100.
+        let (x, y) = tile_of_point(100, 4);
+        let tile = tile_with_data(&stack, base, &beta, (4, x, y)).await;
+        assert_tile_holds(&tile, (4, x, y), &beta_layer, "beta 100");
     }
     let write = || {
         stack.http.post(format!("{first}/api/collections/{beta}/items")).bearer_auth(&admin).json(

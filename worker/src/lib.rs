@@ -4,7 +4,7 @@
 //! (and keeps its signals, draining, heartbeat thread, metrics server and
 //! restart loop); the integration tests call it to run jobs in the test's
 //! own process.
-// Only the jobs crate, which calls GDAL, needs unsafe code.
+// Only the jobs and raster crates, which call GDAL's C API, have unsafe code.
 #![forbid(unsafe_code)]
 use std::{future::Future, time::Duration};
 

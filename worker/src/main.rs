@@ -2,7 +2,7 @@
 //! and runs them. Run as many as you like, on as many hosts as you like.
 //! SIGTERM drains it: it takes no new job, lets running ones finish for up
 //! to `WORKER_DRAIN_SECONDS`, hands the rest back to the queue and exits 0.
-// Only the jobs crate, which calls GDAL, needs unsafe code.
+// Only the jobs and raster crates, which call GDAL's C API, have unsafe code.
 #![forbid(unsafe_code)]
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 

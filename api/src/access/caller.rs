@@ -11,16 +11,16 @@ use uuid::Uuid;
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct User {
     pub id: Uuid,
-    pub role: String,
+    pub role: Role,
     pub token_version: i32,
 }
 
 impl User {
     pub fn role(&self) -> Role {
-        Role::parse(&self.role).unwrap_or(Role::Viewer)
+        self.role
     }
     pub fn is_admin(&self) -> bool {
-        self.role() == Role::Admin
+        self.role == Role::Admin
     }
 }
 

@@ -6,7 +6,10 @@
 //! Refresh tokens, download tokens and sign-in answers are read by the
 //! routes that take them (`auth`), never here.
 use axum::http::{HeaderMap, request::Parts};
-use catalog_shared::{AppError, auth::API_KEY_PREFIX};
+use catalog_shared::{
+    AppError,
+    auth::{API_KEY_PREFIX, Role},
+};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -109,7 +112,7 @@ fn same_secret(expected: &str, given: &str) -> bool {
 #[derive(sqlx::FromRow)]
 struct KeyOwner {
     id: Uuid,
-    role: String,
+    role: Role,
     token_version: i32,
     scope: String,
 }

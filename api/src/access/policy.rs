@@ -1,6 +1,6 @@
 //! Every visibility and capability decision: who may read, change or share
-//! a dataset or a map. Handlers ask through `access::datasets` and
-//! `access::maps`; listings filter with the one SQL condition here, which
+//! a dataset or a map. Handlers ask through `access::datasets` (datasets)
+//! and `maps::store` (maps); listings filter with the one SQL condition here, which
 //! a test holds to the same answers as the Rust rule.
 use catalog_shared::{
     AppError,
@@ -10,6 +10,7 @@ use catalog_shared::{
 use uuid::Uuid;
 
 use super::Caller;
+use crate::dataset_record::Dataset;
 
 /// The dataset visibility a text field (a form field, a connector's
 /// setting) names, or 422 naming the choices.
@@ -197,6 +198,20 @@ pub fn visible_maps_sql() -> String {
     )
 }
 
+/// Published public datasets may be cached by anyone, for a year when the
+/// URL names the data version the tile was cut from (its bytes never
+/// change; a table registered in place changes without new versions);
+/// others only by the viewer.
+pub fn cache_control(dataset: &Dataset, at_current_version: bool) -> &'static str {
+    if !readable_by_anyone(dataset.visibility, dataset.status) {
+        "private, max-age=60"
+    } else if at_current_version && !dataset.is_registered {
+        "public, max-age=31536000, immutable"
+    } else {
+        "public, max-age=300"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,7 +225,7 @@ mod tests {
         Caller {
             user: Some(User {
                 id: Uuid::from_u128(id),
-                role: role.into(),
+                role: catalog_shared::auth::Role::parse(role).expect("a role's name"),
                 token_version: 0,
             }),
             key_scope,

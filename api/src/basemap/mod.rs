@@ -162,7 +162,7 @@ fn dataset_layers(dataset: &crate::dataset_record::Dataset) -> Value {
     if dataset.is_raster() {
         return json!([{"id": "data", "type": "raster", "source": "data"}]);
     }
-    let layer = |id: &str, kind: &str, paint: Value| json!({"id": id, "type": kind, "source": "data", "source-layer": dataset.table_name, "paint": paint});
+    let layer = |id: &str, kind: &str, paint: Value| json!({"id": id, "type": kind, "source": "data", "source-layer": dataset.layer_name(), "paint": paint});
     let geometry = dataset
         .geometry_type
         .as_deref()

@@ -117,9 +117,10 @@ pub(super) async fn download(
             })?,
     };
     // Before the query is planned: an archived dataset has no table yet.
-    crate::read_gate::open(&state, &caller, &dataset).await?;
+    let data = crate::read_gate::open(&state, &caller, &dataset).await?;
     let query = export_query(
         &state.pool,
+        &data,
         &selection,
         &dataset,
         &state.config.extra_crs,

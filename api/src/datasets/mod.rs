@@ -8,7 +8,6 @@ use axum::{
 use catalog_shared::{
     AppError,
     datasets::{DatasetVisibility, PublicationStatus},
-    db::quote_ident,
 };
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{
@@ -229,7 +228,7 @@ async fn update_dataset(
     .execute(&mut *tx)
     .await?;
     if let Some(column) = time_axis {
-        let table = (dataset.schema_name.as_str(), dataset.table_name.as_str());
+        let table = dataset.table_names();
         catalog_shared::datasets::set_time_axis(&mut tx, id, table, column.as_deref()).await?;
     }
     tx.commit().await?;
@@ -281,12 +280,9 @@ pub(crate) async fn delete_dataset_record(state: &AppState, dataset: &Dataset) -
         .execute(&mut *tx)
         .await?;
     if !dataset.is_registered {
-        let sql = format!(
-            "DROP TABLE IF EXISTS {}.{}",
-            quote_ident(&dataset.schema_name),
-            quote_ident(&dataset.table_name)
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(dataset.drop_table_sql()))
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     state.datasets.forget(dataset.id);

@@ -12,7 +12,6 @@ use crate::{
     maps::style::LAYER_COLOURS,
     pictures,
     state::AppState,
-    tile_cache::cache_control,
 };
 
 /// A PNG of a vector dataset's features over the land, 240 by 120 pixels.
@@ -42,16 +41,21 @@ pub(super) async fn dataset_thumbnail(
         key,
         &headers,
         &etag,
-        cache_control(&dataset, false),
+        crate::access::policy::cache_control(&dataset, false),
         async {
             // As it is: an archived dataset shows its extent, and stays archived.
-            let pool = crate::read_gate::as_it_is(&state, &caller, &dataset)
-                .reader()
-                .await
-                .pool;
+            let data = crate::read_gate::as_it_is(&state, &caller, &dataset);
+            let pool = data.reader().await.pool;
             let colour = pictures::rgba(LAYER_COLOURS[0], 255).expect("the layer colours are #rrggbb");
             let mut picture = pictures::basemap(pool, pictures::frame(dataset.extent_bbox.as_deref())).await?;
-            pictures::draw_dataset(pool, &mut picture, &dataset, colour, pictures::MOST_PICTURE_FEATURES).await?;
+            pictures::draw_dataset(
+                (pool, data.table()),
+                &mut picture,
+                &dataset,
+                colour,
+                pictures::MOST_PICTURE_FEATURES,
+            )
+            .await?;
             Ok(picture)
         },
     )

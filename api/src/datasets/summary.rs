@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::types::Json as SqlJson;
 use uuid::Uuid;
 
-use crate::dataset_record::{published_columns, table_sql};
+use crate::dataset_record::published_columns;
 use crate::{
     access::{Caller, datasets::cached_visible_dataset},
     extract::{Path, Query},
@@ -102,7 +102,7 @@ pub(super) async fn column_summary(
                    FROM (SELECT v, count(*) AS n FROM v GROUP BY v ORDER BY n DESC, v LIMIT $1) c),
                 {numbers}",
         value = tile_value(info),
-        table = table_sql(&dataset),
+        table = data.table(),
     );
     let reads = data.reader().await.pool;
     type Row = (

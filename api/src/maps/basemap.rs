@@ -4,78 +4,21 @@
 //! subtle or hidden, buildings shown or not, land and water toned, a master
 //! opacity, and per-sublayer overrides. Layers are recognised by their
 //! vector-tile source layer (OpenMapTiles, Shortbread and Protomaps names)
-//! or their id. Styles are fetched through the outbound guard and kept ten
-//! minutes; an unreachable basemap leaves the export without it.
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
-
+//! or their id. Styles are fetched by `remote_styles`; an unreachable
+//! basemap leaves the export without it.
 use serde_json::{Map, Value, json};
-
-use catalog_shared::outbound::OutboundPolicy;
 
 use super::model::{BasemapConfig, Prominence, SublayerOverride, Tone};
 
-const TTL: Duration = Duration::from_secs(600);
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_STYLE_BYTES: usize = 4 << 20;
 /// How much of its opacity a subtle label, road or boundary keeps.
 const SUBTLE_LABELS: f64 = 0.6;
 const SUBTLE_LINES: f64 = 0.4;
 const SOURCE_PREFIX: &str = "basemap-";
 const LAYER_PREFIX: &str = "basemap-";
 
-/// A fetched basemap style (or its failure) and when it was fetched.
-type Fetched = (Instant, Option<Arc<Value>>);
-
-/// Basemap styles by URL (failures too, so a dead basemap is not asked
-/// again on every export).
-#[derive(Clone, Default)]
-pub struct BasemapCache {
-    entries: Arc<Mutex<HashMap<String, Fetched>>>,
-}
-
 /// Whether a `basemap_style` names a style document (not a raster tile template).
 pub fn is_style_url(basemap_style: &str) -> bool {
     (basemap_style.starts_with("https://") || basemap_style.starts_with("http://")) && !basemap_style.contains("{z}")
-}
-
-impl BasemapCache {
-    /// The style at `url`, fetched through the outbound policy at most
-    /// every ten minutes.
-    pub async fn fetch(&self, outbound: &OutboundPolicy, url: &str) -> Option<Arc<Value>> {
-        if let Some((at, style)) = self.entries.lock().unwrap_or_else(|e| e.into_inner()).get(url)
-            && at.elapsed() < TTL
-        {
-            return style.clone();
-        }
-        let style = download(outbound, url).await.map(Arc::new);
-        if style.is_none() {
-            tracing::warn!(%url, "the basemap style could not be loaded; maps export without it");
-        }
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|_, (at, _)| at.elapsed() < TTL);
-        entries.insert(url.to_string(), (Instant::now(), style.clone()));
-        style
-    }
-}
-
-async fn download(outbound: &OutboundPolicy, url: &str) -> Option<Value> {
-    // The guarded resolver sees host names only: a literal address is checked here.
-    outbound.check_url(&url::Url::parse(url).ok()?).ok()?;
-    let client = outbound.client(FETCH_TIMEOUT).ok()?;
-    let response = client.get(url).send().await.ok()?.error_for_status().ok()?;
-    if response.content_length().is_some_and(|n| n as usize > MAX_STYLE_BYTES) {
-        return None;
-    }
-    let body = response.bytes().await.ok()?;
-    if body.len() > MAX_STYLE_BYTES {
-        return None;
-    }
-    let style: Value = serde_json::from_slice(&body).ok()?;
-    (style["version"] == 8 && style["layers"].is_array()).then_some(style)
 }
 
 /// What a basemap layer draws, by its source layer or id.

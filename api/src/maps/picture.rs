@@ -106,8 +106,9 @@ pub(super) async fn map_thumbnail(
         let budget = pictures::MOST_PICTURE_FEATURES / drawn.len().max(1) as i64;
         for (dataset, colour) in &drawn {
             // As it is: an archived dataset shows its extent, and stays archived.
-            let data = crate::read_gate::as_it_is(&state, &caller, dataset).reader().await;
-            pictures::draw_dataset(data.pool, &mut picture, dataset, *colour, budget).await?;
+            let data = crate::read_gate::as_it_is(&state, &caller, dataset);
+            let reader = data.reader().await;
+            pictures::draw_dataset((reader.pool, data.table()), &mut picture, dataset, *colour, budget).await?;
         }
         Ok(picture)
     })

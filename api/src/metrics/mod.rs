@@ -18,7 +18,6 @@ use crate::{access::Caller, state::AppState};
 
 mod database;
 mod families;
-pub mod http;
 
 use families::{counter_family, gauge_family};
 

@@ -11,7 +11,8 @@ use super::{
     items::{geometry_as, parse_request, query_error},
     params::{inlined, query_with},
 };
-use crate::dataset_record::{Dataset, published_columns, table_sql};
+use crate::dataset_record::{Dataset, published_columns};
+use crate::read_gate::Data;
 
 /// Items parameters that page or choose a page's format: a download is
 /// every matching feature, in the format it names.
@@ -31,6 +32,7 @@ pub(crate) struct ExportQuery {
 /// properties are exactly those, in their order, under their source names.
 pub(crate) async fn export_query(
     pool: &sqlx::PgPool,
+    data: &Data<'_>,
     pairs: &[(String, String)],
     dataset: &Dataset,
     extra_crs: &[u32],
@@ -67,7 +69,7 @@ pub(crate) async fn export_query(
     let sql = format!(
         "SELECT {} FROM {} t WHERE {} ORDER BY {}",
         select.join(", "),
-        table_sql(dataset),
+        data.table(),
         request.where_sql(),
         request.order_sql(dataset),
     );

@@ -21,7 +21,7 @@ use crate::{
     access::Caller,
     bbox::Bbox,
     coordinates::transformed_if_drawable,
-    dataset_record::{Dataset, published_columns, table_sql},
+    dataset_record::{Dataset, published_columns},
     extract::{LinkCredential, Path, Query},
     interval::Interval,
     match_counts::CountKey,
@@ -565,7 +565,7 @@ const COUNT_TIME_LIMIT: &str = "2s";
 /// still inside it.
 fn number_matched(
     state: &AppState,
-    reads: &PgPool,
+    (reads, table): (&PgPool, &str),
     dataset: &Arc<Dataset>,
     where_sql: &str,
     params: &[Param],
@@ -576,8 +576,7 @@ fn number_matched(
         CountKey::new(dataset, filter)
     });
     let kept = key.as_ref().and_then(|k| state.match_counts.get(k));
-    let count = (filtered && kept.is_none())
-        .then(|| format!("SELECT count(*) FROM {} t WHERE {where_sql}", table_sql(dataset)));
+    let count = (filtered && kept.is_none()).then(|| format!("SELECT count(*) FROM {table} t WHERE {where_sql}"));
     let (state, reads, dataset, params) = (state.clone(), reads.clone(), dataset.clone(), params.to_vec());
     let task = tokio::spawn(async move {
         if let Some(kept) = kept {
@@ -688,7 +687,7 @@ struct PageRow {
 /// bounds the scan so an index on it starts at the cursor, with its nulls
 /// (last ascending, first descending) read as a part of their own.
 async fn fetch_page(
-    reads: &PgPool,
+    (reads, table): (&PgPool, &str),
     dataset: &Dataset,
     request: &ItemsRequest,
     where_sql: &str,
@@ -721,10 +720,9 @@ async fn fetch_page(
         // PostgreSQL computes a cheap expression below a sort, for every
         // row the sort reads (thousands in a bbox).
         let sql = format!(
-            "SELECT {key}::bigint, {feature}{} FROM (SELECT * FROM {} t \
+            "SELECT {key}::bigint, {feature}{} FROM (SELECT * FROM {table} t \
              WHERE ({where_sql}) AND {condition} ORDER BY {order} LIMIT {limit} OFFSET {offset}) t ORDER BY {order}",
             sort_values(last),
-            table_sql(dataset),
         );
         async move { query_with(sql, &params).fetch_all(reads).await.map_err(query_error) }
     };
@@ -838,7 +836,7 @@ fn keyset(keys: &[SortKey], cursor: &Cursor, key: &str, params: &mut Vec<Param>)
 /// HTML pages' "previous" link: `Some(None)` is the first page. Only pages
 /// for people look back; JSON clients page forward by `next`.
 async fn previous_cursor(
-    reads: &PgPool,
+    (reads, table): (&PgPool, &str),
     dataset: &Dataset,
     where_sql: &str,
     params: &[Param],
@@ -849,8 +847,7 @@ async fn previous_cursor(
     let mut params = params.to_vec();
     params.push(Param::Int(after));
     let sql = format!(
-        "SELECT t.{key}::bigint FROM {} t WHERE {where_sql} AND t.{key} <= ${} ORDER BY t.{key} DESC LIMIT {}",
-        table_sql(dataset),
+        "SELECT t.{key}::bigint FROM {table} t WHERE {where_sql} AND t.{key} <= ${} ORDER BY t.{key} DESC LIMIT {}",
         params.len(),
         limit + 1
     );
@@ -923,11 +920,18 @@ pub async fn items(
     let where_sql = request.where_sql();
     let match_params = request.params.clone();
     let reader = data.reader().await;
-    let page = fetch_page(reader.pool, &dataset, &request, &where_sql);
+    let page = fetch_page((reader.pool, data.table()), &dataset, &request, &where_sql);
     // The page and the count run side by side on two connections.
     let (mut rows, matched) = tokio::try_join!(
         page,
-        number_matched(&state, reader.pool, &dataset, &where_sql, &match_params, filtered)
+        number_matched(
+            &state,
+            (reader.pool, data.table()),
+            &dataset,
+            &where_sql,
+            &match_params,
+            filtered
+        )
     )?;
     let has_next = rows.len() as i64 > request.limit;
     rows.truncate(request.limit as usize);
@@ -968,7 +972,15 @@ pub async fn items(
         ));
     }
     if let (Format::Html, Some(after)) = (format, request.after) {
-        let previous = previous_cursor(reader.pool, &dataset, &where_sql, &match_params, after, request.limit).await?;
+        let previous = previous_cursor(
+            (reader.pool, data.table()),
+            &dataset,
+            &where_sql,
+            &match_params,
+            after,
+            request.limit,
+        )
+        .await?;
         if let Some(cursor) = previous {
             let prev = with_query(&base, &pairs, &[("after_gid", cursor.map(|c| c.to_string()))]);
             links.push(link(prev, "prev", "application/geo+json"));
@@ -1049,7 +1061,7 @@ pub async fn item(
         "SELECT {}, {} FROM {} t WHERE t.{} = $1",
         feature_sql(&dataset, &columns, Some(output_crs)),
         catalog_shared::history::row_etag("t", &dataset.geometry_column),
-        table_sql(&dataset),
+        data.table(),
         quote_ident(&dataset.key_column)
     );
     let reader = data.reader().await;

@@ -235,7 +235,7 @@ pub async fn tileset(
             .map(|c| (c.name.clone(), json_schema_of(&c.pg_type)))
             .collect();
         let mut layer = json!({
-            "id": dataset.table_name,
+            "id": dataset.layer_name(),
             "title": dataset.title,
             "dataType": "vector",
             "minTileMatrix": "0",

@@ -11,7 +11,6 @@
 //!    dataset the caller may see.
 //!
 //! Rows come back as JSON (geometry as GeoJSON), capped in count and bytes.
-pub mod pool;
 mod statement;
 
 use std::collections::HashSet;
@@ -178,7 +177,7 @@ async fn readable_tables(state: &AppState, caller: &Caller) -> Result<(HashSet<u
         .map(|(schema, table, _, _)| (schema.clone(), table.clone()))
         .collect();
     if !ungranted.is_empty() {
-        pool::grant_select(&state.pool, state.sandbox.role(), &ungranted).await?;
+        crate::sandbox_pool::grant_select(&state.pool, state.sandbox.role(), &ungranted).await?;
     }
     let readable = tables.iter().filter_map(|(_, _, oid, _)| oid.map(|o| o.0)).collect();
     Ok((readable, !ungranted.is_empty()))

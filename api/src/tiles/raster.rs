@@ -245,7 +245,7 @@ async fn serve_cut(
             request,
             dataset,
             key,
-            cut.pinned == Pinned::Current,
+            crate::access::policy::cache_control(dataset, cut.pinned == Pinned::Current),
             move || async move {
                 if !dataset
                     .extent_bbox
