@@ -2513,9 +2513,9 @@ export interface components {
             offset: number;
         };
         /**
-         * @description Where a job is in its life: `jobs.status` (its CHECK constraint lists
-         *     the same names). The API writes `queued` and `cancelled`, the worker the
-         *     others.
+         * @description Where a job is in its life: `jobs.status` (its CHECK constraint
+         *     lists the same names). The API writes `queued` and `cancelled`, the
+         *     worker the others.
          * @enum {string}
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
@@ -3141,7 +3141,10 @@ export interface components {
             /** @description GeoTIFF: as on upload. */
             strict_cog?: boolean | null;
         };
-        /** @enum {string} */
+        /**
+         * @description What a user may do: `users.role`; each includes the ones before it.
+         * @enum {string}
+         */
         Role: "viewer" | "editor" | "admin";
         SavedSearch: {
             /** Format: date-time */
