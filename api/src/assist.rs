@@ -5,7 +5,7 @@
 //! the same data and nothing leaves the service.
 use axum::{Json, extract::State};
 use catalog_raster::RasterInfo;
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::GeometryType, db::quote_ident};
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -34,11 +34,11 @@ struct MetadataAssistDraft {
     draft: String,
 }
 
-fn kind_of(geometry_type: Option<&str>) -> &'static str {
-    match geometry_type.unwrap_or_default() {
-        "Point" | "MultiPoint" => "point",
-        "LineString" | "MultiLineString" => "line",
-        "Polygon" | "MultiPolygon" => "polygon",
+fn kind_of(geometry_type: Option<GeometryType>) -> &'static str {
+    match geometry_type.and_then(GeometryType::dimension) {
+        Some(0) => "point",
+        Some(1) => "line",
+        Some(2) => "polygon",
         _ => "mixed-geometry",
     }
 }
@@ -94,7 +94,7 @@ fn draft(dataset: &Dataset, without_geometry: Option<i64>) -> String {
     let mut sentences = vec![format!(
         "{} is a {} dataset of {count} feature{}{}.",
         dataset.title,
-        kind_of(dataset.geometry_type.as_deref()),
+        kind_of(dataset.geometry_type),
         if count == 1 { "" } else { "s" },
         covering(dataset)
     )];

@@ -3,7 +3,7 @@
 use axum::{Json, extract::State};
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, DatasetVisibility, STAGING_PREFIX},
+    datasets::{ColumnInfo, DatasetVisibility, GeometryType, STAGING_PREFIX},
     db::quote_ident,
     extent::ExtentTracker,
 };
@@ -77,23 +77,6 @@ fn display_name(schema: &str, table: &str) -> String {
     }
 }
 
-/// GeoJSON spelling of a PostGIS type name (MULTIPOLYGON → MultiPolygon).
-fn geometry_type_name(postgis: &str) -> String {
-    let upper = postgis.to_ascii_uppercase();
-    let base = upper.trim_end_matches('M').trim_end_matches('Z');
-    match base {
-        "POINT" => "Point",
-        "LINESTRING" => "LineString",
-        "POLYGON" => "Polygon",
-        "MULTIPOINT" => "MultiPoint",
-        "MULTILINESTRING" => "MultiLineString",
-        "MULTIPOLYGON" => "MultiPolygon",
-        "GEOMETRYCOLLECTION" => "GeometryCollection",
-        _ => "Geometry",
-    }
-    .to_string()
-}
-
 #[derive(Deserialize, utoipa::IntoParams)]
 struct DiscoverQuery {
     #[serde(default)]
@@ -104,7 +87,7 @@ struct DiscoverQuery {
 #[derive(Serialize, utoipa::ToSchema)]
 struct DiscoveredTable {
     table_name: String,
-    geometry_type: Option<String>,
+    geometry_type: Option<GeometryType>,
     srid: Option<i32>,
     estimated_rows: Option<i64>,
 }
@@ -134,7 +117,7 @@ async fn discover(
             .into_iter()
             .map(|c| DiscoveredTable {
                 table_name: display_name(&c.schema_name, &c.table_name),
-                geometry_type: c.geometry_type.as_deref().map(geometry_type_name),
+                geometry_type: c.geometry_type.as_deref().map(GeometryType::from_postgis),
                 srid: c.srid.filter(|s| *s > 0),
                 estimated_rows: c.estimated_rows,
             })
@@ -274,7 +257,7 @@ async fn register_one(state: &AppState, admin: Uuid, item: &RegisterItem) -> Res
         .bind(&table)
         .bind(&key)
         .bind(&candidate.geometry_column)
-        .bind(candidate.geometry_type.as_deref().map(geometry_type_name))
+        .bind(candidate.geometry_type.as_deref().map(GeometryType::from_postgis))
         .bind(extent.bbox().map(|b| b.to_vec()))
         .bind(count)
         .bind(SqlJson(&columns))

@@ -9,7 +9,7 @@ use std::{
 };
 
 use catalog_raster::crs::CrsFacts;
-use catalog_shared::wgs84;
+use catalog_shared::{datasets::GeometryType, wgs84};
 
 use crate::dataset_record::Dataset;
 
@@ -62,9 +62,9 @@ pub fn extent_in_world(bbox: &[f64]) -> Option<[f64; 4]> {
 /// NaN, which SQL puts above infinity.
 pub fn drawable(dataset: &Dataset, geometry: &str) -> String {
     let [west, south, east, north] = bounds(dataset);
-    let finite = match dataset.geometry_type.as_deref() {
-        Some("Point") => String::new(),
-        Some("LineString" | "MultiLineString" | "Polygon" | "MultiPolygon") => {
+    let finite = match dataset.geometry_type {
+        Some(GeometryType::Point) => String::new(),
+        Some(t) if t.dimension().is_some_and(|d| d > 0) => {
             format!(" AND ST_Length({geometry}) + ST_Perimeter({geometry}) < 'Infinity'")
         }
         _ => format!(" AND ST_Length(ST_LineFromMultiPoint(ST_Points({geometry}))) < 'Infinity'"),

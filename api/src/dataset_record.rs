@@ -4,7 +4,9 @@ use std::sync::{Arc, OnceLock};
 
 use catalog_raster::RasterInfo;
 use catalog_shared::AppError;
-use catalog_shared::datasets::{ColumnInfo, DatasetKind, DatasetVisibility, PublicationStatus, StorageTier};
+use catalog_shared::datasets::{
+    ColumnInfo, DatasetKind, DatasetVisibility, GeometryType, PublicationStatus, StorageTier,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -21,7 +23,8 @@ pub struct Dataset {
     table_name: String,
     pub(crate) key_column: String,
     pub(crate) geometry_column: String,
-    pub(crate) geometry_type: Option<String>,
+    /// None for a raster dataset.
+    pub(crate) geometry_type: Option<GeometryType>,
     /// The EPSG code of the data's CRS; null when none names it (the
     /// column keeps PostGIS's 0 for that, which is no CRS at all).
     #[serde(serialize_with = "epsg_code")]

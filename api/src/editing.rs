@@ -16,7 +16,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, DatasetKind, PublicationStatus},
+    datasets::{ColumnInfo, DatasetKind, GeometryType, PublicationStatus},
     db::quote_ident,
     extent,
     history::{record_edit, row_etag, row_json},
@@ -54,7 +54,7 @@ const SINGLE_TYPES: [&str; 6] = [
 
 /// Checks the geometry against the dataset's type; answers whether it must
 /// be promoted to the multi type.
-pub(crate) fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<bool, AppError> {
+pub(crate) fn check_geometry(geometry: &Value, dataset_type: GeometryType) -> Result<bool, AppError> {
     let kind = geometry["type"]
         .as_str()
         .ok_or_else(|| AppError::unprocessable("geometry needs a type"))?;
@@ -65,13 +65,13 @@ pub(crate) fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<boo
         if parts.iter().any(|g| g["type"] == "GeometryCollection") {
             return Err(AppError::unprocessable("nested GeometryCollections are not accepted"));
         }
-        if dataset_type != "Geometry" {
+        if dataset_type != GeometryType::Geometry {
             return Err(AppError::unprocessable(format!(
                 "a GeometryCollection fits only datasets of generic geometry type; this one holds {dataset_type}"
             )));
         }
         for part in parts {
-            check_geometry(part, "Geometry")?;
+            check_geometry(part, GeometryType::Geometry)?;
         }
         return Ok(false);
     }
@@ -90,10 +90,10 @@ pub(crate) fn check_geometry(geometry: &Value, dataset_type: &str) -> Result<boo
         _ => 3,
     };
     check_positions(&geometry["coordinates"], nesting, "coordinates")?;
-    if dataset_type == "Geometry" || dataset_type == kind {
+    if dataset_type == GeometryType::Geometry || dataset_type.as_str() == kind {
         return Ok(false);
     }
-    if dataset_type == format!("Multi{kind}") {
+    if dataset_type.as_str() == format!("Multi{kind}") {
         return Ok(true);
     }
     Err(AppError::unprocessable(format!(
@@ -210,7 +210,7 @@ impl Assignments {
                 "geometry must be a GeoJSON geometry object or null",
             ));
         }
-        let promote = check_geometry(geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
+        let promote = check_geometry(geometry, dataset.geometry_type.unwrap_or(GeometryType::Geometry))?;
         let dataset = dataset.clone();
         self.bind(
             column,

@@ -6,7 +6,11 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, GeometryType},
+    db::quote_ident,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{Row, types::Json as SqlJson};
@@ -189,7 +193,7 @@ async fn create_feature(
     if body.kind.as_deref().is_some_and(|k| k != "Feature") {
         return Err(AppError::unprocessable("type must be Feature"));
     }
-    check_geometry(&body.geometry, dataset.geometry_type.as_deref().unwrap_or("Geometry"))?;
+    check_geometry(&body.geometry, dataset.geometry_type.unwrap_or(GeometryType::Geometry))?;
     let data = editable(&state, &caller, &dataset).await?;
     let written = insert_feature(
         &state,

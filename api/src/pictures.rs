@@ -185,7 +185,7 @@ pub async fn draw_dataset(
         return Ok(());
     }
     let count = dataset.feature_count.unwrap_or(0).max(1);
-    let points_only = dataset.geometry_type.as_deref().is_some_and(|t| t.ends_with("Point"));
+    let points_only = dataset.geometry_type.and_then(|t| t.dimension()) == Some(0);
     let most = if points_only { MOST_POINTS } else { MOST_FEATURES }.min(budget).max(1);
     // Sampled by row, not by TABLESAMPLE: a table registered in place may
     // be a view, which takes no TABLESAMPLE.

@@ -10,7 +10,7 @@ use std::{
 };
 
 use catalog_shared::{
-    datasets::{self, DatasetVisibility},
+    datasets::{self, DatasetVisibility, GeometryType},
     history::{self, VersionKind},
     jobs::JobStatus,
 };
@@ -31,7 +31,7 @@ use crate::{
 pub struct LoadedLayer {
     pub staging: String,
     pub table: String,
-    pub geometry_type: String,
+    pub geometry_type: GeometryType,
     pub stats: ReadStats,
 }
 
@@ -192,9 +192,9 @@ async fn settle_geometry_type(
     target: GeomTarget,
     staging: &str,
     stats: &ReadStats,
-) -> Result<String, JobError> {
+) -> Result<GeometryType, JobError> {
     if let GeomTarget::Fixed(t) = target {
-        return Ok(postgis_type_name(t).to_string());
+        return Ok(reader::target_type(GeomTarget::Fixed(t)));
     }
     let mut types: Vec<&str> = stats.types_seen.iter().copied().collect();
     let families: std::collections::BTreeSet<&str> = types.iter().map(|t| t.trim_start_matches("Multi")).collect();
@@ -213,9 +213,9 @@ async fn settle_geometry_type(
             if plan.has_z { "Z" } else { "" }
         );
         sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
-        return Ok(only.to_string());
+        return Ok(GeometryType::parse(only).unwrap_or(GeometryType::Geometry));
     }
-    Ok("Geometry".to_string())
+    Ok(GeometryType::Geometry)
 }
 
 /// Memory for one index build; the two builds run side by side.
@@ -373,7 +373,7 @@ pub async fn publish(
     .bind(&meta.title)
     .bind(&meta.summary)
     .bind(&loaded.table)
-    .bind(&loaded.geometry_type)
+    .bind(loaded.geometry_type)
     .bind(plan.source_srid)
     .bind(extent)
     .bind(loaded.stats.rows as i64)
@@ -392,14 +392,7 @@ pub async fn publish(
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
     history::record_load(&mut tx, dataset_id, ctx.created_by).await?;
-    styles::store(
-        &mut tx,
-        dataset_id,
-        &loaded.geometry_type,
-        &columns,
-        &meta.source.styles,
-    )
-    .await?;
+    styles::store(&mut tx, dataset_id, loaded.geometry_type, &columns, &meta.source.styles).await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
     Ok(dataset_id)
@@ -443,7 +436,7 @@ pub async fn replace(
          WHERE id = $1",
     )
     .bind(dataset_id)
-    .bind(&loaded.geometry_type)
+    .bind(loaded.geometry_type)
     .bind(plan.source_srid)
     .bind(loaded.stats.extent.bbox().map(|b| b.to_vec()))
     .bind(loaded.stats.rows as i64)
@@ -467,7 +460,7 @@ pub async fn replace(
         .or_else(|| datasets::detect_temporal_column(&columns))
         .map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &table), time_axis).await?;
-    styles::store(&mut tx, dataset_id, &loaded.geometry_type, &columns, &source.styles).await?;
+    styles::store(&mut tx, dataset_id, loaded.geometry_type, &columns, &source.styles).await?;
     history::begin_era(&mut tx, dataset_id, VersionKind::Reupload, ctx.created_by, None).await?;
     sqlx::query(
         "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",

@@ -9,7 +9,11 @@ use std::{
     },
 };
 
-use catalog_shared::{datasets::ColumnInfo, extent::ExtentTracker, uploads::SourceFormat};
+use catalog_shared::{
+    datasets::{ColumnInfo, GeometryType},
+    extent::ExtentTracker,
+    uploads::SourceFormat,
+};
 use gdal::{
     Dataset, DatasetOptions, GdalOpenFlags,
     spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef},
@@ -185,11 +189,11 @@ pub fn sample_rows(
         .collect())
 }
 
-/// The name of the geometry type a layer is loaded as.
-pub fn target_name(target: GeomTarget) -> &'static str {
+/// The geometry type a layer is loaded as.
+pub fn target_type(target: GeomTarget) -> GeometryType {
     match target {
-        GeomTarget::Fixed(t) => postgis_type_name(t),
-        GeomTarget::Generic => "Geometry",
+        GeomTarget::Fixed(t) => GeometryType::parse(postgis_type_name(t)).unwrap_or(GeometryType::Geometry),
+        GeomTarget::Generic => GeometryType::Geometry,
     }
 }
 

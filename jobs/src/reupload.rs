@@ -222,7 +222,7 @@ async fn preview(
         "source_filename": payload.filename,
         "columns": new_columns.iter().map(column).collect::<Vec<_>>(),
         "crs": layer.plan.source_srid,
-        "geometry_type": reader::target_name(layer.plan.target),
+        "geometry_type": reader::target_type(layer.plan.target),
         "feature_count": row_count_new,
         "sample_rows": samples,
         "layer_name": layer.key,
@@ -236,7 +236,7 @@ async fn preview(
         },
         "all_layers": candidates.iter().map(|c| json!({
             "name": c.key,
-            "geometry_type": reader::target_name(c.plan.target),
+            "geometry_type": reader::target_type(c.plan.target),
             "feature_count": c.plan.feature_count,
         })).collect::<Vec<_>>(),
         "previous_source_layer": current.source_layer,

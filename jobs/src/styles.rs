@@ -4,7 +4,10 @@
 //! categories into a `match` on their attribute, graduated classes into a
 //! `step`, each with the symbols' own colours. A style it cannot read
 //! gives no paint; the style is kept all the same.
-use catalog_shared::{datasets::ColumnInfo, uploads::SourceFormat};
+use catalog_shared::{
+    datasets::{ColumnInfo, GeometryType},
+    uploads::SourceFormat,
+};
 use gdal::{Dataset, vector::LayerAccess};
 use roxmltree::{Document, Node};
 use serde_json::{Map, Value, json};
@@ -74,7 +77,7 @@ fn read(gdal_path: &str, layer: &str) -> Vec<KeptStyle> {
 pub async fn store(
     tx: &mut PgConnection,
     dataset_id: Uuid,
-    geometry_type: &str,
+    geometry_type: GeometryType,
     columns: &[ColumnInfo],
     styles: &[KeptStyle],
 ) -> Result<(), sqlx::Error> {
@@ -115,21 +118,12 @@ pub async fn store(
     Ok(())
 }
 
-/// The MapLibre layer kind a geometry type draws as.
-fn kind_of(geometry_type: &str) -> &'static str {
-    match geometry_type {
-        "LineString" | "MultiLineString" => "line",
-        "Polygon" | "MultiPolygon" => "fill",
-        _ => "circle",
-    }
-}
-
 /// A style's paint: from its QML when it reads, else from its SLD; none
 /// when what it makes is not a paint MapLibre accepts. The
 /// attribute a rule names (by its source name) is the column's published
 /// name, as tiles carry it; values are numbers when the column is.
-pub fn paint_of(style: &KeptStyle, geometry_type: &str, columns: &[ColumnInfo]) -> Option<Map<String, Value>> {
-    let kind = kind_of(geometry_type);
+pub fn paint_of(style: &KeptStyle, geometry_type: GeometryType, columns: &[ColumnInfo]) -> Option<Map<String, Value>> {
+    let kind = geometry_type.maplibre_layer();
     let rule = style
         .qml
         .as_deref()
@@ -457,7 +451,7 @@ mod tests {
     fn qgis_renderers_become_constants_matches_and_steps() {
         let single = style(Some(qml(r#"type="singleSymbol">"#)), None);
         assert_eq!(
-            Value::Object(paint_of(&single, "MultiPolygon", &columns()).unwrap()),
+            Value::Object(paint_of(&single, GeometryType::MultiPolygon, &columns()).unwrap()),
             json!({"fill-color": "#e41a1c", "fill-outline-color": "#232323"})
         );
         let categorized = style(
@@ -467,7 +461,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            paint_of(&categorized, "Polygon", &columns()).unwrap()["fill-color"],
+            paint_of(&categorized, GeometryType::Polygon, &columns()).unwrap()["fill-color"],
             json!([
                 "match",
                 ["get", "continent"],
@@ -483,7 +477,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            paint_of(&graduated, "Point", &columns()).unwrap()["circle-color"],
+            paint_of(&graduated, GeometryType::Point, &columns()).unwrap()["circle-color"],
             json!([
                 "step",
                 ["to-number", ["get", "pop"]],
@@ -503,7 +497,12 @@ mod tests {
             <se:LineSymbolizer><se:Stroke><se:SvgParameter name="stroke">#00ff00</se:SvgParameter></se:Stroke></se:LineSymbolizer></se:Rule>
         </se:FeatureTypeStyle></StyledLayerDescriptor>"##;
         assert_eq!(
-            paint_of(&style(Some("<not-qml/>".into()), Some(sld)), "LineString", &columns()).unwrap()["line-color"],
+            paint_of(
+                &style(Some("<not-qml/>".into()), Some(sld)),
+                GeometryType::LineString,
+                &columns()
+            )
+            .unwrap()["line-color"],
             json!([
                 "match",
                 ["get", "kind"],
@@ -514,7 +513,7 @@ mod tests {
                 "rgba(0,0,0,0)"
             ])
         );
-        assert!(paint_of(&style(None, Some("<broken")), "Point", &columns()).is_none());
+        assert!(paint_of(&style(None, Some("<broken")), GeometryType::Point, &columns()).is_none());
     }
 
     #[test]
@@ -531,13 +530,13 @@ mod tests {
             </symbols></renderer-v2></qgis>"#
         );
         let started = std::time::Instant::now();
-        assert!(paint_of(&style(Some(bomb), None), "Polygon", &columns()).is_none());
+        assert!(paint_of(&style(Some(bomb), None), GeometryType::Polygon, &columns()).is_none());
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
         // The DOCTYPE QGIS writes is no obstacle, nor one with a harmless subset.
         let plain = qml(r#"type="singleSymbol">"#).replace("'SYSTEM'>", "'SYSTEM' [<!ENTITY x \"]>\">]>");
-        assert!(paint_of(&style(Some(plain.clone()), None), "Polygon", &columns()).is_some());
+        assert!(paint_of(&style(Some(plain.clone()), None), GeometryType::Polygon, &columns()).is_some());
         let padded = plain.replace("<qgis>", &format!("<qgis><!--{}-->", " ".repeat(MOST_STYLE_BYTES)));
-        assert!(paint_of(&style(Some(padded), None), "Polygon", &columns()).is_none());
+        assert!(paint_of(&style(Some(padded), None), GeometryType::Polygon, &columns()).is_none());
     }
 
     #[test]
@@ -546,9 +545,9 @@ mod tests {
             Some(qml(r#"type="categorizedSymbol" attr="CONTINENT"><categories/>"#)),
             None,
         );
-        assert!(paint_of(&no_categories, "Polygon", &columns()).is_none());
+        assert!(paint_of(&no_categories, GeometryType::Polygon, &columns()).is_none());
         let sld = r##"<StyledLayerDescriptor><Rule><PolygonSymbolizer><Fill><CssParameter name="fill">javascript:alert(1)</CssParameter></Fill></PolygonSymbolizer></Rule></StyledLayerDescriptor>"##;
-        assert!(paint_of(&style(None, Some(sld)), "Polygon", &columns()).is_none());
+        assert!(paint_of(&style(None, Some(sld)), GeometryType::Polygon, &columns()).is_none());
         let one_class = style(
             Some(qml(
                 r#"type="graduatedSymbol" attr="pop"><ranges><range lower="0" upper="10" symbol="0"/></ranges>"#,
@@ -556,7 +555,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            paint_of(&one_class, "Point", &columns()).unwrap()["circle-color"],
+            paint_of(&one_class, GeometryType::Point, &columns()).unwrap()["circle-color"],
             json!("#e41a1c")
         );
     }

@@ -47,6 +47,56 @@ text_enum! {
 }
 
 text_enum! {
+    /// The type of a vector dataset's geometries (`datasets.geometry_type`),
+    /// as GeoJSON spells it: one type, or `Geometry` for a mix.
+    #[derive(utoipa::ToSchema)]
+    pub enum GeometryType {
+        Point = "Point",
+        LineString = "LineString",
+        Polygon = "Polygon",
+        MultiPoint = "MultiPoint",
+        MultiLineString = "MultiLineString",
+        MultiPolygon = "MultiPolygon",
+        GeometryCollection = "GeometryCollection",
+        Geometry = "Geometry",
+    }
+}
+
+impl GeometryType {
+    /// The type of a PostGIS type name (`MULTIPOLYGON`, `POINTZ`,
+    /// `CURVEPOLYGON`…), as a registered table's column declares it: a
+    /// curve type, or one this service does not know, is `Geometry`.
+    pub fn from_postgis(name: &str) -> Self {
+        let upper = name.to_ascii_uppercase();
+        let base = upper.trim_end_matches('M').trim_end_matches('Z');
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|t| t.as_str().eq_ignore_ascii_case(base))
+            .unwrap_or(Self::Geometry)
+    }
+
+    /// 0 for points, 1 for lines, 2 for polygons; none for a mix.
+    pub fn dimension(self) -> Option<u8> {
+        match self {
+            Self::Point | Self::MultiPoint => Some(0),
+            Self::LineString | Self::MultiLineString => Some(1),
+            Self::Polygon | Self::MultiPolygon => Some(2),
+            Self::GeometryCollection | Self::Geometry => None,
+        }
+    }
+
+    /// The MapLibre layer type that draws it: points (and a mix) as circles.
+    pub fn maplibre_layer(self) -> &'static str {
+        match self.dimension() {
+            Some(1) => "line",
+            Some(2) => "fill",
+            _ => "circle",
+        }
+    }
+}
+
+text_enum! {
     /// Where a dataset's table is (`datasets.storage`): in PostGIS, or
     /// archived in the object store until a read brings it back.
     pub enum StorageTier {

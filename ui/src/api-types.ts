@@ -2305,7 +2305,7 @@ export interface components {
             geometry_column: string;
             /** @description `{linearized, source_curve_types}`: curves of the source stored as straight segments. */
             geometry_info: Record<string, never>;
-            geometry_type?: string | null;
+            geometry_type?: null | components["schemas"]["GeometryType"];
             /** Format: uuid */
             id: string;
             is_registered: boolean;
@@ -2411,7 +2411,7 @@ export interface components {
         DiscoveredTable: {
             /** Format: int64 */
             estimated_rows?: number | null;
-            geometry_type?: string | null;
+            geometry_type?: null | components["schemas"]["GeometryType"];
             /** Format: int32 */
             srid?: number | null;
             table_name: string;
@@ -2458,6 +2458,12 @@ export interface components {
          * @enum {string}
          */
         FeatureType: "Feature";
+        /**
+         * @description The type of a vector dataset's geometries (`datasets.geometry_type`),
+         *     as GeoJSON spells it: one type, or `Geometry` for a mix.
+         * @enum {string}
+         */
+        GeometryType: "Point" | "LineString" | "Polygon" | "MultiPoint" | "MultiLineString" | "MultiPolygon" | "GeometryCollection" | "Geometry";
         Grant: {
             /** Format: date-time */
             created_at: string;
@@ -2653,7 +2659,7 @@ export interface components {
             dataset_extent_bbox?: number[] | null;
             /** Format: int64 */
             dataset_feature_count?: number | null;
-            dataset_geometry_type?: string | null;
+            dataset_geometry_type?: null | components["schemas"]["GeometryType"];
             /** Format: uuid */
             dataset_id: string;
             /** @description `vector` or `raster`. */

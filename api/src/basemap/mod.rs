@@ -163,17 +163,13 @@ fn dataset_layers(dataset: &crate::dataset_record::Dataset) -> Value {
         return json!([{"id": "data", "type": "raster", "source": "data"}]);
     }
     let layer = |id: &str, kind: &str, paint: Value| json!({"id": id, "type": kind, "source": "data", "source-layer": dataset.layer_name(), "paint": paint});
-    let geometry = dataset
-        .geometry_type
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    if geometry.contains("polygon") {
+    let dimension = dataset.geometry_type.and_then(|t| t.dimension());
+    if dimension == Some(2) {
         json!([
             layer("data-fill", "fill", json!({"fill-color": COLOUR, "fill-opacity": 0.35})),
             layer("data-outline", "line", json!({"line-color": COLOUR, "line-width": 1})),
         ])
-    } else if geometry.contains("line") {
+    } else if dimension == Some(1) {
         json!([layer(
             "data-line",
             "line",

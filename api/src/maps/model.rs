@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, DatasetKind, DatasetVisibility, PublicationStatus},
+    datasets::{ColumnInfo, DatasetKind, DatasetVisibility, GeometryType, PublicationStatus},
     maps::MapVisibility,
 };
 use serde::{Deserialize, Serialize};
@@ -353,7 +353,7 @@ pub struct MapLayerResponse {
     pub id: Uuid,
     pub dataset_id: Uuid,
     pub dataset_name: String,
-    pub dataset_geometry_type: Option<String>,
+    pub dataset_geometry_type: Option<GeometryType>,
     /// The paint the dataset's own default style (from its GeoPackage)
     /// became; the layer's `paint` goes over it.
     #[schema(value_type = Option<Object>)]

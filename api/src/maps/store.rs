@@ -67,7 +67,7 @@ struct LayerRow {
     id: Uuid,
     dataset_id: Uuid,
     dataset_name: String,
-    dataset_geometry_type: Option<String>,
+    dataset_geometry_type: Option<catalog_shared::datasets::GeometryType>,
     dataset_default_paint: Option<Value>,
     dataset_kind: DatasetKind,
     dataset_table_name: String,

@@ -5,7 +5,11 @@
 use std::collections::HashMap;
 
 use axum::{Json, extract::State, http::StatusCode, response::Response};
-use catalog_shared::{AppError, datasets::DatasetKind, maps::MapVisibility};
+use catalog_shared::{
+    AppError,
+    datasets::{DatasetKind, GeometryType},
+    maps::MapVisibility,
+};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -33,14 +37,6 @@ const MAP_META: &str = "catalog:map";
 const LAYER_META: &str = "catalog:layer";
 /// Features a GeoJSON source (layer type `geojson`) fetches.
 const GEOJSON_SOURCE_LIMIT: u32 = 1000;
-
-fn kind_of(geometry_type: Option<&str>) -> &'static str {
-    match geometry_type.unwrap_or_default() {
-        "LineString" | "MultiLineString" => "line",
-        "Polygon" | "MultiPolygon" => "fill",
-        _ => "circle",
-    }
-}
 
 /// Colours told apart at a glance, one per layer by its place in the map
 /// (the web UI's editor starts layers from the same ones).
@@ -155,7 +151,9 @@ fn style_layer_of(index: usize, place: usize, layer: &MapLayerResponse, source_i
     let kind = if is_raster(layer) {
         "raster"
     } else {
-        kind_of(layer.dataset_geometry_type.as_deref())
+        layer
+            .dataset_geometry_type
+            .map_or("circle", GeometryType::maplibre_layer)
     };
     // The dataset's own style first (its GeoPackage's default), then the
     // layer's paint over it.

@@ -8,7 +8,10 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{AppError, datasets::PublicationStatus};
+use catalog_shared::{
+    AppError,
+    datasets::{GeometryType, PublicationStatus},
+};
 use serde_json::{Value, json};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -282,7 +285,7 @@ fn queryables_json(base: &str, dataset: &Dataset) -> Value {
         dataset.geometry_column.clone(),
         json!({
             "title": "geometry",
-            "format": format!("geometry-{}", geometry_format(dataset.geometry_type.as_deref())),
+            "format": format!("geometry-{}", geometry_format(dataset.geometry_type)),
             "x-ogc-role": "primary-geometry",
         }),
     );
@@ -305,9 +308,9 @@ fn queryables_json(base: &str, dataset: &Dataset) -> Value {
     })
 }
 
-fn geometry_format(geometry_type: Option<&str>) -> String {
+fn geometry_format(geometry_type: Option<GeometryType>) -> String {
     match geometry_type {
-        Some(t) if t != "Geometry" => t.to_ascii_lowercase(),
+        Some(t) if t != GeometryType::Geometry => t.as_str().to_ascii_lowercase(),
         _ => "any".to_string(),
     }
 }

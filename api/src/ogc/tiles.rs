@@ -242,25 +242,13 @@ pub async fn tileset(
             "maxTileMatrix": SOURCE_MAX_ZOOM.to_string(),
             "propertiesSchema": {"type": "object", "properties": properties},
         });
-        if let Some(dimension) = geometry_dimension(dataset.geometry_type.as_deref()) {
+        if let Some(dimension) = dataset.geometry_type.and_then(|t| t.dimension()) {
             layer["geometryDimension"] = json!(dimension);
         }
         document["layers"] = json!([layer]);
     }
     Ok(Json(document))
 }
-/// 0 for points, 1 for lines, 2 for polygons; none for mixed geometries.
-fn geometry_dimension(geometry_type: Option<&str>) -> Option<u8> {
-    let kind = geometry_type?.to_ascii_lowercase();
-    let kind = kind.strip_prefix("multi").unwrap_or(&kind);
-    match kind {
-        "point" => Some(0),
-        "linestring" | "curve" | "compoundcurve" | "circularstring" => Some(1),
-        "polygon" | "surface" | "curvepolygon" => Some(2),
-        _ => None,
-    }
-}
-
 /// The encoding of a tile: `mvt` for a vector dataset; `png` (default),
 /// `jpeg` or `webp` for a raster.
 #[derive(Deserialize, utoipa::IntoParams)]
