@@ -5,7 +5,10 @@
 use catalog_shared::auth::Role;
 use uuid::Uuid;
 
-use super::{Refusal, provider::Identity, refuse};
+use super::{
+    provider::Identity,
+    refusal::{Refusal, refuse},
+};
 use crate::{
     auth::{
         api_keys,

@@ -30,9 +30,11 @@ use super::{
 };
 use linking::link_account;
 use provider::{Outbound, endpoints, exchange_failure, oauth_client, oauth2_identity, oidc_identity};
+use refusal::{Refusal, refuse};
 
 mod linking;
 mod provider;
+mod refusal;
 use crate::{
     extract::{Path, Query},
     state::AppState,
@@ -47,33 +49,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// How long a sign-in may take between leaving for the provider and coming back.
 const LOGIN_WINDOW_MINUTES: i32 = 10;
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A sign-in refused or failed after the provider answered: the browser
-/// goes back to the web UI with an error code it can explain.
-#[derive(Debug)]
-struct Refusal {
-    code: &'static str,
-    detail: String,
-}
-
-fn refuse(code: &'static str, detail: impl Into<String>) -> Refusal {
-    Refusal {
-        code,
-        detail: detail.into(),
-    }
-}
-
-impl From<AppError> for Refusal {
-    fn from(e: AppError) -> Self {
-        refuse("server_error", e.to_string())
-    }
-}
-
-impl From<sqlx::Error> for Refusal {
-    fn from(e: sqlx::Error) -> Self {
-        AppError::from(e).into()
-    }
-}
 
 fn redirect(location: &str, headers: HeaderMap) -> Response {
     let mut response = (StatusCode::FOUND, headers).into_response();
@@ -90,10 +65,6 @@ async fn enabled_provider(state: &AppState, slug: &str) -> Result<Provider, AppE
         .fetch_optional(&state.pool)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no enabled sign-in provider {slug:?}")))
-}
-
-fn callback_url(state: &AppState, slug: &str) -> String {
-    format!("{}/api/auth/oauth/{slug}/callback", state.config.public_url)
 }
 
 /// Sends the browser to the provider (authorization code, PKCE S256, state).

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
-use super::{Refusal, callback_url, refuse};
+use super::refusal::{Refusal, refuse};
 use crate::{auth::providers::Provider, state::AppState};
 
 /// How far the provider's clock may run ahead of ours when an ID token expires.
@@ -159,6 +159,11 @@ pub(super) type ProviderClient = oauth2::Client<
     EndpointNotSet,
     EndpointSet,
 >;
+
+/// Where the provider sends the browser back.
+pub(super) fn callback_url(state: &AppState, slug: &str) -> String {
+    format!("{}/api/auth/oauth/{slug}/callback", state.config.public_url)
+}
 
 pub(super) fn oauth_client(
     state: &AppState,
