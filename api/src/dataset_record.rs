@@ -35,7 +35,7 @@ pub struct Dataset {
     pub(crate) extent_bbox: Option<Vec<f64>>,
     /// None for a raster dataset.
     pub(crate) feature_count: Option<i64>,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<ColumnInfo>)]
     pub(crate) column_info: SqlJson<Vec<ColumnInfo>>,
     #[schema(value_type = Object)]
     pub(crate) sample_values: SqlJson<Value>,

@@ -108,7 +108,7 @@ text_enum! {
 /// One attribute column of a dataset (an element of `datasets.column_info`):
 /// written by ingest and reupload, by table registration and by adding a
 /// column; read by every route that renders or filters features.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ColumnInfo {
     /// The column's name in the table.
     pub name: String,

@@ -2176,6 +2176,24 @@ export interface components {
             name: string;
             type: string;
         };
+        /**
+         * @description One attribute column of a dataset (an element of `datasets.column_info`):
+         *     written by ingest and reupload, by table registration and by adding a
+         *     column; read by every route that renders or filters features.
+         */
+        ColumnInfo: {
+            /** @description The column's name in the table. */
+            name: string;
+            /** @description The attribute's name in the source, which users see and filter by. */
+            original_name: string;
+            /**
+             * @description The type in the source: an OGR field type, a registered table's
+             *     PostgreSQL type, or `added` for a column added through the API.
+             */
+            source_type: string;
+            /** @description The column's PostgreSQL type (`text`, `integer`, `double precision`…). */
+            type: string;
+        };
         ColumnList: {
             columns: components["schemas"]["ColumnDefinition"][];
         };
@@ -2290,7 +2308,7 @@ export interface components {
         Dataset: {
             /** @description The credit maps show with the data. */
             attribution?: string | null;
-            column_info: Record<string, never>[];
+            column_info: components["schemas"]["ColumnInfo"][];
             /** Format: date-time */
             created_at: string;
             /** Format: uuid */
@@ -2650,7 +2668,7 @@ export interface components {
              *     carries only its place in the map, nothing that describes the data.
              */
             dataset_available: boolean;
-            dataset_column_info: Record<string, never>[];
+            dataset_column_info: components["schemas"]["ColumnInfo"][];
             /**
              * @description The paint the dataset's own default style (from its GeoPackage)
              *     became; the layer's `paint` goes over it.

@@ -364,7 +364,6 @@ pub struct MapLayerResponse {
     pub dataset_kind: Option<DatasetKind>,
     pub dataset_table_name: String,
     pub dataset_extent_bbox: Option<Vec<f64>>,
-    #[schema(value_type = Vec<Object>)]
     pub dataset_column_info: Vec<ColumnInfo>,
     pub dataset_feature_count: Option<i64>,
     #[schema(value_type = Object)]

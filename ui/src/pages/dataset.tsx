@@ -13,7 +13,7 @@ import { Grants, Reupload } from "./reupload";
 import { ServiceReupload } from "./services";
 
 type Dataset = Schemas["Dataset"];
-type Column = { name: string; type?: string };
+type Column = Schemas["ColumnInfo"];
 type Items = {
   features: { id?: string | number; properties: Record<string, unknown>; geometry?: unknown }[];
   numberMatched?: number;

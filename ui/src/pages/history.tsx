@@ -4,7 +4,7 @@ import { Link } from "../router";
 import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./common";
 
 type Dataset = Schemas["Dataset"];
-type Column = { name: string; type?: string };
+type Column = Schemas["ColumnInfo"];
 type Feature = { id?: string | number; properties: Record<string, unknown> };
 
 const NUMERIC = ["integer", "bigint", "smallint", "double precision", "real", "numeric"];

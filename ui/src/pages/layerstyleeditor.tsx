@@ -20,7 +20,7 @@ import {
 } from "./layerstyle";
 
 type MapLayer = Schemas["MapLayerResponse"];
-type Column = { name: string; original_name?: string; type?: string };
+type Column = Schemas["ColumnInfo"];
 
 const NUMBER_TYPES = ["integer", "bigint", "smallint", "double precision", "real", "numeric"];
 

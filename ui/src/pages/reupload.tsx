@@ -5,7 +5,7 @@ import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./co
 import { JobProgress, useJob } from "./job";
 
 type Dataset = Schemas["Dataset"];
-type Column = { name: string; type?: string };
+type Column = Schemas["ColumnInfo"];
 /** The reupload preview (the specification's shape; the API's document leaves it open). */
 export type Preview = {
   feature_count?: number | null;
