@@ -103,6 +103,15 @@ fn assert_fresh(dir: &Path) {
     }
 }
 
+/// The XYZ tile (x, y) holding the point (`lon`, `lat`) at zoom `z`.
+pub fn tile_at(lon: f64, lat: f64, z: u32) -> (u32, u32) {
+    let n = f64::from(1u32 << z);
+    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
+    let lat = lat.to_radians();
+    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
+    (x, y)
+}
+
 /// This package's folder (`tests/`), found when the test runs: `cargo test`
 /// names it in `CARGO_MANIFEST_DIR`. The path fixed at build time is only
 /// the fallback, because another clone sharing the build cache may have

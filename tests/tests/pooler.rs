@@ -8,7 +8,7 @@
 //! time; every answer must be right.
 use std::collections::BTreeMap;
 
-use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer, ogrinfo_of_tile};
+use catalog_tests::{Api, Stack, StackOptions, TestDatabase, clusters::PgBouncer, ogrinfo_of_tile, tile_at};
 use serde_json::{Value, json};
 
 /// A point inside each of these countries (Natural Earth's names): the
@@ -31,15 +31,6 @@ const PLACES: [(&str, f64, f64); 16] = [
     ("Mexico", -102.0, 24.0),
     ("Antarctica", 10.0, -80.0),
 ];
-
-/// The XYZ tile (x, y) holding a point at zoom z.
-fn tile_at(lon: f64, lat: f64, z: u32) -> (u32, u32) {
-    let n = f64::from(1u32 << z);
-    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
-    let lat = lat.to_radians();
-    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
-    (x, y)
-}
 
 /// A tile's address (z, x, y).
 type Address = (u32, u32, u32);

@@ -4,7 +4,7 @@
 //! served as Web Mercator image tiles with TileJSON and signed templates.
 use std::path::Path;
 
-use catalog_tests::{Api, Stack, StackOptions, data_file};
+use catalog_tests::{Api, Stack, StackOptions, data_file, tile_at};
 use gdal::{
     DriverManager,
     raster::{Buffer, ColorEntry, ColorTable, PaletteInterpretation},
@@ -473,15 +473,6 @@ fn one_band<T: gdal::raster::GdalType + Copy>(
     }
     drop(ds);
     std::fs::read(path).unwrap()
-}
-
-/// The XYZ tile holding a point at zoom z.
-fn tile_at(lon: f64, lat: f64, z: u32) -> (u32, u32) {
-    let n = f64::from(1u32 << z);
-    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
-    let lat = lat.to_radians();
-    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
-    (x, y)
 }
 
 /// A point of `srs` in longitude and latitude.

@@ -40,11 +40,7 @@ fn points(n: usize, name: &str) -> Vec<u8> {
 /// The XYZ tile (x, y) holding point `i` of `points` at zoom z.
 fn tile_of_point(i: usize, z: u32) -> (u32, u32) {
     let (lon, lat) = position(i);
-    let n = f64::from(1u32 << z);
-    let x = ((lon + 180.0) / 360.0 * n).floor() as u32;
-    let lat = lat.to_radians();
-    let y = ((1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * n).floor() as u32;
-    (x, y)
+    catalog_tests::tile_at(lon, lat, z)
 }
 
 /// Tile z/x/y of a dataset of `points` fetched from `base`: asserts a 200
