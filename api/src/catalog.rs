@@ -3,7 +3,7 @@
 use axum::{Json, extract::State};
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, DatasetVisibility, GeometryType, STAGING_PREFIX},
+    datasets::{ColumnInfo, ColumnType, DatasetVisibility, GeometryType, STAGING_PREFIX},
     db::quote_ident,
     extent::ExtentTracker,
 };
@@ -349,16 +349,10 @@ async fn table_columns(
     Ok(rows
         .into_iter()
         .map(|(name, source_type)| {
-            let pg_type = match source_type.as_str() {
-                t if t.starts_with("character") || t == "text" => "text".to_string(),
-                t if t.starts_with("timestamp") => "timestamptz".to_string(),
-                t if t.starts_with("numeric") || t == "real" => "double precision".to_string(),
-                t => t.to_string(),
-            };
             ColumnInfo {
                 original_name: name.clone(),
                 name,
-                pg_type,
+                pg_type: ColumnType::from_postgres(&source_type),
                 source_type,
             }
         })
@@ -478,9 +472,10 @@ async fn check_table(state: &AppState, d: &crate::dataset_record::Dataset) -> Re
             let name = &column.name;
             match actual.iter().find(|c| c.name == *name) {
                 None => problems.push(format!("column {name} is missing")),
-                Some(found) if found.pg_type != column.pg_type => problems.push(format!(
+                Some(found) if found.sql_type() != column.sql_type() => problems.push(format!(
                     "column {name} is {}, recorded as {}",
-                    found.pg_type, column.pg_type
+                    found.sql_type(),
+                    column.sql_type()
                 )),
                 _ => {}
             }

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use catalog_raster::RasterInfo;
 use catalog_shared::AppError;
 use catalog_shared::datasets::{
-    ColumnInfo, DatasetKind, DatasetVisibility, GeometryType, PublicationStatus, StorageTier,
+    ColumnInfo, ColumnType, DatasetKind, DatasetVisibility, GeometryType, PublicationStatus, StorageTier,
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -111,16 +111,17 @@ pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
 }
 
 /// The JSON Schema of a column's values, by its PostgreSQL type.
-pub fn json_schema_of(pg_type: &str) -> Value {
+pub fn json_schema_of(pg_type: ColumnType) -> Value {
     match pg_type {
-        "integer" | "bigint" | "smallint" => serde_json::json!({"type": "integer"}),
-        "double precision" | "real" | "numeric" => serde_json::json!({"type": "number"}),
-        "boolean" => serde_json::json!({"type": "boolean"}),
-        "date" => serde_json::json!({"type": "string", "format": "date"}),
-        "timestamptz" | "timestamp" => serde_json::json!({"type": "string", "format": "date-time"}),
-        "time" => serde_json::json!({"type": "string", "format": "time"}),
-        "jsonb" | "json" => serde_json::json!({"type": "array"}),
-        _ => serde_json::json!({"type": "string"}),
+        ColumnType::SmallInt | ColumnType::Integer | ColumnType::BigInt => serde_json::json!({"type": "integer"}),
+        ColumnType::Double => serde_json::json!({"type": "number"}),
+        ColumnType::Boolean => serde_json::json!({"type": "boolean"}),
+        ColumnType::Date => serde_json::json!({"type": "string", "format": "date"}),
+        ColumnType::TimestampTz => serde_json::json!({"type": "string", "format": "date-time"}),
+        ColumnType::Time => serde_json::json!({"type": "string", "format": "time"}),
+        ColumnType::Uuid => serde_json::json!({"type": "string", "format": "uuid"}),
+        ColumnType::Jsonb | ColumnType::Json => serde_json::json!({"type": "array"}),
+        ColumnType::Text | ColumnType::Bytea | ColumnType::Other => serde_json::json!({"type": "string"}),
     }
 }
 

@@ -16,7 +16,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, DatasetKind, GeometryType, PublicationStatus},
+    datasets::{ColumnInfo, ColumnType, DatasetKind, GeometryType, PublicationStatus},
     db::quote_ident,
     extent,
     history::{record_edit, row_etag, row_json},
@@ -237,15 +237,15 @@ impl Assignments {
         let param = match value {
             Value::Null => None,
             Value::String(s) => Some(s.clone()),
-            Value::Array(_) | Value::Object(_) if column.pg_type != "jsonb" && column.pg_type != "json" => {
+            Value::Array(_) | Value::Object(_) if !matches!(column.pg_type, ColumnType::Jsonb | ColumnType::Json) => {
                 return Err(AppError::unprocessable(format!(
                     "{name:?} holds {}, not an array or object",
-                    column.pg_type
+                    column.sql_type()
                 )));
             }
             other => Some(other.to_string()),
         };
-        let pg_type = column.pg_type.clone();
+        let pg_type = column.sql_type().to_string();
         self.bind(quote_ident(&column.name), |n| format!("${n}::{pg_type}"), param);
         Ok(())
     }

@@ -8,7 +8,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, GeometryType},
+    datasets::{ColumnInfo, ColumnType, GeometryType},
     db::quote_ident,
 };
 use serde::{Deserialize, Serialize};
@@ -226,14 +226,14 @@ struct NewColumn {
     name: String,
     /// The column's type, in any letter case.
     #[serde(rename = "type")]
-    #[schema(value_type = ColumnType, inline)]
+    #[schema(value_type = ColumnTypeName, inline)]
     kind: String,
 }
 
 /// The names `pg_type_of` knows.
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
-enum ColumnType {
+enum ColumnTypeName {
     #[schema(rename = "text")]
     Text,
     #[schema(rename = "string")]
@@ -278,7 +278,7 @@ enum ColumnType {
     Datetime,
 }
 
-#[derive(Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ColumnDefinition {
     name: String,
@@ -286,21 +286,29 @@ struct ColumnDefinition {
     kind: String,
 }
 
+/// A column of the dataset after the change.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ListedColumn {
+    name: String,
+    #[serde(rename = "type")]
+    kind: ColumnType,
+}
+
 #[derive(Serialize, utoipa::ToSchema)]
 struct ColumnList {
-    columns: Vec<ColumnDefinition>,
+    columns: Vec<ListedColumn>,
 }
 
 /// Column types a new column may have, with the names users write for them.
-fn pg_type_of(kind: &str) -> Option<&'static str> {
+fn pg_type_of(kind: &str) -> Option<ColumnType> {
     Some(match kind.to_ascii_lowercase().as_str() {
-        "text" | "string" | "varchar" => "text",
-        "integer" | "int" | "int4" => "integer",
-        "bigint" | "int8" => "bigint",
-        "double precision" | "double" | "float" | "float8" | "real" | "number" | "numeric" => "double precision",
-        "boolean" | "bool" => "boolean",
-        "date" => "date",
-        "timestamp" | "timestamptz" | "datetime" => "timestamptz",
+        "text" | "string" | "varchar" => ColumnType::Text,
+        "integer" | "int" | "int4" => ColumnType::Integer,
+        "bigint" | "int8" => ColumnType::BigInt,
+        "double precision" | "double" | "float" | "float8" | "real" | "number" | "numeric" => ColumnType::Double,
+        "boolean" | "bool" => ColumnType::Boolean,
+        "date" => ColumnType::Date,
+        "timestamp" | "timestamptz" | "datetime" => ColumnType::TimestampTz,
         _ => return None,
     })
 }
@@ -346,7 +354,7 @@ async fn add_column(
     let added = ColumnInfo {
         name: name.clone(),
         original_name: name,
-        pg_type: pg_type.to_string(),
+        pg_type,
         source_type: "added".into(),
     };
     sqlx::query("UPDATE datasets SET column_info = column_info || jsonb_build_array($2::jsonb) WHERE id = $1")
@@ -361,7 +369,7 @@ async fn add_column(
     Ok(Json(ColumnList {
         columns: columns
             .into_iter()
-            .map(|c| ColumnDefinition {
+            .map(|c| ListedColumn {
                 name: c.name,
                 kind: c.pg_type,
             })
@@ -373,7 +381,7 @@ async fn add_column(
 mod tests {
     #[test]
     fn every_column_type_the_document_names_is_known() {
-        let schema = serde_json::to_value(<super::ColumnType as utoipa::PartialSchema>::schema()).unwrap();
+        let schema = serde_json::to_value(<super::ColumnTypeName as utoipa::PartialSchema>::schema()).unwrap();
         let names = schema["enum"].as_array().unwrap();
         assert_eq!(names.len(), 21);
         for name in names {

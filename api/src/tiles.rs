@@ -12,7 +12,7 @@ use axum::{
     response::Response,
 };
 use catalog_raster::tile::Grid;
-use catalog_shared::{AppError, datasets::ColumnInfo, db::quote_ident};
+use catalog_shared::{AppError, datasets::{ColumnInfo, ColumnType}, db::quote_ident};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -174,9 +174,12 @@ fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
 /// text as they are, anything else as its text form.
 pub(crate) fn tile_value(column: &ColumnInfo) -> String {
     let name = quote_ident(&column.name);
-    match column.pg_type.as_str() {
-        "integer" | "bigint" | "smallint" | "double precision" | "real" | "boolean" | "text" => format!("t.{name}"),
-        "numeric" => format!("t.{name}::float8 AS {name}"),
+    match column.pg_type {
+        ColumnType::SmallInt | ColumnType::Integer | ColumnType::BigInt | ColumnType::Boolean | ColumnType::Text => {
+            format!("t.{name}")
+        }
+        // A registered table's numeric or real column is recorded as double.
+        ColumnType::Double => format!("t.{name}::float8 AS {name}"),
         _ => format!("t.{name}::text AS {name}"),
     }
 }
@@ -494,7 +497,7 @@ fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
     let fields: serde_json::Map<String, Value> = published_columns(dataset)
         .iter()
         .map(|c| {
-            let kind = match json_schema_of(&c.pg_type)["type"].as_str() {
+            let kind = match json_schema_of(c.pg_type)["type"].as_str() {
                 Some("integer" | "number") => "Number",
                 Some("boolean") => "Boolean",
                 _ => "String",

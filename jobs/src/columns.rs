@@ -2,9 +2,11 @@
 //! values are written in PostgreSQL's binary COPY format.
 use std::collections::HashSet;
 
+use catalog_shared::datasets::ColumnType;
 use gdal_sys::{OGRFieldSubType, OGRFieldType};
 
-/// PostgreSQL types a source attribute can land in.
+/// PostgreSQL types a source attribute can land in: a part of
+/// `ColumnType`, so that what is written from a file matches exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PgType {
     Boolean,
@@ -20,19 +22,24 @@ pub enum PgType {
 }
 
 impl PgType {
-    pub fn sql(self) -> &'static str {
+    /// The type the dataset's record names for the column.
+    pub fn column_type(self) -> ColumnType {
         match self {
-            PgType::Boolean => "boolean",
-            PgType::Integer => "integer",
-            PgType::BigInt => "bigint",
-            PgType::Double => "double precision",
-            PgType::Text => "text",
-            PgType::Date => "date",
-            PgType::Time => "time",
-            PgType::TimestampTz => "timestamptz",
-            PgType::Bytea => "bytea",
-            PgType::Jsonb => "jsonb",
+            PgType::Boolean => ColumnType::Boolean,
+            PgType::Integer => ColumnType::Integer,
+            PgType::BigInt => ColumnType::BigInt,
+            PgType::Double => ColumnType::Double,
+            PgType::Text => ColumnType::Text,
+            PgType::Date => ColumnType::Date,
+            PgType::Time => ColumnType::Time,
+            PgType::TimestampTz => ColumnType::TimestampTz,
+            PgType::Bytea => ColumnType::Bytea,
+            PgType::Jsonb => ColumnType::Jsonb,
         }
+    }
+
+    pub fn sql(self) -> &'static str {
+        self.column_type().as_str()
     }
 
     /// Reals always become double precision: sources declare widths such

@@ -454,7 +454,7 @@ pub async fn replace(
     let kept = time_axis.and_then(|name| {
         columns
             .iter()
-            .find(|c| c.name == name && datasets::is_temporal_type(&c.pg_type))
+            .find(|c| c.name == name && c.pg_type.is_temporal())
     });
     let time_axis = kept
         .or_else(|| datasets::detect_temporal_column(&columns))

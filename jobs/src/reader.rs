@@ -810,7 +810,7 @@ pub fn column_info(plan: &LayerPlan) -> Vec<ColumnInfo> {
         .map(|f| ColumnInfo {
             name: f.name.clone(),
             original_name: f.original.clone(),
-            pg_type: f.pg.sql().to_string(),
+            pg_type: f.pg.column_type(),
             source_type: ogr_type_name(f.ogr_type).to_string(),
         })
         .collect()

@@ -4,7 +4,7 @@
 //! for, else the dataset's previous source layer when the file has it,
 //! else the file's only spatial layer.
 use catalog_shared::{
-    datasets::{ColumnInfo, DatasetKind},
+    datasets::{ColumnInfo, ColumnType, DatasetKind},
     jobs::ReuploadPayload,
     uploads::SourceFormat,
 };
@@ -187,19 +187,19 @@ async fn preview(
         .await
         .map_err(|e| JobError::Internal(format!("preview thread: {e}")))?
         .map_err(|e| JobError::Invalid(read_message(e)))?;
-    let new_columns: Vec<(String, String)> = layer
+    let new_columns: Vec<(String, ColumnType)> = layer
         .plan
         .fields
         .iter()
-        .map(|f| (f.name.clone(), f.pg.sql().to_string()))
+        .map(|f| (f.name.clone(), f.pg.column_type()))
         .collect();
-    let old_columns: Vec<(String, String)> = current
+    let old_columns: Vec<(String, ColumnType)> = current
         .column_info
         .0
         .iter()
-        .map(|c| (c.name.clone(), c.pg_type.clone()))
+        .map(|c| (c.name.clone(), c.pg_type))
         .collect();
-    let column = |(name, kind): &(String, String)| json!({"name": name, "type": kind});
+    let column = |(name, kind): &(String, ColumnType)| json!({"name": name, "type": kind});
     let added: Vec<Value> = new_columns
         .iter()
         .filter(|(n, _)| !old_columns.iter().any(|(o, _)| o == n))

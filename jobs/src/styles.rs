@@ -139,7 +139,7 @@ pub fn paint_of(style: &KeptStyle, geometry_type: GeometryType, columns: &[Colum
         Rule::Single(c) => Rule::Single(c),
         Rule::Categories(attribute, categories, other) => {
             let column = column(&attribute)?;
-            let numeric = is_numeric(&column.pg_type);
+            let numeric = column.pg_type.is_number();
             let categories = categories
                 .into_iter()
                 .map(|(value, colours)| match value.as_str() {
@@ -153,13 +153,6 @@ pub fn paint_of(style: &KeptStyle, geometry_type: GeometryType, columns: &[Colum
     };
     // A paint MapLibre refuses would break every map on the dataset.
     Some(rule.paint(kind)).filter(catalog_shared::paint::is_valid)
-}
-
-fn is_numeric(pg_type: &str) -> bool {
-    matches!(
-        pg_type,
-        "integer" | "bigint" | "smallint" | "double precision" | "real" | "numeric"
-    )
 }
 
 /// A symbol's colours: its fill (or line) colour and its outline.

@@ -105,6 +105,63 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// The PostgreSQL type of an attribute column: what ingest writes
+    /// (boolean, integer, bigint, double precision, text, date, time,
+    /// timestamptz, bytea, jsonb), what table registration keeps of a
+    /// registered table's types (`character varying` is text, `numeric` and
+    /// `real` double precision, timestamps timestamptz), and `other` for
+    /// any type beyond these (an array, `inet`…), whose own name is the
+    /// column's `source_type`.
+    #[derive(utoipa::ToSchema)]
+    pub enum ColumnType {
+        Boolean = "boolean",
+        SmallInt = "smallint",
+        Integer = "integer",
+        BigInt = "bigint",
+        Double = "double precision",
+        Text = "text",
+        Date = "date",
+        Time = "time",
+        TimestampTz = "timestamptz",
+        Uuid = "uuid",
+        Bytea = "bytea",
+        Json = "json",
+        Jsonb = "jsonb",
+        // Also what a record written before this set existed reads as
+        // when it names a type outside it.
+        #[serde(other)]
+        Other = "other",
+    }
+}
+
+impl ColumnType {
+    /// The type of a registered table's column, from `format_type`.
+    pub fn from_postgres(format_type: &str) -> Self {
+        match format_type {
+            t if t.starts_with("character") || t == "text" => Self::Text,
+            t if t.starts_with("timestamp") => Self::TimestampTz,
+            t if t.starts_with("numeric") || t == "real" || t == "double precision" => Self::Double,
+            "time without time zone" => Self::Time,
+            t => Self::parse(t).filter(|t| *t != Self::Other).unwrap_or(Self::Other),
+        }
+    }
+
+    pub fn is_number(self) -> bool {
+        matches!(self, Self::SmallInt | Self::Integer | Self::BigInt | Self::Double)
+    }
+
+    /// Whether a column of this type can be a dataset's time axis.
+    pub fn is_temporal(self) -> bool {
+        matches!(self, Self::Date | Self::TimestampTz)
+    }
+
+    /// Whether its values have an order (`sortby`).
+    pub fn is_ordered(self) -> bool {
+        !matches!(self, Self::Bytea | Self::Json | Self::Jsonb | Self::Other)
+    }
+}
+
 /// One attribute column of a dataset (an element of `datasets.column_info`):
 /// written by ingest and reupload, by table registration and by adding a
 /// column; read by every route that renders or filters features.
@@ -114,23 +171,27 @@ pub struct ColumnInfo {
     pub name: String,
     /// The attribute's name in the source, which users see and filter by.
     pub original_name: String,
-    /// The column's PostgreSQL type (`text`, `integer`, `double precision`…).
     #[serde(rename = "type")]
-    pub pg_type: String,
+    pub pg_type: ColumnType,
     /// The type in the source: an OGR field type, a registered table's
     /// PostgreSQL type, or `added` for a column added through the API.
     pub source_type: String,
 }
 
-/// Whether a column of this type can be a dataset's time axis.
-pub fn is_temporal_type(pg_type: &str) -> bool {
-    matches!(pg_type, "date" | "timestamptz" | "timestamp")
+impl ColumnInfo {
+    /// The name of its type in SQL, for a cast: an `other` type's own name.
+    pub fn sql_type(&self) -> &str {
+        match self.pg_type {
+            ColumnType::Other => &self.source_type,
+            known => known.as_str(),
+        }
+    }
 }
 
 /// The time axis ingest gives a dataset: its one column of a date or time
 /// type or, of several, the first whose name speaks of a date or time.
 pub fn detect_temporal_column(columns: &[ColumnInfo]) -> Option<&ColumnInfo> {
-    let temporal: Vec<&ColumnInfo> = columns.iter().filter(|c| is_temporal_type(&c.pg_type)).collect();
+    let temporal: Vec<&ColumnInfo> = columns.iter().filter(|c| c.pg_type.is_temporal()).collect();
     match temporal[..] {
         [one] => Some(one),
         _ => temporal.into_iter().find(|c| {
@@ -205,7 +266,7 @@ mod tests {
         ColumnInfo {
             name: name.into(),
             original_name: name.into(),
-            pg_type: pg_type.into(),
+            pg_type: ColumnType::parse(pg_type).unwrap(),
             source_type: String::new(),
         }
     }
@@ -223,6 +284,24 @@ mod tests {
         );
         assert_eq!(name(&[column("a", "text")]), None);
         assert_eq!(name(&[column("x", "date"), column("y", "date")]), None);
+    }
+
+    #[test]
+    fn registered_types_fall_into_the_closed_set_and_old_records_still_read() {
+        assert_eq!(ColumnType::from_postgres("character varying(20)"), ColumnType::Text);
+        assert_eq!(ColumnType::from_postgres("numeric(10,2)"), ColumnType::Double);
+        assert_eq!(ColumnType::from_postgres("timestamp without time zone"), ColumnType::TimestampTz);
+        assert_eq!(ColumnType::from_postgres("uuid"), ColumnType::Uuid);
+        assert_eq!(ColumnType::from_postgres("integer[]"), ColumnType::Other);
+        // A record naming a type outside the set (a registered `inet`
+        // column before the set existed) reads as `other`, its SQL name
+        // kept in `source_type`.
+        let old: ColumnInfo = serde_json::from_value(serde_json::json!(
+            {"name": "ip", "original_name": "ip", "type": "inet", "source_type": "inet"}
+        ))
+        .unwrap();
+        assert_eq!((old.pg_type, old.sql_type()), (ColumnType::Other, "inet"));
+        assert_eq!(serde_json::to_value(ColumnType::Double).unwrap(), "double precision");
     }
 
     #[test]

@@ -183,3 +183,31 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
 pub fn quote_ident(ident: &str) -> String {
     format!("\"{}\"", ident.replace('"', "\"\""))
 }
+
+/// A string literal of SQL holding `text` exactly, by PostgreSQL's own rule
+/// (`quote_literal`): quotes doubled and, where it holds a backslash, an
+/// escape string with backslashes doubled, so it reads the same whatever
+/// `standard_conforming_strings` says. For what cannot be bound: a name
+/// inside SQL the service writes, or SQL handed to a reader that binds
+/// nothing (GDAL).
+pub fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if quoted.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote_literal;
+
+    #[test]
+    fn literals_double_quotes_and_escape_backslashes_as_postgresql_does() {
+        assert_eq!(quote_literal("plain"), "'plain'");
+        assert_eq!(quote_literal("it's"), "'it''s'");
+        assert_eq!(quote_literal(r"a\'b"), r"E'a\\''b'");
+        assert_eq!(quote_literal(""), "''");
+    }
+}

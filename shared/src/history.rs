@@ -8,7 +8,10 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{db::quote_ident, text_enum::text_enum};
+use crate::{
+    db::{quote_ident, quote_literal},
+    text_enum::text_enum,
+};
 
 text_enum! {
     /// What made a version (`dataset_versions.kind`).
@@ -34,9 +37,9 @@ pub fn era_table(dataset_id: Uuid, era: i32) -> String {
 /// `jsonb_populate_record` reads it back to the same row.
 pub fn row_json(alias: &str, geometry_column: &str) -> String {
     let geometry = quote_ident(geometry_column);
-    let key = geometry_column.replace('\'', "''");
+    let key = quote_literal(geometry_column);
     format!(
-        "((to_jsonb({alias}) - '{key}') || jsonb_build_object('{key}', encode(ST_AsEWKB({alias}.{geometry}), 'hex')))"
+        "((to_jsonb({alias}) - {key}) || jsonb_build_object({key}, encode(ST_AsEWKB({alias}.{geometry}), 'hex')))"
     )
 }
 

@@ -5,6 +5,7 @@
 use axum::{Json, extract::State, response::Response};
 use catalog_shared::{
     AppError,
+    db::quote_literal,
     history::{self, VersionKind},
     jobs::{self, JobInput, RestorePayload},
 };
@@ -126,12 +127,12 @@ pub(super) struct ChangeList {
 
 /// A stored row (`history::row_json`) as a GeoJSON feature in CRS84.
 fn feature_of(row: &str, dataset: &Dataset) -> String {
-    let geometry = dataset.geometry_column.replace('\'', "''");
-    let key = dataset.key_column.replace('\'', "''");
+    let geometry = quote_literal(&dataset.geometry_column);
+    let key = quote_literal(&dataset.key_column);
     format!(
-        "CASE WHEN {row} IS NULL THEN NULL ELSE jsonb_build_object('type', 'Feature', 'id', {row}->'{key}',
-            'geometry', ST_AsGeoJSON(ST_Transform(({row}->>'{geometry}')::geometry, 4326))::jsonb,
-            'properties', {row} - '{key}' - '{geometry}') END"
+        "CASE WHEN {row} IS NULL THEN NULL ELSE jsonb_build_object('type', 'Feature', 'id', {row}->{key},
+            'geometry', ST_AsGeoJSON(ST_Transform(({row}->>{geometry})::geometry, 4326))::jsonb,
+            'properties', {row} - {key} - {geometry}) END"
     )
 }
 

@@ -245,10 +245,10 @@ fn time_axis_of(dataset: &Dataset, name: &str) -> Result<String, AppError> {
         .iter()
         .find(|c| c.name == name || c.original_name == name)
         .ok_or_else(|| AppError::unprocessable(format!("temporal_column: the dataset has no column {name:?}")))?;
-    if !catalog_shared::datasets::is_temporal_type(&column.pg_type) {
+    if !column.pg_type.is_temporal() {
         return Err(AppError::unprocessable(format!(
             "temporal_column: {name:?} holds {}, not dates or times",
-            column.pg_type
+            column.sql_type()
         )));
     }
     Ok(column.name.clone())

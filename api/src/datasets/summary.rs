@@ -55,13 +55,6 @@ pub(super) struct ColumnSummary {
     breaks: Option<Vec<f64>>,
 }
 
-fn is_number(pg_type: &str) -> bool {
-    matches!(
-        pg_type,
-        "integer" | "bigint" | "smallint" | "double precision" | "real" | "numeric"
-    )
-}
-
 /// A summary of one column of a vector dataset.
 #[utoipa::path(get, path = "/api/datasets/{dataset_id}/columns/{column}/summary", tag = "datasets",
     params(("dataset_id" = Uuid, Path), ("column" = String, Path, description = "a column's name or its name in the source"), SummaryQuery),
@@ -87,7 +80,7 @@ pub(super) async fn column_summary(
         .or_else(|| columns.iter().find(|c| c.original_name == column))
         .ok_or_else(|| AppError::not_found(format!("{column:?} is not a column of this dataset")))?;
     let fractions: Vec<f64> = (1..classes).map(|i| f64::from(i) / f64::from(classes)).collect();
-    let numbers = if is_number(&info.pg_type) {
+    let numbers = if info.pg_type.is_number() {
         "(SELECT min(v)::float8 FROM v), (SELECT max(v)::float8 FROM v),
          (SELECT percentile_cont($2::float8[]) WITHIN GROUP (ORDER BY v::float8) FROM v)"
     } else {

@@ -75,12 +75,12 @@ pub(crate) async fn export_query(
     );
     // Planned first with its values bound: a filter that does not fit the
     // column types is the caller's 400 here, not an error inside GDAL.
-    query_with(format!("EXPLAIN {sql}"), &request.params)
+    query_with(format!("EXPLAIN {sql}"), &request.binds)
         .fetch_all(pool)
         .await
         .map_err(query_error)?;
     Ok(ExportQuery {
-        sql: inlined(&sql, &request.params)?,
+        sql: inlined(&sql, &request.binds)?,
         crs: request.crs,
         ordered: request.is_sorted(),
     })

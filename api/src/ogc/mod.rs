@@ -294,7 +294,7 @@ fn queryables_json(base: &str, dataset: &Dataset) -> Value {
         json!({"title": "feature id", "type": "integer", "x-ogc-role": "id"}),
     );
     for column in published_columns(dataset) {
-        let mut schema = json_schema_of(&column.pg_type);
+        let mut schema = json_schema_of(column.pg_type);
         schema["title"] = Value::String(column.original_name.clone());
         properties.insert(column.name.clone(), schema);
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::{Json, extract::State};
 use catalog_shared::{
     AppError,
-    datasets::{DatasetKind, PublicationStatus},
+    datasets::{ColumnType, DatasetKind, PublicationStatus},
 };
 use serde_json::{Value, json};
 
@@ -125,11 +125,11 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
                 "json or html; without it the Accept header decides",
             ),
         ];
-        let key = (&dataset.key_column, "bigint", dataset.key_column.as_str());
+        let key = (&dataset.key_column, ColumnType::BigInt, dataset.key_column.as_str());
         let columns = published_columns(dataset);
         let queryables = columns
             .iter()
-            .map(|c| (&c.name, c.pg_type.as_str(), c.original_name.as_str()));
+            .map(|c| (&c.name, c.pg_type, c.original_name.as_str()));
         for (name, pg_type, original) in std::iter::once(key).chain(queryables) {
             let taken = parameters.iter().any(|p| p["name"] == name.as_str());
             if let (false, Some(schema)) = (taken, filter_schema(pg_type)) {
@@ -167,15 +167,15 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
 /// What a property filter on a column of this type takes (its value is
 /// cast from text to the column's type); `None` for the types no schema
 /// here describes, which are left out of the document.
-fn filter_schema(pg_type: &str) -> Option<Value> {
+fn filter_schema(pg_type: ColumnType) -> Option<Value> {
     Some(match pg_type {
-        "smallint" => json!({"type": "integer", "minimum": i16::MIN, "maximum": i16::MAX}),
-        "integer" => json!({"type": "integer", "format": "int32"}),
-        "bigint" => json!({"type": "integer", "format": "int64"}),
-        "double precision" | "numeric" => json!({"type": "number"}),
-        "boolean" => json!({"type": "boolean"}),
-        "date" => json!({"type": "string", "format": "date"}),
-        "text" | "character varying" => json!({"type": "string"}),
+        ColumnType::SmallInt => json!({"type": "integer", "minimum": i16::MIN, "maximum": i16::MAX}),
+        ColumnType::Integer => json!({"type": "integer", "format": "int32"}),
+        ColumnType::BigInt => json!({"type": "integer", "format": "int64"}),
+        ColumnType::Double => json!({"type": "number"}),
+        ColumnType::Boolean => json!({"type": "boolean"}),
+        ColumnType::Date => json!({"type": "string", "format": "date"}),
+        ColumnType::Text => json!({"type": "string"}),
         _ => return None,
     })
 }

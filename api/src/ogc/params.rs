@@ -1,5 +1,5 @@
 //! Values bound to dynamically built queries.
-use catalog_shared::AppError;
+use catalog_shared::{AppError, db::quote_literal};
 use sqlx::{Postgres, postgres::PgArguments, query::Query};
 
 #[derive(Clone, Debug)]
@@ -11,10 +11,46 @@ pub enum Param {
     Instant(chrono::DateTime<chrono::Utc>),
 }
 
+/// The values of a query being built, in the order bound: each `bind`
+/// gives the placeholder that stands for its value, so placeholders
+/// number themselves and a value is never spliced into the SQL.
+#[derive(Clone, Debug, Default)]
+pub struct Binds(Vec<Param>);
+
+/// Where a bound value goes in the SQL: written as `$n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placeholder(usize);
+
+impl std::fmt::Display for Placeholder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "${}", self.0 + 1)
+    }
+}
+
+impl Binds {
+    pub fn bind(&mut self, value: Param) -> Placeholder {
+        self.0.push(value);
+        Placeholder(self.0.len() - 1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn values(&self) -> &[Param] {
+        &self.0
+    }
+
+    /// The value a placeholder binds, for a caller that retypes it.
+    pub fn value_mut(&mut self, at: Placeholder) -> &mut Param {
+        &mut self.0[at.0]
+    }
+}
+
 /// A query of SQL the service built, with the request's values bound.
-pub fn query_with(sql: String, params: &[Param]) -> Query<'_, Postgres, PgArguments> {
+pub fn query_with(sql: String, binds: &Binds) -> Query<'_, Postgres, PgArguments> {
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for param in params {
+    for param in binds.values() {
         query = match param {
             Param::Text(v) => query.bind(v.as_str()),
             Param::Int(v) => query.bind(*v),
@@ -30,7 +66,8 @@ pub fn query_with(sql: String, params: &[Param]) -> Query<'_, Postgres, PgArgume
 /// reader that cannot bind values (GDAL's `-sql`). Parameters are found by
 /// PostgreSQL's own scanner, so a `$1` inside a quoted name or a string is
 /// left as it is; text goes as an escape string, so no value can end it.
-pub fn inlined(sql: &str, params: &[Param]) -> Result<String, AppError> {
+pub fn inlined(sql: &str, binds: &Binds) -> Result<String, AppError> {
+    let params = binds.values();
     let tokens = pg_query::scan_tokens(sql).map_err(AppError::internal)?;
     let mut out = String::with_capacity(sql.len());
     let mut copied = 0;
@@ -53,7 +90,7 @@ pub fn inlined(sql: &str, params: &[Param]) -> Result<String, AppError> {
 }
 
 fn literal(param: &Param) -> Result<String, AppError> {
-    let text = |v: &str| format!("E'{}'", v.replace('\\', "\\\\").replace('\'', "''"));
+    let text = |v: &str| quote_literal(v);
     Ok(match param {
         Param::Text(v) if v.contains('\0') => return Err(AppError::bad_request("a value holds a NUL character")),
         Param::Text(v) => text(v),
@@ -71,15 +108,22 @@ mod tests {
     #[test]
     fn values_are_inlined_as_literals_only_where_parameters_are() {
         let sql = r#"SELECT "a$1", '$2' FROM t WHERE x = $1 AND y = $2 AND z = $10 AND w = $3"#;
-        let mut params = vec![Param::Text("it's \\ $2".into()), Param::Float(0.5), Param::Bool(true)];
-        params.extend((4..=10).map(Param::Int));
+        let mut params = Binds::default();
+        for value in [Param::Text("it's \\ $2".into()), Param::Float(0.5), Param::Bool(true)]
+            .into_iter()
+            .chain((4..=10).map(Param::Int))
+        {
+            params.bind(value);
+        }
         assert_eq!(
             inlined(sql, &params).unwrap(),
-            r#"SELECT "a$1", '$2' FROM t WHERE x = E'it''s \\ $2' AND y = E'0.5'::double precision AND z = 10::bigint AND w = true"#
+            r#"SELECT "a$1", '$2' FROM t WHERE x = E'it''s \\ $2' AND y = '0.5'::double precision AND z = 10::bigint AND w = true"#
         );
-        assert!(inlined("SELECT $2", &params[..1]).is_err());
+        let mut one = Binds::default();
+        assert_eq!(one.bind(Param::Text("a\0b".into())).to_string(), "$1");
+        assert!(inlined("SELECT $2", &one).is_err());
         assert_eq!(
-            inlined("SELECT $1", &[Param::Text("a\0b".into())])
+            inlined("SELECT $1", &one)
                 .unwrap_err()
                 .status()
                 .as_u16(),

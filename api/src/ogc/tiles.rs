@@ -232,7 +232,7 @@ pub async fn tileset(
     if !dataset.is_raster() {
         let properties: serde_json::Map<String, Value> = published_columns(&dataset)
             .iter()
-            .map(|c| (c.name.clone(), json_schema_of(&c.pg_type)))
+            .map(|c| (c.name.clone(), json_schema_of(c.pg_type)))
             .collect();
         let mut layer = json!({
             "id": dataset.layer_name(),

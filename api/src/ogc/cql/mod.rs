@@ -4,10 +4,10 @@
 //! conformance classes are accepted.
 use std::collections::HashMap;
 
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::ColumnType, db::quote_ident};
 use cql2::Expr;
 
-use super::params::Param;
+use super::params::{Binds, Param, Placeholder};
 
 mod nesting;
 
@@ -61,7 +61,9 @@ impl From<FilterError> for AppError {
 #[derive(Clone, Debug)]
 pub struct Queryable {
     pub column: String,
-    pub pg_type: String,
+    pub pg_type: ColumnType,
+    /// Its type's name in SQL, which literals compared with it are cast to.
+    pub sql_type: String,
 }
 
 /// Published queryables by name: the column name and the source's original name.
@@ -91,7 +93,7 @@ pub fn translate(
     filter: &str,
     lang: Lang,
     queryables: &Queryables,
-    params: &mut Vec<Param>,
+    params: &mut Binds,
 ) -> Result<String, FilterError> {
     if filter.chars().count() > MAX_FILTER_CHARS {
         return Err(FilterError::TooLong);
@@ -127,7 +129,7 @@ pub fn translate(
 
 struct Translator<'a> {
     queryables: &'a Queryables,
-    params: &'a mut Vec<Param>,
+    params: &'a mut Binds,
     depth: usize,
 }
 
@@ -135,16 +137,16 @@ struct Translator<'a> {
 struct Operand {
     sql: String,
     pg_type: Option<String>,
-    literal: Option<usize>,
+    /// The value of a literal, which its comparison may retype.
+    literal: Option<Placeholder>,
 }
 
 impl Translator<'_> {
-    fn bind(&mut self, param: Param) -> Result<String, FilterError> {
+    fn bind(&mut self, param: Param) -> Result<Placeholder, FilterError> {
         if self.params.len() >= MAX_PARAMS {
             return Err(FilterError::TooManyValues);
         }
-        self.params.push(param);
-        Ok(format!("${}", self.params.len()))
+        Ok(self.params.bind(param))
     }
 
     fn condition(&mut self, expr: &Expr) -> Result<String, FilterError> {
@@ -162,7 +164,7 @@ impl Translator<'_> {
             Expr::Bool(b) => Ok(if *b { "TRUE".into() } else { "FALSE".into() }),
             Expr::Property { property } => {
                 let q = self.queryables.resolve(property)?;
-                if q.pg_type == "boolean" {
+                if q.pg_type == ColumnType::Boolean {
                     Ok(quote_ident(&q.column))
                 } else {
                     Err(FilterError::Malformed(format!(
@@ -273,7 +275,8 @@ impl Translator<'_> {
         let (Some(index), Some(pg_type), None) = (operand.literal, to, operand.pg_type.as_ref()) else {
             return operand;
         };
-        match (&self.params[index], pg_type) {
+        let value = self.params.value_mut(index);
+        match (&*value, pg_type) {
             (Param::Text(_), "text") => operand,
             (Param::Text(_), t) => Operand {
                 sql: format!("{}::{t}", operand.sql),
@@ -281,11 +284,11 @@ impl Translator<'_> {
                 literal: Some(index),
             },
             (Param::Int(v), "text") => {
-                self.params[index] = Param::Text(v.to_string());
+                *value = Param::Text(v.to_string());
                 operand
             }
             (Param::Float(v), "text") => {
-                self.params[index] = Param::Text(v.to_string());
+                *value = Param::Text(v.to_string());
                 operand
             }
             _ => operand,
@@ -293,7 +296,7 @@ impl Translator<'_> {
     }
 
     fn operand(&mut self, expr: &Expr) -> Result<Operand, FilterError> {
-        let literal = |sql: String, index: usize, pg_type: Option<&str>| Operand {
+        let literal = |sql: String, index: Placeholder, pg_type: Option<&str>| Operand {
             sql,
             pg_type: pg_type.map(str::to_string),
             literal: Some(index),
@@ -303,7 +306,7 @@ impl Translator<'_> {
                 let q = self.queryables.resolve(property)?.clone();
                 Ok(Operand {
                     sql: quote_ident(&q.column),
-                    pg_type: Some(q.pg_type),
+                    pg_type: Some(q.sql_type),
                     literal: None,
                 })
             }
@@ -313,16 +316,16 @@ impl Translator<'_> {
                 } else {
                     Param::Float(*v)
                 };
-                let sql = self.bind(param)?;
-                Ok(literal(sql, self.params.len() - 1, None))
+                let at = self.bind(param)?;
+                Ok(literal(at.to_string(), at, None))
             }
             Expr::Literal(s) => {
-                let sql = self.bind(Param::Text(s.clone()))?;
-                Ok(literal(sql, self.params.len() - 1, None))
+                let at = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(at.to_string(), at, None))
             }
             Expr::Bool(b) => {
-                let sql = self.bind(Param::Bool(*b))?;
-                Ok(literal(sql, self.params.len() - 1, Some("boolean")))
+                let at = self.bind(Param::Bool(*b))?;
+                Ok(literal(at.to_string(), at, Some("boolean")))
             }
             Expr::Null => Ok(Operand {
                 sql: "NULL".into(),
@@ -333,19 +336,15 @@ impl Translator<'_> {
                 let Expr::Literal(s) = date.as_ref() else {
                     return Err(FilterError::Malformed("DATE() takes a string".into()));
                 };
-                let sql = self.bind(Param::Text(s.clone()))?;
-                Ok(literal(format!("{sql}::date"), self.params.len() - 1, Some("date")))
+                let at = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(format!("{at}::date"), at, Some("date")))
             }
             Expr::Timestamp { timestamp } => {
                 let Expr::Literal(s) = timestamp.as_ref() else {
                     return Err(FilterError::Malformed("TIMESTAMP() takes a string".into()));
                 };
-                let sql = self.bind(Param::Text(s.clone()))?;
-                Ok(literal(
-                    format!("{sql}::timestamptz"),
-                    self.params.len() - 1,
-                    Some("timestamptz"),
-                ))
+                let at = self.bind(Param::Text(s.clone()))?;
+                Ok(literal(format!("{at}::timestamptz"), at, Some("timestamptz")))
             }
             Expr::Operation { op, .. } => Err(FilterError::Malformed(format!(
                 "the operator or function {op:?} is not supported here: {UNSUPPORTED}"
@@ -401,7 +400,7 @@ impl Translator<'_> {
                     .collect::<Result<_, _>>()?;
                 let mut corners = Vec::new();
                 for v in crate::bbox::Bbox::from_numbers(&numbers)?.to_array() {
-                    corners.push(self.bind(Param::Float(v))?);
+                    corners.push(self.bind(Param::Float(v))?.to_string());
                 }
                 Ok(self.to_storage(format!("ST_MakeEnvelope({}, 4326)", corners.join(", "))))
             }
@@ -436,7 +435,8 @@ mod tests {
                 name.to_string(),
                 Queryable {
                     column: name.to_string(),
-                    pg_type: pg_type.to_string(),
+                    pg_type: ColumnType::parse(pg_type).unwrap(),
+                    sql_type: pg_type.to_string(),
                 },
             );
         }
@@ -448,7 +448,7 @@ mod tests {
     }
 
     fn sql(filter: &str) -> Result<(String, usize), String> {
-        let mut params = Vec::new();
+        let mut params = Binds::default();
         translate(filter, Lang::Text, &queryables(), &mut params)
             .map(|s| (s, params.len()))
             .map_err(|e| e.to_string())
@@ -572,7 +572,7 @@ mod tests {
                 format!("{{\"op\": \"{op}\", \"args\": [").repeat(depth),
                 "]}".repeat(depth)
             );
-            let mut params = Vec::new();
+            let mut params = Binds::default();
             let _ = translate(&filter, Lang::Json, &queryables(), &mut params);
         }
     }
