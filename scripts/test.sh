@@ -17,6 +17,8 @@ cd "$ROOT"
 # a CDN) sit in front of the service in the scale-out tests.
 ensure_packages redis-server chromium python3-qgis pgbouncer nginx-light
 build_ui
+log "linting the web UI (ESLint: feature boundaries, rules of hooks)"
+npm run --prefix "$ROOT/ui" --silent lint
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast

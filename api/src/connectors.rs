@@ -487,7 +487,6 @@ struct CredentialInput {
     name: String,
     /// bearer, basic or header (the http connector); aws_access_key (s3),
     /// gcs_service_account (gcs) or azure_access_key (azure).
-    #[schema(value_type = String)]
     method: CredentialMethod,
     token: Option<String>,
     username: Option<String>,
@@ -505,7 +504,6 @@ struct CredentialInput {
 struct Credential {
     id: Uuid,
     name: String,
-    #[schema(value_type = String)]
     method: CredentialMethod,
     username: Option<String>,
     header_name: Option<String>,

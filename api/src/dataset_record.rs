@@ -42,9 +42,7 @@ pub struct Dataset {
     /// `{linearized, source_curve_types}`: curves of the source stored as straight segments.
     #[schema(value_type = Object)]
     pub(crate) geometry_info: SqlJson<Value>,
-    #[schema(value_type = String)]
     pub(crate) visibility: DatasetVisibility,
-    #[schema(value_type = String)]
     pub(crate) status: PublicationStatus,
     pub(crate) publication_version: i32,
     /// Rolls with every write to the data; keys cached tiles.
@@ -66,10 +64,8 @@ pub struct Dataset {
     pub(crate) is_registered: bool,
     /// `hot` (in PostGIS) or `cold` (archived in the object store; a read
     /// of its data brings it back).
-    #[schema(value_type = String)]
     pub(crate) storage: StorageTier,
     /// `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF).
-    #[schema(value_type = String)]
     pub(crate) kind: DatasetKind,
     /// For a raster: `{width, height, band_count, bands, resolution,
     /// geotransform, srid, crs_wkt, overview_count, is_cog, size_bytes}`;

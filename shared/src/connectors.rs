@@ -34,6 +34,7 @@ text_enum! {
 text_enum! {
     /// What a stored connector credential is (`connector_credentials.method`):
     /// one the `http` connector presents, or the key of one kind of store.
+    #[derive(utoipa::ToSchema)]
     pub enum CredentialMethod {
         Bearer = "bearer",
         Basic = "basic",

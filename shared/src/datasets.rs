@@ -99,6 +99,7 @@ impl GeometryType {
 text_enum! {
     /// Where a dataset's table is (`datasets.storage`): in PostGIS, or
     /// archived in the object store until a read brings it back.
+    #[derive(utoipa::ToSchema)]
     pub enum StorageTier {
         Hot = "hot",
         Cold = "cold",

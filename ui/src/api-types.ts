@@ -2172,10 +2172,6 @@ export interface components {
             error?: string | null;
             ok: boolean;
         };
-        ColumnDefinition: {
-            name: string;
-            type: string;
-        };
         /**
          * @description One attribute column of a dataset (an element of `datasets.column_info`):
          *     written by ingest and reupload, by table registration and by adding a
@@ -2191,11 +2187,10 @@ export interface components {
              *     PostgreSQL type, or `added` for a column added through the API.
              */
             source_type: string;
-            /** @description The column's PostgreSQL type (`text`, `integer`, `double precision`…). */
-            type: string;
+            type: components["schemas"]["ColumnType"];
         };
         ColumnList: {
-            columns: components["schemas"]["ColumnDefinition"][];
+            columns: components["schemas"]["ListedColumn"][];
         };
         ColumnRequest: {
             column: components["schemas"]["NewColumn"];
@@ -2230,6 +2225,17 @@ export interface components {
             /** @description The most common values (up to 50), most common first. */
             values: components["schemas"]["ValueCount"][];
         };
+        /**
+         * @description The PostgreSQL type of an attribute column: what ingest writes
+         *     (boolean, integer, bigint, double precision, text, date, time,
+         *     timestamptz, bytea, jsonb), what table registration keeps of a
+         *     registered table's types (`character varying` is text, `numeric` and
+         *     `real` double precision, timestamps timestamptz), and `other` for
+         *     any type beyond these (an array, `inet`…), whose own name is the
+         *     column's `source_type`.
+         * @enum {string}
+         */
+        ColumnType: "boolean" | "smallint" | "integer" | "bigint" | "double precision" | "text" | "date" | "time" | "timestamptz" | "uuid" | "bytea" | "json" | "jsonb" | "other";
         ConnectorIngest: {
             /**
              * @description Where the resource is. `http`: `url_template` (required, with
@@ -2282,7 +2288,7 @@ export interface components {
             header_name?: string | null;
             /** Format: uuid */
             id: string;
-            method: string;
+            method: components["schemas"]["CredentialMethod"];
             name: string;
             username?: string | null;
         };
@@ -2295,7 +2301,7 @@ export interface components {
              * @description bearer, basic or header (the http connector); aws_access_key (s3),
              *     gcs_service_account (gcs) or azure_access_key (azure).
              */
-            method: string;
+            method: components["schemas"]["CredentialMethod"];
             name: string;
             password?: string | null;
             secret_access_key?: string | null;
@@ -2304,6 +2310,12 @@ export interface components {
             token?: string | null;
             username?: string | null;
         };
+        /**
+         * @description What a stored connector credential is (`connector_credentials.method`):
+         *     one the `http` connector presents, or the key of one kind of store.
+         * @enum {string}
+         */
+        CredentialMethod: "bearer" | "basic" | "header" | "aws_access_key" | "gcs_service_account" | "azure_access_key";
         /** @description A dataset record. */
         Dataset: {
             /** @description The credit maps show with the data. */
@@ -2332,7 +2344,7 @@ export interface components {
             key_column: string;
             keywords: string[];
             /** @description `vector` (a table of features) or `raster` (a Cloud-Optimized GeoTIFF). */
-            kind: string;
+            kind: components["schemas"]["DatasetKind"];
             /** @description The licence: an SPDX identifier (`CC-BY-4.0`), a URL or words. */
             license?: string | null;
             /** Format: int32 */
@@ -2356,12 +2368,12 @@ export interface components {
              *     column keeps PostGIS's 0 for that, which is no CRS at all).
              */
             srid: number | null;
-            status: string;
+            status: components["schemas"]["PublicationStatus"];
             /**
              * @description `hot` (in PostGIS) or `cold` (archived in the object store; a read
              *     of its data brings it back).
              */
-            storage: string;
+            storage: components["schemas"]["StorageTier"];
             summary?: string | null;
             table_name: string;
             /**
@@ -2374,8 +2386,14 @@ export interface components {
             title: string;
             /** Format: date-time */
             updated_at: string;
-            visibility: string;
+            visibility: components["schemas"]["DatasetVisibility"];
         };
+        /**
+         * @description What a dataset holds (`datasets.kind`): a table of features, or a
+         *     Cloud-Optimized GeoTIFF in the object store.
+         * @enum {string}
+         */
+        DatasetKind: "vector" | "raster";
         DatasetList: {
             datasets: components["schemas"]["Dataset"][];
             /** Format: int64 */
@@ -2601,6 +2619,11 @@ export interface components {
         Keyword: string;
         /** @enum {string} */
         LayerType: "vector_service" | "raster_service" | "geojson";
+        /** @description A column of the dataset after the change. */
+        ListedColumn: {
+            name: string;
+            type: components["schemas"]["ColumnType"];
+        };
         LoginForm: {
             password: string;
             username: string;
@@ -2680,14 +2703,13 @@ export interface components {
             dataset_geometry_type?: null | components["schemas"]["GeometryType"];
             /** Format: uuid */
             dataset_id: string;
-            /** @description `vector` or `raster`. */
-            dataset_kind: string;
+            dataset_kind?: components["schemas"]["DatasetKind"] | "";
             dataset_name: string;
             dataset_record_type: string;
             dataset_sample_values: Record<string, never>;
-            dataset_status: string;
+            dataset_status?: components["schemas"]["PublicationStatus"] | "unavailable";
             dataset_table_name: string;
-            dataset_visibility: string;
+            dataset_visibility?: components["schemas"]["DatasetVisibility"] | "unavailable";
             dem_vertical_units?: string | null;
             display_name?: string | null;
             filter?: Record<string, never>[] | null;
@@ -2763,7 +2785,7 @@ export interface components {
             thumbnail_url?: string | null;
             /** Format: date-time */
             updated_at: string;
-            visibility: string;
+            visibility: components["schemas"]["MapVisibility"];
             /** Format: double */
             zoom?: number | null;
         };
@@ -3359,6 +3381,12 @@ export interface components {
         SmtpView: components["schemas"]["SmtpSettings"] & {
             password_set: boolean;
         };
+        /**
+         * @description Where a dataset's table is (`datasets.storage`): in PostGIS, or
+         *     archived in the object store until a read brings it back.
+         * @enum {string}
+         */
+        StorageTier: "hot" | "cold";
         StyleEntry: {
             /** Format: date-time */
             created_at: string;

@@ -5,10 +5,10 @@
 // threat model, clickjacking). It imports no screen of the app.
 import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
-import { ApiError, get, type Schemas } from "./api";
-import { MapView } from "./pages/mapview";
-import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./pages/mapstyle";
-import { Legend } from "./pages/legend";
+import { ApiError, client, data, type Schemas } from "./lib/api";
+import { MapView } from "./components/map/mapview";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./components/map/mapstyle";
+import { Legend } from "./components/map/legend";
 import "./embed.css";
 
 type MapResponse = Schemas["MapResponse"];
@@ -20,7 +20,7 @@ function EmbeddedMap() {
   const [map, setMap] = useState<MapResponse | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
   useEffect(() => {
-    get<MapResponse>(`/api/maps/shared/${encodeURIComponent(token)}`).then(setMap, (e: unknown) =>
+    data(client.GET("/maps/shared/{token}", { params: { path: { token } } })).then(setMap, (e: unknown) =>
       setFailure(
         e instanceof ApiError && e.status === 410 ? "This map is no longer shared." : "This map could not be shown.",
       ),

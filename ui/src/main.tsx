@@ -1,21 +1,9 @@
-import { StrictMode, useEffect, useRef, useState, type ReactNode } from "react";
+import { StrictMode, useEffect, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
-import { signOut } from "./api";
-import { Link, navigate, useLocation } from "./router";
-import { SessionProvider, isAdmin, useSession } from "./session";
-import { SignIn, Register, OAuthCallback, ForgotPassword, ResetPassword } from "./pages/signin";
-import { Catalog } from "./pages/catalog";
-import { DatasetPage } from "./pages/dataset";
-import { Upload } from "./pages/upload";
-import { Jobs } from "./pages/jobs";
-import { Maps, SharedMap } from "./pages/maps";
-import { MapEditor } from "./pages/mapeditor";
-import { Account } from "./pages/account";
-import { AdminBanner, AdminQuotas, AdminUsers } from "./pages/admin";
-import { AdminProviders } from "./pages/providers";
-import { AdminNotifications } from "./pages/notifications";
-import { NotFound } from "./pages/common";
-import { ApiView } from "./pages/apiview";
+import { Routes } from "./app/routes";
+import { signOut } from "./lib/api";
+import { Link, navigate, useLocation } from "./lib/router";
+import { SessionProvider, isAdmin, useSession } from "./lib/session";
 import "./styles.css";
 
 function Banner() {
@@ -89,40 +77,6 @@ function Shell({ children }: { children: ReactNode }) {
       </main>
     </>
   );
-}
-
-function Routes() {
-  const location = useLocation();
-  const { ready } = useSession();
-  const main = useRef<string>(location.pathname);
-  useEffect(() => {
-    // After a navigation, focus moves to the new page for screen readers.
-    if (main.current !== location.pathname) document.getElementById("main")?.focus();
-    main.current = location.pathname;
-  }, [location.pathname]);
-  if (!ready) return <p className="loading">Loading…</p>;
-  const path = location.pathname.replace(/\/+$/, "") || "/";
-  const [, first, second, third] = path.split("/");
-  if (path === "/" || path === "/datasets") return <Catalog />;
-  if (first === "datasets" && second && !third) return <DatasetPage id={second} />;
-  if (path === "/signin") return <SignIn />;
-  if (path === "/register") return <Register />;
-  if (path === "/forgot-password") return <ForgotPassword />;
-  if (path === "/reset-password") return <ResetPassword />;
-  if (path === "/oauth/callback") return <OAuthCallback />;
-  if (path === "/upload") return <Upload />;
-  if (path === "/jobs") return <Jobs />;
-  if (path === "/maps") return <Maps />;
-  if (first === "maps" && second === "shared" && third) return <SharedMap token={third} />;
-  if (first === "maps" && second && !third) return <MapEditor id={second} />;
-  if (path === "/account") return <Account />;
-  if (path === "/api-view") return <ApiView />;
-  if (path === "/admin/users" || path === "/admin") return <AdminUsers />;
-  if (path === "/admin/quotas") return <AdminQuotas />;
-  if (path === "/admin/providers") return <AdminProviders />;
-  if (path === "/admin/notifications") return <AdminNotifications />;
-  if (path === "/admin/banner") return <AdminBanner />;
-  return <NotFound />;
 }
 
 createRoot(document.getElementById("root")!).render(

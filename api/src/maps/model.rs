@@ -360,7 +360,7 @@ pub struct MapLayerResponse {
     pub dataset_default_paint: Option<Value>,
     /// `vector` or `raster`.
     #[serde(serialize_with = "or_empty")]
-    #[schema(value_type = String)]
+    #[schema(schema_with = empty_or::<DatasetKind>)]
     pub dataset_kind: Option<DatasetKind>,
     pub dataset_table_name: String,
     pub dataset_extent_bbox: Option<Vec<f64>>,
@@ -373,10 +373,10 @@ pub struct MapLayerResponse {
     /// carries only its place in the map, nothing that describes the data.
     pub dataset_available: bool,
     #[serde(serialize_with = "or_unavailable")]
-    #[schema(value_type = String)]
+    #[schema(schema_with = unavailable_or::<DatasetVisibility>)]
     pub dataset_visibility: Option<DatasetVisibility>,
     #[serde(serialize_with = "or_unavailable")]
-    #[schema(value_type = String)]
+    #[schema(schema_with = unavailable_or::<PublicationStatus>)]
     pub dataset_status: Option<PublicationStatus>,
     pub dataset_attribution: Option<String>,
     pub display_name: Option<String>,
@@ -426,6 +426,24 @@ fn or_unavailable<T: Serialize, S: serde::Serializer>(value: &Option<T>, seriali
         Some(value) => value.serialize(serializer),
         None => serializer.serialize_str(UNAVAILABLE),
     }
+}
+
+/// The schema of what `or_unavailable` and `or_empty` write: one of the
+/// set's names, or the word that stands for none.
+fn or_word<T: utoipa::ToSchema>(none: &str) -> utoipa::openapi::Schema {
+    use utoipa::openapi::{ObjectBuilder, Ref, schema::Type};
+    let one_of = utoipa::openapi::schema::OneOfBuilder::new()
+        .item(Ref::from_schema_name(T::name()))
+        .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some([none])));
+    utoipa::openapi::Schema::OneOf(one_of.build())
+}
+
+fn unavailable_or<T: utoipa::ToSchema>() -> utoipa::openapi::Schema {
+    or_word::<T>(UNAVAILABLE)
+}
+
+fn empty_or<T: utoipa::ToSchema>() -> utoipa::openapi::Schema {
+    or_word::<T>("")
 }
 
 /// A layer whose dataset the reader may not see has an empty `dataset_kind`.
@@ -498,7 +516,6 @@ pub struct MapResponse {
     pub show_basemap_labels: bool,
     pub basemap_config: BasemapConfig,
     pub terrain_config: Option<TerrainConfig>,
-    #[schema(value_type = String)]
     pub visibility: MapVisibility,
     pub thumbnail_url: Option<String>,
     pub og_image_url: Option<String>,

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
-import { ApiError } from "../api";
-import { Link } from "../router";
-import { useSession } from "../session";
+import { ApiError } from "../lib/api";
+import { Link } from "../lib/router";
+import { useSession } from "../lib/session";
 export { cellText } from "./text";
 
 /** A problem document's detail, as people read it. */

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { request } from "../api";
+import { request } from "../lib/api";
 
 /** A dataset's extent drawn on a small world outline: a preview that needs no tiles. */
 export function ExtentPreview({ bbox }: { bbox?: number[] | null }) {
@@ -69,6 +69,7 @@ export function Thumbnail({ path, bbox, title }: { path: string | null; bbox?: n
     if (!path) return;
     let url: string | null = null;
     let cancelled = false;
+    // By address: the callers name a thumbnail or a tile, read as a picture.
     request(path)
       .then((r) => (r.status === 200 ? r.blob() : null))
       .then((blob) => {

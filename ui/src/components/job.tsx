@@ -1,6 +1,6 @@
 // A job followed from the page that started it: its status, step and progress.
 import { useEffect, useState } from "react";
-import { get, type Schemas } from "../api";
+import { client, data, type Schemas } from "../lib/api";
 
 type Job = Schemas["JobView"];
 
@@ -16,7 +16,7 @@ export function useJob(jobId: string | undefined): Job | null {
     const poll = async () => {
       while (!stop) {
         try {
-          const seen = await get<Job>(`/api/jobs/${jobId}`);
+          const seen = await data(client.GET("/jobs/{job_id}", { params: { path: { job_id: jobId } } }));
           setJob(seen);
           if (FINISHED.includes(seen.status)) return;
         } catch {

@@ -2,7 +2,8 @@
 // only; the refresh token is an httpOnly cookie (cookie mode), renewed with
 // the CSRF value the API sets beside it. Errors are the API's problem
 // documents, shown to people as their `detail`.
-import type { components } from "./api-types";
+import createClient, { type Middleware } from "openapi-fetch";
+import type { components, paths } from "../api-types";
 
 export type Schemas = components["schemas"];
 export type Problem = Schemas["Problem"];
@@ -34,11 +35,13 @@ export function authHeaders(): Record<string, string> {
   return accessToken ? { Authorization: `Bearer ${accessToken}` } : {};
 }
 
-export function useToken(token: string): void {
+export function setAccessToken(token: string): void {
   accessToken = token;
 }
 
-/** A new access token from the refresh cookie; false when there is no session. */
+/** A new access token from the refresh cookie; false when there is no session.
+ * Sign-in, refresh and sign-out go by plain fetch, outside the client: they
+ * carry no bearer token and never retry (the refresh is what retries). */
 export async function refresh(): Promise<boolean> {
   const csrf = csrfCookie();
   if (!csrf) return false;
@@ -65,37 +68,54 @@ async function problemOf(response: Response): Promise<ApiError> {
   return new ApiError(response.status, problem);
 }
 
-/** A request to the API with the session's token; one refresh on 401. */
-export async function request(path: string, init: RequestInit = {}): Promise<Response> {
-  const send = () => {
-    const headers = new Headers(init.headers);
-    if (accessToken) headers.set("Authorization", `Bearer ${accessToken}`);
-    return fetch(path, { ...init, headers, credentials: "same-origin" });
-  };
-  let response = await send();
-  if (response.status === 401 && accessToken && (await refresh())) response = await send();
+function withToken(request: Request): Request {
+  if (accessToken) request.headers.set("Authorization", `Bearer ${accessToken}`);
+  return request;
+}
+
+/** An answer as the app takes it: after a 401, one refresh and a second
+ * try (`again`, the request as it was before the token); a problem thrown
+ * for any failure. */
+async function settled(response: Response, again: Request): Promise<Response> {
+  if (response.status === 401 && accessToken && (await refresh())) response = await fetch(withToken(again));
   if (!response.ok) throw await problemOf(response);
   return response;
 }
 
-export async function get<T>(path: string): Promise<T> {
-  return (await request(path)).json();
+/** Requests kept unsent by id, for the second try (a body is read once). */
+const unsent = new Map<string, Request>();
+
+const session: Middleware = {
+  onRequest({ request, id }) {
+    unsent.set(id, request.clone());
+    return withToken(request);
+  },
+  onResponse({ response, id }) {
+    const again = unsent.get(id)!;
+    unsent.delete(id);
+    return settled(response, again);
+  },
+  onError({ id }) {
+    unsent.delete(id);
+  },
+};
+
+/** One typed call per endpoint of the API's document (`paths`), with the
+ * session's token, one refresh on 401 and the API's problem thrown. */
+export const client = createClient<paths>({ baseUrl: "/api", credentials: "same-origin" });
+client.use(session);
+
+/** A call's body: the middleware has thrown for every failure. Where the
+ * document leaves a body undescribed, `T` names what the API sends. */
+export async function data<T>(call: Promise<{ data?: T }>): Promise<T> {
+  return (await call).data as T;
 }
 
-export async function send<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-  const response = await request(path, {
-    method,
-    headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return response.status === 204 ? (undefined as T) : response.json();
-}
-
-/** A document with its entity tag, for a change that must not overwrite
- * someone else's: the tag goes back in `If-Match`. */
-export async function getTagged<T>(path: string): Promise<{ value: T; etag: string }> {
-  const response = await request(path);
-  return { value: await response.json(), etag: response.headers.get("ETag") ?? "" };
+/** A call outside the typed client (each caller says why), with the same
+ * token, refresh and problems. */
+export async function request(path: string, init: RequestInit = {}): Promise<Response> {
+  const again = new Request(path, { ...init, credentials: "same-origin" });
+  return settled(await fetch(withToken(again.clone())), again);
 }
 
 export async function signIn(username: string, password: string): Promise<void> {
@@ -125,13 +145,15 @@ export async function signOut(): Promise<void> {
 /** Ends every sign-in of the account, on every device (API keys stay). */
 export async function signOutEverywhere(): Promise<void> {
   try {
+    // Not by the client: cookie mode sends no body, which the document's RefreshRequest requires.
     await request("/api/auth/logout", { method: "POST", headers: COOKIE_MODE });
   } finally {
     accessToken = null;
   }
 }
 
-/** Uploads a form with byte progress (fetch reports none while sending). */
+/** Uploads a form with byte progress (fetch reports none while sending):
+ * by XHR, outside the client, whose document types the file as a string. */
 export function upload(
   path: string,
   form: FormData,

@@ -1,7 +1,7 @@
 // Who is signed in, and the site's sign-in options and banner, read at
 // page load (so provider changes show without a restart).
 import { createContext, useCallback, useContext, useEffect, useState, type ReactNode } from "react";
-import { get, refresh, type User } from "./api";
+import { client, data, refresh, type User } from "./api";
 
 export type AuthConfig = {
   password_login_enabled: boolean;
@@ -28,14 +28,14 @@ export function SessionProvider({ children }: { children: ReactNode }) {
 
   const reload = useCallback(async () => {
     try {
-      setUser(await get<User>("/api/auth/me"));
+      setUser(await data(client.GET("/auth/me")));
     } catch {
       setUser(null);
     }
   }, []);
 
   useEffect(() => {
-    get<AuthConfig>("/api/auth/config").then(setConfig, () => setConfig(null));
+    data<AuthConfig>(client.GET("/auth/config")).then(setConfig, () => setConfig(null));
     // The SSO callback brings its own token; elsewhere the refresh cookie may.
     if (window.location.pathname === "/oauth/callback") {
       setReady(true);

@@ -1,7 +1,7 @@
 // The service's built-in basemap (land, borders and country names from its
 // own tiles and glyphs), drawn under previews so data has a place to sit.
 import type { LayerSpecification, StyleSpecification } from "maplibre-gl";
-import { get } from "../api";
+import { client, data } from "../../lib/api";
 
 /** The basemap_style naming the built-in basemap, as new maps get it. */
 export const BUILTIN_BASEMAP = "/api/basemap/style.json";
@@ -14,7 +14,7 @@ let loading: Promise<StyleSpecification> | null = null;
 
 /** The built-in basemap's style, fetched once per page load. */
 export function builtinBasemap(): Promise<StyleSpecification> {
-  loading ??= get<StyleSpecification>(BUILTIN_BASEMAP).catch((error) => {
+  loading ??= data<StyleSpecification>(client.GET("/basemap/style.json")).catch((error) => {
     loading = null;
     throw error;
   });

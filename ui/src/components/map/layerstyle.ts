@@ -3,7 +3,7 @@
 // sized by a number. The editor keeps its choice in the layer's
 // `style_config` and writes the MapLibre paint it makes into `paint`, which
 // the API's exported style draws too; the legend is read from the choice.
-import type { Schemas } from "../api";
+import type { Schemas } from "../../lib/api";
 
 type MapLayer = Schemas["MapLayerResponse"];
 export type Geometry = "fill" | "line" | "circle";
@@ -175,15 +175,9 @@ export function legendOf(config: StyleConfig, name: string): LegendEntry[] {
   return [{ colour: config.colour, label: name }];
 }
 
-/** A column's summary (`/api/datasets/{id}/columns/{column}/summary`). */
-export type ColumnSummary = {
-  column: string;
-  values: { value: Value; count: number }[];
-  distinct: number;
-  min?: number | null;
-  max?: number | null;
-  breaks?: number[] | null;
-};
+/** A column's summary, its values narrowed to what a category holds (the
+ * document leaves a value's type open). */
+export type ColumnSummary = Omit<Schemas["ColumnSummary"], "values"> & { values: { value: Value; count: number }[] };
 
 /** Categories from a column's most common values, each its own colour. */
 export function categoriesFrom(summary: ColumnSummary): StyleConfig["categories"] {

@@ -1,7 +1,7 @@
 // A map's legend, read from each layer's style settings (`layerstyle.ts`):
 // top layer first, as the map stacks them; hidden layers and layers the
 // reader may not see are left out.
-import type { Schemas } from "../api";
+import type { Schemas } from "../../lib/api";
 import { configOf, geometryOf, legendOf, rasterConfigOf, type Geometry, type LegendEntry } from "./layerstyle";
 import { RasterLegend } from "./rasterlegend";
 import "./legend.css";

@@ -2,7 +2,7 @@
 // extent and where the built-in basemap goes. No screen here: the
 // embeddable view (`embed.tsx`) draws maps with these alone.
 import type { LayerSpecification, RasterLayerSpecification, SourceSpecification, StyleSpecification } from "maplibre-gl";
-import type { Schemas } from "../api";
+import type { Schemas } from "../../lib/api";
 import { isBuiltinBasemap, type BasemapPlacement } from "./basemap";
 import { DEFAULT_OUTLINE, QUALITATIVE, geometryOf, rasterConfigOf, rasterQuery, type Geometry } from "./layerstyle";
 

@@ -3,9 +3,9 @@
 // map says so; clicking a feature of a named layer shows its attributes.
 import { useEffect, useRef, useState } from "react";
 import type { Map as MapLibreMap, StyleSpecification, LngLatBoundsLike, MapMouseEvent } from "maplibre-gl";
-import { authHeaders } from "../api";
+import { authHeaders } from "../../lib/api";
 import { builtinBasemap, withBasemap, type BasemapPlacement } from "./basemap";
-import { cellText } from "./text";
+import { cellText } from "../text";
 
 export type MapViewProps = {
   style: StyleSpecification;

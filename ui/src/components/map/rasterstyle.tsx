@@ -1,8 +1,8 @@
 // A raster's rendering: the band shown, its stretch (the values mapped from
 // dark to light, from the band's own range at first) and a colour map, for
 // a map layer and for the raster's own page. The tile routes draw it.
-import { get, type Schemas } from "../api";
-import { useLoad } from "./common";
+import { client, data, type Schemas } from "../../lib/api";
+import { useLoad } from "../common";
 import { COLORMAPS, type RasterConfig } from "./layerstyle";
 
 type Band = { index: number; data_type?: string; min?: number | null; max?: number | null; color_interpretation?: string };
@@ -76,7 +76,10 @@ export function RasterLayerStyle({
   config: RasterConfig;
   onChange: (config: RasterConfig) => void;
 }) {
-  const dataset = useLoad(() => get<Schemas["Dataset"]>(`/api/datasets/${layer.dataset_id}`), [layer.dataset_id]);
+  const dataset = useLoad(
+    () => data(client.GET("/datasets/{dataset_id}", { params: { path: { dataset_id: layer.dataset_id } } })),
+    [layer.dataset_id],
+  );
   if (!dataset.value) return null;
   return (
     <RasterStyleEditor

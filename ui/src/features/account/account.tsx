@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { get, send, signOutEverywhere, type Schemas, type User } from "../api";
-import { navigate } from "../router";
-import { useSession } from "../session";
-import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
+import { client, data, signOutEverywhere, type Schemas } from "../../lib/api";
+import { navigate } from "../../lib/router";
+import { useSession } from "../../lib/session";
+import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "../../components/common";
 
 function ChangePassword() {
   const [current, setCurrent] = useState("");
@@ -13,7 +13,7 @@ function ChangePassword() {
     e.preventDefault();
     setDone(false);
     action.run(async () => {
-      await send("POST", "/api/auth/change-password", { current_password: current, new_password: next });
+      await client.POST("/auth/change-password", { body: { current_password: current, new_password: next } });
       setDone(true);
       setCurrent("");
       setNext("");
@@ -38,22 +38,22 @@ function ChangePassword() {
 }
 
 function ApiKeys() {
-  const keys = useLoad(() => get<Schemas["KeyInfo"][]>("/api/auth/api-keys"), []);
+  const keys = useLoad(() => data(client.GET("/auth/api-keys")), []);
   const [name, setName] = useState("");
-  const [scope, setScope] = useState("full");
+  const [scope, setScope] = useState<"full" | "read_only">("full");
   const [created, setCreated] = useState<Schemas["CreatedKey"] | null>(null);
   const action = useAction();
   const create = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      setCreated(await send<Schemas["CreatedKey"]>("POST", "/api/auth/api-keys", { name: name || undefined, scope }));
+      setCreated(await data(client.POST("/auth/api-keys", { body: { name: name || undefined, scope } })));
       setName("");
       keys.reload();
     });
   };
   const revoke = (id: string) =>
     action.run(async () => {
-      await send("DELETE", `/api/auth/api-keys/${id}`);
+      await client.DELETE("/auth/api-keys/{key_id}", { params: { path: { key_id: id } } });
       keys.reload();
     });
   return (
@@ -66,7 +66,7 @@ function ApiKeys() {
         </label>
         <label>
           Scope
-          <select value={scope} onChange={(e) => setScope(e.target.value)}>
+          <select value={scope} onChange={(e) => setScope(e.target.value as typeof scope)}>
             <option value="full">full</option>
             <option value="read_only">read only</option>
           </select>
@@ -132,7 +132,7 @@ export function Account() {
   useTitle("Account");
   const { user } = useSession();
   // Read afresh: usage moves with every upload since sign-in.
-  const me = useLoad(() => (user ? get<User>("/api/auth/me") : Promise.resolve(null)), [user?.id]);
+  const me = useLoad(() => (user ? data(client.GET("/auth/me")) : Promise.resolve(null)), [user?.id]);
   const usage = me.value?.quota_usage;
   return (
     <SignedIn>

@@ -1,9 +1,9 @@
 import { useState, type FormEvent, type ReactNode } from "react";
-import { get, send, type Schemas, type User } from "../api";
-import { Link, useLocation } from "../router";
-import { isAdmin, useSession } from "../session";
-import { ApiLink } from "./apiview";
-import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "./common";
+import { client, data, type Schemas, type User } from "../../lib/api";
+import { Link, useLocation } from "../../lib/router";
+import { isAdmin, useSession } from "../../lib/session";
+import { ApiLink } from "../../components/apilink";
+import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "../../components/common";
 
 /** The admin screens, one link each. */
 export function AdminNav() {
@@ -47,22 +47,22 @@ export function AdminScreen({ title, children }: { title: string; children: Reac
 /** Every account, for admins (nothing for others, who may not list them). */
 function useUsers() {
   const { user } = useSession();
-  return useLoad(() => (isAdmin(user) ? get<User[]>("/api/admin/users") : Promise.resolve([])), [user?.id]);
+  return useLoad(() => (isAdmin(user) ? data(client.GET("/admin/users")) : Promise.resolve([])), [user?.id]);
 }
 
 /** Accounts: approve pending ones, change roles and status. */
 export function AdminUsers() {
   const users = useUsers();
   const action = useAction();
-  const change = (id: string, update: Record<string, string>) =>
+  const change = (id: string, update: Schemas["UserUpdate"]) =>
     action.run(async () => {
-      await send("PATCH", `/api/admin/users/${id}`, update);
+      await client.PATCH("/admin/users/{user_id}", { params: { path: { user_id: id } }, body: update });
       users.reload();
     });
   const [link, setLink] = useState<{ username: string; url: string; expires_at: string } | null>(null);
   const makeLink = (u: User) =>
     action.run(async () => {
-      const made = await send<Schemas["ResetLink"]>("POST", `/api/admin/users/${u.id}/password-reset`);
+      const made = await data(client.POST("/admin/users/{user_id}/password-reset", { params: { path: { user_id: u.id } } }));
       setLink({ username: u.username, ...made });
     });
   return (
@@ -89,7 +89,7 @@ export function AdminUsers() {
               <select
                 aria-label={`Role of ${u.username}`}
                 value={u.roles[0] ?? "viewer"}
-                onChange={(e) => change(u.id, { role: e.target.value })}
+                onChange={(e) => change(u.id, { role: e.target.value as Schemas["Role"] })}
               >
                 <option value="viewer">viewer</option>
                 <option value="editor">editor</option>
@@ -105,7 +105,7 @@ export function AdminUsers() {
                 <select
                   aria-label={`Status of ${u.username}`}
                   value={u.status}
-                  onChange={(e) => change(u.id, { status: e.target.value })}
+                  onChange={(e) => change(u.id, { status: e.target.value as Schemas["AccountStatus"] })}
                 >
                   <option value="active">active</option>
                   <option value="suspended">suspended</option>
@@ -145,9 +145,12 @@ function QuotaCard({ user, onSaved }: { user: User; onSaved: () => void }) {
     e.preventDefault();
     setSaved(false);
     action.run(async () => {
-      await send("PUT", `/api/admin/users/${user.id}/quota`, {
-        storage_bytes: storage ? Math.round(Number(storage) * MB) : null,
-        dataset_count: count ? Number(count) : null,
+      await client.PUT("/admin/users/{user_id}/quota", {
+        params: { path: { user_id: user.id } },
+        body: {
+          storage_bytes: storage ? Math.round(Number(storage) * MB) : null,
+          dataset_count: count ? Number(count) : null,
+        },
       });
       setSaved(true);
       onSaved();

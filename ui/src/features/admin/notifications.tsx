@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { get, send, type Schemas } from "../api";
-import { isAdmin, useSession } from "../session";
+import { client, data, type Schemas } from "../../lib/api";
+import { isAdmin, useSession } from "../../lib/session";
 import { AdminScreen } from "./admin";
-import { ErrorNote, useAction, useLoad } from "./common";
+import { ErrorNote, useAction, useLoad } from "../../components/common";
 
 type Settings = Schemas["NotificationSettings"];
 type Security = Schemas["SmtpSecurity"];
@@ -62,7 +62,7 @@ function ChannelsForm({ initial, onSaved }: { initial: Settings; onSaved: (s: Se
         webhook: form.webhook ? { url: form.url, secret: form.secret || undefined } : null,
         events: form.events as Schemas["NotificationInput"]["events"],
       };
-      const answer = await send<Settings>("PUT", "/api/settings/notifications", body);
+      const answer = await data(client.PUT("/settings/notifications", { body }));
       setForm(formOf(answer));
       onSaved(answer);
       setSaved(true);
@@ -165,7 +165,7 @@ function SendTest() {
   const test = () =>
     action.run(async () => {
       setResult(null);
-      setResult(await send<Schemas["TestResult"]>("POST", "/api/settings/notifications/test"));
+      setResult(await data(client.POST("/settings/notifications/test")));
     });
   return (
     <section aria-labelledby="test">
@@ -201,7 +201,7 @@ function SendTest() {
 export function AdminNotifications() {
   const { user } = useSession();
   const settings = useLoad(
-    () => (isAdmin(user) ? get<Settings>("/api/settings/notifications") : Promise.resolve(null)),
+    () => (isAdmin(user) ? data(client.GET("/settings/notifications")) : Promise.resolve(null)),
     [user?.id],
   );
   return (

@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { get, send, type Schemas } from "../api";
-import { isAdmin, useSession } from "../session";
+import { client, data, type Schemas } from "../../lib/api";
+import { isAdmin, useSession } from "../../lib/session";
 import { AdminScreen } from "./admin";
-import { ErrorNote, useAction, useLoad } from "./common";
+import { ErrorNote, useAction, useLoad } from "../../components/common";
 
 type Provider = Schemas["ProviderResponse"];
 const TYPES: [string, string][] = [
@@ -19,10 +19,10 @@ function ProviderRow({ provider, onChange }: { provider: Provider; onChange: () 
   const [secret, setSecret] = useState("");
   const [note, setNote] = useState<string | null>(null);
   const action = useAction();
-  const update = (body: Record<string, unknown>, done: string) => {
+  const update = (body: Schemas["ProviderInput"], done: string) => {
     setNote(null);
     return action.run(async () => {
-      await send("PUT", `/api/settings/oauth-providers/${provider.id}`, body);
+      await client.PUT("/settings/oauth-providers/{provider_id}", { params: { path: { provider_id: provider.id } }, body });
       setNote(done);
       onChange();
     });
@@ -30,7 +30,7 @@ function ProviderRow({ provider, onChange }: { provider: Provider; onChange: () 
   const remove = () => {
     if (!window.confirm(`Delete the provider “${provider.display_name}”? People who sign in with it can no longer.`)) return;
     action.run(async () => {
-      await send("DELETE", `/api/settings/oauth-providers/${provider.id}`);
+      await client.DELETE("/settings/oauth-providers/{provider_id}", { params: { path: { provider_id: provider.id } } });
       onChange();
     });
   };
@@ -87,7 +87,7 @@ function ProviderRow({ provider, onChange }: { provider: Provider; onChange: () 
 export function AdminProviders() {
   const { user } = useSession();
   const providers = useLoad(
-    () => (isAdmin(user) ? get<Provider[]>("/api/settings/oauth-providers") : Promise.resolve([])),
+    () => (isAdmin(user) ? data(client.GET("/settings/oauth-providers")) : Promise.resolve([])),
     [user?.id],
   );
   const [form, setForm] = useState(EMPTY);
@@ -99,7 +99,9 @@ export function AdminProviders() {
   const create = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      await send("POST", "/api/settings/oauth-providers", { ...form, discovery_url: form.discovery_url || undefined });
+      // The form holds the selects' values as text; the API checks them.
+      const body = { ...form, discovery_url: form.discovery_url || undefined } as Schemas["NewProvider"];
+      await client.POST("/settings/oauth-providers", { body });
       setForm(EMPTY);
       providers.reload();
     });

@@ -2,15 +2,9 @@
 // to a private dataset's collection, items, TileJSON or style, and the
 // admin's metrics, need a credential a plain link does not carry, so the
 // app fetches them and shows what the API answered.
-import { request } from "../api";
-import { Link, useLocation } from "../router";
-import { ErrorNote, useLoad, useTitle } from "./common";
-
-/** A link to an API document: direct when anyone may read it, else through this page. */
-export function ApiLink({ path, open, children }: { path: string; open: boolean; children: string }) {
-  if (open) return <a href={path}>{children}</a>;
-  return <Link href={`/api-view?path=${encodeURIComponent(path)}`}>{children}</Link>;
-}
+import { request } from "../../lib/api";
+import { Link, useLocation } from "../../lib/router";
+import { ErrorNote, useLoad, useTitle } from "../../components/common";
 
 function pretty(type: string, text: string): string {
   if (!type.includes("json")) return text;
@@ -29,6 +23,7 @@ export function ApiView() {
   useTitle(`API: ${path}`);
   const body = useLoad(async () => {
     if (!allowed) throw new Error("This page opens addresses of this service's API only (they start with /api/).");
+    // Any address of the API, as the link named it: not one of the client's typed calls.
     const response = await request(path, { headers: { Accept: "application/json, application/geo+json;q=0.9, text/plain;q=0.5" } });
     const type = response.headers.get("Content-Type") ?? "";
     return { type, text: pretty(type, await response.text()) };

@@ -1,8 +1,8 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { send, signIn, useToken } from "../api";
-import { Link, navigate } from "../router";
-import { useSession } from "../session";
-import { ErrorNote, useAction, useTitle } from "./common";
+import { client, data, setAccessToken, signIn } from "../../lib/api";
+import { Link, navigate } from "../../lib/router";
+import { useSession } from "../../lib/session";
+import { ErrorNote, useAction, useTitle } from "../../components/common";
 
 const RETURN_KEY = "catalog.return_to";
 
@@ -84,11 +84,11 @@ export function Register() {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      const user = await send<{ status: string }>("POST", "/api/auth/register", {
-        username: form.username,
-        email: form.email,
-        password: form.password,
-      });
+      const user = await data(
+        client.POST("/auth/register", {
+          body: { username: form.username, email: form.email, password: form.password },
+        }),
+      );
       setDone(
         user.status === "pending"
           ? "Your account waits for an administrator's approval. You can sign in once it is approved."
@@ -146,7 +146,7 @@ export function OAuthCallback() {
     }
     // The token leaves the address (and so the history) at once.
     history.replaceState(null, "", "/oauth/callback");
-    useToken(token);
+    setAccessToken(token);
     const back = sessionStorage.getItem(RETURN_KEY) ?? "/datasets";
     sessionStorage.removeItem(RETURN_KEY);
     reload().then(() => navigate(back.startsWith("/") && !back.startsWith("//") ? back : "/datasets", true));
@@ -178,7 +178,7 @@ export function ForgotPassword() {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      await send("POST", "/api/auth/password-reset/request", { account });
+      await client.POST("/auth/password-reset/request", { body: { account } });
       setSent(true);
     });
   };
@@ -232,7 +232,7 @@ export function ResetPassword() {
     e.preventDefault();
     action.run(async () => {
       if (password !== again) throw new Error("The two passwords differ.");
-      await send("POST", "/api/auth/password-reset", { token, new_password: password });
+      await client.POST("/auth/password-reset", { body: { token, new_password: password } });
       setDone(true);
     });
   };

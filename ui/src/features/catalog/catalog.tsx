@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { get, type Schemas } from "../api";
-import { Link, navigate, useLocation } from "../router";
-import { ErrorNote, useLoad, useTitle } from "./common";
-import { Thumbnail, pictureOf } from "./extent";
+import { client, data } from "../../lib/api";
+import { Link, navigate, useLocation } from "../../lib/router";
+import { ErrorNote, useLoad, useTitle } from "../../components/common";
+import { Thumbnail, pictureOf } from "../../components/extent";
 
 type Facets = Record<string, Record<string, number>>;
 const FACETS: [string, string][] = [
@@ -20,12 +20,13 @@ export function Catalog() {
   const location = useLocation();
   const params = location.searchParams;
   const [words, setWords] = useState(params.get("q") ?? "");
+  // The address's query goes to the API as it is: its words and filters are the search's.
   const query = params.toString();
   const results = useLoad(
-    () => get<Schemas["SearchResults"]>(`/api/search/datasets?limit=${PAGE}&${query}`),
+    () => data(client.GET("/search/datasets", { querySerializer: () => `limit=${PAGE}&${query}` })),
     [query],
   );
-  const facets = useLoad(() => get<Facets>(`/api/search/facets?${query}`), [query]);
+  const facets = useLoad(() => data<Facets>(client.GET("/search/facets", { querySerializer: () => query })), [query]);
 
   const change = (name: string, value: string | null) => {
     const next = new URLSearchParams(params);

@@ -1,14 +1,14 @@
 import { useRef, useState, type FormEvent } from "react";
 import type { StyleSpecification, LayerSpecification, Map as MapLibreMap } from "maplibre-gl";
-import { get, send, type Schemas } from "../api";
-import { navigate, replaceQuery, useLocation } from "../router";
-import { isAdmin, useSession } from "../session";
-import { ApiLink } from "./apiview";
-import { rasterQuery, type RasterConfig } from "./layerstyle";
-import { RasterStyleEditor } from "./rasterstyle";
-import { ErrorNote, LoadFailed, cellText, useAction, useLoad, useTitle, when } from "./common";
+import { client, data, type Schemas } from "../../lib/api";
+import { navigate, replaceQuery, useLocation } from "../../lib/router";
+import { isAdmin, useSession } from "../../lib/session";
+import { ApiLink } from "../../components/apilink";
+import { rasterQuery, type RasterConfig } from "../../components/map/layerstyle";
+import { RasterStyleEditor } from "../../components/map/rasterstyle";
+import { ErrorNote, LoadFailed, cellText, useAction, useLoad, useTitle, when } from "../../components/common";
 import { EditableRow, History } from "./history";
-import { MapView } from "./mapview";
+import { MapView } from "../../components/map/mapview";
 import { Grants, Reupload } from "./reupload";
 import { ServiceReupload } from "./services";
 
@@ -111,7 +111,16 @@ function AttributeTable({
   }
   // The page shown keeps its own offset, so its caption never runs ahead of its rows.
   const items = useLoad(
-    async () => ({ offset, page: await get<Items>(`/api/collections/${dataset.id}/items?${query}`) }),
+    async () => {
+      // The query as URLSearchParams writes it; GeoJSON, whose features the document leaves open.
+      const page = await data(
+        client.GET("/collections/{collectionId}/items", {
+          params: { path: { collectionId: dataset.id } },
+          querySerializer: () => query.toString(),
+        }),
+      );
+      return { offset, page: page as Items };
+    },
     // A change of the data (an edit, a reupload, a restore) shows at once.
     [dataset.id, dataset.updated_at, query.toString()],
   );
@@ -232,7 +241,7 @@ function AttributeTable({
 function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) => void }) {
   const [title, setTitle] = useState(dataset.title);
   const [summary, setSummary] = useState(dataset.summary ?? "");
-  const [visibility, setVisibility] = useState(dataset.visibility);
+  const [visibility, setVisibility] = useState(dataset.visibility as Schemas["DatasetVisibility"]);
   const [keywords, setKeywords] = useState(dataset.keywords.join(", "));
   const [license, setLicense] = useState(dataset.license ?? "");
   const [attribution, setAttribution] = useState(dataset.attribution ?? "");
@@ -246,15 +255,20 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
     action.run(async () => {
       const words = keywords.split(",").map((k) => k.trim()).filter(Boolean);
       onSaved(
-        await send<Dataset>("PATCH", `/api/datasets/${dataset.id}`, {
-          title,
-          summary,
-          visibility,
-          keywords: words,
-          license,
-          attribution,
-          ...(dataset.kind === "raster" ? {} : { temporal_column: temporal || null }),
-        }),
+        await data(
+          client.PATCH("/datasets/{dataset_id}", {
+            params: { path: { dataset_id: dataset.id } },
+            body: {
+              title,
+              summary,
+              visibility,
+              keywords: words,
+              license,
+              attribution,
+              ...(dataset.kind === "raster" ? {} : { temporal_column: temporal || null }),
+            },
+          }),
+        ),
       );
       setSaved(true);
     });
@@ -272,7 +286,7 @@ function Edit({ dataset, onSaved }: { dataset: Dataset; onSaved: (d: Dataset) =>
       </label>
       <label>
         Visibility
-        <select value={visibility} onChange={(e) => setVisibility(e.target.value)}>
+        <select value={visibility} onChange={(e) => setVisibility(e.target.value as typeof visibility)}>
           <option value="private">private</option>
           <option value="restricted">restricted</option>
           <option value="internal">internal</option>
@@ -333,7 +347,7 @@ function Download({ dataset }: { dataset: Dataset }) {
   const raster = dataset.kind === "raster";
   const download = () =>
     action.run(async () => {
-      const grant = await send<Schemas["DownloadToken"]>("POST", `/api/auth/download-token/${dataset.id}`);
+      const grant = await data(client.POST("/auth/download-token/{dataset_id}", { params: { path: { dataset_id: dataset.id } } }));
       const url = new URL(grant.download_url);
       if (!raster) url.searchParams.set("format", format);
       if (!raster && filtered && filter) {
@@ -418,21 +432,27 @@ type Contact = Schemas["Contact"];
 
 /** The people and organisations to ask about a dataset (its record's contacts), which DCAT and the OGC pages list. */
 function Contacts({ dataset, editable }: { dataset: Dataset; editable: boolean }) {
-  const contacts = useLoad(() => get<Contact[]>(`/api/records/${dataset.id}/contacts`), [dataset.id]);
+  const contacts = useLoad(
+    () => data(client.GET("/records/{record_id}/contacts", { params: { path: { record_id: dataset.id } } })),
+    [dataset.id],
+  );
   const [form, setForm] = useState({ name: "", organization: "", email: "", role: "" });
   const action = useAction();
   const add = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      const body = Object.fromEntries(Object.entries(form).map(([k, v]) => [k, v.trim() || null]));
-      await send("POST", `/api/records/${dataset.id}/contacts`, body);
+      // The name is required by the form, so it is never null here.
+      const body = Object.fromEntries(Object.entries(form).map(([k, v]) => [k, v.trim() || null])) as Schemas["ContactInput"];
+      await client.POST("/records/{record_id}/contacts", { params: { path: { record_id: dataset.id } }, body });
       setForm({ name: "", organization: "", email: "", role: "" });
       contacts.reload();
     });
   };
   const remove = (c: Contact) =>
     action.run(async () => {
-      await send("DELETE", `/api/records/${dataset.id}/contacts/${c.id}`);
+      await client.DELETE("/records/{record_id}/contacts/{contact_id}", {
+        params: { path: { record_id: dataset.id, contact_id: c.id } },
+      });
       contacts.reload();
     });
   if (!editable && !contacts.value?.length) return null;
@@ -491,7 +511,7 @@ function Contacts({ dataset, editable }: { dataset: Dataset; editable: boolean }
 
 export function DatasetPage({ id }: { id: string }) {
   const { user } = useSession();
-  const dataset = useLoad(() => get<Dataset>(`/api/datasets/${id}`), [id]);
+  const dataset = useLoad(() => data(client.GET("/datasets/{dataset_id}", { params: { path: { dataset_id: id } } })), [id]);
   const action = useAction();
   const map = useRef<MapLibreMap | null>(null);
   const [rendering, setRendering] = useState<RasterConfig>({ mode: "raster" });
@@ -506,7 +526,7 @@ export function DatasetPage({ id }: { id: string }) {
   const remove = () => {
     if (!window.confirm(`Delete “${d.title}” and its data? This cannot be undone.`)) return;
     action.run(async () => {
-      await send("DELETE", `/api/datasets/${d.id}`);
+      await client.DELETE("/datasets/{dataset_id}", { params: { path: { dataset_id: d.id } } });
       navigate("/datasets", true);
     });
   };

@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from "react";
-import { ApiError, get, getTagged, send, type Schemas } from "../api";
-import { Link } from "../router";
-import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./common";
+import { ApiError, client, data, type Schemas } from "../../lib/api";
+import { Link } from "../../lib/router";
+import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "../../components/common";
 
 type Dataset = Schemas["Dataset"];
 type Column = Schemas["ColumnInfo"];
@@ -46,10 +46,15 @@ export function EditableRow({
 }) {
   const [editing, setEditing] = useState<{ etag: string; values: Record<string, string> } | null>(null);
   const action = useAction();
-  const url = `/api/collections/${dataset.id}/items/${feature.id}`;
+  const item = { path: { collectionId: dataset.id, featureId: String(feature.id) } };
+  /** The feature with its entity tag, which goes back in `If-Match`. */
+  const tagged = async () => {
+    const { data: value, response } = await client.GET("/collections/{collectionId}/items/{featureId}", { params: item });
+    return { value: value as Feature, etag: response.headers.get("ETag") ?? "" };
+  };
   const start = () =>
     action.run(async () => {
-      const { value, etag } = await getTagged<Feature>(url);
+      const { value, etag } = await tagged();
       setEditing({ etag, values: Object.fromEntries(columns.map((c) => [c.name, cellText(value.properties[c.name])])) });
     });
   const save = () =>
@@ -61,7 +66,11 @@ export function EditableRow({
           .map((c) => [c.name, valueOf(editing.values[c.name], c)]),
       );
       try {
-        await send("PATCH", url, { properties: changed }, { "If-Match": editing.etag });
+        await client.PATCH("/collections/{collectionId}/items/{featureId}", {
+          params: { ...item, header: { "If-Match": editing.etag } },
+          // A merge patch, whose members the document leaves untyped (never).
+          body: { properties: changed as never },
+        });
       } catch (e) {
         setEditing(null);
         onChanged();
@@ -73,8 +82,8 @@ export function EditableRow({
   const remove = () => {
     if (!window.confirm(`Delete feature ${feature.id}? The dataset's history keeps it.`)) return;
     action.run(async () => {
-      const { etag } = await getTagged<Feature>(url);
-      await send("DELETE", url, undefined, { "If-Match": etag });
+      const { etag } = await tagged();
+      await client.DELETE("/collections/{collectionId}/items/{featureId}", { params: { ...item, header: { "If-Match": etag } } });
       onChanged();
     });
   };
@@ -120,7 +129,6 @@ export function EditableRow({
   );
 }
 
-type Versions = Schemas["VersionList"];
 type Changes = Schemas["ChangeList"];
 
 /** What a change did to a feature, in a few words. */
@@ -139,17 +147,26 @@ function summary(change: Changes["changes"][number]): string {
  * restore for each past one, and the latest changes: who changed which
  * feature when. */
 export function History({ dataset, onRestored }: { dataset: Dataset; onRestored: () => void }) {
-  const versions = useLoad(() => get<Versions>(`/api/datasets/${dataset.id}/versions?limit=20`), [dataset.id, dataset.updated_at]);
-  const changes = useLoad(() => get<Changes>(`/api/datasets/${dataset.id}/changes?limit=10`), [dataset.id, dataset.updated_at]);
+  const path = { dataset_id: dataset.id };
+  const versions = useLoad(
+    () => data(client.GET("/datasets/{dataset_id}/versions", { params: { path, query: { limit: 20 } } })),
+    [dataset.id, dataset.updated_at],
+  );
+  const changes = useLoad(
+    () => data(client.GET("/datasets/{dataset_id}/changes", { params: { path, query: { limit: 10 } } })),
+    [dataset.id, dataset.updated_at],
+  );
   const action = useAction();
   const [restoring, setRestoring] = useState<string | null>(null);
   const restore = (version: number) => {
     if (!window.confirm(`Bring back version ${version}? The data now becomes a version you can restore too.`)) return;
     action.run(async () => {
-      const job = await send<Schemas["JobAccepted"]>("POST", `/api/datasets/${dataset.id}/versions/${version}/restore`);
+      const job = await data(
+        client.POST("/datasets/{dataset_id}/versions/{version}/restore", { params: { path: { ...path, version } } }),
+      );
       setRestoring(job.job_id);
       for (;;) {
-        const state = await get<Schemas["JobView"]>(`/api/jobs/${job.job_id}`);
+        const state = await data(client.GET("/jobs/{job_id}", { params: { path: { job_id: job.job_id } } }));
         if (state.status === "failed" || state.status === "cancelled") throw new Error(`The restore ${state.status}.`);
         if (state.status === "succeeded") break;
         await new Promise((r) => setTimeout(r, 500));

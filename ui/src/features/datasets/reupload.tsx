@@ -1,8 +1,8 @@
 import { useEffect, useState, type FormEvent, type ReactNode } from "react";
-import { get, send, upload, type Schemas } from "../api";
-import { isAdmin, useSession } from "../session";
-import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "./common";
-import { JobProgress, useJob } from "./job";
+import { client, data, upload, type Schemas } from "../../lib/api";
+import { isAdmin, useSession } from "../../lib/session";
+import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "../../components/common";
+import { JobProgress, useJob } from "../../components/job";
 
 type Dataset = Schemas["Dataset"];
 type Column = Schemas["ColumnInfo"];
@@ -122,25 +122,23 @@ export function Reupload({ dataset, onReplaced }: { dataset: Dataset; onReplaced
  * username (only admins may list accounts); admins get the names offered. */
 export function Grants({ dataset }: { dataset: Dataset }) {
   const { user } = useSession();
-  const grants = useLoad(() => get<Schemas["Grant"][]>(`/api/datasets/${dataset.id}/grants`), [dataset.id]);
-  const known = useLoad(
-    () => (isAdmin(user) ? get<Schemas["UserResponse"][]>("/api/admin/users") : Promise.resolve([])),
-    [user?.id],
-  );
+  const path = { dataset_id: dataset.id };
+  const grants = useLoad(() => data(client.GET("/datasets/{dataset_id}/grants", { params: { path } })), [dataset.id]);
+  const known = useLoad(() => (isAdmin(user) ? data(client.GET("/admin/users")) : Promise.resolve([])), [user?.id]);
   const [username, setUsername] = useState("");
-  const [permission, setPermission] = useState("read");
+  const [permission, setPermission] = useState<Schemas["Permission"]>("read");
   const action = useAction();
   const grant = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      await send("POST", `/api/datasets/${dataset.id}/grants`, { username: username.trim(), permission });
+      await client.POST("/datasets/{dataset_id}/grants", { params: { path }, body: { username: username.trim(), permission } });
       setUsername("");
       grants.reload();
     });
   };
   const revoke = (id: string) =>
     action.run(async () => {
-      await send("DELETE", `/api/datasets/${dataset.id}/grants/${id}`);
+      await client.DELETE("/datasets/{dataset_id}/grants/{user_id}", { params: { path: { ...path, user_id: id } } });
       grants.reload();
     });
   const list = Array.isArray(grants.value) ? grants.value : [];
@@ -168,7 +166,7 @@ export function Grants({ dataset }: { dataset: Dataset }) {
         </datalist>
         <label>
           Permission
-          <select value={permission} onChange={(e) => setPermission(e.target.value)}>
+          <select value={permission} onChange={(e) => setPermission(e.target.value as typeof permission)}>
             <option value="read">read</option>
             <option value="write">write</option>
           </select>

@@ -2,10 +2,10 @@
 // an ArcGIS feature service or a WFS 2.0 server, imported as a new dataset
 // or pulled again into an existing one after a preview of what changes.
 import { useEffect, useState, type FormEvent } from "react";
-import { send, type Schemas } from "../api";
-import { Link } from "../router";
-import { ErrorNote, useAction } from "./common";
-import { JobProgress, useJob } from "./job";
+import { client, data, type Schemas } from "../../lib/api";
+import { Link } from "../../lib/router";
+import { ErrorNote, useAction } from "../../components/common";
+import { JobProgress, useJob } from "../../components/job";
 import { PreviewChanges, type Preview } from "./reupload";
 
 /** What the import, preview and reupload routes all take of a service. */
@@ -80,7 +80,7 @@ export function ImportService() {
     e.preventDefault();
     action.run(async () => {
       const body = { ...service.request, layer_title: title.trim() || undefined };
-      setJobId((await send<Schemas["JobAccepted"]>("POST", "/api/datasets/import-service", body)).job_id);
+      setJobId((await data(client.POST("/datasets/import-service", { body }))).job_id);
     });
   };
   const dataset = job?.status === "succeeded" ? (job.dataset_id ?? job.dataset_ids[0]) : undefined;
@@ -105,6 +105,7 @@ export function ImportService() {
 /** New data for a dataset from a service: first what would change, then the replacement. */
 export function ServiceReupload({ dataset, onReplaced }: { dataset: Schemas["Dataset"]; onReplaced: () => void }) {
   const service = useServiceFields();
+  const path = { dataset_id: dataset.id };
   // The preview and the request it answered: the replacement pulls what was previewed.
   const [preview, setPreview] = useState<{ request: ServiceRequest; changes: Preview } | null>(null);
   const [replaceJob, setReplaceJob] = useState<string>();
@@ -118,14 +119,16 @@ export function ServiceReupload({ dataset, onReplaced }: { dataset: Schemas["Dat
     action.run(async () =>
       setPreview({
         request,
-        changes: await send<Preview>("POST", `/api/datasets/${dataset.id}/reupload/service/preview`, request),
+        changes: await data<Preview>(
+          client.POST("/datasets/{dataset_id}/reupload/service/preview", { params: { path }, body: request }),
+        ),
       }),
     );
   };
   const replaceData = (request: ServiceRequest) =>
     action.run(async () =>
       setReplaceJob(
-        (await send<Schemas["JobAccepted"]>("POST", `/api/datasets/${dataset.id}/reupload/service`, request)).job_id,
+        (await data(client.POST("/datasets/{dataset_id}/reupload/service", { params: { path }, body: request }))).job_id,
       ),
     );
   const replaced = replace?.status === "succeeded";

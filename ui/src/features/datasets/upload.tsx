@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
-import { send, upload, type Schemas } from "../api";
-import { Link, navigate } from "../router";
-import { ErrorNote, SignedIn, bytes, useAction, useTitle } from "./common";
-import { JobProgress, useJob } from "./job";
+import { client, data, upload } from "../../lib/api";
+import { Link, navigate } from "../../lib/router";
+import { ErrorNote, SignedIn, bytes, useAction, useTitle } from "../../components/common";
+import { JobProgress, useJob } from "../../components/job";
 import { ImportService } from "./services";
 
 type Sending = { name: string; sent: number; total: number; jobId?: string; previewJobId?: string; error?: unknown };
@@ -209,7 +209,7 @@ function ImportUrl() {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () =>
-      setJobId((await send<Schemas["JobAccepted"]>("POST", "/api/datasets/import-url", { url })).job_id),
+      setJobId((await data(client.POST("/datasets/import-url", { body: { url } }))).job_id),
     );
   };
   const dataset = job?.status === "succeeded" ? (job.dataset_id ?? job.dataset_ids[0]) : undefined;

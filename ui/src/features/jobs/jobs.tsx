@@ -1,13 +1,13 @@
 import { useEffect } from "react";
-import { get, send, type Schemas } from "../api";
-import { Link } from "../router";
-import { ErrorNote, ScrollTable, SignedIn, useLoad, when, useTitle } from "./common";
-import { JobProgress } from "./job";
+import { client, data } from "../../lib/api";
+import { Link } from "../../lib/router";
+import { ErrorNote, ScrollTable, SignedIn, useLoad, when, useTitle } from "../../components/common";
+import { JobProgress } from "../../components/job";
 
 /** The caller's jobs (every job for admins), refreshed while any runs. */
 export function Jobs() {
   useTitle("Jobs");
-  const jobs = useLoad(() => get<Schemas["JobList"]>("/api/jobs?limit=50"), []);
+  const jobs = useLoad(() => data(client.GET("/jobs", { params: { query: { limit: 50 } } })), []);
   const running = jobs.value?.jobs.some((j) => j.status === "queued" || j.status === "running");
   useEffect(() => {
     if (!running) return;
@@ -15,7 +15,7 @@ export function Jobs() {
     return () => clearInterval(timer);
   }, [running, jobs.reload]);
   const cancel = async (id: string) => {
-    await send("DELETE", `/api/jobs/${id}`).catch(() => undefined);
+    await client.DELETE("/jobs/{job_id}", { params: { path: { job_id: id } } }).catch(() => undefined);
     jobs.reload();
   };
   return (

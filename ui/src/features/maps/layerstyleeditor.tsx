@@ -3,8 +3,8 @@
 // by a number. Choosing a column reads its summary from the API, so
 // categories and class breaks are the whole table's, not one page's.
 import { useState } from "react";
-import { get, type Schemas } from "../api";
-import { ErrorNote, useAction } from "./common";
+import { client, data, type Schemas } from "../../lib/api";
+import { ErrorNote, useAction } from "../../components/common";
 import {
   OTHER_COLOUR,
   QUALITATIVE,
@@ -17,7 +17,7 @@ import {
   type ColumnSummary,
   type Mode,
   type StyleConfig,
-} from "./layerstyle";
+} from "../../components/map/layerstyle";
 
 type MapLayer = Schemas["MapLayerResponse"];
 type Column = Schemas["ColumnInfo"];
@@ -55,9 +55,11 @@ export function LayerStyleEditor({
       const own = config.mode === "single" || config.mode === "proportional" ? config.colour : QUALITATIVE[index % QUALITATIVE.length];
       const base: StyleConfig = { mode, colour: mode === "categories" || mode === "classes" ? OTHER_COLOUR : own, outline: config.outline };
       if (mode === "single" || !column) return set({ ...base, mode: "single" });
-      const summary = await get<ColumnSummary>(
-        `/api/datasets/${layer.dataset_id}/columns/${encodeURIComponent(column)}/summary?classes=${count}`,
-      );
+      const summary = (await data(
+        client.GET("/datasets/{dataset_id}/columns/{column}/summary", {
+          params: { path: { dataset_id: layer.dataset_id, column }, query: { classes: count } },
+        }),
+      )) as ColumnSummary;
       if (mode === "categories") return set({ ...base, column, categories: categoriesFrom(summary) });
       if (mode === "classes") return set({ ...base, column, ramp, ...classesFrom(summary, ramp) });
       set({ ...base, column, min: summary.min ?? 0, max: summary.max ?? 0 });

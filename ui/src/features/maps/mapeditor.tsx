@@ -1,13 +1,13 @@
 import { useRef, useState, type DragEvent } from "react";
 import type { Map as MapLibreMap } from "maplibre-gl";
-import { get, request, send, type Schemas } from "../api";
-import { useLeaveGuard } from "../router";
-import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, useTitle } from "./common";
-import { MapView } from "./mapview";
-import { BUILTIN_BASEMAP, isBuiltinBasemap } from "./basemap";
-import { Legend } from "./legend";
-import { DEFAULT_OUTLINE, QUALITATIVE, configOf, geometryOf, rasterConfigOf } from "./layerstyle";
-import { RasterLayerStyle } from "./rasterstyle";
+import { client, data, type Schemas } from "../../lib/api";
+import { useLeaveGuard } from "../../lib/router";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, useTitle } from "../../components/common";
+import { MapView } from "../../components/map/mapview";
+import { BUILTIN_BASEMAP, isBuiltinBasemap } from "../../components/map/basemap";
+import { Legend } from "../../components/map/legend";
+import { DEFAULT_OUTLINE, QUALITATIVE, configOf, geometryOf, rasterConfigOf } from "../../components/map/layerstyle";
+import { RasterLayerStyle } from "../../components/map/rasterstyle";
 import { LayerStyleEditor, styleChange } from "./layerstyleeditor";
 import { ShareDialog } from "./sharedialog";
 import {
@@ -19,7 +19,7 @@ import {
   identifiedLayers,
   mapStyle,
   rasterBasemap,
-} from "./mapstyle";
+} from "../../components/map/mapstyle";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
@@ -177,7 +177,7 @@ function Editor({ initial }: { initial: MapResponse }) {
   const action = useAction();
   const [note, setNote] = useState<string | null>(null);
   const [sharing, setSharing] = useState(false);
-  const datasets = useLoad(() => get<Schemas["DatasetList"]>("/api/datasets?limit=1000"), []);
+  const datasets = useLoad(() => data(client.GET("/datasets", { params: { query: { limit: 1000 } } })), []);
   useTitle(`Map: ${map.name}`);
   const dirty = saved(map, layers) !== lastSaved;
   useLeaveGuard(() => (dirty ? "This map has unsaved changes. Leave without saving them?" : null));
@@ -226,7 +226,7 @@ function Editor({ initial }: { initial: MapResponse }) {
     setNote(null);
     action.run(async () => {
       const body = JSON.parse(saved(map, layers));
-      const result = await send<MapResponse>("PUT", `/api/maps/${map.id}`, body);
+      const result = await data(client.PUT("/maps/{map_id}", { params: { path: { map_id: map.id } }, body }));
       const ordered = [...result.layers].sort((a, b) => a.sort_order - b.sort_order);
       setMap(result);
       setLayers(ordered);
@@ -236,7 +236,7 @@ function Editor({ initial }: { initial: MapResponse }) {
   };
   const exportStyle = () =>
     action.run(async () => {
-      const style = await (await request(`/api/maps/${map.id}/style.json`)).text();
+      const style = await data(client.GET("/maps/{map_id}/style.json", { params: { path: { map_id: map.id } }, parseAs: "text" }));
       saveFile(`${map.name}.style.json`, style);
     });
   const view = useRef<MapLibreMap | null>(null);
@@ -382,7 +382,7 @@ function Editor({ initial }: { initial: MapResponse }) {
 }
 
 export function MapEditor({ id }: { id: string }) {
-  const map = useLoad(() => get<MapResponse>(`/api/maps/${id}`), [id]);
+  const map = useLoad(() => data(client.GET("/maps/{map_id}", { params: { path: { map_id: id } } })), [id]);
   if (map.error) return <LoadFailed error={map.error} />;
   if (!map.value) return <p className="loading">Loading…</p>;
   return (

@@ -1,13 +1,11 @@
 import { useState, type FormEvent } from "react";
-import { ApiError, get, send, type Schemas } from "../api";
-import { Link, navigate } from "../router";
-import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when, useTitle } from "./common";
-import { MapView } from "./mapview";
-import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./mapstyle";
-import { Legend } from "./legend";
-import { Thumbnail } from "./extent";
-
-type MapResponse = Schemas["MapResponse"];
+import { ApiError, client, data } from "../../lib/api";
+import { Link, navigate } from "../../lib/router";
+import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when, useTitle } from "../../components/common";
+import { MapView } from "../../components/map/mapview";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "../../components/map/mapstyle";
+import { Legend } from "../../components/map/legend";
+import { Thumbnail } from "../../components/extent";
 
 /** A style JSON document (a MapLibre style, such as an exported one) becomes a new map. */
 function ImportStyle() {
@@ -17,13 +15,14 @@ function ImportStyle() {
     e.preventDefault();
     if (!file) return;
     action.run(async () => {
-      let style: unknown;
+      // Its members are the API's to judge: the document leaves a style's open.
+      let style: Record<string, never>;
       try {
         style = JSON.parse(await file.text());
       } catch {
         throw new Error(`${file.name} is not a JSON document.`);
       }
-      const created = await send<MapResponse>("POST", "/api/maps/import", style);
+      const created = await data(client.POST("/maps/import", { body: style }));
       navigate(`/maps/${created.id}`);
     });
   };
@@ -47,13 +46,13 @@ function ImportStyle() {
 
 export function Maps() {
   useTitle("Maps");
-  const maps = useLoad(() => get<Schemas["MapList"]>("/api/maps?limit=100"), []);
+  const maps = useLoad(() => data(client.GET("/maps", { params: { query: { limit: 100 } } })), []);
   const [name, setName] = useState("");
   const action = useAction();
   const create = (e: FormEvent) => {
     e.preventDefault();
     action.run(async () => {
-      const created = await send<MapResponse>("POST", "/api/maps", { name });
+      const created = await data(client.POST("/maps", { body: { name } }));
       navigate(`/maps/${created.id}`);
     });
   };
@@ -94,7 +93,7 @@ export function Maps() {
 
 /** A shared map, for anyone with its link. */
 export function SharedMap({ token }: { token: string }) {
-  const map = useLoad(() => get<MapResponse>(`/api/maps/shared/${encodeURIComponent(token)}`), [token]);
+  const map = useLoad(() => data(client.GET("/maps/shared/{token}", { params: { path: { token } } })), [token]);
   useTitle(map.value?.name ?? "Shared map");
   if (map.error instanceof ApiError && map.error.status === 410)
     return (

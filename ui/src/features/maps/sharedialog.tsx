@@ -1,12 +1,11 @@
 // Sharing a map: the links that open it, to create, copy and revoke, and a
 // warning before sharing layers whose data link holders may not see (a
 // shared map is read anonymously: only public datasets draw).
-import { get, send, type Schemas } from "../api";
-import { ErrorNote, useAction, useLoad, when } from "./common";
+import { client, data, type Schemas } from "../../lib/api";
+import { ErrorNote, useAction, useLoad, when } from "../../components/common";
 
 type MapResponse = Schemas["MapResponse"];
 type MapLayer = Schemas["MapLayerResponse"];
-type Share = Schemas["Share"];
 
 /** Text made safe inside a double-quoted HTML attribute. */
 function attribute(text: string): string {
@@ -28,23 +27,23 @@ export function ShareDialog({
   onVisibility: (datasetId: string, visibility: string) => void;
   onClose: () => void;
 }) {
-  const shares = useLoad(() => get<Schemas["ShareList"]>(`/api/maps/${map.id}/shares`), [map.id]);
+  const shares = useLoad(() => data(client.GET("/maps/{map_id}/shares", { params: { path: { map_id: map.id } } })), [map.id]);
   const action = useAction();
   const hidden = layers.filter((l) => l.dataset_available && l.dataset_visibility !== "public");
   const create = () =>
     action.run(async () => {
-      await send<Share>("POST", `/api/maps/${map.id}/shares`);
+      await client.POST("/maps/{map_id}/shares", { params: { path: { map_id: map.id } } });
       shares.reload();
     });
   const revoke = (token: string) =>
     action.run(async () => {
-      await send("DELETE", `/api/maps/${map.id}/shares/${encodeURIComponent(token)}`);
+      await client.DELETE("/maps/{map_id}/shares/{token}", { params: { path: { map_id: map.id, token } } });
       shares.reload();
     });
   const publish = (layer: MapLayer) => {
     if (!window.confirm(`Make “${layer.dataset_name}” public? Anyone will be able to read and download it.`)) return;
     action.run(async () => {
-      await send("PATCH", `/api/datasets/${layer.dataset_id}`, { visibility: "public" });
+      await client.PATCH("/datasets/{dataset_id}", { params: { path: { dataset_id: layer.dataset_id } }, body: { visibility: "public" } });
       onVisibility(layer.dataset_id, "public");
     });
   };
