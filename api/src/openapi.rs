@@ -415,16 +415,6 @@ pub mod names {
     // Only the document reads these types; no value of them is made.
     #![allow(dead_code)]
 
-    /// Where an account stands.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "lowercase")]
-    pub enum AccountStatus {
-        Active,
-        Pending,
-        Suspended,
-        Deactivated,
-    }
-
     /// What a notification is sent for.
     #[derive(utoipa::ToSchema)]
     #[schema(rename_all = "snake_case")]
@@ -550,12 +540,4 @@ pub mod names {
     }
 
     impl utoipa::ToSchema for Keyword {}
-
-    /// What a grant allows on a restricted dataset.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "lowercase")]
-    pub enum Permission {
-        Read,
-        Write,
-    }
 }

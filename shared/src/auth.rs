@@ -9,6 +9,27 @@ use uuid::Uuid;
 use crate::text_enum::text_enum;
 
 text_enum! {
+    /// Where an account stands (`users.status`).
+    #[derive(utoipa::ToSchema)]
+    pub enum AccountStatus {
+        Active = "active",
+        Pending = "pending",
+        Suspended = "suspended",
+        Deactivated = "deactivated",
+    }
+}
+
+text_enum! {
+    /// What a grant allows on a restricted dataset
+    /// (`dataset_grants.permission`).
+    #[derive(utoipa::ToSchema)]
+    pub enum Permission {
+        Read = "read",
+        Write = "write",
+    }
+}
+
+text_enum! {
     /// What a user may do: `users.role`; each includes the ones before it.
     #[derive(PartialOrd, Ord, utoipa::ToSchema)]
     pub enum Role {

@@ -53,7 +53,7 @@ mod tests {
     use sqlx::{Connection, PgConnection, postgres::PgConnectOptions};
 
     use crate::{
-        auth::Role,
+        auth::{AccountStatus, Permission, Role},
         connectors::CredentialMethod,
         datasets::{DatasetKind, DatasetVisibility, PublicationStatus, StorageTier},
         history::VersionKind,
@@ -110,6 +110,8 @@ mod tests {
             ("connector_credentials", "method", names(CredentialMethod::ALL)),
             ("dataset_versions", "kind", names(VersionKind::ALL)),
             ("users", "role", names(Role::ALL)),
+            ("users", "status", names(AccountStatus::ALL)),
+            ("dataset_grants", "permission", names(Permission::ALL)),
             ("jobs", "status", names(JobStatus::ALL)),
         ] {
             compared.push((table, column, allowed(&mut db, table, column).await, names));

@@ -2088,7 +2088,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description Where an account stands.
+         * @description Where an account stands (`users.status`).
          * @enum {string}
          */
         AccountStatus: "active" | "pending" | "suspended" | "deactivated";
@@ -2503,8 +2503,7 @@ export interface components {
         Grant: {
             /** Format: date-time */
             created_at: string;
-            /** @description `read` or `write` */
-            permission: string;
+            permission: components["schemas"]["Permission"];
             /** Format: uuid */
             user_id: string;
             username: string;
@@ -2942,7 +2941,8 @@ export interface components {
             token: string;
         };
         /**
-         * @description What a grant allows on a restricted dataset.
+         * @description What a grant allows on a restricted dataset
+         *     (`dataset_grants.permission`).
          * @enum {string}
          */
         Permission: "read" | "write";
@@ -3535,8 +3535,8 @@ export interface components {
             id: string;
             is_active: boolean;
             quota_usage?: null | components["schemas"]["QuotaUsage"];
-            roles: string[];
-            status: string;
+            roles: components["schemas"]["Role"][];
+            status: components["schemas"]["AccountStatus"];
             username: string;
         };
         UserUpdate: {

@@ -3,19 +3,19 @@
 //! rule, `policy::dataset_decision`.
 use std::sync::Arc;
 
-use catalog_shared::{AppError, datasets::PublicationStatus};
+use catalog_shared::{AppError, auth::Permission, datasets::PublicationStatus};
 use uuid::Uuid;
 
 use super::{
     Caller,
-    policy::{DatasetAction, DatasetFacts, Grant, dataset_decision, read_needs_grant},
+    policy::{DatasetAction, DatasetFacts, dataset_decision, read_needs_grant},
 };
 use crate::{
     dataset_record::{DATASET_COLUMNS, Dataset},
     state::AppState,
 };
 
-fn facts(dataset: &Dataset, grant: Option<Grant>) -> DatasetFacts {
+fn facts(dataset: &Dataset, grant: Option<Permission>) -> DatasetFacts {
     DatasetFacts {
         id: dataset.id,
         owner: dataset.created_by,
@@ -29,7 +29,7 @@ fn facts(dataset: &Dataset, grant: Option<Grant>) -> DatasetFacts {
 struct DatasetWithGrant {
     #[sqlx(flatten)]
     dataset: Dataset,
-    caller_grant: Option<String>,
+    caller_grant: Option<Permission>,
 }
 
 /// The dataset, read fresh from the database, when the caller may take
@@ -51,7 +51,7 @@ pub async fn dataset_for(
         .fetch_optional(&state.pool)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))?;
-    let grant = found.caller_grant.as_deref().and_then(Grant::parse);
+    let grant = found.caller_grant;
     dataset_decision(caller, &facts(&found.dataset, grant), action)?;
     Ok(found.dataset)
 }
@@ -103,13 +103,13 @@ pub async fn visible_collection(state: &AppState, caller: &Caller, id: &str) -> 
 pub async fn cached_visible_dataset(state: &AppState, caller: &Caller, id: Uuid) -> Result<Arc<Dataset>, AppError> {
     let dataset = state.datasets.dataset(state.db.catalog_reader().pool, id).await?;
     let grant = if read_needs_grant(caller, dataset.created_by, dataset.visibility) {
-        let permission: Option<String> =
+        let permission: Option<Permission> =
             sqlx::query_scalar("SELECT permission FROM dataset_grants WHERE dataset_id = $1 AND user_id = $2")
                 .bind(id)
                 .bind(caller.user_id())
                 .fetch_optional(&state.pool)
                 .await?;
-        permission.as_deref().and_then(Grant::parse)
+        permission
     } else {
         None
     };

@@ -4,6 +4,7 @@
 //! a test holds to the same answers as the Rust rule.
 use catalog_shared::{
     AppError,
+    auth::Permission,
     datasets::{DatasetVisibility, PublicationStatus},
     maps::MapVisibility,
 };
@@ -21,23 +22,6 @@ pub fn visibility_named(name: &str) -> Result<DatasetVisibility, AppError> {
     })
 }
 
-/// A user's grant on a restricted dataset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grant {
-    Read,
-    Write,
-}
-
-impl Grant {
-    pub fn parse(permission: &str) -> Option<Self> {
-        match permission {
-            "read" => Some(Self::Read),
-            "write" => Some(Self::Write),
-            _ => None,
-        }
-    }
-}
-
 /// What a dataset decision depends on.
 #[derive(Clone, Copy, Debug)]
 pub struct DatasetFacts {
@@ -47,7 +31,7 @@ pub struct DatasetFacts {
     /// Status `ready`: unpublished datasets are seen by owner and admins only.
     pub published: bool,
     /// The caller's grant, when it has one.
-    pub grant: Option<Grant>,
+    pub grant: Option<Permission>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +73,7 @@ pub fn dataset_decision(caller: &Caller, facts: &DatasetFacts, action: DatasetAc
         DatasetAction::Read => Ok(()),
         DatasetAction::Write => {
             let user = caller.editor()?;
-            if user.is_admin() || owns(caller, facts.owner) || facts.grant == Some(Grant::Write) {
+            if user.is_admin() || owns(caller, facts.owner) || facts.grant == Some(Permission::Write) {
                 Ok(())
             } else {
                 Err(AppError::forbidden(
@@ -286,7 +270,7 @@ mod tests {
         DatasetVisibility::Restricted,
         DatasetVisibility::Private,
     ];
-    const GRANTS: [Option<Grant>; 3] = [None, Some(Grant::Read), Some(Grant::Write)];
+    const GRANTS: [Option<Permission>; 3] = [None, Some(Permission::Read), Some(Permission::Write)];
 
     /// Expected status per caller kind and action over the grid
     /// published x visibility (public, internal, restricted, private) x
@@ -347,7 +331,7 @@ mod tests {
         }
     }
 
-    fn facts(visibility: DatasetVisibility, published: bool, grant: Option<Grant>) -> DatasetFacts {
+    fn facts(visibility: DatasetVisibility, published: bool, grant: Option<Permission>) -> DatasetFacts {
         DatasetFacts {
             id: DATASET,
             owner: Some(OWNER),
@@ -477,7 +461,7 @@ mod tests {
                             sqlx::query("INSERT INTO dataset_grants VALUES ($1, $2, $3)")
                                 .bind(DATASET)
                                 .bind(user)
-                                .bind(if grant == Grant::Read { "read" } else { "write" })
+                                .bind(grant)
                                 .execute(&mut *conn)
                                 .await
                                 .unwrap();

@@ -3,7 +3,7 @@
 use axum::{Json, extract::State, http::StatusCode};
 use catalog_shared::{
     AppError,
-    auth::{Role, hash_password, password_policy_violation, verify_password},
+    auth::{AccountStatus, Role, hash_password, password_policy_violation, verify_password},
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -43,9 +43,9 @@ pub struct UserResponse {
     username: String,
     email: Option<String>,
     is_active: bool,
-    status: String,
+    status: AccountStatus,
     created_at: DateTime<Utc>,
-    roles: Vec<String>,
+    roles: Vec<Role>,
     quota_usage: Option<QuotaUsage>,
 }
 
@@ -55,8 +55,8 @@ struct UserRow {
     username: String,
     email: Option<String>,
     is_active: bool,
-    status: String,
-    role: String,
+    status: AccountStatus,
+    role: Role,
     created_at: DateTime<Utc>,
     dataset_count: i64,
     bytes_used: i64,
@@ -149,8 +149,8 @@ async fn insert_user(
     username: &str,
     password: &str,
     email: Option<&str>,
-    role: &str,
-    status: &str,
+    role: Role,
+    status: AccountStatus,
 ) -> Result<Uuid, AppError> {
     check_username(username)?;
     if let Some(email) = email {
@@ -212,8 +212,8 @@ async fn register(
         body.username.trim(),
         &body.password,
         Some(body.email.trim()),
-        "viewer",
-        "pending",
+        Role::Viewer,
+        AccountStatus::Pending,
     )
     .await?;
     Ok((StatusCode::CREATED, Json(user_response(&state, id).await?)))
@@ -288,14 +288,7 @@ pub struct NewUser {
         pattern = r"^[^@]*[^@\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^@]*@[^.]*\."
     )]
     email: Option<String>,
-    #[schema(value_type = Role)]
-    role: String,
-}
-
-fn check_role(role: &str) -> Result<(), AppError> {
-    Role::parse(role)
-        .map(|_| ())
-        .ok_or_else(|| AppError::unprocessable("role must be viewer, editor or admin"))
+    role: Role,
 }
 
 /// An admin creates an active account.
@@ -307,14 +300,13 @@ async fn create_user(
     JsonBody(body): JsonBody<NewUser>,
 ) -> Result<(StatusCode, Json<UserResponse>), AppError> {
     caller.admin()?;
-    check_role(&body.role)?;
     let id = insert_user(
         &state,
         body.username.trim(),
         &body.password,
         body.email.as_deref().map(str::trim),
-        &body.role,
-        "active",
+        body.role,
+        AccountStatus::Active,
     )
     .await?;
     Ok((StatusCode::CREATED, Json(user_response(&state, id).await?)))
@@ -338,17 +330,13 @@ pub struct UserUpdate {
     )]
     email: Option<String>,
     is_active: Option<bool>,
-    #[schema(value_type = Option<crate::openapi::names::AccountStatus>)]
-    status: Option<String>,
-    #[schema(value_type = Option<Role>)]
-    role: Option<String>,
+    status: Option<AccountStatus>,
+    role: Option<Role>,
     /// `local` or the slug of a sign-in provider. A change is a conversion
     /// between auth providers: the account's API keys die, and converting
     /// to `local` removes its single sign-on links.
     auth_provider: Option<String>,
 }
-
-pub(crate) const STATUSES: [&str; 4] = ["active", "pending", "suspended", "deactivated"];
 
 /// An admin edits an account. A role change, the approval of a pending
 /// account or a conversion between auth providers revokes every API key of
@@ -363,22 +351,11 @@ async fn update_user(
     JsonBody(body): JsonBody<UserUpdate>,
 ) -> Result<Json<UserResponse>, AppError> {
     caller.admin()?;
-    if let Some(role) = &body.role {
-        check_role(role)?;
-    }
-    if let Some(status) = &body.status
-        && !STATUSES.contains(&status.as_str())
-    {
-        return Err(AppError::unprocessable(format!(
-            "status must be one of {}",
-            STATUSES.join(", ")
-        )));
-    }
     if let Some(email) = &body.email {
         check_email(email)?;
     }
     let mut tx = state.pool.begin().await?;
-    let current: Option<(String, String, String)> =
+    let current: Option<(Role, AccountStatus, String)> =
         sqlx::query_as("SELECT role, status, auth_provider FROM users WHERE id = $1 FOR UPDATE")
             .bind(id)
             .fetch_optional(&mut *tx)
@@ -406,8 +383,8 @@ async fn update_user(
     .bind(id)
     .bind(&body.email)
     .bind(body.is_active)
-    .bind(&body.status)
-    .bind(&body.role)
+    .bind(body.status)
+    .bind(body.role)
     .bind(&body.auth_provider)
     .execute(&mut *tx)
     .await;
@@ -417,8 +394,8 @@ async fn update_user(
         return Err(AppError::conflict("that email is already taken"));
     }
     updated?;
-    let role_changed = body.role.as_ref().is_some_and(|r| *r != old_role);
-    let approved = old_status == "pending" && body.status.as_deref() == Some("active");
+    let role_changed = body.role.is_some_and(|r| r != old_role);
+    let approved = old_status == AccountStatus::Pending && body.status == Some(AccountStatus::Active);
     let converted = body.auth_provider.as_ref().is_some_and(|p| *p != old_provider);
     if role_changed || approved || converted {
         api_keys::revoke_all(&mut *tx, id).await?;

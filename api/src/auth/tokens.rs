@@ -12,7 +12,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
-    auth::{DOWNLOAD_TOKEN_TTL, random_secret, verify_sign_in},
+    auth::{AccountStatus, DOWNLOAD_TOKEN_TTL, random_secret, verify_sign_in},
 };
 use serde::{Deserialize, Serialize};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -134,7 +134,7 @@ async fn login(
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<impl IntoResponse, AppError> {
-    let account: Option<(Uuid, Option<String>, String, bool, i32)> = sqlx::query_as(
+    let account: Option<(Uuid, Option<String>, AccountStatus, bool, i32)> = sqlx::query_as(
         "SELECT id, password_hash, status, is_active, token_version FROM users WHERE lower(username) = lower($1)",
     )
     .bind(&form.username)
@@ -151,8 +151,8 @@ async fn login(
         return Err(refused());
     }
     let (user_id, _, status, is_active, token_version) = account.ok_or_else(refused)?;
-    if status != "active" || !is_active {
-        let state_name = if status == "active" {
+    if status != AccountStatus::Active || !is_active {
+        let state_name = if status == AccountStatus::Active {
             "deactivated"
         } else {
             status.as_str()

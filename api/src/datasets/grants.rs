@@ -1,7 +1,7 @@
 //! Who else may see or change a restricted dataset: grants, managed by
 //! its owner or an admin.
 use axum::{Json, extract::State, http::StatusCode};
-use catalog_shared::AppError;
+use catalog_shared::{AppError, auth::Permission};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -16,8 +16,7 @@ use crate::{
 pub struct Grant {
     user_id: Uuid,
     username: String,
-    /// `read` or `write`
-    permission: String,
+    permission: Permission,
     created_at: DateTime<Utc>,
 }
 
@@ -43,8 +42,7 @@ pub(super) async fn list_grants(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GrantRequest {
-    #[schema(value_type = crate::openapi::names::Permission)]
-    permission: String,
+    permission: Permission,
 }
 
 /// Grants (or changes) the permission of the user `who` names: `users.id
@@ -55,12 +53,9 @@ async fn upsert_grant(
     id: Uuid,
     who: &str,
     by_username: bool,
-    permission: &str,
+    permission: Permission,
 ) -> Result<Option<Grant>, AppError> {
     dataset_for(state, caller, id, DatasetAction::ManageGrants).await?;
-    if !matches!(permission, "read" | "write") {
-        return Err(AppError::unprocessable("permission must be read or write"));
-    }
     let user = if by_username {
         "lower(username) = lower($2)"
     } else {
@@ -93,7 +88,7 @@ pub(super) async fn put_grant(
     Path((id, user_id)): Path<(Uuid, Uuid)>,
     JsonBody(body): JsonBody<GrantRequest>,
 ) -> Result<Json<Grant>, AppError> {
-    upsert_grant(&state, &caller, id, &user_id.to_string(), false, &body.permission)
+    upsert_grant(&state, &caller, id, &user_id.to_string(), false, body.permission)
         .await?
         .map(Json)
         .ok_or_else(|| AppError::not_found(format!("no user {user_id}")))
@@ -109,8 +104,7 @@ pub(super) struct GrantByName {
         pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
     )]
     username: String,
-    #[schema(value_type = crate::openapi::names::Permission)]
-    permission: String,
+    permission: Permission,
 }
 
 /// Grants read or write access to the person with this exact username
@@ -130,7 +124,7 @@ pub(super) async fn grant_by_username(
     if username.is_empty() || username.chars().count() > 255 {
         return Err(AppError::invalid_field("username", "must be 1 to 255 characters"));
     }
-    upsert_grant(&state, &caller, id, username, true, &body.permission)
+    upsert_grant(&state, &caller, id, username, true, body.permission)
         .await?
         .map(Json)
         .ok_or_else(|| AppError::not_found(format!("no account has the username {username:?}")))

@@ -2,7 +2,7 @@
 //! link, a verified email linking a local account, or a new account with
 //! the provider's default role.
 
-use catalog_shared::auth::Role;
+use catalog_shared::auth::{AccountStatus, Role};
 use uuid::Uuid;
 
 use super::{
@@ -54,7 +54,7 @@ struct Account {
     id: Uuid,
     email: Option<String>,
     role: Role,
-    status: String,
+    status: AccountStatus,
     is_active: bool,
     token_version: i32,
     auth_provider: String,
@@ -106,13 +106,13 @@ pub(super) async fn link_account(
         }
         link_new_identity(&mut tx, provider, &identity, verified_email.as_deref()).await?
     };
-    if account.status != "active" || !account.is_active {
+    if account.status != AccountStatus::Active || !account.is_active {
         return Err(refuse(
             "account_inactive",
             format!(
                 "the account is {}; it cannot sign in",
                 if account.is_active {
-                    &account.status
+                    account.status.as_str()
                 } else {
                     "deactivated"
                 }
