@@ -348,13 +348,11 @@ async fn table_columns(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(name, source_type)| {
-            ColumnInfo {
-                original_name: name.clone(),
-                name,
-                pg_type: ColumnType::from_postgres(&source_type),
-                source_type,
-            }
+        .map(|(name, source_type)| ColumnInfo {
+            original_name: name.clone(),
+            name,
+            pg_type: ColumnType::from_postgres(&source_type),
+            source_type,
         })
         .collect())
 }

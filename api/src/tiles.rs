@@ -12,7 +12,11 @@ use axum::{
     response::Response,
 };
 use catalog_raster::tile::Grid;
-use catalog_shared::{AppError, datasets::{ColumnInfo, ColumnType}, db::quote_ident};
+use catalog_shared::{
+    AppError,
+    datasets::{ColumnInfo, ColumnType},
+    db::quote_ident,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};

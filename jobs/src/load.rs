@@ -451,11 +451,7 @@ pub async fn replace(
     // The time axis stays where it was while the new data has it;
     // otherwise it is found anew.
     let columns = reader::column_info(plan);
-    let kept = time_axis.and_then(|name| {
-        columns
-            .iter()
-            .find(|c| c.name == name && c.pg_type.is_temporal())
-    });
+    let kept = time_axis.and_then(|name| columns.iter().find(|c| c.name == name && c.pg_type.is_temporal()));
     let time_axis = kept
         .or_else(|| datasets::detect_temporal_column(&columns))
         .map(|c| c.name.as_str());

@@ -291,7 +291,10 @@ mod tests {
     fn registered_types_fall_into_the_closed_set_and_old_records_still_read() {
         assert_eq!(ColumnType::from_postgres("character varying(20)"), ColumnType::Text);
         assert_eq!(ColumnType::from_postgres("numeric(10,2)"), ColumnType::Double);
-        assert_eq!(ColumnType::from_postgres("timestamp without time zone"), ColumnType::TimestampTz);
+        assert_eq!(
+            ColumnType::from_postgres("timestamp without time zone"),
+            ColumnType::TimestampTz
+        );
         assert_eq!(ColumnType::from_postgres("uuid"), ColumnType::Uuid);
         assert_eq!(ColumnType::from_postgres("integer[]"), ColumnType::Other);
         // A record naming a type outside the set (a registered `inet`

@@ -38,9 +38,7 @@ pub fn era_table(dataset_id: Uuid, era: i32) -> String {
 pub fn row_json(alias: &str, geometry_column: &str) -> String {
     let geometry = quote_ident(geometry_column);
     let key = quote_literal(geometry_column);
-    format!(
-        "((to_jsonb({alias}) - {key}) || jsonb_build_object({key}, encode(ST_AsEWKB({alias}.{geometry}), 'hex')))"
-    )
+    format!("((to_jsonb({alias}) - {key}) || jsonb_build_object({key}, encode(ST_AsEWKB({alias}.{geometry}), 'hex')))")
 }
 
 /// The first version of a dataset just published (its row written), a

@@ -127,9 +127,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
         ];
         let key = (&dataset.key_column, ColumnType::BigInt, dataset.key_column.as_str());
         let columns = published_columns(dataset);
-        let queryables = columns
-            .iter()
-            .map(|c| (&c.name, c.pg_type, c.original_name.as_str()));
+        let queryables = columns.iter().map(|c| (&c.name, c.pg_type, c.original_name.as_str()));
         for (name, pg_type, original) in std::iter::once(key).chain(queryables) {
             let taken = parameters.iter().any(|p| p["name"] == name.as_str());
             if let (false, Some(schema)) = (taken, filter_schema(pg_type)) {

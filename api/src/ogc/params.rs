@@ -122,12 +122,6 @@ mod tests {
         let mut one = Binds::default();
         assert_eq!(one.bind(Param::Text("a\0b".into())).to_string(), "$1");
         assert!(inlined("SELECT $2", &one).is_err());
-        assert_eq!(
-            inlined("SELECT $1", &one)
-                .unwrap_err()
-                .status()
-                .as_u16(),
-            400
-        );
+        assert_eq!(inlined("SELECT $1", &one).unwrap_err().status().as_u16(), 400);
     }
 }

@@ -89,12 +89,7 @@ pub enum Lang {
 }
 
 /// Parses and translates a filter; the error is the detail of a 400.
-pub fn translate(
-    filter: &str,
-    lang: Lang,
-    queryables: &Queryables,
-    params: &mut Binds,
-) -> Result<String, FilterError> {
+pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut Binds) -> Result<String, FilterError> {
     if filter.chars().count() > MAX_FILTER_CHARS {
         return Err(FilterError::TooLong);
     }

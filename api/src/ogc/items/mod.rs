@@ -21,11 +21,13 @@ use crate::{
     state::AppState,
 };
 
+mod conditions;
 mod page;
 mod query;
 mod request;
 
-pub(crate) use query::{feature_sql, in_storage_crs};
+pub(crate) use conditions::in_storage_crs;
+pub(crate) use query::feature_sql;
 pub(super) use query::{geometry_as, query_error};
 pub(super) use request::parse_request;
 

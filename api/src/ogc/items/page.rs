@@ -78,7 +78,6 @@ pub(super) fn geojson_response(body: String, crs: Crs) -> Response {
     response
 }
 
-
 /// A page's links: itself (and its HTML), its collection, the next page
 /// (by key, or by the sort cursor of a sorted page) and, for offset
 /// paging, the previous one.

@@ -6,7 +6,7 @@ use catalog_shared::{
     db::quote_ident,
 };
 
-use super::query::{bbox_condition, property_condition};
+use super::conditions::{bbox_condition, property_condition};
 use crate::{
     dataset_record::Dataset,
     interval::Interval,
@@ -301,4 +301,3 @@ pub(crate) fn parse_request(
     }
     Ok(request)
 }
-
