@@ -110,10 +110,6 @@ mod document_names {
         use crate::openapi::names::*;
         assert_eq!(values::<NotificationEvent>(), sorted(&catalog_shared::notify::EVENTS));
         assert_eq!(
-            values::<ProviderType>(),
-            sorted(&crate::auth::providers::PROVIDER_TYPES)
-        );
-        assert_eq!(
             values::<DownloadFormat>(),
             sorted(&catalog_raster::export::ExportFormat::NAMES)
         );

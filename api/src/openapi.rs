@@ -498,16 +498,6 @@ pub mod names {
         Parquet,
     }
 
-    /// The kind of a single sign-on provider.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "snake_case")]
-    pub enum ProviderType {
-        IdpA,
-        IdpB,
-        IdpC,
-        Oidc,
-    }
-
     /// A domain name (letters, digits, '.' and '-', with a dot; blanks
     /// around it and a leading '@' are dropped).
     pub struct EmailDomain;

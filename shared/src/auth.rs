@@ -9,6 +9,18 @@ use uuid::Uuid;
 use crate::text_enum::text_enum;
 
 text_enum! {
+    /// The kind of a single sign-on provider (`oauth_providers.provider_type`):
+    /// three with known endpoints, or any OpenID Connect provider.
+    #[derive(utoipa::ToSchema)]
+    pub enum ProviderType {
+        IdpA = "idp_a",
+        IdpB = "idp_b",
+        IdpC = "idp_c",
+        Oidc = "oidc",
+    }
+}
+
+text_enum! {
     /// Where an account stands (`users.status`).
     #[derive(utoipa::ToSchema)]
     pub enum AccountStatus {

@@ -53,7 +53,7 @@ mod tests {
     use sqlx::{Connection, PgConnection, postgres::PgConnectOptions};
 
     use crate::{
-        auth::{AccountStatus, Permission, Role},
+        auth::{AccountStatus, Permission, ProviderType, Role},
         connectors::CredentialMethod,
         datasets::{DatasetKind, DatasetVisibility, PublicationStatus, StorageTier},
         history::VersionKind,
@@ -112,6 +112,7 @@ mod tests {
             ("users", "role", names(Role::ALL)),
             ("users", "status", names(AccountStatus::ALL)),
             ("dataset_grants", "permission", names(Permission::ALL)),
+            ("oauth_providers", "provider_type", names(ProviderType::ALL)),
             ("jobs", "status", names(JobStatus::ALL)),
         ] {
             compared.push((table, column, allowed(&mut db, table, column).await, names));

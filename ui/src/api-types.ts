@@ -3008,13 +3008,13 @@ export interface components {
             client_id: string;
             /** Format: date-time */
             created_at: string;
-            default_role: string;
+            default_role: components["schemas"]["Role"];
             discovery_url?: string | null;
             display_name: string;
             enabled: boolean;
             /** Format: uuid */
             id: string;
-            provider_type: string;
+            provider_type: components["schemas"]["ProviderType"];
             scopes: string;
             slug: string;
             token_url?: string | null;
@@ -3023,7 +3023,8 @@ export interface components {
             userinfo_url?: string | null;
         };
         /**
-         * @description The kind of a single sign-on provider.
+         * @description The kind of a single sign-on provider (`oauth_providers.provider_type`):
+         *     three with known endpoints, or any OpenID Connect provider.
          * @enum {string}
          */
         ProviderType: "idp_a" | "idp_b" | "idp_c" | "oidc";

@@ -3,7 +3,11 @@
 //! and stored encrypted (AES-256-GCM under a key derived from JWT_SECRET).
 //! Changes show on the sign-in screen at once: nothing here is cached.
 use axum::{Json, extract::State, http::StatusCode};
-use catalog_shared::{AppError, secrets::seal};
+use catalog_shared::{
+    AppError,
+    auth::{ProviderType, Role},
+    secrets::seal,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
@@ -24,18 +28,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get_auth_settings, put_auth_settings))
 }
 
-pub const PROVIDER_TYPES: [&str; 4] = ["idp_a", "idp_b", "idp_c", "oidc"];
-const ROLES: [&str; 3] = ["viewer", "editor", "admin"];
 const TEXT_MAX: usize = 255;
 const SECRET_MAX: usize = 4096;
 const URL_MAX: usize = 2048;
 
 /// Discovery documents filled in for the provider types that have one.
-fn default_discovery(provider_type: &str) -> Option<&'static str> {
+fn default_discovery(provider_type: ProviderType) -> Option<&'static str> {
     match provider_type {
-        "idp_a" => Some("https://accounts.google.com/.well-known/openid-configuration"),
-        "idp_c" => Some("https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration"),
-        _ => None,
+        ProviderType::IdpA => Some("https://accounts.google.com/.well-known/openid-configuration"),
+        ProviderType::IdpC => Some("https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration"),
+        ProviderType::IdpB | ProviderType::Oidc => None,
     }
 }
 
@@ -44,8 +46,8 @@ pub const IDP_B_AUTHORIZE: &str = "https://github.com/login/oauth/authorize";
 pub const IDP_B_TOKEN: &str = "https://github.com/login/oauth/access_token";
 pub const IDP_B_USERINFO: &str = "https://api.github.com/user";
 
-fn default_scopes(provider_type: &str) -> &'static str {
-    if provider_type == "idp_b" {
+fn default_scopes(provider_type: ProviderType) -> &'static str {
+    if provider_type == ProviderType::IdpB {
         "read:user user:email"
     } else {
         "openid profile email"
@@ -58,7 +60,7 @@ pub struct Provider {
     pub id: Uuid,
     pub slug: String,
     pub display_name: String,
-    pub provider_type: String,
+    pub provider_type: ProviderType,
     pub client_id: String,
     pub client_secret: Vec<u8>,
     pub discovery_url: Option<String>,
@@ -66,7 +68,7 @@ pub struct Provider {
     pub token_url: Option<String>,
     pub userinfo_url: Option<String>,
     pub scopes: String,
-    pub default_role: String,
+    pub default_role: Role,
     pub enabled: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -74,7 +76,7 @@ pub struct Provider {
 
 impl Provider {
     pub fn is_oidc(&self) -> bool {
-        self.provider_type != "idp_b"
+        self.provider_type != ProviderType::IdpB
     }
 }
 
@@ -87,14 +89,14 @@ pub struct ProviderResponse {
     id: Uuid,
     slug: String,
     display_name: String,
-    provider_type: String,
+    provider_type: ProviderType,
     client_id: String,
     discovery_url: Option<String>,
     authorize_url: Option<String>,
     token_url: Option<String>,
     userinfo_url: Option<String>,
     scopes: String,
-    default_role: String,
+    default_role: Role,
     enabled: bool,
     /// Where the provider sends people back; register it with the provider.
     callback_url: String,
@@ -134,8 +136,7 @@ pub struct ProviderInput {
         pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
     )]
     display_name: Option<String>,
-    #[schema(value_type = Option<crate::openapi::names::ProviderType>)]
-    provider_type: Option<String>,
+    provider_type: Option<ProviderType>,
     #[schema(
         max_length = 1020,
         pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
@@ -165,8 +166,7 @@ pub struct ProviderInput {
         pattern = r"[^\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
     )]
     scopes: Option<String>,
-    #[schema(value_type = Option<catalog_shared::auth::Role>)]
-    default_role: Option<String>,
+    default_role: Option<Role>,
     enabled: Option<bool>,
 }
 
@@ -222,12 +222,6 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
     }
     let type_changed = input.provider_type.is_some();
     if let Some(kind) = input.provider_type {
-        if !PROVIDER_TYPES.contains(&kind.as_str()) {
-            return Err(AppError::invalid_field(
-                "provider_type",
-                &format!("must be one of {}", PROVIDER_TYPES.join(", ")),
-            ));
-        }
         p.provider_type = kind;
     }
     if let Some(client_id) = input.client_id {
@@ -257,15 +251,9 @@ fn merged(mut p: Provider, input: ProviderInput, jwt_secret: &str) -> Result<Pro
         check_text("scopes", &scopes, 1000)?;
         p.scopes = scopes.split_whitespace().collect::<Vec<_>>().join(" ");
     } else if type_changed || p.scopes.is_empty() {
-        p.scopes = default_scopes(&p.provider_type).into();
+        p.scopes = default_scopes(p.provider_type).into();
     }
     if let Some(role) = input.default_role {
-        if !ROLES.contains(&role.as_str()) {
-            return Err(AppError::invalid_field(
-                "default_role",
-                "must be viewer, editor or admin",
-            ));
-        }
         p.default_role = role;
     }
     if let Some(enabled) = input.enabled {
@@ -300,8 +288,8 @@ fn check_slug(slug: &str) -> Result<(), AppError> {
 /// OAuth 2.0 endpoints, or an OpenID Connect discovery URL (given, the
 /// type's own, or the three endpoints named one by one).
 fn complete_endpoints(p: &mut Provider) -> Result<(), AppError> {
-    match p.provider_type.as_str() {
-        "idp_b" => {
+    match p.provider_type {
+        ProviderType::IdpB => {
             if p.discovery_url.is_some() {
                 return Err(AppError::invalid_field(
                     "discovery_url",
@@ -377,7 +365,8 @@ async fn create_provider(
         id: Uuid::now_v7(),
         slug: String::new(),
         display_name: String::new(),
-        provider_type: String::new(),
+        // Given by the input (checked above).
+        provider_type: ProviderType::Oidc,
         client_id: String::new(),
         client_secret: Vec::new(),
         discovery_url: None,
@@ -385,7 +374,7 @@ async fn create_provider(
         token_url: None,
         userinfo_url: None,
         scopes: String::new(),
-        default_role: "viewer".into(),
+        default_role: Role::Viewer,
         enabled: true,
         created_at: Utc::now(),
         updated_at: Utc::now(),
@@ -411,7 +400,7 @@ fn bind_provider<'q>(
         .bind(p.id)
         .bind(&p.slug)
         .bind(&p.display_name)
-        .bind(&p.provider_type)
+        .bind(p.provider_type)
         .bind(&p.client_id)
         .bind(&p.client_secret)
         .bind(&p.discovery_url)
@@ -419,7 +408,7 @@ fn bind_provider<'q>(
         .bind(&p.token_url)
         .bind(&p.userinfo_url)
         .bind(&p.scopes)
-        .bind(&p.default_role)
+        .bind(p.default_role)
         .bind(p.enabled)
 }
 

@@ -208,7 +208,7 @@ async fn create_account(
     .bind(Uuid::now_v7())
     .bind(&username)
     .bind(email)
-    .bind(&provider.default_role)
+    .bind(provider.default_role)
     .bind(&provider.slug)
     .fetch_one(&mut *tx)
     .await?;
