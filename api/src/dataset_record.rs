@@ -35,6 +35,9 @@ pub struct Dataset {
     pub(crate) extent_bbox: Option<Vec<f64>>,
     /// None for a raster dataset.
     pub(crate) feature_count: Option<i64>,
+    /// Rows the load of the current version kept aside
+    /// (`/api/datasets/{id}/quarantine`); they are not in `feature_count`.
+    pub(crate) quarantined_count: i64,
     #[schema(value_type = Vec<ColumnInfo>)]
     pub(crate) column_info: SqlJson<Vec<ColumnInfo>>,
     #[schema(value_type = Object)]
@@ -98,7 +101,7 @@ pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 2]);
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
-    feature_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, license, attribution, temporal_column, temporal_extent, source_format,
+    feature_count, quarantined_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, license, attribution, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at";
 
 /// The published attribute columns of a dataset.

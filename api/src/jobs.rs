@@ -8,6 +8,7 @@ use axum::{
 };
 use catalog_shared::{
     AppError,
+    ingest_report::IngestReport,
     jobs::{self, JOB_COLUMNS, JobKind, JobStatus, JobView},
 };
 use futures::future::BoxFuture;
@@ -27,6 +28,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_jobs))
         .routes(routes!(get_job, cancel_job))
+        .routes(routes!(get_report))
 }
 
 /// The job, when the caller started it or is an admin.
@@ -94,6 +96,74 @@ async fn cancel_job(
         return Err(AppError::conflict(format!("the job has already {}", job.status)));
     }
     Ok(Json(own_job(&state, &caller, job_id).await?))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct ReportQuery {
+    /// `json` (default), or `csv`: the rows the report shows, one a line.
+    #[param(inline)]
+    f: Option<ReportFormat>,
+}
+
+#[derive(Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum ReportFormat {
+    Json,
+    Csv,
+}
+
+/// What a job that loaded rows did to each of them: counts, reasons, the
+/// first rows of each reason, assumptions and skipped layers
+/// (`docs/ingest-report.md`).
+#[utoipa::path(get, path = "/api/jobs/{job_id}/report", tag = "jobs",
+    params(("job_id" = Uuid, Path), ReportQuery),
+    responses(
+        (status = 200, description = "the report; with f=csv its rows, one a line: reason, layer, row, fid, field, value, message",
+         content((IngestReport = "application/json"), (String = "text/csv"))),
+        (status = 404, description = "no such job, or it has no report (yet)", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn get_report(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(job_id): Path<Uuid>,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response, AppError> {
+    let job = followed_job(&state, &caller, job_id).await?;
+    let report: Option<sqlx::types::Json<IngestReport>> =
+        sqlx::query_scalar("SELECT report FROM job_reports WHERE job_id = $1")
+            .bind(job_id)
+            .fetch_optional(&state.pool)
+            .await?;
+    let Some(sqlx::types::Json(report)) = report else {
+        let why = if !JobStatus::UNFINISHED.contains(&job.status) {
+            "it read no rows (a job that loads none, or one that failed before reading)"
+        } else {
+            "it has not read its rows yet"
+        };
+        return Err(AppError::not_found(format!("job {job_id} has no report: {why}")));
+    };
+    match q.f.unwrap_or(ReportFormat::Json) {
+        ReportFormat::Json => Ok(Json(report).into_response()),
+        ReportFormat::Csv => {
+            let mut out = csv::Writer::from_writer(Vec::new());
+            for example in &report.examples {
+                out.serialize(example)
+                    .map_err(|e| AppError::internal(format!("report as CSV: {e}")))?;
+            }
+            let body = out
+                .into_inner()
+                .map_err(|e| AppError::internal(format!("report as CSV: {e}")))?;
+            let disposition = format!("attachment; filename=\"job-{job_id}-report.csv\"");
+            Ok((
+                [
+                    (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+                    (header::CONTENT_DISPOSITION, disposition),
+                ],
+                body,
+            )
+                .into_response())
+        }
+    }
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 
 use catalog_shared::{
+    ingest_report::{AssumptionCode, IngestReport},
     jobs::{IngestOptions, IngestPayload},
     uploads::SourceFormat,
 };
@@ -14,7 +15,7 @@ use crate::{
     columns::sql_identifier,
     context::{JobContext, JobError},
     load::{self, DatasetMeta, SourceMeta},
-    plan::{LayerPlan, ReadError},
+    plan::{LayerJob, ReadError},
     quota, raster, reader, source_text,
     sources::{self, Source},
     styles,
@@ -52,12 +53,6 @@ pub(crate) async fn local_source(
     Ok(local)
 }
 
-pub(crate) struct LayerJob {
-    pub source: Source,
-    pub plan: LayerPlan,
-    pub key: String,
-}
-
 pub async fn ingest_object(
     ctx: &JobContext,
     object: &Path,
@@ -85,8 +80,11 @@ pub async fn ingest_object(
     let single_raster = rasters.len() == 1 && vectors.is_empty();
     // Every layer is planned before any is published, so the dataset cap
     // holds for the whole file: all of it, or nothing.
-    let layers = if vectors.is_empty() {
-        Vec::new()
+    let Planned { layers, mut report } = if vectors.is_empty() {
+        Planned {
+            layers: Vec::new(),
+            report: IngestReport::default(),
+        }
     } else {
         let wanted = options.wanted_layers();
         let (srid, full) = (options.srid, !options.preview);
@@ -118,14 +116,16 @@ pub async fn ingest_object(
     if layers.is_empty() {
         return Ok(());
     }
+    // Every layer is loaded before any is published: one that is refused
+    // (too many rows quarantined) leaves the whole file unpublished.
     let single = layers.len() == 1;
-    let mut loaded_any = !published.is_empty();
+    let mut staged = Vec::new();
     for (n, layer) in layers.iter().enumerate() {
         if published.contains(&layer.key) {
             continue;
         }
         if layer.plan.feature_count == Some(0) {
-            tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
+            report.skip(&layer.key, "the layer holds no features");
             continue;
         }
         let staging = format!("{}_{n}", ctx.staging_prefix());
@@ -134,12 +134,30 @@ pub async fn ingest_object(
             truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging.clone(), table).await?;
-        if loaded.stats.rows == 0 {
-            crate::context::drop_staging(ctx).await;
-            tracing::info!(job_id = %ctx.job_id, layer = %layer.key, "empty layer skipped");
+        let mut loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging, table).await?;
+        if loaded.report.rows_read == 0 {
+            report.skip(&layer.key, "the layer holds no features");
             continue;
         }
+        crate::report::note_assumptions(layer, &mut loaded);
+        staged.push((layer, loaded));
+    }
+    for (_, loaded) in &staged {
+        report.merge(loaded.report.clone());
+    }
+    crate::report::store(ctx, &report).await?;
+    if staged.is_empty() && published.is_empty() {
+        return Err(JobError::Invalid(
+            "the file holds no features: every spatial layer is empty".into(),
+        ));
+    }
+    if let Some(refused) = staged
+        .iter()
+        .find_map(|(layer, loaded)| crate::report::refusal(ctx, &layer.key, &loaded.report))
+    {
+        return Err(refused);
+    }
+    for (layer, loaded) in &staged {
         let meta = DatasetMeta {
             title: title_for(options, filename, &layer.plan.name, single),
             summary: options.summary.clone(),
@@ -151,14 +169,10 @@ pub async fn ingest_object(
                 styles: styles::of_source(&layer.source, &layer.plan.name).await,
             },
         };
-        load::publish(ctx, &layer.plan, &loaded, &meta).await?;
-        loaded_any = true;
+        load::publish(ctx, &layer.plan, loaded, &meta).await?;
     }
-    if !loaded_any {
-        return Err(JobError::Invalid(
-            "the file holds no features: every spatial layer is empty".into(),
-        ));
-    }
+    // Layers that held no row leave their empty staging tables.
+    crate::context::drop_staging(ctx).await;
     Ok(())
 }
 
@@ -206,47 +220,67 @@ fn title_for(options: &IngestOptions, filename: &str, layer: &str, single: bool)
     }
 }
 
+/// The layers to load, and what planning them skipped or chose.
+pub(crate) struct Planned {
+    pub layers: Vec<LayerJob>,
+    pub report: IngestReport,
+}
+
 /// Opens every source with GDAL and lists the spatial layers to load:
 /// those named in `wanted` (by name, or `file:layer` in a zip of several
 /// files), or all. `full` also reads what keeping values exactly needs
-/// (a preview only lists).
+/// (a preview only lists). Tables without geometry, and layers not asked
+/// for, are reported as skipped.
 pub(crate) fn plan_layers(
     sources: Vec<Source>,
     wanted: &[String],
     srid: Option<i32>,
     full: bool,
-) -> Result<Vec<LayerJob>, String> {
+) -> Result<Planned, String> {
     let many_sources = sources.len() > 1;
     let mut all = Vec::new();
     let mut available = Vec::new();
+    let mut report = IngestReport::default();
     for source in sources {
-        let ds = reader::open(&source.gdal_path, source.format).map_err(read_message)?;
-        let spatial = reader::spatial_layers(&ds);
-        if spatial.is_empty() && source.format == SourceFormat::Csv {
+        let ds = reader::open(&source.gdal_path, source.format, &source.label).map_err(read_message)?;
+        let layers = reader::layers(&ds);
+        if !layers.iter().any(|(_, _, spatial)| *spatial) && source.format == SourceFormat::Csv {
             return Err(format!(
                 "{}: no coordinates found; a CSV needs lon/lat (or x/y, longitude/latitude) columns or a WKT column named wkt, geom, geometry or the_geom",
                 source.label
             ));
         }
-        for (index, name) in spatial {
+        for (index, name, spatial) in layers {
             let key = if many_sources {
                 format!("{}:{name}", source.label)
             } else {
                 name.clone()
             };
+            if !spatial {
+                let why = if name.eq_ignore_ascii_case("layer_styles") {
+                    "QGIS's styles of the file's layers: kept as the styles of the layers they belong to, not loaded as data"
+                        .to_string()
+                } else {
+                    "a table without geometry: a dataset is a spatial layer, so it was not loaded".to_string()
+                };
+                report.skip(&key, why);
+                continue;
+            }
             available.push(name.clone());
             let selected = wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(&name) || *w == key);
-            if selected {
-                let mut plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
-                if full {
-                    source_text::keep_values(&source.gdal_path, source.format, &mut plan).map_err(read_message)?;
-                }
-                all.push(LayerJob {
-                    source: source.clone(),
-                    plan,
-                    key,
-                });
+            if !selected {
+                report.skip(&key, "not among the layers the upload asked for (layer)");
+                continue;
             }
+            let mut plan = reader::plan_layer(&ds, index, srid).map_err(read_message)?;
+            if full {
+                source_text::keep_values(&source.gdal_path, source.format, &mut plan).map_err(read_message)?;
+            }
+            all.push(LayerJob {
+                source: source.clone(),
+                plan,
+                key,
+            });
         }
     }
     if available.is_empty() {
@@ -264,7 +298,36 @@ pub(crate) fn plan_layers(
             available.join(", ")
         ));
     }
-    Ok(all)
+    let tables: Vec<String> = report
+        .skipped
+        .iter()
+        .filter(|s| s.why.starts_with("a table without geometry"))
+        .map(|s| s.layer.clone())
+        .collect();
+    if !tables.is_empty() {
+        report.assume(
+            AssumptionCode::NonSpatialTableSkipped,
+            None,
+            format!(
+                "the file's tables without geometry were not loaded ({}); a dataset is a spatial layer",
+                tables.join(", ")
+            ),
+        );
+    }
+    if !wanted.is_empty() && all.len() < available.len() {
+        let chosen: Vec<&str> = all.iter().map(|l| l.key.as_str()).collect();
+        report.assume(
+            AssumptionCode::LayersChosen,
+            None,
+            format!(
+                "only the layers asked for were loaded ({}) of the file's {} spatial layers ({})",
+                chosen.join(", "),
+                available.len(),
+                available.join(", ")
+            ),
+        );
+    }
+    Ok(Planned { layers: all, report })
 }
 
 pub(crate) fn read_message(e: ReadError) -> String {

@@ -12,6 +12,7 @@ use std::{
 use catalog_shared::{
     datasets::{self, DatasetVisibility, GeometryType},
     history::{self, VersionKind},
+    ingest_report::IngestReport,
     jobs::JobStatus,
 };
 use serde_json::{Map, Value};
@@ -22,17 +23,23 @@ use crate::{
     columns::quote,
     context::{JobContext, JobError},
     plan::{GeomTarget, LayerPlan, ReadError},
-    reader::{self, ReadRequest, ReadStats, postgis_type_name},
+    quarantine,
+    reader::{self, Chunk, ReadRequest, ReadStats, postgis_type_name},
     sources::Source,
     styles::{self, KeptStyle},
 };
 
-/// A loaded, indexed staging table waiting to be published.
+/// A loaded, indexed staging table waiting to be published, with the
+/// rows it kept aside.
 pub struct LoadedLayer {
     pub staging: String,
     pub table: String,
     pub geometry_type: GeometryType,
     pub stats: ReadStats,
+    /// Rows in the table.
+    pub rows: u64,
+    /// What loading did to every row of the layer.
+    pub report: IngestReport,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
@@ -49,16 +56,26 @@ pub async fn load_layer(
         create_staging(ctx, plan, target, &staging).await?;
         let started = Instant::now();
         match copy_layer(ctx, source, plan, target, &staging).await {
-            Ok(stats) => {
+            Ok(mut stats) => {
                 let copied = started.elapsed();
-                ctx.progress("indexing", Some(stats.rows as i64), Some(stats.rows as i64))
+                ctx.progress("checking", Some(stats.read as i64), Some(stats.read as i64))
                     .await?;
-                let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &stats).await?;
-                index_and_analyze(ctx, &staging, &table, stats.rows + 1).await?;
+                let mut report = std::mem::take(&mut stats.report);
+                let moved =
+                    quarantine::repair_geometries(ctx, &staging, &plan.name, target, &plan.fields, &mut report).await?;
+                // The repair's rows among the reader's, in the layer's order.
+                report.examples.sort_by_key(|e| e.row);
+                let rows = stats.loaded - moved;
+                report.rows_loaded = rows;
+                ctx.progress("indexing", Some(rows as i64), Some(rows as i64)).await?;
+                let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &mut stats).await?;
+                index_and_analyze(ctx, &staging, &table, stats.read + 1).await?;
                 tracing::info!(
                     job_id = %ctx.job_id,
                     layer = %plan.name,
-                    rows = stats.rows,
+                    rows,
+                    quarantined = report.rows_quarantined,
+                    repaired = report.rows_repaired,
                     copy_ms = copied.as_millis() as u64,
                     index_ms = (started.elapsed() - copied).as_millis() as u64,
                     "layer loaded"
@@ -68,6 +85,8 @@ pub async fn load_layer(
                     table,
                     geometry_type,
                     stats,
+                    rows,
+                    report,
                 });
             }
             Err(CopyError::Read(ReadError::GeometryMismatch)) if target != GeomTarget::Generic => {
@@ -106,7 +125,7 @@ async fn create_staging(ctx: &JobContext, plan: &LayerPlan, target: GeomTarget, 
     let create = format!("CREATE TABLE data.{} ({})", quote(staging), columns.join(", "));
     sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&ctx.deps.pool).await?;
     sqlx::query(sqlx::AssertSqlSafe(create)).execute(&ctx.deps.pool).await?;
-    Ok(())
+    quarantine::create(ctx, staging).await
 }
 
 enum CopyError {
@@ -129,12 +148,13 @@ async fn copy_layer(
     target: GeomTarget,
     staging: &str,
 ) -> Result<ReadStats, CopyError> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(4);
+    let (tx, mut rx) = mpsc::channel::<Chunk>(4);
     let stop = Arc::new(AtomicBool::new(false));
     let rows_read = Arc::new(AtomicU64::new(0));
     let request = ReadRequest {
         path: source.gdal_path.clone(),
         format: source.format,
+        label: source.label.clone(),
         plan: plan.clone(),
         target,
         stop: stop.clone(),
@@ -148,8 +168,12 @@ async fn copy_layer(
     let mut last_report = Instant::now();
     let mut failure: Option<CopyError> = None;
     while let Some(chunk) = rx.recv().await {
-        if let Err(e) = copy.send(chunk).await {
-            failure = Some(e.into());
+        let sent = match chunk {
+            Chunk::Rows(rows) => copy.send(rows).await.map(|_| ()).map_err(CopyError::from),
+            Chunk::Quarantined(rows) => quarantine::keep(ctx, staging, rows).await.map_err(CopyError::Job),
+        };
+        if let Err(e) = sent {
+            failure = Some(e);
             break;
         }
         if last_report.elapsed() >= PROGRESS_EVERY {
@@ -191,7 +215,7 @@ async fn settle_geometry_type(
     plan: &LayerPlan,
     target: GeomTarget,
     staging: &str,
-    stats: &ReadStats,
+    stats: &mut ReadStats,
 ) -> Result<GeometryType, JobError> {
     if let GeomTarget::Fixed(t) = target {
         return Ok(reader::target_type(GeomTarget::Fixed(t)));
@@ -203,7 +227,10 @@ async fn settle_geometry_type(
             "UPDATE data.{} SET geom = ST_Multi(geom) WHERE NOT starts_with(GeometryType(geom), 'MULTI')",
             quote(staging)
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&ctx.deps.pool).await?;
+        stats.promoted += sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&ctx.deps.pool)
+            .await?
+            .rows_affected();
         types.retain(|t| t.starts_with("Multi"));
     }
     if let [only] = types.as_slice() {
@@ -272,12 +299,8 @@ async fn begin_publishing(
     ctx: &JobContext,
     loaded: &LoadedLayer,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, JobError> {
-    ctx.progress(
-        "publishing",
-        Some(loaded.stats.rows as i64),
-        Some(loaded.stats.rows as i64),
-    )
-    .await?;
+    ctx.progress("publishing", Some(loaded.rows as i64), Some(loaded.rows as i64))
+        .await?;
     lock_running_job(ctx).await
 }
 
@@ -376,7 +399,7 @@ pub async fn publish(
     .bind(loaded.geometry_type)
     .bind(plan.source_srid)
     .bind(extent)
-    .bind(loaded.stats.rows as i64)
+    .bind(loaded.rows as i64)
     .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
     .bind(meta.visibility)
@@ -392,6 +415,7 @@ pub async fn publish(
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
     history::record_load(&mut tx, dataset_id, ctx.created_by).await?;
+    quarantine::adopt(&mut tx, &loaded.staging, dataset_id, loaded.report.rows_quarantined).await?;
     styles::store(&mut tx, dataset_id, loaded.geometry_type, &columns, &meta.source.styles).await?;
     record_published(&mut tx, ctx, dataset_id).await?;
     tx.commit().await?;
@@ -439,7 +463,7 @@ pub async fn replace(
     .bind(loaded.geometry_type)
     .bind(plan.source_srid)
     .bind(loaded.stats.extent.bbox().map(|b| b.to_vec()))
-    .bind(loaded.stats.rows as i64)
+    .bind(loaded.rows as i64)
     .bind(sqlx::types::Json(reader::column_info(plan)))
     .bind(Value::Object(samples))
     .bind(&source.format)
@@ -458,6 +482,7 @@ pub async fn replace(
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &table), time_axis).await?;
     styles::store(&mut tx, dataset_id, loaded.geometry_type, &columns, &source.styles).await?;
     history::begin_era(&mut tx, dataset_id, VersionKind::Reupload, ctx.created_by, None).await?;
+    quarantine::adopt(&mut tx, &loaded.staging, dataset_id, loaded.report.rows_quarantined).await?;
     sqlx::query(
         "UPDATE jobs SET dataset_ids = ARRAY[$2]::uuid[], dataset_id = $2, updated_at = clock_timestamp() WHERE id = $1",
     )

@@ -2,7 +2,7 @@
 //! its source text: the columns, the geometry column and how reading fails.
 use gdal_sys::{OGRFieldType, OGRwkbGeometryType as Gt};
 
-use crate::columns::PgType;
+use crate::{columns::PgType, sources::Source};
 
 /// A failure of reading, phrased for the person who uploaded the file.
 #[derive(Debug)]
@@ -43,5 +43,16 @@ pub struct LayerPlan {
     pub target: GeomTarget,
     pub has_z: bool,
     pub source_srid: Option<i32>,
+    /// The source names no CRS and the sender gave none: WGS 84 assumed.
+    pub crs_assumed: bool,
     pub feature_count: Option<u64>,
+}
+
+/// A layer of a source to load, by the name an upload asks for it
+/// (`file:layer` in a zip of several files).
+#[derive(Clone, Debug)]
+pub struct LayerJob {
+    pub source: Source,
+    pub plan: LayerPlan,
+    pub key: String,
 }

@@ -9,6 +9,7 @@ use catalog_shared::{
     datasets,
     db::quote_ident,
     history::{self, VersionKind},
+    ingest_report::IngestReport,
     jobs::RestorePayload,
 };
 
@@ -113,7 +114,8 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
                 geometry_info = e.shape->'geometry_info', temporal_column = e.shape->>'temporal_column',
                 source_format = e.shape->>'source_format', source_filename = e.shape->>'source_filename',
                 source_layer = e.shape->>'source_layer',
-                feature_count = $3, extent_bbox = $4, data_version = data_version + 1, updated_at = now()
+                feature_count = $3, extent_bbox = $4, quarantined_count = 0, data_version = data_version + 1,
+                updated_at = now()
          FROM dataset_eras e
          WHERE d.id = $1 AND e.dataset_id = $1 AND e.era = $2",
     )
@@ -136,5 +138,12 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(())
+    // The version's rows come back as they were kept: every one loads.
+    let rows = count.max(0) as u64;
+    let report = IngestReport {
+        rows_read: rows,
+        rows_loaded: rows,
+        ..Default::default()
+    };
+    crate::report::store(ctx, &report).await
 }

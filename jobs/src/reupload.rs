@@ -5,7 +5,8 @@
 //! else the file's only spatial layer.
 use catalog_shared::{
     datasets::{ColumnInfo, ColumnType, DatasetKind},
-    jobs::ReuploadPayload,
+    db::quote_ident,
+    jobs::{RemoteService, ReuploadPayload},
     uploads::SourceFormat,
 };
 use object_store::{ObjectStoreExt, path::Path};
@@ -16,8 +17,9 @@ use crate::{
     columns::sql_identifier,
     context::{JobContext, JobError},
     harvest,
-    ingest::{LayerJob, local_source, plan_layers, read_message, truncated},
-    load::{self, SourceMeta},
+    ingest::{local_source, plan_layers, read_message, truncated},
+    load::{self, LoadedLayer, SourceMeta},
+    plan::LayerJob,
     reader, sources, styles,
 };
 
@@ -25,6 +27,7 @@ const PREVIEW_ROWS: usize = 5;
 
 #[derive(sqlx::FromRow)]
 struct Current {
+    table_name: String,
     source_layer: Option<String>,
     column_info: sqlx::types::Json<Vec<ColumnInfo>>,
     feature_count: i64,
@@ -34,7 +37,7 @@ struct Current {
 
 pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobError> {
     let current: Current =
-        sqlx::query_as("SELECT source_layer, column_info, coalesce(feature_count, 0) AS feature_count, is_registered, kind FROM datasets WHERE id = $1")
+        sqlx::query_as("SELECT table_name, source_layer, column_info, coalesce(feature_count, 0) AS feature_count, is_registered, kind FROM datasets WHERE id = $1")
             .bind(payload.dataset_id)
             .fetch_optional(&ctx.deps.pool)
             .await?
@@ -68,7 +71,7 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
     }
     let name = payload.filename.clone();
     let srid = payload.srid;
-    let candidates = tokio::task::spawn_blocking(move || {
+    let planned = tokio::task::spawn_blocking(move || {
         let sources = sources::sources_of(&local, &name)?;
         if sources.iter().any(|s| s.format == SourceFormat::GeoTiff) {
             return Err("a reupload replaces a vector dataset's features; it cannot take a GeoTIFF".to_string());
@@ -78,10 +81,48 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
     .await
     .map_err(|e| JobError::Internal(format!("planning thread: {e}")))?
     .map_err(JobError::Invalid)?;
+    let (candidates, mut report) = (planned.layers, planned.report);
     let chosen = choose_layer(&candidates, payload.layer.as_deref(), current.source_layer.as_deref())?;
+    for (i, other) in candidates.iter().enumerate() {
+        if i != chosen {
+            report.skip(&other.key, "not the layer that replaces the dataset's data");
+        }
+    }
+    let layer = &candidates[chosen];
+    let loaded = if layer.plan.feature_count == Some(0) {
+        None
+    } else {
+        let staging = format!("{}_0", ctx.staging_prefix());
+        let table = format!(
+            "{}_{}",
+            truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
+            &Uuid::new_v4().simple().to_string()[..8]
+        );
+        let mut loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging, table).await?;
+        crate::report::note_assumptions(layer, &mut loaded);
+        report.merge(loaded.report.clone());
+        Some(loaded)
+    };
+    crate::report::store(ctx, &report).await?;
     if payload.preview {
         let mut preview = preview(&candidates, chosen, &current, &payload).await?;
         preview["job_id"] = json!(ctx.job_id);
+        preview["report"] = json!(report);
+        preview["row_diff"] = match &loaded {
+            Some(loaded) => {
+                row_diff(
+                    ctx,
+                    payload.dataset_id,
+                    &current,
+                    layer,
+                    loaded,
+                    payload.service.as_ref(),
+                )
+                .await?
+            }
+            None => Value::Null,
+        };
+        crate::context::drop_staging(ctx).await;
         sqlx::query("UPDATE jobs SET result = $2, dataset_id = $3, updated_at = clock_timestamp() WHERE id = $1")
             .bind(ctx.job_id)
             .bind(preview)
@@ -94,25 +135,14 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         }
         return Ok(());
     }
-    let layer = &candidates[chosen];
-    if layer.plan.feature_count == Some(0) {
-        return Err(JobError::Invalid(format!(
-            "layer {} is empty; the dataset keeps its data",
-            layer.plan.name
-        )));
-    }
-    let staging = format!("{}_0", ctx.staging_prefix());
-    let table = format!(
-        "{}_{}",
-        truncated(&sql_identifier(&layer.plan.name, "layer"), 40),
-        &Uuid::new_v4().simple().to_string()[..8]
-    );
-    let loaded = load::load_layer(ctx, &layer.source, &layer.plan, staging, table).await?;
-    if loaded.stats.rows == 0 {
+    let Some(loaded) = loaded.filter(|l| l.report.rows_read > 0) else {
         return Err(JobError::Invalid(format!(
             "layer {} has no features; the dataset keeps its data",
             layer.plan.name
         )));
+    };
+    if let Some(refused) = crate::report::refusal(ctx, &layer.key, &loaded.report) {
+        return Err(refused);
     }
     let source = SourceMeta {
         format: layer.source.format.name().to_string(),
@@ -240,5 +270,103 @@ async fn preview(
             "feature_count": c.plan.feature_count,
         })).collect::<Vec<_>>(),
         "previous_source_layer": current.source_layer,
+    }))
+}
+
+/// Column names a dataset's key is looked for under, after a service's
+/// own object id field: the first one unique and never null in both the
+/// data and the new file is the key rows are matched by.
+const KEY_NAMES: &[&str] = &[
+    "id", "fid", "objectid", "ogc_fid", "gid_0", "uid", "uuid", "code", "key",
+];
+
+/// The new rows against the dataset's: by key (added, removed, changed,
+/// unchanged) where both have one, else as whole rows (changed is then
+/// null: without a key a changed row is one removed and one added).
+async fn row_diff(
+    ctx: &JobContext,
+    dataset_id: Uuid,
+    current: &Current,
+    layer: &LayerJob,
+    loaded: &LoadedLayer,
+    service: Option<&RemoteService>,
+) -> Result<Value, JobError> {
+    let old = format!("data.{}", quote_ident(&current.table_name));
+    let new = format!("data.{}", quote_ident(&loaded.staging));
+    let common: Vec<&str> = current
+        .column_info
+        .0
+        .iter()
+        .filter(|c| {
+            layer
+                .plan
+                .fields
+                .iter()
+                .any(|f| f.name == c.name && f.pg.column_type() == c.pg_type)
+        })
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut candidates: Vec<&str> = service
+        .and_then(|s| s.object_id_field.as_deref())
+        .and_then(|field| common.iter().copied().find(|c| c.eq_ignore_ascii_case(field)))
+        .into_iter()
+        .collect();
+    candidates.extend(
+        common.iter().copied().filter(|c| {
+            KEY_NAMES.contains(&c.to_ascii_lowercase().as_str()) || c.to_ascii_lowercase().ends_with("_id")
+        }),
+    );
+    let mut key = None;
+    for candidate in candidates {
+        let k = quote_ident(candidate);
+        let unique =
+            |table: &str| format!("(SELECT count({k}) = count(*) AND count(DISTINCT {k}) = count(*) FROM {table})");
+        let sql = format!("SELECT {} AND {}", unique(&old), unique(&new));
+        if sqlx::query_scalar::<_, bool>(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&ctx.deps.pool)
+            .await?
+        {
+            key = Some(candidate);
+            break;
+        }
+    }
+    let mut fingerprinted: Vec<String> = common.iter().map(|c| quote_ident(c)).collect();
+    fingerprinted.push("ST_AsEWKB(geom)".into());
+    let fingerprint = format!("md5(ROW({})::text)", fingerprinted.join(", "));
+    let counts: (i64, i64, Option<i64>, i64) = match key {
+        Some(key) => {
+            let k = quote_ident(key);
+            let sql = format!(
+                "SELECT count(*) FILTER (WHERE o.k IS NULL), count(*) FILTER (WHERE n.k IS NULL),
+                        count(*) FILTER (WHERE o.f <> n.f), count(*) FILTER (WHERE o.f = n.f)
+                 FROM (SELECT {k}::text AS k, {fingerprint} AS f FROM {old}) o
+                 FULL JOIN (SELECT {k}::text AS k, {fingerprint} AS f FROM {new}) n ON o.k = n.k"
+            );
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&ctx.deps.pool)
+                .await?
+        }
+        None => {
+            let sql = format!(
+                "SELECT coalesce(sum(greatest(n - o, 0)), 0)::bigint, coalesce(sum(greatest(o - n, 0)), 0)::bigint,
+                        NULL::bigint, coalesce(sum(least(o, n)), 0)::bigint
+                 FROM (SELECT f, count(*) FILTER (WHERE side = 'o') AS o, count(*) FILTER (WHERE side = 'n') AS n
+                       FROM (SELECT 'o' AS side, {fingerprint} AS f FROM {old}
+                             UNION ALL SELECT 'n', {fingerprint} FROM {new}) rows
+                       GROUP BY f) by_row"
+            );
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&ctx.deps.pool)
+                .await?
+        }
+    };
+    tracing::debug!(job_id = %ctx.job_id, %dataset_id, key = ?key, "rows compared");
+    Ok(json!({
+        "key": key,
+        "added": counts.0,
+        "removed": counts.1,
+        "changed": counts.2,
+        "unchanged": counts.3,
+        "compared_columns": common,
     }))
 }

@@ -25,6 +25,9 @@ pub struct Config {
     pub storage_url: String,
     pub cors_allowed_origins: Vec<String>,
     pub url_import_fetch_max: Duration,
+    /// The share of a layer's rows (percent) an ingest may quarantine and
+    /// still publish (`INGEST_MAX_QUARANTINE_PERCENT`).
+    pub ingest_max_quarantine_percent: f64,
     pub ogc_items_max_page_size: i64,
     pub banner_enabled: bool,
     pub banner_text: Option<String>,
@@ -105,6 +108,15 @@ impl Settings<'_> {
                 .parse()
                 .map_err(|e| anyhow::anyhow!("{name}={raw:?} is not valid: {e}")),
         }
+    }
+
+    /// A share in percent, 0 to 100.
+    fn percent(&self, name: &str, default: f64) -> anyhow::Result<f64> {
+        let value: f64 = self.parsed(name, default)?;
+        if !(0.0..=100.0).contains(&value) {
+            bail!("{name} must be a percentage from 0 to 100");
+        }
+        Ok(value)
     }
 
     /// A count that must not be 0 (rate limits, for one, cannot be switched off, only raised).
@@ -213,6 +225,7 @@ impl Config {
             storage_url,
             cors_allowed_origins,
             url_import_fetch_max: Duration::from_secs(settings.parsed("URL_IMPORT_FETCH_MAX_SECONDS", 1800)?),
+            ingest_max_quarantine_percent: settings.percent("INGEST_MAX_QUARANTINE_PERCENT", 50.0)?,
             ogc_items_max_page_size: max_page,
             banner_enabled: settings.parsed("BANNER_ENABLED", false)?,
             banner_text: settings.var("BANNER_TEXT"),

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::{
     db::{quote_ident, quote_literal},
+    ingest_report::QUARANTINE_SCHEMA,
     text_enum::text_enum,
 };
 
@@ -230,21 +231,36 @@ pub async fn columns_added_after(
     .await
 }
 
-/// Drops the kept tables of a dataset's ended eras (before its record
-/// goes, which takes its versions and changes with it).
+/// Drops the kept tables of a dataset's ended eras and every era's
+/// quarantine (before its record goes, which takes its versions and
+/// changes with it).
 pub async fn drop_kept_tables(tx: &mut PgConnection, dataset_id: Uuid) -> Result<(), sqlx::Error> {
-    let kept: Vec<String> =
-        sqlx::query_scalar("SELECT table_name FROM dataset_eras WHERE dataset_id = $1 AND table_name IS NOT NULL")
-            .bind(dataset_id)
-            .fetch_all(&mut *tx)
+    let kept: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT table_name, quarantine_table FROM dataset_eras
+         WHERE dataset_id = $1 AND (table_name IS NOT NULL OR quarantine_table IS NOT NULL)",
+    )
+    .bind(dataset_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (table, quarantine) in kept {
+        drop_era_tables(tx, table.as_deref(), quarantine.as_deref()).await?;
+    }
+    Ok(())
+}
+
+async fn drop_era_tables(
+    tx: &mut PgConnection,
+    table: Option<&str>,
+    quarantine: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let qualified = table
+        .map(|t| format!("{SCHEMA}.{}", quote_ident(t)))
+        .into_iter()
+        .chain(quarantine.map(|q| format!("{QUARANTINE_SCHEMA}.{}", quote_ident(q))));
+    for table in qualified {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+            .execute(&mut *tx)
             .await?;
-    for table in kept {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP TABLE IF EXISTS {SCHEMA}.{}",
-            quote_ident(&table)
-        )))
-        .execute(&mut *tx)
-        .await?;
     }
     Ok(())
 }
@@ -262,21 +278,16 @@ pub async fn forget_old_versions(tx: &mut PgConnection, retention: std::time::Du
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    let ended: Vec<(Uuid, i32, String)> = sqlx::query_as(
+    let ended: Vec<(String, Option<String>)> = sqlx::query_as(
         "DELETE FROM dataset_eras e
          WHERE e.table_name IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM dataset_versions v WHERE v.dataset_id = e.dataset_id AND v.era = e.era)
-         RETURNING e.dataset_id, e.era, e.table_name",
+         RETURNING e.table_name, e.quarantine_table",
     )
     .fetch_all(&mut *tx)
     .await?;
-    for (_, _, table) in ended {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP TABLE IF EXISTS {SCHEMA}.{}",
-            quote_ident(&table)
-        )))
-        .execute(&mut *tx)
-        .await?;
+    for (table, quarantine) in ended {
+        drop_era_tables(tx, Some(&table), quarantine.as_deref()).await?;
     }
     Ok(forgotten)
 }

@@ -396,6 +396,14 @@ pub struct JobView {
     pub error: Option<Problem>,
     pub dataset_id: Option<Uuid>,
     pub dataset_ids: Vec<Uuid>,
+    /// The file, address or service the job reads, as its sender named it.
+    pub source: Option<String>,
+    /// Where the job's ingest report is (`GET /api/jobs/{id}/report`), once
+    /// it has one: every job that loads rows writes one.
+    #[sqlx(skip)]
+    pub report_url: Option<String>,
+    #[serde(skip)]
+    pub has_report: bool,
     /// What a job that reports something found (a reupload preview).
     #[schema(value_type = Option<Object>)]
     pub result: Option<sqlx::types::Json<serde_json::Value>>,
@@ -417,10 +425,15 @@ pub struct Progress {
     pub total: Option<i64>,
 }
 
-pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids, result, attempts, next_attempt_at, last_error, created_by, created_at, started_at, finished_at";
+pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids,
+    coalesce(payload->>'filename', payload->>'url', payload->'service'->>'url') AS source,
+    EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = jobs.id) AS has_report,
+    result, attempts, next_attempt_at, last_error, created_by, created_at, started_at, finished_at";
 
 impl JobView {
+    /// Fills in what is derived from the row: progress and the report's address.
     pub fn with_progress(mut self) -> Self {
+        self.report_url = self.has_report.then(|| format!("/api/jobs/{}/report", self.id));
         self.progress = self.progress_done.map(|done| Progress {
             done,
             total: self.progress_total,

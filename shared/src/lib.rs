@@ -16,6 +16,7 @@ pub mod db;
 pub mod error;
 pub mod extent;
 pub mod history;
+pub mod ingest_report;
 pub mod jobs;
 pub mod maps;
 pub mod notify;

@@ -136,6 +136,7 @@ fn table() -> Vec<Row> {
         row("GET", "/api/datasets/{dataset_id}/columns/{column}/summary", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/datasets/{dataset_id}/thumbnail.png", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         row("GET", "/api/datasets/{dataset_id}/styles", None, [404, 401, 401, 200, 404, 404, 200, 200]),
+        row("GET", "/api/datasets/{dataset_id}/quarantine", None, [404, 401, 401, 200, 404, 404, 200, 200]),
         // The fixture has no styles: a style of it is not there for anyone.
         row("GET", "/api/datasets/{dataset_id}/styles/{style_id}/{format}", None, [404, 401, 401, 404, 404, 404, 404, 404]),
         row("POST", "/api/layers/{dataset_id}/columns", Json(r#"{"column": {"name": "extra", "type": "text"}}"#),
@@ -229,6 +230,8 @@ fn table() -> Vec<Row> {
         row("DELETE", "/api/records/{record_id}/contacts/{contact_id}", None, [401, 401, 401, 403, 403, 403, 204, 204]),
         row("GET", "/api/jobs", None, [401, 401, 401, 200, 200, 200, 200, 200]),
         row("GET", "/api/jobs/{job_id}", None, [401, 401, 401, 200, 404, 404, 200, 200]),
+        // The job the table uses loaded no rows: no report (its reader is the ingest report test).
+        row("GET", "/api/jobs/{job_id}/report", None, [401, 401, 401, 404, 404, 404, 404, 404]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
         // Last: signing out ends the sessions the rows above use. It reads
         // no API key, and accepts a dead access token.

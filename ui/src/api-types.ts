@@ -942,6 +942,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/datasets/{dataset_id}/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dataset's quarantined rows, by their place in the source. */
+        get: operations["quarantined_rows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/datasets/{dataset_id}/reupload": {
         parameters: {
             query?: never;
@@ -1218,6 +1235,27 @@ export interface paths {
         post?: never;
         /** Cancels a queued or running job; its partial work is discarded. */
         delete: operations["cancel_job"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a job that loaded rows did to each of them: counts, reasons, the
+         *     first rows of each reason, assumptions and skipped layers
+         *     (`docs/ingest-report.md`).
+         */
+        get: operations["get_report"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2092,6 +2130,18 @@ export interface components {
          * @enum {string}
          */
         AccountStatus: "active" | "pending" | "suspended" | "deactivated";
+        Assumption: {
+            code: components["schemas"]["AssumptionCode"];
+            /** @description The layer it was made for; null for the whole file. */
+            layer?: string | null;
+            /** @description What was assumed and what to do when it is wrong. */
+            message: string;
+        };
+        /**
+         * @description What the service assumed about a source where it did not say.
+         * @enum {string}
+         */
+        AssumptionCode: "crs_assumed_wgs84" | "encoding_guessed" | "geometry_promoted" | "columns_renamed" | "csv_types_inferred" | "layers_chosen" | "non_spatial_table_skipped";
         /**
          * @description Sign-in settings: whether passwords sign in, and which email domains a
          *     single sign-on identity must come from (empty: any).
@@ -2350,6 +2400,12 @@ export interface components {
             /** Format: int32 */
             publication_version: number;
             /**
+             * Format: int64
+             * @description Rows the load of the current version kept aside
+             *     (`/api/datasets/{id}/quarantine`); they are not in `feature_count`.
+             */
+            quarantined_count: number;
+            /**
              * @description For a raster: `{width, height, band_count, bands, resolution,
              *     geotransform, srid, crs_wkt, overview_count, is_cog, size_bytes}`;
              *     null for a vector dataset.
@@ -2489,6 +2545,26 @@ export interface components {
             /** @description What the token is for (the page that embeds the map, say). */
             label?: string | null;
         };
+        /** @description One row a reason applies to, as the person who sent the file can find it. */
+        Example: {
+            /**
+             * Format: int64
+             * @description The source's own feature id, where it has one.
+             */
+            fid?: number | null;
+            /** @description The column the reason is about, as the source names it. */
+            field?: string | null;
+            layer: string;
+            message: string;
+            reason: components["schemas"]["Reason"];
+            /**
+             * Format: int64
+             * @description The row's place in the layer, from 1 (a feature's order in the file).
+             */
+            row?: number | null;
+            /** @description The offending value or coordinate, as text. */
+            value?: string | null;
+        };
         /**
          * @description `Feature`, the one type a feature has.
          * @enum {string}
@@ -2534,6 +2610,29 @@ export interface components {
             /** @description A URL whose host resolves to a public address. */
             url: string;
             visibility?: null | components["schemas"]["DatasetVisibility"];
+        };
+        /** @description The report of one job (`GET /api/jobs/{id}/report`). */
+        IngestReport: {
+            assumptions: components["schemas"]["Assumption"][];
+            /** @description Rows by reason; a row counts once, under its first reason. */
+            by_reason: {
+                [key: string]: number;
+            };
+            /** @description The first rows of each reason (at most `EXAMPLES_PER_REASON`). */
+            examples: components["schemas"]["Example"][];
+            /**
+             * Format: int64
+             * @description Rows in the published data: read and not quarantined (repaired
+             *     ones included).
+             */
+            rows_loaded: number;
+            /** Format: int64 */
+            rows_quarantined: number;
+            /** Format: int64 */
+            rows_read: number;
+            /** Format: int64 */
+            rows_repaired: number;
+            skipped: components["schemas"]["Skipped"][];
         };
         /** @description The answer to work that was queued. */
         JobAccepted: {
@@ -2583,8 +2682,15 @@ export interface components {
              */
             next_attempt_at?: string | null;
             progress?: null | components["schemas"]["Progress"];
+            /**
+             * @description Where the job's ingest report is (`GET /api/jobs/{id}/report`), once
+             *     it has one: every job that loads rows writes one.
+             */
+            report_url?: string | null;
             /** @description What a job that reports something found (a reupload preview). */
             result?: Record<string, never> | null;
+            /** @description The file, address or service the job reads, as its sender named it. */
+            source?: string | null;
             /** Format: date-time */
             started_at?: string | null;
             status: components["schemas"]["JobStatus"];
@@ -3074,6 +3180,12 @@ export interface components {
              */
             storage_cap: number;
         };
+        /**
+         * @description Why a row was quarantined, repaired or flagged
+         *     (`docs/ingest-report.md` says each in a sentence).
+         * @enum {string}
+         */
+        Reason: "invalid_geometry" | "repaired_geometry" | "non_finite_coordinate" | "coordinate_out_of_range" | "empty_geometry" | "wrong_geometry_family" | "value_does_not_fit" | "encoding" | "duplicate_key";
         RecordInput: {
             description?: string | null;
             /** @description [west, south, east, north]; south not above north. */
@@ -3352,6 +3464,11 @@ export interface components {
         ShareList: {
             /** @description The map's links that still open it, newest first. */
             shares: components["schemas"]["Share"][];
+        };
+        /** @description A layer or table of the source that was not loaded, and why. */
+        Skipped: {
+            layer: string;
+            why: string;
         };
         SmtpInput: {
             /** Format: email */
@@ -10008,6 +10125,105 @@ export interface operations {
             };
         };
     };
+    quarantined_rows: {
+        parameters: {
+            query?: {
+                /** @description At most this many rows, first rows of the source first (all when absent). */
+                limit?: number | null;
+            };
+            header?: never;
+            path: {
+                dataset_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a FeatureCollection; each feature's properties hold the row's attributes and reason, message, field, value, source_row and fid */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/geo+json": unknown;
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     reupload: {
         parameters: {
             query?: never;
@@ -11651,6 +11867,108 @@ export interface operations {
             };
             /** @description the job has already finished */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_report: {
+        parameters: {
+            query?: {
+                /** @description `json` (default), or `csv`: the rows the report shows, one a line. */
+                f?: null | ("json" | "csv");
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the report; with f=csv its rows, one a line: reason, layer, row, fid, field, value, message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestReport"];
+                    "text/csv": string;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such job, or it has no report (yet) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

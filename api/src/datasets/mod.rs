@@ -32,6 +32,7 @@ mod download;
 mod grants;
 mod history;
 mod picture;
+mod quarantine;
 mod styles;
 mod summary;
 mod upload;
@@ -57,6 +58,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
         .routes(routes!(history::list_changes))
         .routes(routes!(history::diff))
         .routes(routes!(history::restore))
+        .routes(routes!(quarantine::quarantined_rows))
         .routes(routes!(styles::list_styles))
         .routes(routes!(styles::style_file))
         .routes(routes!(summary::column_summary))

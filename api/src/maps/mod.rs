@@ -173,7 +173,11 @@ async fn delete_map(
     responses((status = 201, body = MapResponse)))]
 async fn fork_map(State(state): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Response, AppError> {
     let source = readable_map(&state, &caller, id).await?;
-    let input = style::input_of(&source, format!("{} (copy)", source.name));
+    // A name at its limit (255 characters) keeps its start, so the copy's
+    // name fits too.
+    const SUFFIX: &str = " (copy)";
+    let kept: String = source.name.chars().take(255 - SUFFIX.len()).collect();
+    let input = style::input_of(&source, format!("{kept}{SUFFIX}"));
     let map = insert_map(&state, &caller, &input, Some(id)).await?;
     Ok(with_etag(map, StatusCode::CREATED))
 }

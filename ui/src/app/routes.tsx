@@ -12,6 +12,7 @@ import { ForgotPassword, OAuthCallback, Register, ResetPassword, SignIn } from "
 import { Catalog } from "../features/catalog/catalog";
 import { DatasetPage } from "../features/datasets/dataset";
 import { Upload } from "../features/datasets/upload";
+import { JobPage } from "../features/jobs/job";
 import { Jobs } from "../features/jobs/jobs";
 import { MapEditor } from "../features/maps/mapeditor";
 import { Maps, SharedMap } from "../features/maps/maps";
@@ -32,6 +33,7 @@ const ROUTES: Route[] = [
   { pattern: "/oauth/callback", page: () => <OAuthCallback /> },
   { pattern: "/upload", page: () => <Upload /> },
   { pattern: "/jobs", page: () => <Jobs /> },
+  { pattern: "/jobs/:id", page: ({ id }) => <JobPage id={id} /> },
   { pattern: "/maps", page: () => <Maps /> },
   // Deeper paths of a share link show its map too.
   { pattern: "/maps/shared/:token/*", page: ({ token }) => <SharedMap token={token} /> },

@@ -33,7 +33,8 @@ export function useJob(jobId: string | undefined): Job | null {
   return job;
 }
 
-export function JobProgress({ job }: { job: Job | null }) {
+/** A job's status, step and progress; its error too, unless the page says it elsewhere (`showError`). */
+export function JobProgress({ job, showError = true }: { job: Job | null; showError?: boolean }) {
   if (!job) return <span>queued</span>;
   const p = job.progress;
   const percent = p?.total ? Math.round((100 * p.done) / p.total) : null;
@@ -45,7 +46,7 @@ export function JobProgress({ job }: { job: Job | null }) {
       {percent !== null && job.status === "running" && (
         <progress max={100} value={percent} aria-label={`${job.step ?? "progress"}: ${percent}%`} />
       )}
-      {job.error && <span className="error"> {job.error.detail}</span>}
+      {showError && job.error && <span className="error"> {job.error.detail}</span>}
     </span>
   );
 }

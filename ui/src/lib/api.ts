@@ -100,9 +100,13 @@ const session: Middleware = {
   },
 };
 
+/** Where the API is: the client's base, and the start of the addresses of
+ * links to its files. */
+export const API_BASE = "/api";
+
 /** One typed call per endpoint of the API's document (`paths`), with the
  * session's token, one refresh on 401 and the API's problem thrown. */
-export const client = createClient<paths>({ baseUrl: "/api", credentials: "same-origin" });
+export const client = createClient<paths>({ baseUrl: API_BASE, credentials: "same-origin" });
 client.use(session);
 
 /** A call's body: the middleware has thrown for every failure. Where the

@@ -1,9 +1,10 @@
 import { useRef, useState, type FormEvent } from "react";
 import type { StyleSpecification, LayerSpecification, Map as MapLibreMap } from "maplibre-gl";
 import { client, data, type Schemas } from "../../lib/api";
-import { navigate, replaceQuery, useLocation } from "../../lib/router";
+import { Link, navigate, replaceQuery, useLocation } from "../../lib/router";
 import { isAdmin, useSession } from "../../lib/session";
 import { ApiLink } from "../../components/apilink";
+import { QuarantineLink } from "../../components/quarantine";
 import { rasterQuery, type RasterConfig } from "../../components/map/layerstyle";
 import { RasterStyleEditor } from "../../components/map/rasterstyle";
 import { ErrorNote, LoadFailed, cellText, useAction, useLoad, useTitle, when } from "../../components/common";
@@ -542,6 +543,18 @@ export function DatasetPage({ id }: { id: string }) {
         <span className="tag">{d.visibility}</span>
         <span className="tag">{d.status}</span>
       </p>
+      {d.quarantined_count > 0 && (
+        <p className="warning" role="note">
+          {d.quarantined_count.toLocaleString()} {d.quarantined_count === 1 ? "row was" : "rows were"} kept aside at load.{" "}
+          <QuarantineLink datasetId={d.id}>Download them (GeoJSON)</QuarantineLink>
+          {mayEdit && d.job_id && (
+            <>
+              {" · "}
+              <Link href={`/jobs/${d.job_id}`}>See why in the load report</Link>
+            </>
+          )}
+        </p>
+      )}
       {raster && <RasterStyleEditor name={d.title} raster={raster} config={rendering} onChange={setRendering} />}
       {d.geometry_column || d.kind === "raster" ? (
         <MapView
