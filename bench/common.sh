@@ -20,15 +20,17 @@ fresh_bench_database() {
   ensure_database "$PORT" bench
 }
 
-# bench_gpkg [N]: the seeded N-point (default POINTS) GeoPackage, generated
-# once; prints its path.
+# bench_gpkg [N] [bad]: the seeded N-point (default POINTS) GeoPackage,
+# generated once; with `bad`, every hundredth point lies off the world
+# (latitude 95). Prints its path.
 bench_gpkg() {
-  local n=${1:-$POINTS}
-  local gpkg="$WORK/points_$n.gpkg"
+  local n=${1:-$POINTS} variant=${2:-}
+  local name="points_$n${variant:+_$variant}"
+  local gpkg="$WORK/$name.gpkg"
   if [[ ! -s $gpkg ]]; then
     log "generating $gpkg (seeded)"
-    python3 bench/gen_points.py "$n" "$WORK/points_$n.csv"
-    ogr2ogr -f GPKG "$gpkg" "$WORK/points_$n.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
+    python3 bench/gen_points.py "$n" "$WORK/$name.csv" $variant
+    ogr2ogr -f GPKG "$gpkg" "$WORK/$name.csv" -oo X_POSSIBLE_NAMES=lon -oo Y_POSSIBLE_NAMES=lat \
       -oo KEEP_GEOM_COLUMNS=NO -oo AUTODETECT_TYPE=YES -a_srs EPSG:4326 -nln points -nlt POINT >&2
   fi
   echo "$gpkg"
