@@ -504,6 +504,38 @@ async function uploadByApi(file, name, fields) {
   return done.dataset_id ?? done.dataset_ids[0];
 }
 const worldId = await uploadByApi(env('CATALOG_WORLD'), 'countries.zip', { title: 'World countries' });
+
+// --- A job's page: a file with rows off the world loads the rest; its
+// report says which rows were kept aside and why, and shows them on a map.
+step('job report');
+{
+  const badFile = path.join(os.tmpdir(), `stops-off-the-world-${process.pid}.geojson`);
+  fs.writeFileSync(badFile, JSON.stringify({ type: 'FeatureCollection', features: [
+    { type: 'Feature', properties: { name: 'Main Street' }, geometry: { type: 'Point', coordinates: [-78.64, 35.78] } },
+    { type: 'Feature', properties: { name: 'Typo' }, geometry: { type: 'Point', coordinates: [-78.63, 357.7] } },
+    { type: 'Feature', properties: { name: 'Station' }, geometry: { type: 'Point', coordinates: [-78.63, 35.77] } },
+  ] }));
+  const form = new FormData();
+  form.append('file', new Blob([fs.readFileSync(badFile)]), 'stops-off-the-world.geojson');
+  const accepted = await (await fetch(`${base}/api/datasets/upload`, {
+    method: 'POST', headers: { Authorization: `Bearer ${adminToken}` }, body: form,
+  })).json();
+  let done;
+  await until(async () => {
+    done = await api('GET', `/api/jobs/${accepted.job_id}`, adminToken);
+    return ['succeeded', 'failed', 'cancelled'].includes(done.status);
+  }, 'the upload with a row off the world', 120_000);
+  assert.equal(done.status, 'succeeded', JSON.stringify(done));
+  await page.goto(`${base}/jobs`);
+  await page.getByRole('link', { name: /stops-off-the-world/ }).first().click();
+  await page.waitForURL(`${base}/jobs/${accepted.job_id}`);
+  await page.getByRole('heading', { name: 'Ingest report' }).waitFor({ timeout: 30_000 });
+  const text = await page.locator('main').innerText();
+  assert.match(text, /Coordinate out of range/, text);
+  assert.match(text, /357\.7/, 'the row kept aside shows its coordinate');
+  await page.getByRole('region', { name: /Rows kept aside from/ }).locator('canvas').waitFor({ timeout: 30_000 });
+  await screen(page, 'job-report');
+}
 await uploadByApi(env('CATALOG_POINTS'), 'populations.geojson', { title: 'Populations', visibility: 'public' });
 const rgb = (hex) => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
 dialogAnswer = false;

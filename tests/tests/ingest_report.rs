@@ -470,13 +470,21 @@ fn coded_points(rows: &[(&str, f64, f64, i64)]) -> Vec<u8> {
                    "geometry": {"type": "Point", "coordinates": [lon, lat]}})
         })
         .collect();
-    json!({"type": "FeatureCollection", "features": features}).to_string().into_bytes()
+    json!({"type": "FeatureCollection", "features": features})
+        .to_string()
+        .into_bytes()
 }
 
 async fn reupload(app: &App, token: &str, id: &str, bytes: Vec<u8>, preview: bool) -> Value {
     let fields: &[(&str, &str)] = if preview { &[("preview", "true")] } else { &[] };
     let response = app
-        .post_file(&format!("/api/datasets/{id}/reupload"), token, "stops.geojson", bytes, fields)
+        .post_file(
+            &format!("/api/datasets/{id}/reupload"),
+            token,
+            "stops.geojson",
+            bytes,
+            fields,
+        )
         .await;
     assert_eq!(response.status(), 202);
     let job: Value = response.json().await.unwrap();
@@ -487,13 +495,24 @@ async fn reupload(app: &App, token: &str, id: &str, bytes: Vec<u8>, preview: boo
 async fn a_reupload_shows_its_report_and_row_diff_first_and_each_version_keeps_its_own_quarantine() {
     let app = App::start_with_worker().await;
     let token = app.admin_token().await;
-    let first = coded_points(&[("A", 1.0, 1.0, 1), ("B", 2.0, 2.0, 2), ("C", 3.0, 3.0, 3), ("Z", 4.0, 99.0, 4)]);
+    let first = coded_points(&[
+        ("A", 1.0, 1.0, 1),
+        ("B", 2.0, 2.0, 2),
+        ("C", 3.0, 3.0, 3),
+        ("Z", 4.0, 99.0, 4),
+    ]);
     let (job, _) = ingest(&app, &token, "stops.geojson", first, &[]).await;
     let id = job["dataset_id"].as_str().unwrap().to_string();
     assert_eq!(app.dataset(&token, &id).await["quarantined_count"], 1);
 
     // B moved, C as it was, A gone, D new, and one row off the world.
-    let second = coded_points(&[("B", 2.5, 2.0, 2), ("C", 3.0, 3.0, 3), ("D", 5.0, 5.0, 5), ("Y", 500.0, 1.0, 6), ("X", 6.0, -91.0, 7)]);
+    let second = coded_points(&[
+        ("B", 2.5, 2.0, 2),
+        ("C", 3.0, 3.0, 3),
+        ("D", 5.0, 5.0, 5),
+        ("Y", 500.0, 1.0, 6),
+        ("X", 6.0, -91.0, 7),
+    ]);
     let job = reupload(&app, &token, &id, second.clone(), true).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let preview = &job["result"];
@@ -506,7 +525,10 @@ async fn a_reupload_shows_its_report_and_row_diff_first_and_each_version_keeps_i
     assert_eq!(reasons_of(&preview["report"], "coordinate_out_of_range"), [4, 5]);
     // A preview changes nothing.
     let dataset = app.dataset(&token, &id).await;
-    assert_eq!((dataset["feature_count"].clone(), dataset["quarantined_count"].clone()), (json!(3), json!(1)));
+    assert_eq!(
+        (dataset["feature_count"].clone(), dataset["quarantined_count"].clone()),
+        (json!(3), json!(1))
+    );
     let leftovers: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_tables WHERE schemaname = 'data' AND tablename LIKE '\\_staging\\_%'",
     )
@@ -517,10 +539,21 @@ async fn a_reupload_shows_its_report_and_row_diff_first_and_each_version_keeps_i
 
     let job = reupload(&app, &token, &id, second, false).await;
     assert_eq!(job["status"], "succeeded", "{job}");
-    let (_, report) = app.get_json(Some(&token), job["report_url"].as_str().unwrap().trim_start_matches("http://catalog.test")).await;
+    let (_, report) = app
+        .get_json(
+            Some(&token),
+            job["report_url"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("http://catalog.test"),
+        )
+        .await;
     check_counts(&report, 5);
     let dataset = app.dataset(&token, &id).await;
-    assert_eq!((dataset["feature_count"].clone(), dataset["quarantined_count"].clone()), (json!(3), json!(2)));
+    assert_eq!(
+        (dataset["feature_count"].clone(), dataset["quarantined_count"].clone()),
+        (json!(3), json!(2))
+    );
     let kept = quarantine(&app, &token, &id).await;
     let codes: Vec<&str> = kept.iter().map(|f| f["properties"]["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["Y", "X"], "the current version's rows kept aside");
@@ -552,7 +585,11 @@ async fn a_reupload_shows_its_report_and_row_diff_first_and_each_version_keeps_i
     };
     assert_eq!(kept_tables().await, 2);
     let response = app
-        .send(app.http().delete(app.url(&format!("/api/datasets/{id}"))).bearer_auth(&token))
+        .send(
+            app.http()
+                .delete(app.url(&format!("/api/datasets/{id}")))
+                .bearer_auth(&token),
+        )
         .await;
     assert!(response.status().is_success(), "{}", response.status());
     assert_eq!(kept_tables().await, 0);

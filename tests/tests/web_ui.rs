@@ -422,6 +422,7 @@ async fn people_sign_in_upload_explore_share_and_administer_in_the_browser() {
         "dataset",
         "catalog",
         "jobs",
+        "job-report",
         "account",
         "maps",
         "map-editor",
