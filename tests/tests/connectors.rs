@@ -107,6 +107,12 @@ async fn pushed_resources_are_fetched_with_the_stored_credential() {
     assert_eq!(dataset["title"], "Pushed sheet");
     assert_eq!(dataset["visibility"], "internal");
     assert_eq!(dataset["feature_count"], 2);
+    let (status, report) = stack.get_json(Some(&editor), job["report_url"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (report["rows_read"].as_u64(), report["rows_loaded"].as_u64()),
+        (Some(2), Some(2))
+    );
 
     // The provider's failures reach the caller at once.
     for (body, status) in [

@@ -145,7 +145,10 @@ async fn a_killed_workers_job_is_completed_by_another() {
     .fetch_one(&stack.pool)
     .await
     .unwrap();
-    assert_eq!(staging_left, 1, "the killed load left its staging table");
+    assert_eq!(
+        staging_left, 2,
+        "the killed load left its staging table and its quarantine's"
+    );
     let started = Instant::now();
     stack.add_worker();
     let job = stack.wait_job(&token, &job_id).await;

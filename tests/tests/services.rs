@@ -194,6 +194,9 @@ async fn remote_layers_become_datasets_and_are_pulled_again() {
         stack.dataset(&admin, job["dataset_id"].as_str().unwrap()).await["feature_count"],
         1200
     );
+    let (status, report) = stack.get_json(Some(&admin), job["report_url"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["rows_loaded"], 1200, "{report}");
 
     // Pulled again: previewed (synchronously, as the specification's
     // preview route answers, and as a job), then in place.

@@ -71,6 +71,14 @@ async fn a_url_is_downloaded_in_the_background_and_ingested() {
     assert_eq!(dataset["visibility"], "public");
     assert_eq!(dataset["feature_count"], 532);
     assert_eq!(dataset["source_filename"], "bikes.geojson");
+    // The import says what it did to every row, as an upload does.
+    assert_eq!(job["source"], format!("http://{host}/data/bikes.geojson"));
+    let (status, report) = stack.get_json(Some(&token), job["report_url"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (report["rows_read"].as_u64(), report["rows_loaded"].as_u64()),
+        (Some(532), Some(532))
+    );
 }
 
 #[tokio::test]
