@@ -61,8 +61,16 @@ pub async fn load_layer(
                 ctx.progress("checking", Some(stats.read as i64), Some(stats.read as i64))
                     .await?;
                 let mut report = std::mem::take(&mut stats.report);
-                let moved =
-                    quarantine::repair_geometries(ctx, &staging, &plan.name, target, &plan.fields, &mut report).await?;
+                let moved = quarantine::repair_geometries(
+                    ctx,
+                    &staging,
+                    &plan.name,
+                    target,
+                    &plan.fields,
+                    &stats.closed_rows,
+                    &mut report,
+                )
+                .await?;
                 // The repair's rows among the reader's, in the layer's order.
                 report.examples.sort_by_key(|e| e.row);
                 let rows = stats.loaded - moved;

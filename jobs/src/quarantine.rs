@@ -92,6 +92,11 @@ struct InvalidRow {
     y: Option<f64>,
     kept_aside: bool,
     total: i64,
+    /// The row's rings were closed as it was read, which counted it as
+    /// repaired already.
+    closed: bool,
+    /// How many rows of this outcome had been counted so.
+    total_closed: i64,
 }
 
 /// Repairs the invalid geometries of a loaded staging table and keeps
@@ -104,6 +109,7 @@ pub async fn repair_geometries(
     layer: &str,
     target: GeomTarget,
     fields: &[FieldPlan],
+    closed_rows: &[i64],
     report: &mut IngestReport,
 ) -> Result<u64, JobError> {
     let fix = match target {
@@ -144,6 +150,7 @@ pub async fn repair_geometries(
         .replace("{fix}", fix)
         .replace("{properties}", &properties);
     let shown: Vec<InvalidRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(closed_rows)
         .fetch_all(&ctx.deps.pool)
         .await?;
     let mut moved = 0;
@@ -155,7 +162,15 @@ pub async fn repair_geometries(
         };
         let rows: Vec<&InvalidRow> = shown.iter().filter(|r| r.kept_aside == kept_aside).collect();
         let total = rows.first().map_or(0, |r| r.total as u64);
-        for InvalidRow { gid, why, x, y, .. } in rows.iter().copied() {
+        // A row counts once: one the reader counted as repaired (its rings
+        // closed) stays so when PostGIS repairs it too, and is counted
+        // again only as quarantined, no longer as repaired.
+        let closed = rows.first().map_or(0, |r| r.total_closed as u64);
+        if kept_aside {
+            report.uncount_repaired(closed, rows.iter().filter(|r| r.closed).map(|r| r.gid as u64));
+        }
+        let counted_before = if kept_aside { 0 } else { closed };
+        for InvalidRow { gid, why, x, y, .. } in rows.iter().copied().filter(|r| kept_aside || !r.closed) {
             let place = match (x, y) {
                 (Some(x), Some(y)) => format!("({x:?}, {y:?})"),
                 _ => "an unknown place".into(),
@@ -176,7 +191,14 @@ pub async fn repair_geometries(
             });
         }
         // Past the rows shown, the rest are counted only.
-        for _ in rows.len() as u64..total {
+        let shown_closed = rows.iter().filter(|r| r.closed).count() as u64;
+        let to_count = total - counted_before;
+        let shown_here = if kept_aside {
+            rows.len() as u64
+        } else {
+            rows.len() as u64 - shown_closed
+        };
+        for _ in shown_here..to_count {
             report.count_only(reason);
         }
         if kept_aside {

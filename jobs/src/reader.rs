@@ -248,6 +248,8 @@ pub struct ReadStats {
     pub curves_linearized: BTreeSet<&'static str>,
     /// Single parts stored as the multi type of their layer.
     pub promoted: u64,
+    /// Rows whose rings were closed (counted as repaired), by key.
+    pub closed_rows: Vec<i64>,
     /// Text values whose bytes were not UTF-8, read as Latin-1.
     pub latin1_values: u64,
     pub extent: ExtentTracker,
@@ -432,7 +434,10 @@ pub fn read_layer(req: ReadRequest, out: mpsc::Sender<Chunk>) -> Result<ReadStat
                 stats.loaded += 1;
                 keep_samples(notes.samples, &mut stats.samples, &mut sample_keys);
                 let noted = match (written.repaired, notes.latin1) {
-                    (Some(repair), _) => Some((Reason::RepairedGeometry, None, None, repair)),
+                    (Some(repair), _) => {
+                        stats.closed_rows.push(stats.read as i64);
+                        Some((Reason::RepairedGeometry, None, None, repair))
+                    }
                     (None, Some((i, text))) => {
                         stats.latin1_values += 1;
                         let field = &req.plan.fields[i].original;

@@ -3,7 +3,8 @@
 -- move to the layer's quarantine table. Answers how many of each there
 -- were, and the first 100 of each, by key, with PostGIS's reason and place. Placeholders: {table} and {quarantine}
 -- (staging tables in `data`), {fix} (the repair of `s.geom`), {properties}
--- (the row's attributes as jsonb, by the source's names, of `m`).
+-- (the row's attributes as jsonb, by the source's names, of `m`); $1 the
+-- keys of rows whose rings the reader closed (already counted repaired).
 WITH invalid AS MATERIALIZED (
     SELECT s.gid, d.reason AS why, ST_X(d.location) AS x, ST_Y(d.location) AS y, {fix} AS fixed
     FROM data.{table} s CROSS JOIN LATERAL ST_IsValidDetail(s.geom) AS d
@@ -30,11 +31,13 @@ kept_aside AS (
     RETURNING source_row
 ),
 outcomes AS (
-    SELECT gid, why, x, y, fixed IS NULL OR ST_IsEmpty(fixed) AS kept_aside FROM invalid
+    SELECT gid, why, x, y, fixed IS NULL OR ST_IsEmpty(fixed) AS kept_aside, gid = ANY($1::bigint[]) AS closed
+    FROM invalid
 ),
 numbered AS (
     SELECT o.*, count(*) OVER (PARTITION BY kept_aside) AS total,
-           row_number() OVER (PARTITION BY kept_aside ORDER BY gid) AS n
+           count(*) FILTER (WHERE closed) OVER (PARTITION BY kept_aside) AS total_closed,
+           row_number() OVER (PARTITION BY kept_aside ORDER BY closed, gid) AS n
     FROM outcomes o
 )
-SELECT gid, why, x, y, kept_aside, total FROM numbered WHERE n <= 100 ORDER BY gid
+SELECT gid, why, x, y, kept_aside, total, closed, total_closed FROM numbered WHERE n <= 100 ORDER BY gid

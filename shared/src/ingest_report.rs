@@ -137,6 +137,24 @@ impl IngestReport {
         *seen
     }
 
+    /// Takes back `n` rows counted as repaired that turned out quarantined
+    /// after all, with the examples shown of `rows`.
+    pub fn uncount_repaired(&mut self, n: u64, rows: impl Iterator<Item = u64>) {
+        if n == 0 {
+            return;
+        }
+        let rows: Vec<u64> = rows.collect();
+        self.rows_repaired -= n.min(self.rows_repaired);
+        if let Some(seen) = self.by_reason.get_mut(&Reason::RepairedGeometry) {
+            *seen -= n.min(*seen);
+            if *seen == 0 {
+                self.by_reason.remove(&Reason::RepairedGeometry);
+            }
+        }
+        self.examples
+            .retain(|e| !(e.reason == Reason::RepairedGeometry && e.row.is_some_and(|r| rows.contains(&r))));
+    }
+
     pub fn assume(&mut self, code: AssumptionCode, layer: Option<&str>, message: String) {
         self.assumptions.push(Assumption {
             code,

@@ -216,16 +216,22 @@ async fn invalid_polygons_are_repaired_or_quarantined() {
     let unclosed = json!({"type": "Polygon", "coordinates": [[[2, 0], [3, 0], [3, 1], [2, 1]]]});
     let two_corners = json!({"type": "Polygon", "coordinates": [[[4, 0], [5, 0], [4, 0]]]});
     let flat = json!({"type": "Polygon", "coordinates": [[[6, 0], [7, 1], [8, 2], [6, 0]]]});
+    // Not closed and crossing itself: closed, then repaired; one row repaired.
+    let open_bowtie = json!({"type": "Polygon", "coordinates": [[[10, 0], [11, 1], [11, 0], [10, 1]]]});
+    // Not closed, and nothing of its kind once closed: quarantined, not repaired.
+    let open_flat = json!({"type": "Polygon", "coordinates": [[[12, 0], [13, 1], [14, 2]]]});
     let geojson = json!({"type": "FeatureCollection", "features": [
         feature(square.clone(), 1), feature(bowtie, 2), feature(unclosed, 3),
         feature(two_corners, 4), feature(flat, 5), feature(square, 6),
+        feature(open_bowtie, 7), feature(open_flat, 8),
     ]});
     let (job, report) = ingest(&app, &token, "polygons.geojson", geojson.to_string().into_bytes(), &[]).await;
     assert_eq!(job["status"], "succeeded", "{job}\n{report}");
-    check_counts(&report, 6);
-    assert_eq!(reasons_of(&report, "repaired_geometry"), [2, 3], "{report}");
-    assert_eq!(reasons_of(&report, "invalid_geometry"), [4, 5], "{report}");
-    assert_eq!(report["rows_repaired"], 2);
+    check_counts(&report, 8);
+    assert_eq!(reasons_of(&report, "repaired_geometry"), [2, 3, 7], "{report}");
+    assert_eq!(reasons_of(&report, "invalid_geometry"), [4, 5, 8], "{report}");
+    assert_eq!(report["rows_repaired"], 3, "a row counts once: {report}");
+    assert_eq!(report["by_reason"]["repaired_geometry"], 3, "{report}");
     let bowtie = report["examples"]
         .as_array()
         .unwrap()
@@ -238,7 +244,7 @@ async fn invalid_polygons_are_repaired_or_quarantined() {
     );
     let dataset_id = job["dataset_id"].as_str().unwrap();
     let dataset = app.dataset(&token, dataset_id).await;
-    assert_eq!(dataset["feature_count"], 4);
+    assert_eq!(dataset["feature_count"], 5);
     let (_, items) = app
         .get_json(Some(&token), &format!("/api/collections/{dataset_id}/items?limit=10"))
         .await;
@@ -258,7 +264,7 @@ async fn invalid_polygons_are_repaired_or_quarantined() {
         .iter()
         .map(|f| f["properties"]["source_row"].as_i64().unwrap())
         .collect();
-    assert_eq!(rows, [4, 5]);
+    assert_eq!(rows, [4, 5, 8]);
     assert!(kept.iter().all(|f| f["properties"]["reason"] == "invalid_geometry"));
 }
 
