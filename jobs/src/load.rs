@@ -11,6 +11,7 @@ use std::{
 
 use catalog_shared::{
     datasets::{self, DatasetVisibility, GeometryType},
+    extent::ExtentTracker,
     history::{self, VersionKind},
     ingest_report::IngestReport,
     jobs::JobStatus,
@@ -71,6 +72,10 @@ pub async fn load_layer(
                     &mut report,
                 )
                 .await?;
+                if moved > 0 {
+                    // The rows moved out no longer count in the extent.
+                    stats.extent = extent_of(ctx, &staging).await?;
+                }
                 // The repair's rows among the reader's, in the layer's order.
                 report.examples.sort_by_key(|e| e.row);
                 let rows = stats.loaded - moved;
@@ -113,6 +118,22 @@ pub async fn load_layer(
             Err(CopyError::Job(e)) => return Err(e),
         }
     }
+}
+
+/// The extent of a staging table's geometries, counted part by part as
+/// the reader counts them.
+async fn extent_of(ctx: &JobContext, staging: &str) -> Result<ExtentTracker, JobError> {
+    let sql = format!(
+        "SELECT ST_XMin(b), ST_XMax(b), ST_YMin(b), ST_YMax(b)
+         FROM (SELECT (ST_Dump(geom)).geom::box2d AS b FROM data.{} WHERE geom IS NOT NULL) parts",
+        quote(staging)
+    );
+    let mut extent = ExtentTracker::default();
+    let mut parts = sqlx::query_as::<_, (f64, f64, f64, f64)>(sqlx::AssertSqlSafe(sql)).fetch(&ctx.deps.pool);
+    while let Some((min_x, max_x, min_y, max_y)) = futures::TryStreamExt::try_next(&mut parts).await? {
+        extent.add(min_x, max_x, min_y, max_y);
+    }
+    Ok(extent)
 }
 
 fn geometry_column_type(target: GeomTarget, has_z: bool) -> String {

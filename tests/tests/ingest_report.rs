@@ -245,6 +245,8 @@ async fn invalid_polygons_are_repaired_or_quarantined() {
     let dataset_id = job["dataset_id"].as_str().unwrap();
     let dataset = app.dataset(&token, dataset_id).await;
     assert_eq!(dataset["feature_count"], 5);
+    // The rows kept aside after the load (up to x = 14) are not in the extent.
+    assert_eq!(dataset["extent_bbox"], json!([0.0, 0.0, 11.0, 1.0]), "{dataset}");
     let (_, items) = app
         .get_json(Some(&token), &format!("/api/collections/{dataset_id}/items?limit=10"))
         .await;
