@@ -1124,3 +1124,34 @@ async fn raster_and_terrain_sources_stop_where_the_data_does() {
         "terrain tiles are 512 px: one zoom fewer for the same detail: {terrain}"
     );
 }
+
+/// A map whose name is at its limit (255 characters) forks: the copy's
+/// name keeps the start and says it is a copy, within the limit.
+#[tokio::test]
+async fn a_map_with_the_longest_name_forks() {
+    let app = App::start().await;
+    let token = app.admin_token().await;
+    let name = "n".repeat(255);
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&token)
+                .json(&json!({"name": name})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url(&format!("/api/maps/{}/fork", map["id"].as_str().unwrap())))
+                .bearer_auth(&token),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let fork: Value = response.json().await.unwrap();
+    let forked = fork["name"].as_str().unwrap();
+    assert_eq!(forked.chars().count(), 255, "{forked}");
+    assert!(forked.starts_with("nnnn") && forked.ends_with(" (copy)"), "{forked}");
+}
