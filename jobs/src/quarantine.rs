@@ -218,13 +218,7 @@ pub async fn adopt(
     quarantined: u64,
 ) -> Result<(), JobError> {
     let table = staging_of(staging);
-    let era: i32 = sqlx::query_scalar(
-        "SELECT v.era FROM datasets d JOIN dataset_versions v ON v.dataset_id = d.id AND v.version = d.version
-         WHERE d.id = $1",
-    )
-    .bind(dataset_id)
-    .fetch_one(&mut *tx)
-    .await?;
+    let era = catalog_shared::history::current_era(tx, dataset_id).await?;
     if quarantined == 0 {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "DROP TABLE IF EXISTS data.{}",

@@ -109,17 +109,7 @@ pub async fn run(ctx: &JobContext, payload: &ReuploadPayload) -> Result<(), JobE
         preview["job_id"] = json!(ctx.job_id);
         preview["report"] = json!(report);
         preview["row_diff"] = match &loaded {
-            Some(loaded) => {
-                row_diff(
-                    ctx,
-                    payload.dataset_id,
-                    &current,
-                    layer,
-                    loaded,
-                    payload.service.as_ref(),
-                )
-                .await?
-            }
+            Some(loaded) => row_diff(ctx, &current, layer, loaded, payload.service.as_ref()).await?,
             None => Value::Null,
         };
         crate::context::drop_staging(ctx).await;
@@ -285,7 +275,6 @@ const KEY_NAMES: &[&str] = &[
 /// null: without a key a changed row is one removed and one added).
 async fn row_diff(
     ctx: &JobContext,
-    dataset_id: Uuid,
     current: &Current,
     layer: &LayerJob,
     loaded: &LoadedLayer,
@@ -360,7 +349,6 @@ async fn row_diff(
                 .await?
         }
     };
-    tracing::debug!(job_id = %ctx.job_id, %dataset_id, key = ?key, "rows compared");
     Ok(json!({
         "key": key,
         "added": counts.0,

@@ -60,19 +60,24 @@ pub async fn record_load(tx: &mut PgConnection, dataset_id: Uuid, actor: Option<
     Ok(())
 }
 
+/// The era of the dataset's current version.
+pub async fn current_era(tx: &mut PgConnection, dataset_id: Uuid) -> Result<i32, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT v.era FROM datasets d JOIN dataset_versions v ON v.dataset_id = d.id AND v.version = d.version
+         WHERE d.id = $1",
+    )
+    .bind(dataset_id)
+    .fetch_one(tx)
+    .await
+}
+
 /// Ends the live era: the dataset's table (`data.<table>`) moves to
 /// `SCHEMA` as it is, its indexes and key sequence renamed after it so
 /// that the next era's keep their names, and the era keeps the dataset
 /// row's description of it. Call under the dataset row's lock, before its
 /// new table takes the name.
 pub async fn retire_table(tx: &mut PgConnection, dataset_id: Uuid, table: &str) -> Result<(), sqlx::Error> {
-    let era: i32 = sqlx::query_scalar(
-        "SELECT v.era FROM datasets d JOIN dataset_versions v ON v.dataset_id = d.id AND v.version = d.version
-         WHERE d.id = $1",
-    )
-    .bind(dataset_id)
-    .fetch_one(&mut *tx)
-    .await?;
+    let era = current_era(tx, dataset_id).await?;
     let kept = era_table(dataset_id, era);
     let qualified = format!("data.{}", quote_ident(table));
     let dependents: Vec<(String, String)> = sqlx::query_as(
