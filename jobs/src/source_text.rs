@@ -159,7 +159,14 @@ impl Read for VsiFile {
         // SAFETY: `self.0` is a non-null handle from VSIFOpenL, open until `drop`, and used only by the thread that
         // owns this `VsiFile` (its raw pointer makes it neither Send nor Sync); VSIFReadL writes at most
         // `buf.len()` one-byte items into `buf`, which is valid for writes of that length.
-        Ok(unsafe { gdal_sys::VSIFReadL(buf.as_mut_ptr().cast(), 1, buf.len(), self.0) })
+        let read = unsafe { gdal_sys::VSIFReadL(buf.as_mut_ptr().cast(), 1, buf.len(), self.0) };
+        // Nothing read is the end of the file only when GDAL says so; else the
+        // read failed (a cut archive, a store gone), which a short sample must not hide.
+        // SAFETY: `self.0` is the open handle, as above; VSIFEofL only reads its state.
+        if read == 0 && !buf.is_empty() && unsafe { gdal_sys::VSIFEofL(self.0) } == 0 {
+            return Err(io::Error::other("the file could not be read to its end"));
+        }
+        Ok(read)
     }
 }
 

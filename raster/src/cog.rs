@@ -142,7 +142,7 @@ pub fn convert(
     let dst = dst
         .to_str()
         .ok_or_else(|| RasterError::Invalid("the work path is not UTF-8".into()))?;
-    ffi::translate(src, dst, &args, progress).map(drop)
+    ffi::translate(src, dst, &args, progress)
 }
 
 /// Where the main IFD of a COG starts: right after the TIFF header (8

@@ -59,19 +59,21 @@ unsafe extern "C" fn report_progress(done: f64, _message: *const c_char, report:
 }
 
 /// `gdal_translate args src dst`, telling `progress` the share done; the
-/// work stops when it answers false.
+/// work stops when it answers false. The file is written and closed before
+/// this returns: no dataset outlives `src` that might read through to it
+/// (a VRT output would).
 pub fn translate(
     src: &Dataset,
     dst: &str,
     args: &[String],
     mut progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<Dataset, RasterError> {
+) -> Result<(), RasterError> {
     let mut argv = Argv::new(args)?;
     let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
     // SAFETY: `argv.pointers` is a NULL-terminated array of pointers into `argv`'s CStrings, which (like `dst` and
     // `progress`) outlive every call here; GDAL only reads and copies the arguments. `src` is borrowed, so its
     // handle is valid. The options, when non-null, are freed once, after GDALTranslate. A non-null result is a new
-    // dataset we own (a COG reopened from `dst`, not referring to `src`); `from_c_dataset` takes it, to close once.
+    // dataset we own, closed here, once, while `src` is still alive.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
@@ -89,17 +91,31 @@ pub fn translate(
         if out.is_null() {
             return Err(last_error("translate"));
         }
-        Ok(Dataset::from_c_dataset(out))
+        gdal_sys::GDALClose(out);
+        Ok(())
     }
 }
 
-/// `gdalwarp args src` into an in-memory dataset (`-of MEM` among args).
+/// `gdalwarp args src` into an in-memory dataset, which holds its own
+/// pixels and so may outlive `src`: the output format is this function's
+/// (`-of MEM`), never the caller's, who could ask for one that reads
+/// through to `src` (VRT).
 pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
-    let mut argv = Argv::new(args)?;
+    if args.iter().any(|a| a == "-of" || a == "-f") {
+        return Err(RasterError::Invalid(
+            "warp writes MEM; the output format is not an argument".into(),
+        ));
+    }
+    let args: Vec<String> = ["-of", "MEM"]
+        .map(String::from)
+        .into_iter()
+        .chain(args.iter().cloned())
+        .collect();
+    let mut argv = Argv::new(&args)?;
     let dst = CString::default();
     // SAFETY: as in `translate` for `argv` and the options; `sources` holds `src`'s valid handle, which GDALWarp
     // only reads, and `dst` is an empty C string alive for the call. A non-null result is a new dataset we own
-    // (with `-of MEM`, in memory, holding its own pixels); `from_c_dataset` takes it, to close once.
+    // (`-of MEM`, set above: in memory, holding its own pixels); `from_c_dataset` takes it, to close once.
     unsafe {
         gdal_sys::CPLErrorReset();
         let options = gdal_sys::GDALWarpAppOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());

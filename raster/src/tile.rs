@@ -254,13 +254,7 @@ pub fn render_terrain(
 fn warp_args(bounds: [f64; 4], size: usize, resampling: &str) -> Vec<String> {
     let [xmin, ymin, xmax, ymax] = bounds;
     let size = size.to_string();
-    let mut args: Vec<String> = vec![
-        "-of".into(),
-        "MEM".into(),
-        "-t_srs".into(),
-        "EPSG:3857".into(),
-        "-te".into(),
-    ];
+    let mut args: Vec<String> = vec!["-t_srs".into(), "EPSG:3857".into(), "-te".into()];
     args.extend([xmin, ymin, xmax, ymax].map(|v| v.to_string()));
     args.extend(["-ts".into(), size.clone(), size, "-r".into(), resampling.to_string()]);
     args.extend(["-dstalpha", "-nomd", "-wo", "NUM_THREADS=1"].map(String::from));
@@ -279,13 +273,7 @@ pub fn tile_bounds(z: u8, x: u32, y: u32) -> [f64; 4] {
 pub fn render(ds: &Dataset, info: &RasterInfo, spec: &TileSpec) -> Result<Vec<u8>, RasterError> {
     let [xmin, ymin, xmax, ymax] = spec.bounds;
     let size = spec.size.to_string();
-    let mut args: Vec<String> = vec![
-        "-of".into(),
-        "MEM".into(),
-        "-t_srs".into(),
-        spec.grid.srs().into(),
-        "-te".into(),
-    ];
+    let mut args: Vec<String> = vec!["-t_srs".into(), spec.grid.srs().into(), "-te".into()];
     args.extend([xmin, ymin, xmax, ymax].map(|v| v.to_string()));
     args.extend(["-ts".into(), size.clone(), size, "-r".into(), spec.resampling.clone()]);
     args.extend(["-dstalpha", "-nomd", "-wo", "NUM_THREADS=1"].map(String::from));

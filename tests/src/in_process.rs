@@ -2,7 +2,7 @@
 //! `tower::ServiceExt::oneshot`, on a real database, with no binary to build
 //! or go stale and no socket in between; with a worker (`start_with_worker`)
 //! running jobs in the same process, on a runtime of its own.
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use axum::{Router, extract::connect_info::MockConnectInfo};
 use catalog_jobs::JobDeps;
@@ -23,7 +23,7 @@ pub struct App {
     service: NormalizePath<Router>,
     // Stopped before the database and the store it uses go.
     _worker: Option<Worker>,
-    _storage: tempfile::TempDir,
+    storage: tempfile::TempDir,
     _database: TestDatabase,
 }
 
@@ -42,6 +42,16 @@ impl App {
     /// kill, drain or cut off (those take `Stack`).
     pub async fn start_with_worker() -> Self {
         Self::start_on(&[], true).await
+    }
+
+    /// The API and one worker in this process, both with `overrides`.
+    pub async fn start_with_worker_and(overrides: &[(&str, &str)]) -> Self {
+        Self::start_on(overrides, true).await
+    }
+
+    /// The object store's folder (`file://`), which both read and write.
+    pub fn storage_dir(&self) -> &Path {
+        self.storage.path()
     }
 
     async fn start_on(overrides: &[(&str, &str)], with_worker: bool) -> Self {
@@ -64,7 +74,7 @@ impl App {
                 .unwrap(),
             service,
             _worker: worker,
-            _storage: storage,
+            storage,
             _database: database,
         }
     }
@@ -72,7 +82,9 @@ impl App {
 
 /// One worker (`catalog_worker::run`, as the binary runs it) on a thread
 /// and multi-thread runtime of its own, so that it runs jobs while the
-/// test's single-thread runtime waits on them; stopped when dropped.
+/// test's single-thread runtime waits on them; stopped when dropped. The
+/// binary's heartbeat thread (which also wakes retries that are due) and
+/// its cleanup sweep are not here: tests of those take `Stack`.
 struct Worker {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,

@@ -411,6 +411,21 @@ pub trait Api {
         assert_eq!(status, 200, "{body}");
         body
     }
+
+    /// Tables in the data schema, staging ones included.
+    async fn data_tables(&self) -> Vec<String> {
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1")
+            .fetch_all(self.pool())
+            .await
+            .unwrap()
+    }
+
+    async fn dataset_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM datasets")
+            .fetch_one(self.pool())
+            .await
+            .unwrap()
+    }
 }
 
 impl Api for Stack {
@@ -554,14 +569,31 @@ impl Stack {
     /// Starts one more API process on the same database; answers its base URL
     /// once it is healthy.
     pub async fn add_api(&mut self) -> String {
+        self.add_api_with(&[]).await
+    }
+
+    /// One more API process whose clock runs `ahead` of this one's
+    /// (libfaketime, Debian's `faketime`; timers keep the real clock): what
+    /// a reader meets that long after a link was made, without waiting.
+    pub async fn add_api_ahead(&mut self, ahead: Duration) -> String {
+        self.add_api_with(&[
+            (
+                "LD_PRELOAD",
+                "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1".into(),
+            ),
+            ("FAKETIME", format!("+{}", ahead.as_secs())),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1".into()),
+        ])
+        .await
+    }
+
+    async fn add_api_with(&mut self, extra: &[(&str, String)]) -> String {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let n = self.more_apis.len() + 1;
-        let child = self.spawn_with(
-            "catalog-api",
-            &format!("api{n}"),
-            &[("BIND_ADDR", format!("127.0.0.1:{port}")), ("PUBLIC_URL", base.clone())],
-        );
+        let mut overrides = vec![("BIND_ADDR", format!("127.0.0.1:{port}")), ("PUBLIC_URL", base.clone())];
+        overrides.extend(extra.iter().cloned());
+        let child = self.spawn_with("catalog-api", &format!("api{n}"), &overrides);
         self.more_apis.push(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         while !matches!(self.http.get(format!("{base}/api/health")).send().await, Ok(r) if r.status().is_success()) {
@@ -679,14 +711,6 @@ impl Stack {
         }
     }
 
-    /// Tables in the data schema, staging ones included.
-    pub async fn data_tables(&self) -> Vec<String> {
-        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'data' ORDER BY 1")
-            .fetch_all(&self.pool)
-            .await
-            .unwrap()
-    }
-
     /// Takes the database away from the service (new connections refused,
     /// open ones ended), as an outage would; `restore_database` brings it back.
     pub async fn cut_database(&self) {
@@ -718,13 +742,6 @@ impl Stack {
         .await
         .unwrap();
         admin.close().await;
-    }
-
-    pub async fn dataset_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM datasets")
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
     }
 }
 

@@ -1,17 +1,17 @@
 //! Metadata assist: a draft quality statement of 2 to 4 sentences from
 //! what the catalog knows of a dataset.
-use catalog_tests::{Api, Stack, StackOptions, data_file};
+use catalog_tests::{Api, App, data_file};
 use serde_json::{Value, json};
 
-async fn draft(stack: &Stack, token: &str, dataset_id: &str) -> (u16, Value) {
-    let response = stack
-        .http
-        .post(stack.url("/api/ai/metadata/quality-statement"))
-        .bearer_auth(token)
-        .json(&json!({"dataset_id": dataset_id}))
-        .send()
-        .await
-        .unwrap();
+async fn draft(app: &App, token: &str, dataset_id: &str) -> (u16, Value) {
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/ai/metadata/quality-statement"))
+                .bearer_auth(token)
+                .json(&json!({"dataset_id": dataset_id})),
+        )
+        .await;
     let status = response.status().as_u16();
     (status, response.json().await.unwrap())
 }
@@ -22,10 +22,10 @@ fn sentences(text: &str) -> usize {
 
 #[tokio::test]
 async fn drafts_describe_the_dataset_as_it_is() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("ada", "editor").await;
-    let (_, other) = stack.user_token("bo", "viewer").await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("ada", "editor").await;
+    let (_, other) = app.user_token("bo", "viewer").await;
+    let job = app
         .upload_ok(
             &owner,
             "nc.gpkg",
@@ -33,11 +33,11 @@ async fn drafts_describe_the_dataset_as_it_is() {
             &[("title", "North Carolina counties")],
         )
         .await;
-    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+    let id = app.wait_job(&owner, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let (status, body) = draft(&stack, &owner, &id).await;
+    let (status, body) = draft(&app, &owner, &id).await;
     assert_eq!(status, 200, "{body}");
     let text = body["draft"].as_str().unwrap();
     assert!((2..=4).contains(&sentences(text)), "{text}");
@@ -55,24 +55,24 @@ async fn drafts_describe_the_dataset_as_it_is() {
         {"type": "Feature", "properties": {"name": "b"}, "geometry": null},
         {"type": "Feature", "properties": {"name": "c"}, "geometry": {"type": "Point", "coordinates": [3, 4]}},
         {"type": "Feature", "properties": {"name": "d"}, "geometry": {"type": "Point", "coordinates": [5, 6]}}]});
-    let gappy = stack.ingest_geojson(&owner, &body, &[("title", "Gappy")]).await;
-    let (_, body) = draft(&stack, &owner, &gappy).await;
+    let gappy = app.ingest_geojson(&owner, &body, &[("title", "Gappy")]).await;
+    let (_, body) = draft(&app, &owner, &gappy).await;
     let text = body["draft"].as_str().unwrap();
     assert!(text.contains("1 of its features (25.0 %) have no geometry."), "{text}");
 
     assert_eq!(
-        draft(&stack, &other, &id).await.0,
+        draft(&app, &other, &id).await.0,
         404,
         "a private dataset of someone else"
     );
-    assert_eq!(draft(&stack, &owner, "not-a-uuid").await.0, 422);
+    assert_eq!(draft(&app, &owner, "not-a-uuid").await.0, 422);
 }
 
 #[tokio::test]
 async fn rasters_are_drafted_from_their_grid_and_bands() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let job = app
         .upload_ok(
             &token,
             "elev_luxembourg.tif",
@@ -80,9 +80,9 @@ async fn rasters_are_drafted_from_their_grid_and_bands() {
             &[],
         )
         .await;
-    let job = stack.wait_job(&token, &job).await;
+    let job = app.wait_job(&token, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
-    let (status, body) = draft(&stack, &token, job["dataset_id"].as_str().unwrap()).await;
+    let (status, body) = draft(&app, &token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(status, 200, "{body}");
     let text = body["draft"].as_str().unwrap();
     assert!((2..=4).contains(&sentences(text)), "{text}");

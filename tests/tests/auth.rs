@@ -743,13 +743,13 @@ async fn accounts_admin_and_me() {
 
 #[tokio::test]
 async fn restricted_datasets_follow_grants() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("owen", "editor").await;
-    let (reader_id, reader) = stack.user_token("rita", "viewer").await;
-    let (writer_id, writer) = stack.user_token("walt", "editor").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("owen", "editor").await;
+    let (reader_id, reader) = app.user_token("rita", "viewer").await;
+    let (writer_id, writer) = app.user_token("walt", "editor").await;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let job = stack
+    let job = app
         .upload_ok(
             &owner,
             "p.geojson",
@@ -757,17 +757,16 @@ async fn restricted_datasets_follow_grants() {
             &[("visibility", "restricted")],
         )
         .await;
-    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+    let id = app.wait_job(&owner, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
     let path = format!("/api/datasets/{id}");
-    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
+    assert_eq!(app.get_json(Some(&reader), &path).await.0, 404);
     let grant = |user: Uuid, permission: &str| {
-        stack.send(
-            stack
-                .http
-                .put(stack.url(&format!("{path}/grants/{user}")))
+        app.send(
+            app.http()
+                .put(app.url(&format!("{path}/grants/{user}")))
                 .bearer_auth(&owner)
                 .json(&json!({"permission": permission})),
         )
@@ -778,10 +777,9 @@ async fn restricted_datasets_follow_grants() {
     assert_eq!(grant(Uuid::now_v7(), "read").await.status(), 404);
     // Owners cannot list accounts: they grant by the person's username.
     let by_name = |username: &str, permission: &str| {
-        stack.send(
-            stack
-                .http
-                .post(stack.url(&format!("{path}/grants")))
+        app.send(
+            app.http()
+                .post(app.url(&format!("{path}/grants")))
                 .bearer_auth(&owner)
                 .json(&json!({"username": username, "permission": permission})),
         )
@@ -797,45 +795,43 @@ async fn restricted_datasets_follow_grants() {
     assert!(unknown["detail"].as_str().unwrap().contains("nobody-here"), "{unknown}");
     assert_eq!(by_name("", "read").await.status(), 422);
     assert_eq!(by_name("rita", "admin").await.status(), 422);
-    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 200);
-    let (status, grants) = stack.get_json(Some(&owner), &format!("{path}/grants")).await;
+    assert_eq!(app.get_json(Some(&reader), &path).await.0, 200);
+    let (status, grants) = app.get_json(Some(&owner), &format!("{path}/grants")).await;
     assert_eq!(status, 200);
     assert_eq!(grants.as_array().unwrap().len(), 2);
     assert_eq!(
-        stack.get_json(Some(&reader), &format!("{path}/grants")).await.0,
+        app.get_json(Some(&reader), &format!("{path}/grants")).await.0,
         403,
         "only the owner manages grants"
     );
     let edit = |token: &str| {
-        stack.send(
-            stack
-                .http
-                .patch(stack.url(&path))
+        app.send(
+            app.http()
+                .patch(app.url(&path))
                 .bearer_auth(token)
                 .json(&json!({"summary": "edited"})),
         )
     };
     assert_eq!(edit(&reader).await.status(), 403, "a read grant does not allow writes");
     assert_eq!(edit(&writer).await.status(), 200, "a write grant does");
-    let revoke = stack
+    let revoke = app
         .send(
-            stack
-                .http
-                .delete(stack.url(&format!("{path}/grants/{reader_id}")))
+            app.http()
+                .delete(app.url(&format!("{path}/grants/{reader_id}")))
                 .bearer_auth(&owner),
         )
         .await;
     assert_eq!(revoke.status(), 204);
-    assert_eq!(stack.get_json(Some(&reader), &path).await.0, 404);
+    assert_eq!(app.get_json(Some(&reader), &path).await.0, 404);
 }
 
 #[tokio::test]
 async fn download_tokens_cover_one_dataset_for_two_minutes() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("dora", "editor").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("dora", "editor").await;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let public = stack
+    let public = app
         .upload_ok(
             &owner,
             "pub.geojson",
@@ -843,25 +839,25 @@ async fn download_tokens_cover_one_dataset_for_two_minutes() {
             &[("visibility", "public")],
         )
         .await;
-    let private = stack
+    let private = app
         .upload_ok(&owner, "priv.geojson", points.to_string().into_bytes(), &[])
         .await;
-    let public_id: Uuid = stack.wait_job(&owner, &public).await["dataset_id"]
+    let public_id: Uuid = app.wait_job(&owner, &public).await["dataset_id"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
-    let private_id: Uuid = stack.wait_job(&owner, &private).await["dataset_id"]
+    let private_id: Uuid = app.wait_job(&owner, &private).await["dataset_id"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
     let mint = |id: Uuid, token: Option<&str>| {
-        let mut request = stack.http.post(stack.url(&format!("/api/auth/download-token/{id}")));
+        let mut request = app.http().post(app.url(&format!("/api/auth/download-token/{id}")));
         if let Some(token) = token {
             request = request.bearer_auth(token.to_string());
         }
-        stack.send(request)
+        app.send(request)
     };
     let response = mint(public_id, None).await;
     assert_eq!(response.status(), 200, "anonymous callers may for public datasets");

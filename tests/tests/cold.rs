@@ -4,7 +4,7 @@
 //! back; a failed rehydration leaves it cold.
 use std::collections::BTreeMap;
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App, Stack, StackOptions};
 use serde_json::{Value, json};
 
 fn points(n: usize) -> Vec<u8> {
@@ -17,32 +17,31 @@ fn points(n: usize) -> Vec<u8> {
 }
 
 /// A public dataset of `n` points, archived; its id.
-async fn archived_public_points(stack: &Stack, admin: &str, n: usize) -> String {
-    let job = stack
+async fn archived_public_points(app: &App, admin: &str, n: usize) -> String {
+    let job = app
         .upload_ok(admin, "points.geojson", points(n), &[("visibility", "public")])
         .await;
-    let id = stack.wait_job(admin, &job).await["dataset_id"]
+    let id = app.wait_job(admin, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let archived = post(stack, admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archived = post(app, admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
     let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(stack.wait_job(admin, &archive_job).await["status"], "succeeded");
+    assert_eq!(app.wait_job(admin, &archive_job).await["status"], "succeeded");
     id
 }
 
-async fn post(stack: &Stack, token: &str, path: &str, body: Value) -> reqwest::Response {
-    stack
-        .send(stack.http.post(stack.url(path)).bearer_auth(token).json(&body))
+async fn post(api: &impl Api, token: &str, path: &str, body: Value) -> reqwest::Response {
+    api.send(api.http().post(api.url(path)).bearer_auth(token).json(&body))
         .await
 }
 
 /// Every feature by gid, with its properties and geometry.
-async fn features(stack: &Stack, token: &str, id: &str) -> (u16, BTreeMap<i64, Value>) {
-    let (status, page) = stack
+async fn features(api: &impl Api, token: &str, id: &str) -> (u16, BTreeMap<i64, Value>) {
+    let (status, page) = api
         .get_json(Some(token), &format!("/api/collections/{id}/items?limit=1000"))
         .await;
     let features = page["features"]
@@ -56,72 +55,71 @@ async fn features(stack: &Stack, token: &str, id: &str) -> (u16, BTreeMap<i64, V
     (status, features)
 }
 
-async fn indexes(stack: &Stack, table: &str) -> Vec<String> {
+async fn indexes(app: &App, table: &str) -> Vec<String> {
     sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1 ORDER BY 1")
         .bind(table)
-        .fetch_all(&stack.pool)
+        .fetch_all(&app.pool)
         .await
         .unwrap()
 }
 
-async fn rehydrate_jobs(stack: &Stack) -> i64 {
+async fn rehydrate_jobs(app: &App) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM jobs WHERE kind = 'rehydrate'")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap()
 }
 
 #[tokio::test]
 async fn archived_datasets_come_back_exactly_on_first_read() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (editor_id, editor) = stack.user_token("erin", "editor").await;
-    let (_, outsider) = stack.user_token("otto", "viewer").await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (editor_id, editor) = app.user_token("erin", "editor").await;
+    let (_, outsider) = app.user_token("otto", "viewer").await;
+    let job = app
         .upload_ok(&admin, "points.geojson", points(40), &[("visibility", "restricted")])
         .await;
-    let job = stack.wait_job(&admin, &job).await;
+    let job = app.wait_job(&admin, &job).await;
     let id = job["dataset_id"].as_str().unwrap().to_string();
-    let added = post(&stack, &admin, &format!("/api/datasets/{id}/features"),
+    let added = post(&app, &admin, &format!("/api/datasets/{id}/features"),
         json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [5, 6]}, "properties": {"n": 99, "label": "added"}})).await;
     assert_eq!(added.status(), 201);
-    let table = stack.dataset(&admin, &id).await["table_name"]
+    let table = app.dataset(&admin, &id).await["table_name"]
         .as_str()
         .unwrap()
         .to_string();
-    let (_, before) = features(&stack, &admin, &id).await;
+    let (_, before) = features(&app, &admin, &id).await;
     assert_eq!(before.len(), 41);
-    let indexes_before = indexes(&stack, &table).await;
+    let indexes_before = indexes(&app, &table).await;
 
     assert_eq!(
-        post(&stack, &editor, &format!("/api/datasets/{id}/archive"), json!({}))
+        post(&app, &editor, &format!("/api/datasets/{id}/archive"), json!({}))
             .await
             .status(),
         403
     );
-    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archived = post(&app, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
     assert_eq!(archived.status(), 202);
     let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let done = stack.wait_job(&admin, &archive_job).await;
+    let done = app.wait_job(&admin, &archive_job).await;
     assert_eq!(done["status"], "succeeded", "{done}");
-    let record = stack.dataset(&admin, &id).await;
+    let record = app.dataset(&admin, &id).await;
     assert_eq!(record["storage"], "cold");
-    assert!(!stack.data_tables().await.contains(&table), "the table left PostGIS");
-    let again = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    assert!(!app.data_tables().await.contains(&table), "the table left PostGIS");
+    let again = post(&app, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
     assert_eq!(again.status(), 200, "already cold");
 
     // A caller who may not read it starts nothing.
-    assert_eq!(features(&stack, &outsider, &id).await.0, 404);
-    assert_eq!(rehydrate_jobs(&stack).await, 0);
+    assert_eq!(features(&app, &outsider, &id).await.0, 404);
+    assert_eq!(rehydrate_jobs(&app).await, 0);
     // Many readers at once: one job.
     let reads = (0..6).map(|_| {
-        stack.send(
-            stack
-                .http
-                .get(stack.url(&format!("/api/collections/{id}/items")))
+        app.send(
+            app.http()
+                .get(app.url(&format!("/api/collections/{id}/items")))
                 .bearer_auth(&admin),
         )
     });
@@ -136,49 +134,47 @@ async fn archived_datasets_come_back_exactly_on_first_read() {
     jobs.sort();
     jobs.dedup();
     assert_eq!(jobs.len(), 1, "{jobs:?}");
-    assert_eq!(rehydrate_jobs(&stack).await, 1);
+    assert_eq!(rehydrate_jobs(&app).await, 1);
     // Another reader (here by a grant) may follow the job; an outsider may not.
-    let grant = stack
+    let grant = app
         .send(
-            stack
-                .http
-                .put(stack.url(&format!("/api/datasets/{id}/grants/{editor_id}")))
+            app.http()
+                .put(app.url(&format!("/api/datasets/{id}/grants/{editor_id}")))
                 .bearer_auth(&admin)
                 .json(&json!({"permission": "read"})),
         )
         .await;
     assert_eq!(grant.status(), 200);
-    let (status, followed) = stack.get_json(Some(&editor), &format!("/api/jobs/{}", jobs[0])).await;
+    let (status, followed) = app.get_json(Some(&editor), &format!("/api/jobs/{}", jobs[0])).await;
     assert_eq!(status, 200, "{followed}");
     assert_eq!(followed["kind"], "rehydrate");
     assert_eq!(followed["dataset_id"], id.as_str());
-    let (status, _) = stack.get_json(Some(&outsider), &format!("/api/jobs/{}", jobs[0])).await;
+    let (status, _) = app.get_json(Some(&outsider), &format!("/api/jobs/{}", jobs[0])).await;
     assert_eq!(status, 404);
-    let cancel = stack
+    let cancel = app
         .send(
-            stack
-                .http
-                .delete(stack.url(&format!("/api/jobs/{}", jobs[0])))
+            app.http()
+                .delete(app.url(&format!("/api/jobs/{}", jobs[0])))
                 .bearer_auth(&editor),
         )
         .await;
     assert_eq!(cancel.status(), 404, "following is not owning");
-    let rehydrated = stack.wait_job(&admin, &jobs[0]).await;
+    let rehydrated = app.wait_job(&admin, &jobs[0]).await;
     assert_eq!(rehydrated["status"], "succeeded", "{rehydrated}");
 
-    let (status, after) = features(&stack, &admin, &id).await;
+    let (status, after) = features(&app, &admin, &id).await;
     assert_eq!(status, 200);
     assert_eq!(after, before, "the same rows with the same gids");
-    assert_eq!(indexes(&stack, &table).await, indexes_before);
+    assert_eq!(indexes(&app, &table).await, indexes_before);
     let analyzed: i64 =
         sqlx::query_scalar("SELECT count(*) FROM pg_stats WHERE schemaname = 'data' AND tablename = $1")
             .bind(&table)
-            .fetch_one(&stack.pool)
+            .fetch_one(&app.pool)
             .await
             .unwrap();
     assert!(analyzed > 0, "statistics were gathered");
-    assert_eq!(stack.dataset(&admin, &id).await["storage"], "hot");
-    let newer = post(&stack, &admin, &format!("/api/datasets/{id}/features"),
+    assert_eq!(app.dataset(&admin, &id).await["storage"], "hot");
+    let newer = post(&app, &admin, &format!("/api/datasets/{id}/features"),
         json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [7, 8]}, "properties": {"n": 100, "label": "newer"}})).await;
     assert_eq!(newer.status(), 201);
     assert_eq!(newer.json::<Value>().await.unwrap()["id"], 42, "a fresh gid");
@@ -186,38 +182,38 @@ async fn archived_datasets_come_back_exactly_on_first_read() {
 
 #[tokio::test]
 async fn a_failed_rehydration_leaves_the_dataset_cold() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let job = stack.upload_ok(&admin, "points.geojson", points(10), &[]).await;
-    let id = stack.wait_job(&admin, &job).await["dataset_id"]
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let job = app.upload_ok(&admin, "points.geojson", points(10), &[]).await;
+    let id = app.wait_job(&admin, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let archived = post(&stack, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
+    let archived = post(&app, &admin, &format!("/api/datasets/{id}/archive"), json!({})).await;
     let archive_job = archived.json::<Value>().await.unwrap()["job_id"]
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(stack.wait_job(&admin, &archive_job).await["status"], "succeeded");
+    assert_eq!(app.wait_job(&admin, &archive_job).await["status"], "succeeded");
     // Damage the archive in the store.
     let object: String = sqlx::query_scalar("SELECT archive ->> 'object' FROM datasets WHERE id = $1::uuid")
         .bind(&id)
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
-    std::fs::write(stack.storage_dir().join(&object), b"not gzip at all").unwrap();
-    let (status, body) = stack
+    std::fs::write(app.storage_dir().join(&object), b"not gzip at all").unwrap();
+    let (status, body) = app
         .get_json(Some(&admin), &format!("/api/datasets/{id}/features"))
         .await;
     assert_eq!(status, 202);
-    let failed = stack.wait_job(&admin, body["job_id"].as_str().unwrap()).await;
+    let failed = app.wait_job(&admin, body["job_id"].as_str().unwrap()).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"]["detail"].as_str().unwrap().contains("archive"),
         "{failed}"
     );
-    assert_eq!(stack.dataset(&admin, &id).await["storage"], "cold");
-    let leftovers: Vec<String> = stack
+    assert_eq!(app.dataset(&admin, &id).await["storage"], "cold");
+    let leftovers: Vec<String> = app
         .data_tables()
         .await
         .into_iter()
@@ -272,12 +268,12 @@ async fn idle_datasets_are_archived_on_schedule() {
 /// would be).
 #[tokio::test]
 async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let id = archived_public_points(&stack, &admin, 20).await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (_, viewer) = app.user_token("vera", "viewer").await;
+    let id = archived_public_points(&app, &admin, 20).await;
     sqlx::query("ALTER TABLE datasets DISABLE TRIGGER datasets_announce_change")
-        .execute(&stack.pool)
+        .execute(&app.pool)
         .await
         .unwrap();
 
@@ -293,13 +289,13 @@ async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
     ];
     let read_all = || {
         futures::future::join_all(readers.iter().map(|token| {
-            let mut request = stack
-                .http
-                .get(stack.url(&format!("/api/collections/{id}/items?limit=100")));
+            let mut request = app
+                .http()
+                .get(app.url(&format!("/api/collections/{id}/items?limit=100")));
             if let Some(token) = token {
                 request = request.bearer_auth(token);
             }
-            stack.send(request)
+            app.send(request)
         }))
     };
     // A read that arrives once the (small) rehydration is done is served:
@@ -318,7 +314,7 @@ async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
     jobs.sort();
     jobs.dedup();
     assert_eq!(jobs.len(), 1, "one job, whoever asks: {jobs:?}");
-    assert_eq!(stack.wait_job(&admin, &jobs[0]).await["status"], "succeeded");
+    assert_eq!(app.wait_job(&admin, &jobs[0]).await["status"], "succeeded");
 
     for response in read_all().await {
         let status = response.status();
@@ -326,7 +322,7 @@ async fn every_reader_of_a_cold_dataset_is_handed_one_job_then_served() {
         assert_eq!(status, 200, "served once the job is done: {body}");
         assert_eq!(body["features"].as_array().unwrap().len(), 20);
     }
-    assert_eq!(rehydrate_jobs(&stack).await, 1);
+    assert_eq!(rehydrate_jobs(&app).await, 1);
 }
 
 /// The 202 of an archive request says `queued`, as every 202 with a job
@@ -366,10 +362,10 @@ async fn archiving_answers_queued_whatever_its_job_is_doing() {
 /// query on the table before bringing it back.
 #[tokio::test]
 async fn every_read_of_an_archived_dataset_answers_202_or_serves() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let id = archived_public_points(&stack, &admin, 10).await;
-    let token = post(&stack, &admin, &format!("/api/auth/download-token/{id}"), json!({})).await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let id = archived_public_points(&app, &admin, 10).await;
+    let token = post(&app, &admin, &format!("/api/auth/download-token/{id}"), json!({})).await;
     assert_eq!(token.status(), 200);
     let download_token = token.json::<Value>().await.unwrap()["token"]
         .as_str()
@@ -389,7 +385,7 @@ async fn every_read_of_an_archived_dataset_answers_202_or_serves() {
         format!("/api/datasets/{id}/styles"),
         format!("/api/stac/search?ids={id}"),
     ] {
-        let response = stack.send(stack.http.get(stack.url(&path)).bearer_auth(&admin)).await;
+        let response = app.send(app.http().get(app.url(&path)).bearer_auth(&admin)).await;
         let status = response.status().as_u16();
         let body = response.text().await.unwrap_or_default();
         assert!(matches!(status, 200 | 202 | 204), "{path}: {status} {body}");

@@ -3,7 +3,7 @@
 //! says so, and items, features, tiles and the sandbox serve them.
 use std::process::Command;
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App};
 use serde_json::{Value, json};
 
 /// Layer name, GDAL layer type, and two geometries: one with arcs, one of
@@ -81,13 +81,13 @@ const LINEAR: [&str; 6] = [
 
 #[tokio::test]
 async fn every_curve_type_is_stored_straight_and_served_everywhere() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let job_id = stack
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let job_id = app
         .upload_ok(&token, "curves.gpkg", curves_gpkg(), &[("visibility", "public")])
         .await;
-    let job = stack.wait_job(&token, &job_id).await;
-    assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
+    let job = app.wait_job(&token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}\n{}", app.process_logs());
     let ids: Vec<String> = job["dataset_ids"]
         .as_array()
         .unwrap()
@@ -96,7 +96,7 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
         .collect();
     assert_eq!(ids.len(), LAYERS.len(), "{job}");
     for id in &ids {
-        let dataset = stack.dataset(&token, id).await;
+        let dataset = app.dataset(&token, id).await;
         let layer = dataset["source_layer"].as_str().unwrap().to_string();
         let expected = match layer.as_str() {
             "circular" | "compound" | "multicurve" => "MultiLineString",
@@ -113,7 +113,7 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
             "{layer}: {dataset}"
         );
 
-        let (status, items) = stack.get_json(None, &format!("/api/collections/{id}/items")).await;
+        let (status, items) = app.get_json(None, &format!("/api/collections/{id}/items")).await;
         assert_eq!(status, 200, "{layer}: {items}");
         let features = items["features"].as_array().unwrap();
         assert_eq!(features.len(), 2, "{layer}: {items}");
@@ -131,33 +131,30 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
             }
         }
         let first = features[0]["id"].clone();
-        let (status, item) = stack
+        let (status, item) = app
             .get_json(None, &format!("/api/collections/{id}/items/{first}"))
             .await;
         assert_eq!(status, 200, "{layer}: {item}");
 
-        let (status, page) = stack
+        let (status, page) = app
             .get_json(Some(&token), &format!("/api/datasets/{id}/features"))
             .await;
         assert_eq!(status, 200, "{layer}: {page}");
 
-        let tile = stack
-            .http
-            .get(stack.url(&format!("/api/tiles/{id}/0/0/0.pbf")))
-            .send()
-            .await
-            .unwrap();
+        let tile = app
+            .send(app.http().get(app.url(&format!("/api/tiles/{id}/0/0/0.pbf"))))
+            .await;
         assert_eq!(tile.status(), 200, "{layer}");
 
         let table = dataset["table_name"].as_str().unwrap();
-        let response = stack
-            .http
-            .post(stack.url("/api/query/"))
-            .bearer_auth(&token)
-            .json(&json!({"sql": format!("SELECT geom FROM data.{table}")}))
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .send(
+                app.http()
+                    .post(app.url("/api/query/"))
+                    .bearer_auth(&token)
+                    .json(&json!({"sql": format!("SELECT geom FROM data.{table}")})),
+            )
+            .await;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or_default();
         assert_eq!(status, 200, "{layer}: {body}");
@@ -166,34 +163,34 @@ async fn every_curve_type_is_stored_straight_and_served_everywhere() {
 
 #[tokio::test]
 async fn features_cannot_be_written_as_curves() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let mixed = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [0, 0]}},
         {"type": "Feature", "properties": {}, "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}}
     ]});
-    let id = stack.ingest_geojson(&token, &mixed, &[]).await;
-    assert_eq!(stack.dataset(&token, &id).await["geometry_type"], "Geometry");
+    let id = app.ingest_geojson(&token, &mixed, &[]).await;
+    assert_eq!(app.dataset(&token, &id).await["geometry_type"], "Geometry");
     for geometry in [
         json!({"type": "CircularString", "coordinates": [[0, 0], [1, 1], [2, 0]]}),
         json!({"type": "GeometryCollection", "geometries": [{"type": "CurvePolygon", "coordinates": [[[0, 0], [2, 0], [0, 0]]]}]}),
     ] {
-        let response = stack
-            .http
-            .post(stack.url(&format!("/api/datasets/{id}/features")))
-            .bearer_auth(&token)
-            .json(&json!({"type": "Feature", "geometry": geometry, "properties": {}}))
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .send(
+                app.http()
+                    .post(app.url(&format!("/api/datasets/{id}/features")))
+                    .bearer_auth(&token)
+                    .json(&json!({"type": "Feature", "geometry": geometry, "properties": {}})),
+            )
+            .await;
         assert_eq!(response.status(), 422, "{geometry}");
     }
 }
 
 #[tokio::test]
 async fn tables_holding_curves_are_not_registered() {
-    let stack = Stack::start().await;
-    let admin = stack.admin_token().await;
+    let app = App::start().await;
+    let admin = app.admin_token().await;
     for sql in [
         "CREATE TABLE public.arcs (id integer PRIMARY KEY, geom geometry(CurvePolygon, 4326))",
         "INSERT INTO public.arcs VALUES (1, 'SRID=4326;CURVEPOLYGON(CIRCULARSTRING(0 0,2 0,0 0))')",
@@ -202,20 +199,20 @@ async fn tables_holding_curves_are_not_registered() {
         "CREATE TABLE public.lines (id integer PRIMARY KEY, geom geometry(LineString, 4326))",
         "INSERT INTO public.lines VALUES (1, 'SRID=4326;LINESTRING(0 0,1 1)')",
     ] {
-        sqlx::query(sql).execute(&stack.pool).await.unwrap();
+        sqlx::query(sql).execute(&app.pool).await.unwrap();
     }
-    let response = stack
-        .http
-        .post(stack.url("/api/ingest/register/bulk/"))
-        .bearer_auth(&admin)
-        .json(&json!({"tables": [
-            {"table_name": "arcs", "title": "Arcs"},
-            {"table_name": "shapes", "title": "Shapes"},
-            {"table_name": "lines", "title": "Lines"}
-        ]}))
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/ingest/register/bulk/"))
+                .bearer_auth(&admin)
+                .json(&json!({"tables": [
+                    {"table_name": "arcs", "title": "Arcs"},
+                    {"table_name": "shapes", "title": "Shapes"},
+                    {"table_name": "lines", "title": "Lines"}
+                ]})),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let results = body["results"].as_array().unwrap();

@@ -148,11 +148,11 @@ async fn every_rejection_is_a_problem_document() {
 /// everywhere, and a sound box is served everywhere.
 #[tokio::test]
 async fn every_bbox_is_checked_alike() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
     let points = serde_json::json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"n": 1}}]});
-    let id = stack.ingest_geojson(&admin, &points, &[("visibility", "public")]).await;
+    let id = app.ingest_geojson(&admin, &points, &[("visibility", "public")]).await;
     let routes = [
         format!("/api/collections/{id}/items?bbox="),
         format!("/api/datasets/{id}/features?bbox="),
@@ -164,7 +164,7 @@ async fn every_bbox_is_checked_alike() {
     let close = |route: &str| if route.contains("BBOX(") { "))" } else { "" };
     let mut failures = Vec::new();
     for route in &routes {
-        let (status, _) = stack.get_json(None, &format!("{route}0,0,5,5{}", close(route))).await;
+        let (status, _) = app.get_json(None, &format!("{route}0,0,5,5{}", close(route))).await;
         if status != 200 {
             failures.push(format!("{route}0,0,5,5: {status}, a sound box"));
         }
@@ -179,7 +179,7 @@ async fn every_bbox_is_checked_alike() {
             "0,0,5",
         ] {
             let what = format!("{route}{bad}{}", close(route));
-            let response = stack.http.get(stack.url(&what)).send().await.unwrap();
+            let response = app.send(app.http().get(app.url(&what))).await;
             if response.status() != 400 {
                 failures.push(format!("{what}: {}", response.status()));
             }
@@ -192,14 +192,14 @@ async fn every_bbox_is_checked_alike() {
         r#"{"bbox": [0, 0, 1e400, 5]}"#,
         r#"{"bbox": [0, 0, 5]}"#,
     ] {
-        let response = stack
-            .http
-            .post(stack.url("/api/stac/search"))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .send(
+                app.http()
+                    .post(app.url("/api/stac/search"))
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await;
         if !response.status().is_client_error() {
             failures.push(format!("POST /api/stac/search {body}: {}", response.status()));
         }

@@ -1,16 +1,16 @@
 //! Every vector file of the shared data ingests with the right counts,
 //! types, extents and decoded text; bad inputs fail clearly and leave nothing.
-use catalog_tests::{Api, Stack, StackOptions, data_file, shapefile_members, zip_of, zip_owned};
+use catalog_tests::{Api, App, data_file, shapefile_members, zip_of, zip_owned};
 use serde_json::Value;
 
-async fn ingest_one(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Vec<Value> {
-    let job_id = stack.upload_ok(token, filename, bytes, fields).await;
-    let job = stack.wait_job(token, &job_id).await;
-    assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
+async fn ingest_one(app: &App, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Vec<Value> {
+    let job_id = app.upload_ok(token, filename, bytes, fields).await;
+    let job = app.wait_job(token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}\n{}", app.process_logs());
     assert_eq!(job["error"], Value::Null);
     let mut datasets = Vec::new();
     for id in job["dataset_ids"].as_array().unwrap() {
-        datasets.push(stack.dataset(token, id.as_str().unwrap()).await);
+        datasets.push(app.dataset(token, id.as_str().unwrap()).await);
     }
     assert_eq!(job["dataset_id"], datasets[0]["id"]);
     datasets
@@ -29,23 +29,23 @@ fn assert_extent(dataset: &Value, expected: [f64; 4]) {
     }
 }
 
-async fn count_rows(stack: &Stack, dataset: &Value) -> i64 {
+async fn count_rows(app: &App, dataset: &Value) -> i64 {
     let sql = format!(
         "SELECT count(*) FROM data.\"{}\"",
         dataset["table_name"].as_str().unwrap()
     );
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap()
 }
 
 #[tokio::test]
 async fn geopackage_in_nad27_is_reprojected() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let datasets = ingest_one(
-        &stack,
+        &app,
         &token,
         "nc.gpkg",
         data_file("gpkg/nc.gpkg"),
@@ -63,7 +63,7 @@ async fn geopackage_in_nad27_is_reprojected() {
     assert_eq!(nc["status"], "ready");
     assert_eq!(nc["publication_version"], 1);
     assert_extent(nc, [-84.32, 33.88, -75.46, 36.59]);
-    assert_eq!(count_rows(&stack, nc).await, 100);
+    assert_eq!(count_rows(&app, nc).await, 100);
     let names: Vec<&str> = nc["column_info"]
         .as_array()
         .unwrap()
@@ -76,7 +76,7 @@ async fn geopackage_in_nad27_is_reprojected() {
     let indexes: Vec<String> =
         sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = 'data' AND tablename = $1")
             .bind(nc["table_name"].as_str().unwrap())
-            .fetch_all(&stack.pool)
+            .fetch_all(&app.pool)
             .await
             .unwrap();
     assert!(indexes.iter().any(|d| d.contains("USING gist (geom)")), "{indexes:?}");
@@ -85,7 +85,7 @@ async fn geopackage_in_nad27_is_reprojected() {
         "SELECT DISTINCT ST_SRID(geom) FROM data.\"{}\"",
         nc["table_name"].as_str().unwrap()
     )))
-    .fetch_one(&stack.pool)
+    .fetch_one(&app.pool)
     .await
     .unwrap();
     assert_eq!(srid, 4326);
@@ -93,10 +93,10 @@ async fn geopackage_in_nad27_is_reprojected() {
 
 #[tokio::test]
 async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let datasets = ingest_one(
-        &stack,
+        &app,
         &token,
         "world_map.gpkg",
         data_file("gpkg/world_map.gpkg"),
@@ -128,15 +128,15 @@ async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
             .all(|d| d["title"].as_str().unwrap().starts_with("World — "))
     );
     // The non-spatial layer_styles table is not a dataset.
-    assert_eq!(stack.dataset_count().await, 3);
+    assert_eq!(app.dataset_count().await, 3);
 }
 
 #[tokio::test]
 async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let datasets = ingest_one(
-        &stack,
+        &app,
         &token,
         "world_map.gpkg",
         data_file("gpkg/world_map.gpkg"),
@@ -145,7 +145,7 @@ async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
     .await;
     assert_eq!(datasets.len(), 1);
     assert_eq!(datasets[0]["feature_count"], 240);
-    let job_id = stack
+    let job_id = app
         .upload_ok(
             &token,
             "world_map.gpkg",
@@ -153,7 +153,7 @@ async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
             &[("layer", "rivers")],
         )
         .await;
-    let job = stack.wait_job(&token, &job_id).await;
+    let job = app.wait_job(&token, &job_id).await;
     assert_eq!(job["status"], "failed");
     let detail = job["error"]["detail"].as_str().unwrap();
     assert!(detail.contains("rivers") && detail.contains("countries"), "{detail}");
@@ -161,10 +161,10 @@ async fn one_layer_can_be_chosen_and_a_missing_one_is_named() {
 
 #[tokio::test]
 async fn shapefile_with_mixed_polygons_and_wide_reals() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let zip = zip_owned(&shapefile_members("shp/naturalearth_lowres"));
-    let datasets = ingest_one(&stack, &token, "lowres.zip", zip, &[]).await;
+    let datasets = ingest_one(&app, &token, "lowres.zip", zip, &[]).await;
     let d = &datasets[0];
     assert_eq!(d["feature_count"], 177);
     assert_eq!(d["geometry_type"], "MultiPolygon");
@@ -175,15 +175,15 @@ async fn shapefile_with_mixed_polygons_and_wide_reals() {
         .find(|c| c["name"] == "pop_est")
         .unwrap();
     assert_eq!(pop["type"], "double precision");
-    assert_eq!(count_rows(&stack, d).await, 177);
+    assert_eq!(count_rows(&app, d).await, 177);
 }
 
 #[tokio::test]
 async fn shapefile_latin1_attributes_are_decoded() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let zip = zip_owned(&shapefile_members("shp/naturalearth_cities"));
-    let datasets = ingest_one(&stack, &token, "cities.zip", zip, &[]).await;
+    let datasets = ingest_one(&app, &token, "cities.zip", zip, &[]).await;
     let d = &datasets[0];
     assert_eq!(d["feature_count"], 243);
     assert_eq!(d["geometry_type"], "Point");
@@ -192,7 +192,7 @@ async fn shapefile_latin1_attributes_are_decoded() {
         d["table_name"].as_str().unwrap()
     );
     let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(n, 3);
@@ -200,10 +200,10 @@ async fn shapefile_latin1_attributes_are_decoded() {
 
 #[tokio::test]
 async fn geojson_and_both_kinds_of_csv() {
-    let stack = Stack::start_with(StackOptions::workers(2)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let bikes = &ingest_one(
-        &stack,
+        &app,
         &token,
         "cycle_hire_osm.geojson",
         data_file("geojson/cycle_hire_osm.geojson"),
@@ -213,10 +213,10 @@ async fn geojson_and_both_kinds_of_csv() {
     assert_eq!(bikes["feature_count"], 532);
     assert_eq!(bikes["geometry_type"], "Point");
     assert_extent(bikes, [-0.2291, 51.4593, -0.0080, 51.5468]);
-    let airports = &ingest_one(&stack, &token, "airports.csv", data_file("csv/airports.csv"), &[]).await[0];
+    let airports = &ingest_one(&app, &token, "airports.csv", data_file("csv/airports.csv"), &[]).await[0];
     assert_eq!(airports["feature_count"], 3376);
     assert_eq!(airports["geometry_type"], "Point");
-    let world = &ingest_one(&stack, &token, "world_wkt.csv", data_file("csv/world_wkt.csv"), &[]).await[0];
+    let world = &ingest_one(&app, &token, "world_wkt.csv", data_file("csv/world_wkt.csv"), &[]).await[0];
     assert_eq!(world["feature_count"], 177);
     assert_eq!(world["geometry_type"], "MultiPolygon");
     // The coordinate and WKT columns became the geometry, not attributes.
@@ -231,21 +231,21 @@ async fn geojson_and_both_kinds_of_csv() {
 
 #[tokio::test]
 async fn extent_across_the_antimeridian_is_in_rfc7946_form() {
-    let stack = Stack::start().await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let fiji = serde_json::json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {"name": "Suva"}, "geometry": {"type": "Point", "coordinates": [178.44, -18.14]}},
         {"type": "Feature", "properties": {"name": "Lau"}, "geometry": {"type": "Point", "coordinates": [-178.8, -17.6]}},
         {"type": "Feature", "properties": {"name": "Rotuma"}, "geometry": {"type": "Point", "coordinates": [177.05, -12.5]}}
     ]});
-    let d = &ingest_one(&stack, &token, "fiji.geojson", fiji.to_string().into_bytes(), &[]).await[0];
+    let d = &ingest_one(&app, &token, "fiji.geojson", fiji.to_string().into_bytes(), &[]).await[0];
     assert_extent(d, [177.05, -18.14, -178.8, -12.5]);
 }
 
 /// Uploads something that must fail in the job; answers the error detail.
-async fn failed_job_detail(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>) -> String {
-    let job_id = stack.upload_ok(token, filename, bytes, &[]).await;
-    let job = stack.wait_job(token, &job_id).await;
+async fn failed_job_detail(app: &App, token: &str, filename: &str, bytes: Vec<u8>) -> String {
+    let job_id = app.upload_ok(token, filename, bytes, &[]).await;
+    let job = app.wait_job(token, &job_id).await;
     assert_eq!(job["status"], "failed", "{filename}: {job}");
     assert_eq!(job["error"]["status"], 422, "{job}");
     assert!(job["error"]["title"].is_string());
@@ -255,29 +255,29 @@ async fn failed_job_detail(stack: &Stack, token: &str, filename: &str, bytes: Ve
 
 #[tokio::test]
 async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
-    let stack = Stack::start_with(StackOptions::workers(2)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let shp = shapefile_members("shp/naturalearth_cities");
     let full_zip = zip_owned(&shp);
 
     let truncated = full_zip[..full_zip.len() / 2].to_vec();
-    let detail = failed_job_detail(&stack, &token, "truncated.zip", truncated).await;
+    let detail = failed_job_detail(&app, &token, "truncated.zip", truncated).await;
     assert!(detail.contains("zip"), "{detail}");
 
     let slip = zip_of(&[("../../evil.geojson", b"{}".to_vec())]);
-    let detail = failed_job_detail(&stack, &token, "slip.zip", slip).await;
+    let detail = failed_job_detail(&app, &token, "slip.zip", slip).await;
     assert!(detail.contains("unsafe path"), "{detail}");
 
     let without_dbf: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".dbf")).cloned().collect();
-    let detail = failed_job_detail(&stack, &token, "nodbf.zip", zip_owned(&without_dbf)).await;
+    let detail = failed_job_detail(&app, &token, "nodbf.zip", zip_owned(&without_dbf)).await;
     assert!(detail.contains(".dbf"), "{detail}");
 
     let without_shx: Vec<(String, Vec<u8>)> = shp.iter().filter(|(n, _)| !n.ends_with(".shx")).cloned().collect();
-    let detail = failed_job_detail(&stack, &token, "noshx.zip", zip_owned(&without_shx)).await;
+    let detail = failed_job_detail(&app, &token, "noshx.zip", zip_owned(&without_shx)).await;
     assert!(detail.contains(".shx"), "{detail}");
 
     let detail = failed_job_detail(
-        &stack,
+        &app,
         &token,
         "broken.geojson",
         b"{\"type\": \"FeatureCollection\", \"features\": [".to_vec(),
@@ -285,29 +285,29 @@ async fn bad_files_fail_with_clear_errors_and_leave_nothing() {
     .await;
     assert!(detail.contains("geojson"), "{detail}");
 
-    let detail = failed_job_detail(&stack, &token, "plain.csv", b"name,population\nA,1\nB,2\n".to_vec()).await;
+    let detail = failed_job_detail(&app, &token, "plain.csv", b"name,population\nA,1\nB,2\n".to_vec()).await;
     assert!(detail.contains("no coordinates"), "{detail}");
 
     let empty = br#"{"type": "FeatureCollection", "features": []}"#.to_vec();
-    let detail = failed_job_detail(&stack, &token, "empty.geojson", empty).await;
+    let detail = failed_job_detail(&app, &token, "empty.geojson", empty).await;
     // GDAL reads an empty FeatureCollection as one spatial layer, empty.
     assert!(detail.contains("no features"), "{detail}");
 
-    assert_eq!(stack.dataset_count().await, 0);
-    assert_eq!(stack.data_tables().await, Vec::<String>::new());
+    assert_eq!(app.dataset_count().await, 0);
+    assert_eq!(app.data_tables().await, Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
-    let stack = Stack::start_with(StackOptions::workers(1).env("MAX_UPLOAD_BYTES", "1000")).await;
-    let token = stack.admin_token().await;
-    let response = stack.upload(&token, "notes.txt", b"hello".to_vec(), &[]).await;
+    let app = App::start_with_worker_and(&[("MAX_UPLOAD_BYTES", "1000")]).await;
+    let token = app.admin_token().await;
+    let response = app.upload(&token, "notes.txt", b"hello".to_vec(), &[]).await;
     assert_eq!(response.status(), 422);
     assert_eq!(response.headers()["content-type"], "application/problem+json");
     let body: Value = response.json().await.unwrap();
     assert!(body["detail"].as_str().unwrap().contains("notes.txt"), "{body}");
 
-    let response = stack
+    let response = app
         .upload(
             &token,
             "cities.zip",
@@ -320,13 +320,13 @@ async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
     assert_eq!(body["status"], 413);
     assert!(body["detail"].as_str().unwrap().contains("1000"), "{body}");
 
-    let response = stack
+    let response = app
         .upload(&token, "a.geojson", b"{}".to_vec(), &[("visibility", "secret")])
         .await;
     assert_eq!(response.status(), 422);
 
     let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(jobs, 0, "refused uploads enqueue nothing");
@@ -334,8 +334,8 @@ async fn unknown_extensions_and_oversize_files_are_refused_at_upload() {
 
 #[tokio::test]
 async fn messy_files_still_load() {
-    let stack = Stack::start_with(StackOptions::workers(2)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
 
     // Mixed geometry kinds, a feature without geometry, nested properties.
     let mixed = serde_json::json!({"type": "FeatureCollection", "features": [
@@ -343,7 +343,7 @@ async fn messy_files_still_load() {
         {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [2, 2]]}, "properties": {"kind": "l"}},
         {"type": "Feature", "geometry": null, "properties": {"kind": "none"}}
     ]});
-    let d = &ingest_one(&stack, &token, "mixed.geojson", mixed.to_string().into_bytes(), &[]).await[0];
+    let d = &ingest_one(&app, &token, "mixed.geojson", mixed.to_string().into_bytes(), &[]).await[0];
     assert_eq!(d["feature_count"], 3);
     assert_eq!(d["geometry_type"], "Geometry");
     assert_extent(d, [0.0, 0.0, 2.0, 2.0]);
@@ -351,7 +351,7 @@ async fn messy_files_still_load() {
     // Semicolons, Latin-1 bytes, capitalised coordinate headers.
     let mut csv = b"Name;Longitude;Latitude\n".to_vec();
     csv.extend_from_slice(b"Z\xfcrich;8.54;47.37\nM\xfcnchen;11.58;48.14\n");
-    let d = &ingest_one(&stack, &token, "cities.csv", csv, &[]).await[0];
+    let d = &ingest_one(&app, &token, "cities.csv", csv, &[]).await[0];
     assert_eq!(d["feature_count"], 2);
     assert_eq!(d["geometry_type"], "Point");
     let sql = format!(
@@ -359,7 +359,7 @@ async fn messy_files_still_load() {
         d["table_name"].as_str().unwrap()
     );
     let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(n, 2, "Latin-1 text is decoded");
@@ -373,7 +373,7 @@ async fn messy_files_still_load() {
         })
         .chain([("export/README.txt".to_string(), b"cities".to_vec())])
         .collect();
-    let d = &ingest_one(&stack, &token, "export.zip", zip_owned(&members), &[]).await[0];
+    let d = &ingest_one(&app, &token, "export.zip", zip_owned(&members), &[]).await[0];
     assert_eq!(d["feature_count"], 243);
 
     // A wide table: more columns than one json_build_object call takes.
@@ -382,7 +382,7 @@ async fn messy_files_still_load() {
     let wide = serde_json::json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]}, "properties": properties}]});
     let d = ingest_one(
-        &stack,
+        &app,
         &token,
         "wide.geojson",
         wide.to_string().into_bytes(),
@@ -390,7 +390,7 @@ async fn messy_files_still_load() {
     )
     .await;
     let id = d[0]["id"].as_str().unwrap();
-    let (status, item) = stack.get_json(None, &format!("/api/collections/{id}/items/1")).await;
+    let (status, item) = app.get_json(None, &format!("/api/collections/{id}/items/1")).await;
     assert_eq!(status, 200);
     assert_eq!(item["properties"].as_object().unwrap().len(), 120);
     assert_eq!(item["properties"]["column_119"], 119);

@@ -1,36 +1,34 @@
 //! Maps: validation at every bound, visibility, optimistic concurrency,
 //! forks, share links, and MapLibre style export and import.
 
-use catalog_tests::{Api, App, Stack, StackOptions, layer_ids, validate_style};
+use catalog_tests::{Api, App, layer_ids, validate_style};
 use serde_json::{Value, json};
 
-async fn point_dataset(stack: &Stack, token: &str, visibility: &str) -> String {
+async fn point_dataset(app: &App, token: &str, visibility: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}, "properties": {"name": "a"}}]});
-    stack
-        .ingest_geojson(token, &body, &[("visibility", visibility), ("title", "p")])
+    app.ingest_geojson(token, &body, &[("visibility", visibility), ("title", "p")])
         .await
 }
 
-async fn line_dataset(stack: &Stack, token: &str) -> String {
+async fn line_dataset(app: &App, token: &str) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}, "properties": {}}]});
-    stack.ingest_geojson(token, &body, &[]).await
+    app.ingest_geojson(token, &body, &[]).await
 }
 
-async fn post_map(stack: &impl Api, token: &str, body: &Value) -> reqwest::Response {
-    stack
-        .send(stack.http().post(stack.url("/api/maps/")).bearer_auth(token).json(body))
+async fn post_map(app: &impl Api, token: &str, body: &Value) -> reqwest::Response {
+    app.send(app.http().post(app.url("/api/maps/")).bearer_auth(token).json(body))
         .await
 }
 
 #[tokio::test]
 async fn maps_are_created_read_updated_and_deleted() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("mara", "editor").await;
-    let (_, other) = stack.user_token("otto", "editor").await;
-    let dataset = point_dataset(&stack, &owner, "private").await;
-    let response = post_map(&stack, &owner, &json!({"name": "City", "description": "d"})).await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("mara", "editor").await;
+    let (_, other) = app.user_token("otto", "editor").await;
+    let dataset = point_dataset(&app, &owner, "private").await;
+    let response = post_map(&app, &owner, &json!({"name": "City", "description": "d"})).await;
     assert_eq!(response.status(), 201);
     let map: Value = response.json().await.unwrap();
     let id = map["id"].as_str().unwrap().to_string();
@@ -68,7 +66,7 @@ async fn maps_are_created_read_updated_and_deleted() {
     assert_eq!(map["layer_count"], 0);
     assert_eq!(map["created_by_username"], "mara");
     let nulls: Value = post_map(
-        &stack,
+        &app,
         &owner,
         &json!({"name": "Nulls", "basemap_config": {"basemap_position": null, "projection": null}}),
     )
@@ -84,15 +82,15 @@ async fn maps_are_created_read_updated_and_deleted() {
 
     let path = format!("/api/maps/{id}");
     let put = |token: &str, body: Value, if_match: Option<String>| {
-        let mut request = stack
-            .http
-            .put(stack.url(&path))
+        let mut request = app
+            .http()
+            .put(app.url(&path))
             .bearer_auth(token.to_string())
             .json(&body);
         if let Some(tag) = if_match {
             request = request.header("If-Match", tag);
         }
-        stack.send(request)
+        app.send(request)
     };
     let layers = json!([{"dataset_id": dataset, "sort_order": 2, "paint": {"circle-color": "#ff0000"}, "display_name": "Points"}]);
     let response = put(
@@ -121,25 +119,25 @@ async fn maps_are_created_read_updated_and_deleted() {
     );
     assert_eq!(put(&owner, json!({"name": "Village"}), Some(tag)).await.status(), 409);
 
-    assert_eq!(stack.get_json(Some(&other), &path).await.0, 404, "private");
+    assert_eq!(app.get_json(Some(&other), &path).await.0, 404, "private");
     assert_eq!(put(&other, json!({"name": "x"}), None).await.status(), 404);
     assert_eq!(put(&owner, json!({"visibility": "internal"}), None).await.status(), 200);
     assert_eq!(
-        stack.get_json(Some(&other), &path).await.0,
+        app.get_json(Some(&other), &path).await.0,
         200,
         "internal: any signed-in user"
     );
-    assert_eq!(stack.get_json(None, &path).await.0, 404);
+    assert_eq!(app.get_json(None, &path).await.0, 404);
     assert_eq!(
         put(&other, json!({"name": "x"}), None).await.status(),
         403,
         "visible but not theirs"
     );
-    let (_, list) = stack.get_json(Some(&other), "/api/maps").await;
+    let (_, list) = app.get_json(Some(&other), "/api/maps").await;
     assert_eq!(list["total"], 1);
 
     // A layer may only use a dataset the caller can see.
-    let theirs = point_dataset(&stack, &other, "private").await;
+    let theirs = point_dataset(&app, &other, "private").await;
     let response = put(&owner, json!({"layers": [{"dataset_id": theirs}]}), None).await;
     assert_eq!(response.status(), 422);
     let problem: Value = response.json().await.unwrap();
@@ -148,22 +146,20 @@ async fn maps_are_created_read_updated_and_deleted() {
         "{problem}"
     );
 
-    let fork = stack
-        .send(stack.http.post(stack.url(&format!("{path}/fork"))).bearer_auth(&other))
+    let fork = app
+        .send(app.http().post(app.url(&format!("{path}/fork"))).bearer_auth(&other))
         .await;
     assert_eq!(fork.status(), 422, "the fork would use a dataset the forker cannot see");
-    let deleted = stack
-        .send(stack.http.delete(stack.url(&path)).bearer_auth(&owner))
-        .await;
+    let deleted = app.send(app.http().delete(app.url(&path)).bearer_auth(&owner)).await;
     assert_eq!(deleted.status(), 204);
-    assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
+    assert_eq!(app.get_json(Some(&owner), &path).await.0, 404);
 }
 
 #[tokio::test]
 async fn every_bound_is_enforced() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let dataset = point_dataset(&stack, &token, "private").await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let dataset = point_dataset(&app, &token, "private").await;
     let layer = |extra: Value| {
         let mut l = json!({"dataset_id": dataset});
         l.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
@@ -327,18 +323,18 @@ async fn every_bound_is_enforced() {
     for (what, inside, outside) in cases {
         let mut ok = json!({"name": "Bounds"});
         ok.as_object_mut().unwrap().extend(inside.as_object().unwrap().clone());
-        let response = post_map(&stack, &token, &ok).await;
+        let response = post_map(&app, &token, &ok).await;
         assert_eq!(response.status(), 201, "{what} just inside");
         let mut bad = json!({"name": "Bounds"});
         bad.as_object_mut()
             .unwrap()
             .extend(outside.as_object().unwrap().clone());
-        let response = post_map(&stack, &token, &bad).await;
+        let response = post_map(&app, &token, &bad).await;
         assert_eq!(response.status(), 422, "{what} just outside");
         assert_eq!(response.headers()["content-type"], "application/problem+json");
     }
     assert_eq!(
-        post_map(&stack, &token, &json!({"description": "no name"}))
+        post_map(&app, &token, &json!({"description": "no name"}))
             .await
             .status(),
         422
@@ -347,19 +343,18 @@ async fn every_bound_is_enforced() {
 
 #[tokio::test]
 async fn share_links_serve_read_only_until_revoked() {
-    let stack = App::start().await;
-    let token = stack.admin_token().await;
-    let map: Value = post_map(&stack, &token, &json!({"name": "Shared"}))
+    let app = App::start().await;
+    let token = app.admin_token().await;
+    let map: Value = post_map(&app, &token, &json!({"name": "Shared"}))
         .await
         .json()
         .await
         .unwrap();
     let id = map["id"].as_str().unwrap();
-    let response = stack
+    let response = app
         .send(
-            stack
-                .http
-                .post(stack.url(&format!("/api/maps/{id}/shares")))
+            app.http()
+                .post(app.url(&format!("/api/maps/{id}/shares")))
                 .bearer_auth(&token),
         )
         .await;
@@ -368,54 +363,53 @@ async fn share_links_serve_read_only_until_revoked() {
     let link = format!("/api/maps/shared/{}", share["token"].as_str().unwrap());
     assert!(share["api_url"].as_str().unwrap().ends_with(&link));
     let shares = format!("/api/maps/{id}/shares");
-    let (status, listed) = stack.get_json(Some(&token), &shares).await;
+    let (status, listed) = app.get_json(Some(&token), &shares).await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["shares"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["shares"][0]["token"], share["token"]);
     assert_eq!(listed["shares"][0]["url"], share["url"]);
     assert_eq!(
-        stack.get_json(None, &shares).await.0,
+        app.get_json(None, &shares).await.0,
         404,
         "nobody else is told the map exists"
     );
     let page = format!("/maps/shared/{}", share["token"].as_str().unwrap());
     assert_eq!(
         share["url"].as_str().unwrap(),
-        stack.url(&page),
+        app.url(&page),
         "people get the web UI's page"
     );
-    let (status, shared) = stack.get_json(None, &link).await;
+    let (status, shared) = app.get_json(None, &link).await;
     assert_eq!(status, 200);
     assert_eq!(shared["name"], "Shared");
-    let garbage = stack
-        .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
+    let garbage = app
+        .send(app.http().get(app.url(&link)).header("X-Api-Key", "garbage"))
         .await;
     assert_eq!(garbage.status(), 200, "the link reads no credential");
-    assert_eq!(stack.get_json(None, "/api/maps/shared/unknown-token").await.0, 404);
-    let revoke = stack
+    assert_eq!(app.get_json(None, "/api/maps/shared/unknown-token").await.0, 404);
+    let revoke = app
         .send(
-            stack
-                .http
-                .delete(stack.url(&format!("/api/maps/{id}/shares/{}", share["token"].as_str().unwrap())))
+            app.http()
+                .delete(app.url(&format!("/api/maps/{id}/shares/{}", share["token"].as_str().unwrap())))
                 .bearer_auth(&token),
         )
         .await;
     assert_eq!(revoke.status(), 204);
-    assert_eq!(stack.get_json(None, &link).await.0, 410);
-    let (_, listed) = stack.get_json(Some(&token), &shares).await;
+    assert_eq!(app.get_json(None, &link).await.0, 410);
+    let (_, listed) = app.get_json(Some(&token), &shares).await;
     assert_eq!(listed["shares"], json!([]), "a revoked link is no longer listed");
-    let with_key = stack
-        .send(stack.http.get(stack.url(&link)).header("X-Api-Key", "garbage"))
+    let with_key = app
+        .send(app.http().get(app.url(&link)).header("X-Api-Key", "garbage"))
         .await;
     assert_eq!(with_key.status(), 410, "whatever credential is sent");
 }
 
 #[tokio::test]
 async fn styles_validate_and_round_trip() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let points = point_dataset(&stack, &token, "private").await;
-    let lines = line_dataset(&stack, &token).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let points = point_dataset(&app, &token, "private").await;
+    let lines = line_dataset(&app, &token).await;
     let body = json!({
         "name": "Layers", "description": "Several kinds", "zoom": 6, "center_lng": 4.5, "center_lat": 51.2, "bearing": 10, "pitch": 30,
         "basemap_style": "https://tiles.example/{z}/{x}/{y}.png",
@@ -430,11 +424,9 @@ async fn styles_validate_and_round_trip() {
             {"dataset_id": points, "sort_order": 2, "layer_type": "geojson", "display_name": "Stops as GeoJSON"}
         ]
     });
-    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let map: Value = post_map(&app, &token, &body).await.json().await.unwrap();
     let id = map["id"].as_str().unwrap();
-    let (status, style) = stack
-        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
-        .await;
+    let (status, style) = app.get_json(Some(&token), &format!("/api/maps/{id}/style.json")).await;
     assert_eq!(status, 200);
     assert_eq!(style["version"], 8);
     assert!(
@@ -471,23 +463,23 @@ async fn styles_validate_and_round_trip() {
     assert!(
         tiles.starts_with(&format!(
             "{}/api/tiles/{points}/{{z}}/{{x}}/{{y}}.pbf?v=1&scope=",
-            stack.base
+            app.base()
         )),
         "{tiles}"
     );
     assert!(tiles.contains("&sig="), "{tiles}");
-    let table = stack.dataset(&token, &points).await["table_name"]
+    let table = app.dataset(&token, &points).await["table_name"]
         .as_str()
         .unwrap()
         .to_string();
     assert_eq!(circle["source-layer"], table);
-    let tile = stack.send(stack.http.get(tiles.replace("{z}/{x}/{y}", "0/0/0"))).await;
+    let tile = app.send(app.http().get(tiles.replace("{z}/{x}/{y}", "0/0/0"))).await;
     assert_eq!(tile.status(), 200, "the signed tile URL serves with no credential");
     let geojson = style["sources"][format!("dataset-{points}-geojson")]["data"]
         .as_str()
         .unwrap();
     assert!(
-        geojson.starts_with(&format!("{}/api/collections/{points}/items", stack.base)),
+        geojson.starts_with(&format!("{}/api/collections/{points}/items", app.base())),
         "{geojson}"
     );
     assert_eq!(style["layers"][5]["source"], format!("dataset-{points}-geojson"));
@@ -495,16 +487,15 @@ async fn styles_validate_and_round_trip() {
     validate_style(&style);
     let sprite = style["sprite"][0]["url"].as_str().unwrap();
     for suffix in [".json", "@2x.json", ".png", "@2x.png"] {
-        let response = stack.send(stack.http.get(format!("{sprite}{suffix}"))).await;
+        let response = app.send(app.http().get(format!("{sprite}{suffix}"))).await;
         assert_eq!(response.status(), 200, "the sprite {suffix} loads");
     }
 
     // Export, import, export: the same document.
-    let response = stack
+    let response = app
         .send(
-            stack
-                .http
-                .post(stack.url("/api/maps/import"))
+            app.http()
+                .post(app.url("/api/maps/import"))
                 .bearer_auth(&token)
                 .json(&style),
         )
@@ -513,7 +504,7 @@ async fn styles_validate_and_round_trip() {
     let imported: Value = response.json().await.unwrap();
     assert_eq!(imported["layer_count"], 3);
     assert_eq!(imported["layers"][1]["display_name"], "Stops");
-    let (_, again) = stack
+    let (_, again) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", imported["id"].as_str().unwrap()),
@@ -524,14 +515,13 @@ async fn styles_validate_and_round_trip() {
     // A plain MapLibre style: sprite as a string, layers found by source URL.
     let foreign = json!({
         "version": 8, "name": "Foreign", "sprite": "https://sprites.example/sprite",
-        "sources": {"pts": {"type": "geojson", "data": format!("{}/api/collections/{points}/items", stack.base)}},
+        "sources": {"pts": {"type": "geojson", "data": format!("{}/api/collections/{points}/items", app.base())}},
         "layers": [{"id": "p", "type": "circle", "source": "pts", "paint": {"circle-opacity": 0.25, "circle-color": "#123456"}}]
     });
-    let response = stack
+    let response = app
         .send(
-            stack
-                .http
-                .post(stack.url("/api/maps/import"))
+            app.http()
+                .post(app.url("/api/maps/import"))
                 .bearer_auth(&token)
                 .json(&foreign),
         )
@@ -540,18 +530,17 @@ async fn styles_validate_and_round_trip() {
     let map: Value = response.json().await.unwrap();
     assert_eq!(map["layers"][0]["opacity"], 0.25);
     assert_eq!(map["layers"][0]["paint"], json!({"circle-color": "#123456"}));
-    let (_, exported) = stack
+    let (_, exported) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
         )
         .await;
     validate_style(&exported);
-    let old = stack
+    let old = app
         .send(
-            stack
-                .http
-                .post(stack.url("/api/maps/import"))
+            app.http()
+                .post(app.url("/api/maps/import"))
                 .bearer_auth(&token)
                 .json(&json!({"version": 7, "layers": []})),
         )
@@ -600,9 +589,9 @@ fn close(value: &Value, expected: f64) -> bool {
 async fn vector_basemaps_follow_the_basemap_settings() {
     let (basemap_url, hits) = serve_basemap().await;
     let host = basemap_url.split('/').nth(2).unwrap().to_string();
-    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host)).await;
-    let token = stack.admin_token().await;
-    let points = point_dataset(&stack, &token, "private").await;
+    let app = App::start_with_worker_and(&[("OUTBOUND_ALLOWED_HOSTS", host.as_str())]).await;
+    let token = app.admin_token().await;
+    let points = point_dataset(&app, &token, "private").await;
     let body = json!({
         "name": "On a vector basemap", "zoom": 5, "center_lng": 4.5, "center_lat": 51.2,
         "basemap_style": basemap_url,
@@ -618,11 +607,9 @@ async fn vector_basemaps_follow_the_basemap_settings() {
         },
         "layers": [{"dataset_id": points}]
     });
-    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let map: Value = post_map(&app, &token, &body).await.json().await.unwrap();
     let id = map["id"].as_str().unwrap();
-    let (status, style) = stack
-        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
-        .await;
+    let (status, style) = app.get_json(Some(&token), &format!("/api/maps/{id}/style.json")).await;
     assert_eq!(status, 200);
     validate_style(&style);
 
@@ -696,11 +683,10 @@ async fn vector_basemaps_follow_the_basemap_settings() {
     assert_eq!(layer(&style, "basemap-place_city")["paint"]["text-color"], "#333");
 
     // Round trip, and the basemap fetched once for all of it.
-    let imported: Value = stack
+    let imported: Value = app
         .send(
-            stack
-                .http
-                .post(stack.url("/api/maps/import"))
+            app.http()
+                .post(app.url("/api/maps/import"))
                 .bearer_auth(&token)
                 .json(&style),
         )
@@ -709,7 +695,7 @@ async fn vector_basemaps_follow_the_basemap_settings() {
         .await
         .unwrap();
     assert_eq!(imported["layer_count"], 1, "basemap layers are not map layers");
-    let (_, again) = stack
+    let (_, again) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", imported["id"].as_str().unwrap()),
@@ -727,8 +713,8 @@ async fn vector_basemaps_follow_the_basemap_settings() {
         body.as_object_mut()
             .unwrap()
             .extend(settings.as_object().unwrap().clone());
-        let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
-        let (_, style) = stack
+        let map: Value = post_map(&app, &token, &body).await.json().await.unwrap();
+        let (_, style) = app
             .get_json(
                 Some(&token),
                 &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
@@ -752,8 +738,8 @@ async fn vector_basemaps_follow_the_basemap_settings() {
 
     // A basemap that cannot be loaded leaves the export without it.
     let body = json!({"name": "Offline basemap", "basemap_style": "http://10.255.255.1/style.json", "layers": [{"dataset_id": points}]});
-    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
-    let (status, style) = stack
+    let map: Value = post_map(&app, &token, &body).await.json().await.unwrap();
+    let (status, style) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
@@ -767,10 +753,10 @@ async fn vector_basemaps_follow_the_basemap_settings() {
 
 #[tokio::test]
 async fn map_lists_carry_each_map_with_its_own_layers() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let points = point_dataset(&stack, &token, "private").await;
-    let lines = line_dataset(&stack, &token).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let points = point_dataset(&app, &token, "private").await;
+    let lines = line_dataset(&app, &token).await;
     let mut made = Vec::new();
     for (name, layers) in [
         ("none", json!([])),
@@ -780,14 +766,14 @@ async fn map_lists_carry_each_map_with_its_own_layers() {
             json!([{"dataset_id": points, "sort_order": 5}, {"dataset_id": lines, "sort_order": 1}]),
         ),
     ] {
-        let map: Value = post_map(&stack, &token, &json!({"name": name, "layers": layers}))
+        let map: Value = post_map(&app, &token, &json!({"name": name, "layers": layers}))
             .await
             .json()
             .await
             .unwrap();
         made.push(map);
     }
-    let (status, list) = stack.get_json(Some(&token), "/api/maps?limit=2").await;
+    let (status, list) = app.get_json(Some(&token), "/api/maps?limit=2").await;
     assert_eq!(status, 200);
     assert_eq!(list["total"], 3);
     let names: Vec<&str> = list["maps"]
@@ -803,7 +789,7 @@ async fn map_lists_carry_each_map_with_its_own_layers() {
     assert_eq!(two["layers"][1]["dataset_id"], json!(points));
     assert_eq!(two, &made[2], "a listed map is the map");
     assert_eq!(list["maps"][1]["layers"][0]["dataset_id"], json!(lines));
-    let (_, rest) = stack.get_json(Some(&token), "/api/maps?limit=2&offset=2").await;
+    let (_, rest) = app.get_json(Some(&token), "/api/maps?limit=2&offset=2").await;
     assert_eq!(rest["maps"][0]["name"], "none");
     assert_eq!(rest["maps"][0]["layers"], json!([]));
 }
@@ -814,37 +800,36 @@ async fn map_lists_carry_each_map_with_its_own_layers() {
 /// the data, in the map, the map list, the shared link and the style.
 #[tokio::test]
 async fn maps_show_each_reader_only_the_layers_it_may_see() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("olga", "editor").await;
-    let (grantee_id, grantee) = stack.user_token("gus", "editor").await;
-    let (_, viewer) = stack.user_token("vera", "viewer").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("olga", "editor").await;
+    let (grantee_id, grantee) = app.user_token("gus", "editor").await;
+    let (_, viewer) = app.user_token("vera", "viewer").await;
     let secret = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [7.5, 46.5]},
          "properties": {"wellcode": "classified-value-123"}}]});
-    let restricted = stack
+    let restricted = app
         .ingest_geojson(
             &owner,
             &secret,
             &[("visibility", "restricted"), ("title", "Secret wells")],
         )
         .await;
-    let table = stack.dataset(&owner, &restricted).await["table_name"]
+    let table = app.dataset(&owner, &restricted).await["table_name"]
         .as_str()
         .unwrap()
         .to_string();
-    let public = point_dataset(&stack, &owner, "public").await;
-    let grant = stack
+    let public = point_dataset(&app, &owner, "public").await;
+    let grant = app
         .send(
-            stack
-                .http
-                .put(stack.url(&format!("/api/datasets/{restricted}/grants/{grantee_id}")))
+            app.http()
+                .put(app.url(&format!("/api/datasets/{restricted}/grants/{grantee_id}")))
                 .bearer_auth(&owner)
                 .json(&json!({"permission": "read"})),
         )
         .await;
     assert_eq!(grant.status(), 200);
     let response = post_map(
-        &stack,
+        &app,
         &grantee,
         &json!({"name": "Everyone's map", "visibility": "public", "layers": [
             {"dataset_id": restricted, "display_name": "Secret wells", "filter": ["==", "wellcode", "classified-value-123"],
@@ -859,11 +844,10 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
         map["layers"][0]["dataset_name"], "Secret wells",
         "the grantee sees its layer"
     );
-    let share: Value = stack
+    let share: Value = app
         .send(
-            stack
-                .http
-                .post(stack.url(&format!("/api/maps/{id}/shares")))
+            app.http()
+                .post(app.url(&format!("/api/maps/{id}/shares")))
                 .bearer_auth(&grantee),
         )
         .await
@@ -880,11 +864,11 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
     };
     for (who, token) in [("anonymous", None), ("a viewer without a grant", Some(viewer.as_str()))] {
         assert_eq!(
-            stack.get_json(token, &format!("/api/datasets/{restricted}")).await.0,
+            app.get_json(token, &format!("/api/datasets/{restricted}")).await.0,
             404,
             "{who} may not see the dataset itself"
         );
-        let (status, read) = stack.get_json(token, &format!("/api/maps/{id}")).await;
+        let (status, read) = app.get_json(token, &format!("/api/maps/{id}")).await;
         assert_eq!(status, 200);
         leaks(&format!("the map read by {who}"), &read);
         assert_eq!(read["layer_count"], 2);
@@ -907,37 +891,35 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
             ["vector", "public", "ready"]
         );
 
-        let (_, list) = stack.get_json(token, "/api/maps").await;
+        let (_, list) = app.get_json(token, "/api/maps").await;
         leaks(&format!("the map list read by {who}"), &list);
 
-        let (status, style) = stack.get_json(token, &format!("/api/maps/{id}/style.json")).await;
+        let (status, style) = app.get_json(token, &format!("/api/maps/{id}/style.json")).await;
         assert_eq!(status, 200);
         leaks(&format!("the style read by {who}"), &style);
         assert!(style["sources"].get(format!("dataset-{restricted}")).is_none());
         assert!(style["sources"].get(format!("dataset-{public}")).is_some());
     }
-    let (status, shared) = stack.get_json(None, &link).await;
+    let (status, shared) = app.get_json(None, &link).await;
     assert_eq!(status, 200);
     leaks("the shared link", &shared);
     assert_eq!(shared["layers"][0]["dataset_available"], false);
 
     // A fork by someone who may not see a layer's dataset is refused, by
     // the dataset's id only.
-    let fork = stack
+    let fork = app
         .send(
-            stack
-                .http
-                .post(stack.url(&format!("/api/maps/{id}/fork")))
+            app.http()
+                .post(app.url(&format!("/api/maps/{id}/fork")))
                 .bearer_auth(&owner),
         )
         .await;
     assert_eq!(fork.status(), 201, "the owner sees both datasets");
-    let (_, editor) = stack.user_token("edna", "editor").await;
-    let fork = stack
+    let (_, editor) = app.user_token("edna", "editor").await;
+    let fork = app
         .send(
-            stack
-                .http
-                .post(stack.url(&format!("/api/maps/{id}/fork")))
+            app.http()
+                .post(app.url(&format!("/api/maps/{id}/fork")))
                 .bearer_auth(&editor),
         )
         .await;
@@ -956,15 +938,13 @@ async fn maps_show_each_reader_only_the_layers_it_may_see() {
 #[tokio::test]
 async fn a_basemap_at_a_refused_address_is_never_fetched() {
     let (basemap_url, hits) = serve_basemap().await;
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let points = point_dataset(&stack, &token, "private").await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let points = point_dataset(&app, &token, "private").await;
     let body = json!({"name": "Inward", "basemap_style": basemap_url, "layers": [{"dataset_id": points}]});
-    let map: Value = post_map(&stack, &token, &body).await.json().await.unwrap();
+    let map: Value = post_map(&app, &token, &body).await.json().await.unwrap();
     let id = map["id"].as_str().unwrap();
-    let (status, style) = stack
-        .get_json(Some(&token), &format!("/api/maps/{id}/style.json"))
-        .await;
+    let (status, style) = app.get_json(Some(&token), &format!("/api/maps/{id}/style.json")).await;
     assert_eq!(status, 200);
     assert_eq!(
         hits.load(std::sync::atomic::Ordering::SeqCst),
@@ -1000,7 +980,7 @@ fn gdal_made(dir: &std::path::Path, tool: &str, args: &[&str], name: &str) -> Ve
 /// three bands, the DEM placed across the antimeridian in UTM zone 60
 /// south) and a vector dataset, with the DEM as terrain; answers the map
 /// and the rasters' ids.
-async fn raster_map(stack: &Stack, token: &str) -> (Value, [String; 3]) {
+async fn raster_map(app: &App, token: &str) -> (Value, [String; 3]) {
     let dir = tempfile::tempdir().unwrap();
     let mut ids = Vec::new();
     for (name, bytes) in [
@@ -1032,12 +1012,12 @@ async fn raster_map(stack: &Stack, token: &str) -> (Value, [String; 3]) {
             ),
         ),
     ] {
-        let job = stack.upload_ok(token, name, bytes, &[("visibility", "private")]).await;
-        let job = stack.wait_job(token, &job).await;
+        let job = app.upload_ok(token, name, bytes, &[("visibility", "private")]).await;
+        let job = app.wait_job(token, &job).await;
         assert_eq!(job["status"], "succeeded", "{job}");
         ids.push(job["dataset_id"].as_str().unwrap().to_string());
     }
-    let points = point_dataset(stack, token, "private").await;
+    let points = point_dataset(app, token, "private").await;
     let body = json!({
         "name": "Relief",
         "terrain_config": {"enabled": true, "source_dataset_id": ids[0], "exaggeration": 1.2},
@@ -1048,16 +1028,16 @@ async fn raster_map(stack: &Stack, token: &str) -> (Value, [String; 3]) {
             {"dataset_id": points, "sort_order": 3}
         ]
     });
-    let response = post_map(stack, token, &body).await;
+    let response = post_map(app, token, &body).await;
     assert_eq!(response.status(), 201);
     (response.json().await.unwrap(), ids.try_into().unwrap())
 }
 
 #[tokio::test]
 async fn raster_layers_say_what_their_dataset_is() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let (map, _) = raster_map(&stack, &token).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let (map, _) = raster_map(&app, &token).await;
     let described: Vec<Value> = map["layers"]
         .as_array()
         .unwrap()
@@ -1074,7 +1054,7 @@ async fn raster_layers_say_what_their_dataset_is() {
         ],
         "a layer says what its dataset is: {map}"
     );
-    let (status, again) = stack
+    let (status, again) = app
         .get_json(Some(&token), &format!("/api/maps/{}", map["id"].as_str().unwrap()))
         .await;
     assert_eq!(status, 200);
@@ -1083,12 +1063,12 @@ async fn raster_layers_say_what_their_dataset_is() {
 
 #[tokio::test]
 async fn raster_and_terrain_sources_stop_where_the_data_does() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let (map, [dem, bands, fiji]) = raster_map(&stack, &token).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let (map, [dem, bands, fiji]) = raster_map(&app, &token).await;
     // Raster and terrain sources stop at the raster's own resolution (as
     // its TileJSON says) and, unless the data crosses 180°, at its extent.
-    let (_, style) = stack
+    let (_, style) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
@@ -1096,7 +1076,7 @@ async fn raster_and_terrain_sources_stop_where_the_data_does() {
         .await;
     validate_style(&style);
     for id in [&dem, &bands, &fiji] {
-        let (status, tilejson) = stack
+        let (status, tilejson) = app
             .get_json(Some(&token), &format!("/api/tiles/{id}/tilejson.json"))
             .await;
         assert_eq!(status, 200);
@@ -1104,7 +1084,7 @@ async fn raster_and_terrain_sources_stop_where_the_data_does() {
         assert!((3..=14).contains(&maxzoom), "{tilejson}");
         let source = &style["sources"][format!("dataset-{id}-raster")];
         assert_eq!(source["maxzoom"], maxzoom, "{source}");
-        let extent = &stack.dataset(&token, id).await["extent_bbox"];
+        let extent = &app.dataset(&token, id).await["extent_bbox"];
         if *id == fiji {
             assert!(extent[0].as_f64() > extent[2].as_f64(), "crosses 180°: {extent}");
             assert!(source.get("bounds").is_none(), "bounds cannot cross 180°: {source}");
@@ -1114,8 +1094,8 @@ async fn raster_and_terrain_sources_stop_where_the_data_does() {
     }
     let terrain = &style["sources"]["terrain"];
     assert_eq!(terrain["type"], "raster-dem");
-    assert_eq!(terrain["bounds"], stack.dataset(&token, &dem).await["extent_bbox"]);
-    let (_, tilejson) = stack
+    assert_eq!(terrain["bounds"], app.dataset(&token, &dem).await["extent_bbox"]);
+    let (_, tilejson) = app
         .get_json(Some(&token), &format!("/api/tiles/{dem}/tilejson.json"))
         .await;
     assert_eq!(

@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use catalog_tests::{Api, Stack, StackOptions, free_port};
+use catalog_tests::{Api, App, Stack, StackOptions, free_port};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -90,15 +90,15 @@ async fn wait_for_port(port: u16) {
     panic!("nothing listens on {port}");
 }
 
-async fn put_settings(stack: &Stack, admin: &str, body: &Value) -> (u16, Value) {
-    let response = stack
-        .http
-        .put(stack.url("/api/settings/notifications"))
-        .bearer_auth(admin)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
+async fn put_settings(api: &impl Api, admin: &str, body: &Value) -> (u16, Value) {
+    let response = api
+        .send(
+            api.http()
+                .put(api.url("/api/settings/notifications"))
+                .bearer_auth(admin)
+                .json(body),
+        )
+        .await;
     let status = response.status().as_u16();
     (status, response.json().await.unwrap())
 }
@@ -247,14 +247,14 @@ async fn notifications_go_out_through_each_channel_and_failures_are_reported() {
 /// no second mail; the mailed link sets the password.
 #[tokio::test]
 async fn a_forgotten_password_is_reset_through_a_mailed_link() {
-    let stack = Stack::start_with(StackOptions::default().env("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1")).await;
-    let admin = stack.admin_token().await;
+    let app = App::start_with(&[("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1")]).await;
+    let admin = app.admin_token().await;
     let smtp_port = free_port();
     let mail = tempfile::NamedTempFile::new().unwrap();
     let mut smtp = smtp_server(smtp_port, mail.path());
     wait_for_port(smtp_port).await;
     let (status, _) = put_settings(
-        &stack,
+        &app,
         &admin,
         &json!({"smtp": {"host": "127.0.0.1", "port": smtp_port, "security": "none",
                          "from": "catalog@example.org", "to": ["ops@example.org"]},
@@ -262,29 +262,29 @@ async fn a_forgotten_password_is_reset_through_a_mailed_link() {
     )
     .await;
     assert_eq!(status, 200);
-    let (_, config) = stack.get_json(None, "/api/auth/config").await;
+    let (_, config) = app.get_json(None, "/api/auth/config").await;
     assert_eq!(config["password_reset_by_mail"], true);
     sqlx::query(
         "INSERT INTO users (id, username, email, password_hash, role) VALUES ($1, 'walker', 'walker@example.org', $2, 'editor')",
     )
     .bind(uuid::Uuid::now_v7())
     .bind(catalog_shared::auth::hash_password("Old-Password-123").unwrap())
-    .execute(&stack.pool)
+    .execute(&app.pool)
     .await
     .unwrap();
     let ask = |account: &str| {
-        stack
-            .http
-            .post(stack.url("/api/auth/password-reset/request"))
-            .json(&json!({"account": account}))
-            .send()
+        app.send(
+            app.http()
+                .post(app.url("/api/auth/password-reset/request"))
+                .json(&json!({"account": account})),
+        )
     };
     assert_eq!(
-        ask("nobody-at-all").await.unwrap().status(),
+        ask("nobody-at-all").await.status(),
         202,
         "the same answer for no account"
     );
-    assert_eq!(ask("WALKER@example.org").await.unwrap().status(), 202);
+    assert_eq!(ask("WALKER@example.org").await.status(), 202);
     // The mail as a mail reader shows it: quoted-printable undone.
     let received = || {
         std::fs::read_to_string(mail.path())
@@ -310,8 +310,8 @@ async fn a_forgotten_password_is_reset_through_a_mailed_link() {
         .find(|w| w.contains("/reset-password#token="))
         .expect("the mail holds the link")
         .to_string();
-    assert!(link.starts_with(&stack.url("/reset-password#token=pr_")), "{link}");
-    assert_eq!(ask("walker").await.unwrap().status(), 202);
+    assert!(link.starts_with(&app.url("/reset-password#token=pr_")), "{link}");
+    assert_eq!(ask("walker").await.status(), 202);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let after = received();
     assert_eq!(
@@ -320,21 +320,21 @@ async fn a_forgotten_password_is_reset_through_a_mailed_link() {
         "one mail within minutes: {after}"
     );
     let token = link.split("#token=").nth(1).unwrap();
-    let reset = stack
-        .http
-        .post(stack.url("/api/auth/password-reset"))
-        .json(&json!({"token": token, "new_password": "New-Password-456"}))
-        .send()
-        .await
-        .unwrap();
+    let reset = app
+        .send(
+            app.http()
+                .post(app.url("/api/auth/password-reset"))
+                .json(&json!({"token": token, "new_password": "New-Password-456"})),
+        )
+        .await;
     assert_eq!(reset.status(), 204);
-    let signed_in = stack
-        .http
-        .post(stack.url("/api/auth/login"))
-        .form(&[("username", "walker"), ("password", "New-Password-456")])
-        .send()
-        .await
-        .unwrap();
+    let signed_in = app
+        .send(
+            app.http()
+                .post(app.url("/api/auth/login"))
+                .form(&[("username", "walker"), ("password", "New-Password-456")]),
+        )
+        .await;
     assert_eq!(signed_in.status(), 200);
     smtp.kill().unwrap();
     smtp.wait().unwrap();

@@ -307,13 +307,13 @@ fn a_short_jwt_secret_stops_start_up() {
 
 #[tokio::test]
 async fn dataset_visibility_edit_and_delete() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("olga", "editor").await;
-    let (_, other_editor) = stack.user_token("otto", "editor").await;
-    let (_, viewer) = stack.user_token("vic", "viewer").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("olga", "editor").await;
+    let (_, other_editor) = app.user_token("otto", "editor").await;
+    let (_, viewer) = app.user_token("vic", "viewer").await;
     let points = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "properties": {"n": 1}, "geometry": {"type": "Point", "coordinates": [1, 2]}}]});
-    let job_id = stack
+    let job_id = app
         .upload_ok(
             &owner,
             "p.geojson",
@@ -321,25 +321,16 @@ async fn dataset_visibility_edit_and_delete() {
             &[("title", "Mine")],
         )
         .await;
-    let job = stack.wait_job(&owner, &job_id).await;
+    let job = app.wait_job(&owner, &job_id).await;
     let id = job["dataset_id"].as_str().unwrap().to_string();
     let path = format!("/api/datasets/{id}");
 
-    assert_eq!(
-        stack.get_json(Some(&viewer), &path).await.0,
-        404,
-        "private to its owner"
-    );
-    assert_eq!(stack.get_json(None, &path).await.0, 404);
-    let admin = stack.admin_token().await;
-    assert_eq!(
-        stack.get_json(Some(&admin), &path).await.0,
-        200,
-        "admins see everything"
-    );
+    assert_eq!(app.get_json(Some(&viewer), &path).await.0, 404, "private to its owner");
+    assert_eq!(app.get_json(None, &path).await.0, 404);
+    let admin = app.admin_token().await;
+    assert_eq!(app.get_json(Some(&admin), &path).await.0, 200, "admins see everything");
 
-    let patch =
-        |token: &str, body: Value| stack.send(stack.http.patch(stack.url(&path)).bearer_auth(token).json(&body));
+    let patch = |token: &str, body: Value| app.send(app.http().patch(app.url(&path)).bearer_auth(token).json(&body));
     assert_eq!(patch(&viewer, json!({"title": "x"})).await.status(), 404);
     let response = patch(&owner, json!({"visibility": "internal", "title": "Renamed"})).await;
     assert_eq!(response.status(), 200);
@@ -350,31 +341,29 @@ async fn dataset_visibility_edit_and_delete() {
         "a visibility change rolls the publication version"
     );
     assert_eq!(
-        stack.get_json(Some(&viewer), &path).await.0,
+        app.get_json(Some(&viewer), &path).await.0,
         200,
         "internal: any signed-in user"
     );
-    assert_eq!(stack.get_json(None, &path).await.0, 404);
+    assert_eq!(app.get_json(None, &path).await.0, 404);
     assert_eq!(patch(&owner, json!({"visibility": "everyone"})).await.status(), 422);
     assert_eq!(patch(&owner, json!({"colour": "red"})).await.status(), 422);
     assert_eq!(patch(&other_editor, json!({"title": "Theirs"})).await.status(), 403);
     patch(&owner, json!({"visibility": "public"})).await;
-    let (status, list) = stack.get_json(None, "/api/datasets").await;
+    let (status, list) = app.get_json(None, "/api/datasets").await;
     assert_eq!(status, 200);
     assert_eq!(list["total"], 1);
 
     let table = updated["table_name"].as_str().unwrap().to_string();
-    let denied = stack
-        .send(stack.http.delete(stack.url(&path)).bearer_auth(&other_editor))
+    let denied = app
+        .send(app.http().delete(app.url(&path)).bearer_auth(&other_editor))
         .await;
     assert_eq!(denied.status(), 403);
-    let deleted = stack
-        .send(stack.http.delete(stack.url(&path)).bearer_auth(&owner))
-        .await;
+    let deleted = app.send(app.http().delete(app.url(&path)).bearer_auth(&owner)).await;
     assert_eq!(deleted.status(), 204);
-    assert_eq!(stack.get_json(Some(&owner), &path).await.0, 404);
+    assert_eq!(app.get_json(Some(&owner), &path).await.0, 404);
     assert!(
-        !stack.data_tables().await.contains(&table),
+        !app.data_tables().await.contains(&table),
         "the ingested table is dropped"
     );
 }

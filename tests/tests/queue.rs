@@ -174,8 +174,11 @@ async fn a_killed_workers_job_is_completed_by_another() {
 /// points. The first request of each path gets the document's head and
 /// then a space every 200 ms for ten minutes (a job downloading it runs
 /// until it is stopped); every later one gets the whole document at once.
-async fn stalls_first_time() -> SocketAddr {
+/// Answers the address and the sizes asked for so far: a worker's
+/// download has begun once its size is there.
+async fn stalls_first_time() -> (SocketAddr, Arc<Mutex<HashSet<u32>>>) {
     let asked = Arc::new(Mutex::new(HashSet::<u32>::new()));
+    let seen = asked.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = Router::new().route(
@@ -198,7 +201,7 @@ async fn stalls_first_time() -> SocketAddr {
         }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
+    (addr, seen)
 }
 
 /// The queue task of a job: its status and the worker holding it.
@@ -217,7 +220,7 @@ async fn queue_task(stack: &Stack, job_id: &str) -> (String, Option<String>) {
 /// before the workers beat every second from a thread of their own).
 #[tokio::test]
 async fn a_killed_workers_job_runs_again_and_succeeds_within_15_s() {
-    let host = stalls_first_time().await;
+    let (host, asked) = stalls_first_time().await;
     let mut stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
     let token = stack.admin_token().await;
     let request = stack
@@ -232,7 +235,10 @@ async fn a_killed_workers_job_runs_again_and_succeeds_within_15_s() {
         .unwrap()
         .to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while stack.job(&token, &job_id).await["status"] != "running" {
+    // The first worker's download has begun (the job says `running` a
+    // moment before its request is sent; killed in between, the second
+    // attempt would be the one to stall).
+    while stack.job(&token, &job_id).await["status"] != "running" || !asked.lock().unwrap().contains(&25) {
         assert!(Instant::now() < deadline, "the job never ran:\n{}", stack.logs());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -2,7 +2,7 @@
 //! imports and reuploads past a cap answer 422 naming the quota, its limit
 //! and the usage, with nothing queued or kept; the account shows usage and
 //! caps; concurrent uploads cannot overshoot by more than one file.
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -15,25 +15,25 @@ fn points(n: usize) -> Vec<u8> {
         .into_bytes()
 }
 
-async fn set_quota(stack: &Stack, token: &str, user: Uuid, body: Value) -> (u16, Value) {
-    let request = stack
-        .http
-        .put(stack.url(&format!("/api/admin/users/{user}/quota")))
+async fn set_quota(app: &App, token: &str, user: Uuid, body: Value) -> (u16, Value) {
+    let request = app
+        .http()
+        .put(app.url(&format!("/api/admin/users/{user}/quota")))
         .bearer_auth(token)
         .json(&body);
-    let response = stack.send(request).await;
+    let response = app.send(request).await;
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
-async fn usage(stack: &Stack, token: &str) -> Value {
-    let (status, me) = stack.get_json(Some(token), "/api/auth/me").await;
+async fn usage(app: &App, token: &str) -> Value {
+    let (status, me) = app.get_json(Some(token), "/api/auth/me").await;
     assert_eq!(status, 200);
     me["quota_usage"].clone()
 }
 
-async fn job_count(stack: &Stack) -> i64 {
+async fn job_count(app: &App) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap()
 }
@@ -53,27 +53,27 @@ async fn assert_refused(response: reqwest::Response, quota: &str, limit: i64, us
 #[tokio::test]
 async fn caps_refuse_what_goes_past_them_and_usage_shows() {
     // The import URL passes the outbound check, so only the quota refuses it.
-    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1:9")).await;
-    let admin = stack.admin_token().await;
-    let (erin_id, erin) = stack.user_token("erin", "editor").await;
-    let (_, viewer) = stack.user_token("vic", "viewer").await;
+    let app = App::start_with_worker_and(&[("OUTBOUND_ALLOWED_HOSTS", "127.0.0.1:9")]).await;
+    let admin = app.admin_token().await;
+    let (erin_id, erin) = app.user_token("erin", "editor").await;
+    let (_, viewer) = app.user_token("vic", "viewer").await;
 
     assert_eq!(
-        set_quota(&stack, &viewer, erin_id, json!({"dataset_count": 1})).await.0,
+        set_quota(&app, &viewer, erin_id, json!({"dataset_count": 1})).await.0,
         403
     );
     assert_eq!(
-        set_quota(&stack, &admin, Uuid::now_v7(), json!({"dataset_count": 1}))
+        set_quota(&app, &admin, Uuid::now_v7(), json!({"dataset_count": 1}))
             .await
             .0,
         404
     );
     assert_eq!(
-        set_quota(&stack, &admin, erin_id, json!({"dataset_count": -1})).await.0,
+        set_quota(&app, &admin, erin_id, json!({"dataset_count": -1})).await.0,
         422
     );
     let (status, quota) = set_quota(
-        &stack,
+        &app,
         &admin,
         erin_id,
         json!({"storage_bytes": null, "dataset_count": 1}),
@@ -82,44 +82,44 @@ async fn caps_refuse_what_goes_past_them_and_usage_shows() {
     assert_eq!(status, 200);
     assert_eq!(quota, json!({"storage_bytes": null, "dataset_count": 1}));
 
-    let job = stack.upload_ok(&erin, "first.geojson", points(50), &[]).await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.upload_ok(&erin, "first.geojson", points(50), &[]).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let dataset_id = job["dataset_id"].as_str().unwrap().to_string();
-    let shown = usage(&stack, &erin).await;
+    let shown = usage(&app, &erin).await;
     assert_eq!(shown["dataset_count"], 1);
     assert_eq!(shown["count_cap"], 1);
     assert_eq!(shown["storage_cap"], 0, "0: unlimited");
     let bytes_used = shown["bytes_used"].as_i64().unwrap();
     assert!(bytes_used > 0, "the table's bytes count: {shown}");
 
-    let jobs_before = job_count(&stack).await;
+    let jobs_before = job_count(&app).await;
     assert_refused(
-        stack.upload(&erin, "second.geojson", points(5), &[]).await,
+        app.upload(&erin, "second.geojson", points(5), &[]).await,
         "dataset_count",
         1,
         Some(1),
     )
     .await;
-    let request = stack
-        .http
-        .post(stack.url("/api/datasets/import-url"))
+    let request = app
+        .http()
+        .post(app.url("/api/datasets/import-url"))
         .bearer_auth(&erin)
         .json(&json!({"url": "http://127.0.0.1:9/never-fetched.geojson"}));
-    assert_refused(stack.send(request).await, "dataset_count", 1, Some(1)).await;
-    assert_eq!(job_count(&stack).await, jobs_before, "nothing queued");
+    assert_refused(app.send(request).await, "dataset_count", 1, Some(1)).await;
+    assert_eq!(job_count(&app).await, jobs_before, "nothing queued");
 
     // A storage cap just above the usage: a reupload larger than what is
     // left is refused; the datasets cap lifted.
     let cap = bytes_used + 1000;
     set_quota(
-        &stack,
+        &app,
         &admin,
         erin_id,
         json!({"storage_bytes": cap, "dataset_count": null}),
     )
     .await;
-    let reupload = stack
+    let reupload = app
         .post_file(
             &format!("/api/datasets/{dataset_id}/reupload"),
             &erin,
@@ -129,42 +129,42 @@ async fn caps_refuse_what_goes_past_them_and_usage_shows() {
         )
         .await;
     assert_refused(reupload, "storage", cap, Some(bytes_used)).await;
-    assert_eq!(job_count(&stack).await, jobs_before, "nothing queued");
+    assert_eq!(job_count(&app).await, jobs_before, "nothing queued");
     let uploads: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE upload_bytes > 0 AND status = 'queued'")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(uploads, 0);
-    let shown = usage(&stack, &erin).await;
+    let shown = usage(&app, &erin).await;
     assert_eq!(shown["storage_cap"], cap);
     assert_eq!(shown["count_cap"], 0);
 
     // Lifting both caps lets uploads through again.
     let (status, _) = set_quota(
-        &stack,
+        &app,
         &admin,
         erin_id,
         json!({"storage_bytes": null, "dataset_count": null}),
     )
     .await;
     assert_eq!(status, 200);
-    let job = stack.upload_ok(&erin, "third.geojson", points(5), &[]).await;
-    assert_eq!(stack.wait_job(&erin, &job).await["status"], "succeeded");
+    let job = app.upload_ok(&erin, "third.geojson", points(5), &[]).await;
+    assert_eq!(app.wait_job(&erin, &job).await["status"], "succeeded");
 }
 
 #[tokio::test]
 async fn concurrent_uploads_overshoot_by_at_most_one_file() {
     // No worker: admitted uploads stay held against the quota.
-    let stack = Stack::start_with(StackOptions::workers(0)).await;
-    let admin = stack.admin_token().await;
-    let (erin_id, erin) = stack.user_token("erin", "editor").await;
+    let app = App::start().await;
+    let admin = app.admin_token().await;
+    let (erin_id, erin) = app.user_token("erin", "editor").await;
     let file = points(300);
     let size = file.len() as i64;
     // Room for one file and a half.
     let cap = size * 3 / 2;
-    set_quota(&stack, &admin, erin_id, json!({"storage_bytes": cap})).await;
+    set_quota(&app, &admin, erin_id, json!({"storage_bytes": cap})).await;
     let names: Vec<String> = (0..6).map(|i| format!("p{i}.geojson")).collect();
-    let uploads = names.iter().map(|name| stack.upload(&erin, name, file.clone(), &[]));
+    let uploads = names.iter().map(|name| app.upload(&erin, name, file.clone(), &[]));
     let statuses: Vec<u16> = futures::future::join_all(uploads)
         .await
         .iter()
@@ -173,15 +173,15 @@ async fn concurrent_uploads_overshoot_by_at_most_one_file() {
     assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 5, "{statuses:?}");
     let held: i64 = sqlx::query_scalar("SELECT coalesce(sum(upload_bytes), 0)::bigint FROM jobs")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(held, size);
-    assert_eq!(usage(&stack, &erin).await["bytes_used"], size);
+    assert_eq!(usage(&app, &erin).await["bytes_used"], size);
 }
 
 /// The store's files whose path names `id`.
-fn stored_files_of(stack: &Stack, id: &str) -> Vec<(String, u64)> {
+fn stored_files_of(app: &App, id: &str) -> Vec<(String, u64)> {
     fn walk(dir: &std::path::Path, found: &mut Vec<(String, u64)>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -193,67 +193,62 @@ fn stored_files_of(stack: &Stack, id: &str) -> Vec<(String, u64)> {
         }
     }
     let mut found = Vec::new();
-    walk(stack.storage_dir(), &mut found);
+    walk(app.storage_dir(), &mut found);
     found.retain(|(path, _)| path.contains(id));
     found
 }
 
-async fn delete_dataset(stack: &Stack, token: &str, id: &str) {
-    let request = stack
-        .http
-        .delete(stack.url(&format!("/api/datasets/{id}")))
+async fn delete_dataset(app: &App, token: &str, id: &str) {
+    let request = app
+        .http()
+        .delete(app.url(&format!("/api/datasets/{id}")))
         .bearer_auth(token);
-    assert_eq!(stack.send(request).await.status(), 204);
+    assert_eq!(app.send(request).await.status(), 204);
 }
 
 #[tokio::test]
 async fn a_datasets_files_count_until_it_is_deleted_and_go_with_it() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (_, erin) = stack.user_token("erin", "editor").await;
-    let before = usage(&stack, &erin).await["bytes_used"].as_i64().unwrap();
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (_, erin) = app.user_token("erin", "editor").await;
+    let before = usage(&app, &erin).await["bytes_used"].as_i64().unwrap();
 
     // A raster: its COG counts, byte for byte.
     let dem = catalog_tests::data_file("raster/elev_luxembourg.tif");
-    let job = stack.upload_ok(&erin, "elev_luxembourg.tif", dem, &[]).await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.upload_ok(&erin, "elev_luxembourg.tif", dem, &[]).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap().to_string();
-    let size = stack.dataset(&erin, &id).await["raster"]["size_bytes"]
-        .as_i64()
-        .unwrap();
-    let files = stored_files_of(&stack, &id);
+    let size = app.dataset(&erin, &id).await["raster"]["size_bytes"].as_i64().unwrap();
+    let files = stored_files_of(&app, &id);
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(files[0].1 as i64, size, "{files:?}");
-    assert_eq!(
-        usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(),
-        before + size
-    );
-    delete_dataset(&stack, &erin, &id).await;
-    assert_eq!(stored_files_of(&stack, &id), [], "the COG goes with its dataset");
-    assert_eq!(usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(), before);
+    assert_eq!(usage(&app, &erin).await["bytes_used"].as_i64().unwrap(), before + size);
+    delete_dataset(&app, &erin, &id).await;
+    assert_eq!(stored_files_of(&app, &id), [], "the COG goes with its dataset");
+    assert_eq!(usage(&app, &erin).await["bytes_used"].as_i64().unwrap(), before);
 
     // A cold table: its archive counts, and goes with it too.
-    let job = stack.upload_ok(&erin, "points.geojson", points(500), &[]).await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.upload_ok(&erin, "points.geojson", points(500), &[]).await;
+    let job = app.wait_job(&erin, &job).await;
     let id = job["dataset_id"].as_str().unwrap().to_string();
-    let request = stack
-        .http
-        .post(stack.url(&format!("/api/datasets/{id}/archive")))
+    let request = app
+        .http()
+        .post(app.url(&format!("/api/datasets/{id}/archive")))
         .bearer_auth(&admin)
         .json(&json!({}));
-    let archiving: Value = stack.send(request).await.json().await.unwrap();
-    let job = stack.wait_job(&admin, archiving["job_id"].as_str().unwrap()).await;
+    let archiving: Value = app.send(request).await.json().await.unwrap();
+    let job = app.wait_job(&admin, archiving["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "succeeded", "{job}");
-    let files = stored_files_of(&stack, &id);
+    let files = stored_files_of(&app, &id);
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(
-        usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(),
+        usage(&app, &erin).await["bytes_used"].as_i64().unwrap(),
         before + files[0].1 as i64
     );
-    delete_dataset(&stack, &erin, &id).await;
-    assert_eq!(stored_files_of(&stack, &id), [], "the archive goes with its dataset");
-    assert_eq!(usage(&stack, &erin).await["bytes_used"].as_i64().unwrap(), before);
+    delete_dataset(&app, &erin, &id).await;
+    assert_eq!(stored_files_of(&app, &id), [], "the archive goes with its dataset");
+    assert_eq!(usage(&app, &erin).await["bytes_used"].as_i64().unwrap(), before);
 }
 
 /// A GeoPackage with one layer per file given, written by GDAL itself.
@@ -279,16 +274,16 @@ fn geopackage_of(layers: &[(&str, Vec<u8>)]) -> Vec<u8> {
 /// published or left behind; with room for two, the same file makes two.
 #[tokio::test]
 async fn a_cap_holds_for_files_of_several_layers() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (erin_id, erin) = stack.user_token("erin", "editor").await;
-    let (status, _) = set_quota(&stack, &admin, erin_id, json!({"dataset_count": 1})).await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (erin_id, erin) = app.user_token("erin", "editor").await;
+    let (status, _) = set_quota(&app, &admin, erin_id, json!({"dataset_count": 1})).await;
     assert_eq!(status, 200);
     let two_layers = geopackage_of(&[("first", points(5)), ("second", points(7))]);
     let zipped = catalog_tests::zip_of(&[("first.geojson", points(5)), ("second.geojson", points(7))]);
     for (name, file) in [("two.gpkg", two_layers.clone()), ("two.zip", zipped)] {
-        let job = stack.upload_ok(&erin, name, file, &[]).await;
-        let job = stack.wait_job(&erin, &job).await;
+        let job = app.upload_ok(&erin, name, file, &[]).await;
+        let job = app.wait_job(&erin, &job).await;
         assert_eq!(job["status"], "failed", "{name}: {job}");
         assert_eq!(job["error"]["status"], 422, "{job}");
         let detail = job["error"]["detail"].as_str().unwrap();
@@ -302,19 +297,19 @@ async fn a_cap_holds_for_files_of_several_layers() {
                 (SELECT count(*) FROM pg_tables WHERE schemaname = 'data')",
     )
     .bind(erin_id)
-    .fetch_one(&stack.pool)
+    .fetch_one(&app.pool)
     .await
     .unwrap();
     assert_eq!((datasets, tables), (0, 0), "nothing published, nothing half made");
-    assert_eq!(usage(&stack, &erin).await["dataset_count"], 0);
+    assert_eq!(usage(&app, &erin).await["dataset_count"], 0);
 
-    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 2})).await;
-    let job = stack.upload_ok(&erin, "two.gpkg", two_layers, &[]).await;
-    let job = stack.wait_job(&erin, &job).await;
+    set_quota(&app, &admin, erin_id, json!({"dataset_count": 2})).await;
+    let job = app.upload_ok(&erin, "two.gpkg", two_layers, &[]).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["dataset_ids"].as_array().unwrap().len(), 2, "{job}");
     assert_refused(
-        stack.upload(&erin, "third.geojson", points(3), &[]).await,
+        app.upload(&erin, "third.geojson", points(3), &[]).await,
         "dataset_count",
         2,
         Some(2),
@@ -328,15 +323,15 @@ async fn a_cap_holds_for_files_of_several_layers() {
 /// file lacks fails the job, naming it and the layers there are.
 #[tokio::test]
 async fn a_multi_layer_file_loads_the_layers_chosen() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let (erin_id, erin) = stack.user_token("erin", "editor").await;
-    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 1})).await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let (erin_id, erin) = app.user_token("erin", "editor").await;
+    set_quota(&app, &admin, erin_id, json!({"dataset_count": 1})).await;
     let two_layers = geopackage_of(&[("first", points(5)), ("second", points(7))]);
-    let job = stack
+    let job = app
         .upload_ok(&erin, "two.gpkg", two_layers.clone(), &[("preview", "true")])
         .await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let layers: Vec<(String, i64, String)> = job["result"]["layers"]
         .as_array()
@@ -358,24 +353,20 @@ async fn a_multi_layer_file_loads_the_layers_chosen() {
         ]
     );
     assert_eq!(job["dataset_ids"], json!([]));
-    assert_eq!(
-        usage(&stack, &erin).await["dataset_count"],
-        0,
-        "a preview loads nothing"
-    );
+    assert_eq!(usage(&app, &erin).await["dataset_count"], 0, "a preview loads nothing");
 
-    let job = stack
+    let job = app
         .upload_ok(&erin, "two.gpkg", two_layers.clone(), &[("layer", "second")])
         .await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let made = job["dataset_ids"].as_array().unwrap();
     assert_eq!(made.len(), 1, "{job}");
-    let dataset = stack.dataset(&erin, made[0].as_str().unwrap()).await;
+    let dataset = app.dataset(&erin, made[0].as_str().unwrap()).await;
     assert_eq!(dataset["feature_count"], 7);
 
-    set_quota(&stack, &admin, erin_id, json!({"dataset_count": 5})).await;
-    let job = stack
+    set_quota(&app, &admin, erin_id, json!({"dataset_count": 5})).await;
+    let job = app
         .upload_ok(
             &erin,
             "two.gpkg",
@@ -383,14 +374,14 @@ async fn a_multi_layer_file_loads_the_layers_chosen() {
             &[("layer", "first"), ("layer", "third")],
         )
         .await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "failed", "{job}");
     let detail = job["error"]["detail"].as_str().unwrap();
     assert!(
         detail.contains("\"third\"") && detail.contains("first, second"),
         "{detail}"
     );
-    let job = stack
+    let job = app
         .upload_ok(
             &erin,
             "two.gpkg",
@@ -398,12 +389,12 @@ async fn a_multi_layer_file_loads_the_layers_chosen() {
             &[("layer", "first"), ("layer", "second"), ("title", "Survey")],
         )
         .await;
-    let job = stack.wait_job(&erin, &job).await;
+    let job = app.wait_job(&erin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let mut titles = Vec::new();
     for id in job["dataset_ids"].as_array().unwrap() {
         titles.push(
-            stack.dataset(&erin, id.as_str().unwrap()).await["title"]
+            app.dataset(&erin, id.as_str().unwrap()).await["title"]
                 .as_str()
                 .unwrap()
                 .to_string(),

@@ -4,7 +4,7 @@
 //! served as Web Mercator image tiles with TileJSON and signed templates.
 use std::path::Path;
 
-use catalog_tests::{Api, Stack, StackOptions, data_file, tile_at};
+use catalog_tests::{Api, App, data_file, tile_at};
 use gdal::{
     DriverManager,
     raster::{Buffer, ColorEntry, ColorTable, PaletteInterpretation},
@@ -55,33 +55,49 @@ fn decode(png: &[u8]) -> (usize, Vec<[u8; 4]>) {
     (size, pixels)
 }
 
-async fn get(stack: &Stack, token: Option<&str>, path: &str) -> reqwest::Response {
-    let mut request = stack.http.get(stack.url(path));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
+/// A GET that follows redirects, as a client over the network does (the
+/// service in process answers them as they are): a tile asked at a data
+/// version since replaced moves to the current one.
+async fn get(app: &App, token: Option<&str>, path: &str) -> reqwest::Response {
+    let mut url = app.url(path);
+    for _ in 0..10 {
+        let mut request = app.http().get(url.as_str());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = app.send(request).await;
+        if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+            return response;
+        }
+        let location = response.headers()["location"].to_str().unwrap();
+        url = if location.starts_with('/') {
+            app.url(location)
+        } else {
+            location.to_string()
+        };
     }
-    stack.send(request).await
+    panic!("more than 10 redirects from {path}");
 }
 
-async fn ingest(stack: &Stack, token: &str, name: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Value {
-    let job = stack.upload_ok(token, name, bytes, fields).await;
-    stack.wait_job(token, &job).await
+async fn ingest(app: &App, token: &str, name: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Value {
+    let job = app.upload_ok(token, name, bytes, fields).await;
+    app.wait_job(token, &job).await
 }
 
 /// Luxembourg's elevation (Int16, one band), public; its dataset id.
-async fn public_dem(stack: &Stack, token: &str) -> String {
+async fn public_dem(app: &App, token: &str) -> String {
     let dem = data_file("raster/elev_luxembourg.tif");
-    let job = ingest(stack, token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
+    let job = ingest(app, token, "elev_luxembourg.tif", dem, &[("visibility", "public")]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     job["dataset_id"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let id = public_dem(&stack, &token).await;
-    let record = stack.dataset(&token, &id).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let id = public_dem(&app, &token).await;
+    let record = app.dataset(&token, &id).await;
     assert_eq!(record["kind"], "raster");
     assert_eq!(record["title"], "elev_luxembourg");
     assert!(
@@ -112,27 +128,27 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
 
     // Not a feature collection.
     assert_eq!(
-        get(&stack, Some(&token), &format!("/api/collections/{id}/items"))
+        get(&app, Some(&token), &format!("/api/collections/{id}/items"))
             .await
             .status(),
         404
     );
     // A collection of tiles (tests/tests/ogc_tiles.rs).
     assert_eq!(
-        get(&stack, Some(&token), &format!("/api/collections/{id}"))
+        get(&app, Some(&token), &format!("/api/collections/{id}"))
             .await
             .status(),
         200
     );
     assert_eq!(
-        get(&stack, Some(&token), &format!("/api/tiles/{id}/8/132/86.pbf"))
+        get(&app, Some(&token), &format!("/api/tiles/{id}/8/132/86.pbf"))
             .await
             .status(),
         422
     );
 
     // A tile over Luxembourg: data opaque, the rest of the tile transparent.
-    let tile = get(&stack, None, &format!("/api/tiles/{id}/8/132/86.png")).await;
+    let tile = get(&app, None, &format!("/api/tiles/{id}/8/132/86.png")).await;
     assert_eq!(tile.status(), 200);
     assert_eq!(tile.headers()["content-type"], "image/png");
     let (size, pixels) = decode(&tile.bytes().await.unwrap());
@@ -147,12 +163,7 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
             .all(|p| p[0] == p[1] && p[1] == p[2]),
         "grey without a colormap"
     );
-    let coloured = get(
-        &stack,
-        None,
-        &format!("/api/tiles/{id}/8/132/86@2x.png?colormap=viridis"),
-    )
-    .await;
+    let coloured = get(&app, None, &format!("/api/tiles/{id}/8/132/86@2x.png?colormap=viridis")).await;
     assert_eq!(coloured.status(), 200);
     let (size, pixels) = decode(&coloured.bytes().await.unwrap());
     assert_eq!(size, 512);
@@ -161,16 +172,14 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         "viridis is not grey"
     );
     for format in ["webp", "jpg"] {
-        let other = get(&stack, None, &format!("/api/tiles/{id}/8/132/86.{format}")).await;
+        let other = get(&app, None, &format!("/api/tiles/{id}/8/132/86.{format}")).await;
         assert_eq!(other.status(), 200, "{format}");
         let expected = if format == "jpg" { "image/jpeg" } else { "image/webp" };
         assert_eq!(other.headers()["content-type"], expected);
     }
     // Wholly outside the data: nothing to draw.
     assert_eq!(
-        get(&stack, None, &format!("/api/tiles/{id}/8/10/86.png"))
-            .await
-            .status(),
+        get(&app, None, &format!("/api/tiles/{id}/8/10/86.png")).await.status(),
         204
     );
     for bad in [
@@ -180,11 +189,11 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         "colormap=rainbow",
         "resampling=lanczos",
     ] {
-        let refused = get(&stack, None, &format!("/api/tiles/{id}/8/132/86.png?{bad}")).await;
+        let refused = get(&app, None, &format!("/api/tiles/{id}/8/132/86.png?{bad}")).await;
         assert_eq!(refused.status(), 400, "{bad}");
     }
 
-    let tilejson: Value = get(&stack, None, &format!("/api/tiles/{id}/tilejson.json"))
+    let tilejson: Value = get(&app, None, &format!("/api/tiles/{id}/tilejson.json"))
         .await
         .json()
         .await
@@ -196,7 +205,7 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
     assert_eq!(tilejson["format"], "png");
     let maxzoom = tilejson["maxzoom"].as_u64().unwrap();
     assert!((6..=12).contains(&maxzoom), "about 1 km pixels: {maxzoom}");
-    let (status, signed) = stack.get_json(Some(&token), &format!("/api/tiles/token/{id}")).await;
+    let (status, signed) = app.get_json(Some(&token), &format!("/api/tiles/token/{id}")).await;
     assert_eq!(status, 200);
     assert!(
         signed["tile_url"].as_str().unwrap().contains("/{z}/{x}/{y}.png?"),
@@ -209,8 +218,8 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
     // Terrain: heights inside the data, 0 m around it.
     let terrain_path = terrain_template
         .replace("{z}/{x}/{y}", "8/132/86")
-        .replace(&stack.url(""), "");
-    let terrain = get(&stack, None, &terrain_path).await;
+        .replace(&app.url(""), "");
+    let terrain = get(&app, None, &terrain_path).await;
     assert_eq!(terrain.status(), 200);
     let (size, pixels) = decode(&terrain.bytes().await.unwrap());
     assert_eq!(size, 512);
@@ -226,7 +235,7 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         "heights within the band's range"
     );
     let terrarium = get(
-        &stack,
+        &app,
         None,
         &format!("/api/tiles/{id}/terrain/8/132/86.png?encoding=terrarium&tile_size=256"),
     )
@@ -240,7 +249,7 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
         .fold(f64::MIN, f64::max);
     assert!(highest > min && highest <= max + 0.1, "{highest}");
     assert_eq!(
-        get(&stack, None, &format!("/api/tiles/{id}/terrain/8/10/86.png"))
+        get(&app, None, &format!("/api/tiles/{id}/terrain/8/10/86.png"))
             .await
             .status(),
         204
@@ -249,11 +258,11 @@ async fn a_geotiff_becomes_a_raster_dataset_served_as_tiles() {
 
 #[tokio::test]
 async fn strict_cog_keeps_valid_files_byte_for_byte_and_refuses_the_rest() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
 
-    let clash = stack
+    let clash = app
         .upload(
             &token,
             "dem.tif",
@@ -285,7 +294,7 @@ async fn strict_cog_keeps_valid_files_byte_for_byte_and_refuses_the_rest() {
     assert!(made.success());
     let cog_bytes = std::fs::read(&cog).unwrap();
     let job = ingest(
-        &stack,
+        &app,
         &token,
         "dem_cog.tif",
         cog_bytes.clone(),
@@ -295,10 +304,10 @@ async fn strict_cog_keeps_valid_files_byte_for_byte_and_refuses_the_rest() {
     assert_eq!(job["status"], "succeeded", "{job}");
     let object: String = sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1::uuid")
         .bind(job["dataset_id"].as_str().unwrap())
-        .fetch_one(stack.pool())
+        .fetch_one(app.pool())
         .await
         .unwrap();
-    let stored = std::fs::read(stack.storage_dir().join(&object)).unwrap();
+    let stored = std::fs::read(app.storage_dir().join(&object)).unwrap();
     assert!(stored == cog_bytes, "stored byte for byte");
 
     // A large stripped TIFF without overviews is not a COG.
@@ -310,14 +319,14 @@ async fn strict_cog_keeps_valid_files_byte_for_byte_and_refuses_the_rest() {
         Some(32632),
         &[],
     );
-    let job = ingest(&stack, &token, "strips.tif", strips.clone(), &[("strict_cog", "true")]).await;
+    let job = ingest(&app, &token, "strips.tif", strips.clone(), &[("strict_cog", "true")]).await;
     assert_eq!(job["status"], "failed", "{job}");
     let detail = job["error"]["detail"].as_str().unwrap();
     assert!(detail.contains("not tiled") && detail.contains("overviews"), "{detail}");
     // Without strict_cog the same file is converted.
-    let job = ingest(&stack, &token, "strips.tif", strips, &[]).await;
+    let job = ingest(&app, &token, "strips.tif", strips, &[]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
-    let record = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let record = app.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(record["raster"]["is_cog"], true);
     assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 1, "{record}");
     assert_eq!(record["raster"]["srid"], 32632);
@@ -325,8 +334,8 @@ async fn strict_cog_keeps_valid_files_byte_for_byte_and_refuses_the_rest() {
 
 #[tokio::test]
 async fn messy_rasters_fail_clearly_and_leave_nothing() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     let placed = Some([6.0, 0.001, 0.0, 50.0, 0.0, -0.001]);
     let rotated = geotiff(
@@ -366,13 +375,13 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
         ("text.tif", b"not a tiff at all".to_vec(), "not a readable GeoTIFF"),
     ];
     for (name, bytes, expected) in cases {
-        let job = ingest(&stack, &token, name, bytes, &[]).await;
+        let job = ingest(&app, &token, name, bytes, &[]).await;
         assert_eq!(job["status"], "failed", "{name}: {job}");
         let detail = job["error"]["detail"].as_str().unwrap();
         assert!(detail.contains(expected), "{name}: {detail}");
     }
-    assert_eq!(stack.dataset_count().await, 0);
-    let rasters = stack.storage_dir().join("rasters");
+    assert_eq!(app.dataset_count().await, 0);
+    let rasters = app.storage_dir().join("rasters");
     assert!(
         !rasters.exists() || std::fs::read_dir(&rasters).unwrap().next().is_none(),
         "no raster file left behind"
@@ -384,11 +393,11 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
         ("tiles/dem.tif", data_file("raster/elev_luxembourg.tif")),
         ("bikes.geojson", data_file("geojson/cycle_hire_osm.geojson")),
     ]);
-    let job = ingest(&stack, &token, "bundle.zip", zipped, &[]).await;
+    let job = ingest(&app, &token, "bundle.zip", zipped, &[]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let mut kinds = Vec::new();
     for dataset in job["dataset_ids"].as_array().unwrap() {
-        let record = stack.dataset(&token, dataset.as_str().unwrap()).await;
+        let record = app.dataset(&token, dataset.as_str().unwrap()).await;
         kinds.push(format!(
             "{} {}",
             record["kind"].as_str().unwrap(),
@@ -407,11 +416,11 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
     );
 
     // The missing CRS named: assigned, not reprojected.
-    let job = ingest(&stack, &token, "no_crs.tif", no_crs, &[("srid_override", "4326")]).await;
+    let job = ingest(&app, &token, "no_crs.tif", no_crs, &[("srid_override", "4326")]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     // RGB: the tile shows the three bands.
     let job = ingest(
-        &stack,
+        &app,
         &token,
         "whole.tif",
         whole,
@@ -420,7 +429,7 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
     .await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap();
-    let record = stack.dataset(&token, id).await;
+    let record = app.dataset(&token, id).await;
     let interpretations: Vec<&str> = record["raster"]["bands"]
         .as_array()
         .unwrap()
@@ -429,12 +438,12 @@ async fn messy_rasters_fail_clearly_and_leave_nothing() {
         .collect();
     assert_eq!(interpretations, ["Red", "Green", "Blue"]);
     assert_eq!(
-        get(&stack, None, &format!("/api/tiles/{id}/terrain/10/529/347.png"))
+        get(&app, None, &format!("/api/tiles/{id}/terrain/10/529/347.png"))
             .await
             .status(),
         422
     );
-    let tile = get(&stack, None, &format!("/api/tiles/{id}/10/529/347.png")).await;
+    let tile = get(&app, None, &format!("/api/tiles/{id}/10/529/347.png")).await;
     assert_eq!(tile.status(), 200);
     let (_, pixels) = decode(&tile.bytes().await.unwrap());
     assert!(
@@ -488,8 +497,8 @@ fn to_lon_lat(srs: &SpatialRef, x: f64, y: f64) -> (f64, f64) {
 }
 
 /// Opaque pixels of a PNG tile fetched anonymously.
-async fn opaque_pixels(stack: &Stack, path: &str) -> Vec<[u8; 4]> {
-    let tile = get(stack, None, path).await;
+async fn opaque_pixels(app: &App, path: &str) -> Vec<[u8; 4]> {
+    let tile = get(app, None, path).await;
     assert_eq!(tile.status(), 200, "{path}");
     let (_, pixels) = decode(&tile.bytes().await.unwrap());
     pixels.into_iter().filter(|p| p[3] == 255).collect()
@@ -497,8 +506,8 @@ async fn opaque_pixels(stack: &Stack, path: &str) -> Vec<[u8; 4]> {
 
 #[tokio::test]
 async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     let public = [("visibility", "public")];
 
@@ -518,15 +527,15 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
         None,
         Some(&colours),
     );
-    let job = ingest(&stack, &token, "classes.tif", classes, &public).await;
+    let job = ingest(&app, &token, "classes.tif", classes, &public).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap();
-    let record = stack.dataset(&token, id).await;
+    let record = app.dataset(&token, id).await;
     assert_eq!(record["raster"]["bands"][0]["color_interpretation"], "Palette");
     assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 1, "{record}");
     for z in [7, 9, 11] {
         let (x, y) = tile_at(5.5, 50.5, z);
-        let pixels = opaque_pixels(&stack, &format!("/api/tiles/{id}/{z}/{x}/{y}.png")).await;
+        let pixels = opaque_pixels(&app, &format!("/api/tiles/{id}/{z}/{x}/{y}.png")).await;
         assert!(pixels.len() > 1000, "zoom {z}: {}", pixels.len());
         for p in &pixels {
             assert!(
@@ -564,10 +573,10 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
         Some(-9999.0),
         None,
     );
-    let job = ingest(&stack, &token, "dem_utm.tif", dem, &public).await;
+    let job = ingest(&app, &token, "dem_utm.tif", dem, &public).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let dem_id = job["dataset_id"].as_str().unwrap();
-    let record = stack.dataset(&token, dem_id).await;
+    let record = app.dataset(&token, dem_id).await;
     let band = &record["raster"]["bands"][0];
     assert_eq!(band["data_type"], "Float32");
     assert_eq!(band["nodata"], -9999.0);
@@ -582,7 +591,7 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
     let (lon, lat) = to_lon_lat(&utm, 306_000.0, 5_595_500.0);
     let (x, y) = tile_at(lon, lat, 13);
     let tile = get(
-        &stack,
+        &app,
         None,
         &format!("/api/tiles/{dem_id}/13/{x}/{y}.png?colormap=terrain"),
     )
@@ -592,7 +601,7 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
     let clear = pixels.iter().filter(|p| p[3] == 0).count();
     assert!(clear > 1000, "the nodata hole is transparent: {clear}");
     let (x, y) = tile_at(lon, lat, 9);
-    let terrain = get(&stack, None, &format!("/api/tiles/{dem_id}/terrain/9/{x}/{y}.png")).await;
+    let terrain = get(&app, None, &format!("/api/tiles/{dem_id}/terrain/9/{x}/{y}.png")).await;
     assert_eq!(terrain.status(), 200);
     let (_, pixels) = decode(&terrain.bytes().await.unwrap());
     let heights: Vec<f64> = pixels
@@ -620,10 +629,10 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
         None,
         None,
     );
-    let job = ingest(&stack, &token, "odd_crs.tif", odd, &public).await;
+    let job = ingest(&app, &token, "odd_crs.tif", odd, &public).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let odd_id = job["dataset_id"].as_str().unwrap();
-    let record = stack.dataset(&token, odd_id).await;
+    let record = app.dataset(&token, odd_id).await;
     assert!(record["raster"]["srid"].is_null(), "{record}");
     let extent: Vec<f64> = serde_json::from_value(record["extent_bbox"].clone()).unwrap();
     assert!(
@@ -636,7 +645,7 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
     );
     let (x, y) = tile_at(10.0, 50.0, 10);
     assert!(
-        opaque_pixels(&stack, &format!("/api/tiles/{odd_id}/10/{x}/{y}.png"))
+        opaque_pixels(&app, &format!("/api/tiles/{odd_id}/10/{x}/{y}.png"))
             .await
             .len()
             > 1000
@@ -656,13 +665,13 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
         Some(0.0),
         None,
     );
-    let job = ingest(&stack, &token, "fiji.tif", fiji, &public).await;
+    let job = ingest(&app, &token, "fiji.tif", fiji, &public).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let fiji_id = job["dataset_id"].as_str().unwrap();
-    let record = stack.dataset(&token, fiji_id).await;
+    let record = app.dataset(&token, fiji_id).await;
     let extent: Vec<f64> = serde_json::from_value(record["extent_bbox"].clone()).unwrap();
     assert!(extent[0] > 175.0 && extent[2] < -177.0, "west > east: {extent:?}");
-    let tilejson: Value = get(&stack, None, &format!("/api/tiles/{fiji_id}/tilejson.json"))
+    let tilejson: Value = get(&app, None, &format!("/api/tiles/{fiji_id}/tilejson.json"))
         .await
         .json()
         .await
@@ -673,12 +682,12 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
     );
     for lon in [179.0, -179.5] {
         let (x, y) = tile_at(lon, -17.5, 6);
-        let pixels = opaque_pixels(&stack, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png")).await;
+        let pixels = opaque_pixels(&app, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png")).await;
         assert!(pixels.len() > 500, "longitude {lon}: {}", pixels.len());
     }
     let (x, y) = tile_at(0.0, -17.5, 6);
     assert_eq!(
-        get(&stack, None, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png"))
+        get(&app, None, &format!("/api/tiles/{fiji_id}/6/{x}/{y}.png"))
             .await
             .status(),
         204,
@@ -688,8 +697,8 @@ async fn palettes_floats_odd_crs_and_the_antimeridian_are_served_as_they_are() {
 
 #[tokio::test]
 async fn a_raster_takes_a_new_geotiff_in_place() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("rafa", "editor").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("rafa", "editor").await;
     let dir = tempfile::tempdir().unwrap();
     let wgs84 = SpatialRef::from_epsg(4326).unwrap();
     let plain = |name: &str, colour: (i16, i16, i16), west: f64| {
@@ -704,7 +713,7 @@ async fn a_raster_takes_a_new_geotiff_in_place() {
         )
     };
     let job = ingest(
-        &stack,
+        &app,
         &owner,
         "red.tif",
         plain("red.tif", (200, 0, 0), 5.0),
@@ -713,30 +722,29 @@ async fn a_raster_takes_a_new_geotiff_in_place() {
     .await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap().to_string();
-    let before = stack.dataset(&owner, &id).await;
+    let before = app.dataset(&owner, &id).await;
     let old_object: String = sqlx::query_scalar("SELECT raster_object FROM datasets WHERE id = $1::uuid")
         .bind(&id)
-        .fetch_one(stack.pool())
+        .fetch_one(app.pool())
         .await
         .unwrap();
-    let (_, signed) = stack.get_json(Some(&owner), &format!("/api/tiles/token/{id}")).await;
-    let template = signed["tile_url"].as_str().unwrap().replace(&stack.url(""), "");
+    let (_, signed) = app.get_json(Some(&owner), &format!("/api/tiles/token/{id}")).await;
+    let template = signed["tile_url"].as_str().unwrap().replace(&app.url(""), "");
     let (x, y) = tile_at(5.5, 50.5, 8);
     let tile_path = template.replace("{z}/{x}/{y}", &format!("8/{x}/{y}"));
     let colour_of = |pixels: Vec<[u8; 4]>| {
         assert!(pixels.len() > 1000, "{}", pixels.len());
         pixels[0]
     };
-    assert_eq!(colour_of(opaque_pixels(&stack, &tile_path).await), [200, 0, 0, 255]);
-    let etag = get(&stack, None, &tile_path).await.headers()["etag"].clone();
+    assert_eq!(colour_of(opaque_pixels(&app, &tile_path).await), [200, 0, 0, 255]);
+    let etag = get(&app, None, &tile_path).await.headers()["etag"].clone();
 
     let reupload = |name: &str, bytes: Vec<u8>, fields: Vec<(&'static str, &'static str)>| {
         let name = name.to_string();
-        let stack = &stack;
+        let app = &app;
         let (owner, id) = (&owner, &id);
         async move {
-            stack
-                .post_file(&format!("/api/datasets/{id}/reupload"), owner, &name, bytes, &fields)
+            app.post_file(&format!("/api/datasets/{id}/reupload"), owner, &name, bytes, &fields)
                 .await
         }
     };
@@ -766,46 +774,43 @@ async fn a_raster_takes_a_new_geotiff_in_place() {
     .await;
     assert_eq!(accepted.status(), 202);
     let accepted: Value = accepted.json().await.unwrap();
-    let job = stack.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
     assert_eq!(
         (job["kind"].as_str(), job["status"].as_str()),
         (Some("reupload"), Some("succeeded")),
         "{job}"
     );
     assert_eq!(job["dataset_id"], id.as_str());
-    let after = stack.dataset(&owner, &id).await;
+    let after = app.dataset(&owner, &id).await;
     assert_eq!(after["publication_version"], before["publication_version"]);
     assert_eq!(after["source_filename"], "blue.tif");
     assert!(
         (after["extent_bbox"][0].as_f64().unwrap() - 5.2).abs() < 1e-6,
         "{after}"
     );
-    let response = get(&stack, None, &tile_path).await;
+    let response = get(&app, None, &tile_path).await;
     assert_ne!(response.headers()["etag"], etag);
     let (_, pixels) = decode(&response.bytes().await.unwrap());
     let opaque: Vec<_> = pixels.into_iter().filter(|p| p[3] == 255).collect();
     assert_eq!(colour_of(opaque), [0, 0, 200, 255]);
-    assert!(
-        !stack.storage_dir().join(&old_object).exists(),
-        "the old file is removed"
-    );
+    assert!(!app.storage_dir().join(&old_object).exists(), "the old file is removed");
 
     // Features are not a raster: the job fails and the raster stays.
     let accepted = reupload("points.geojson", data_file("geojson/cycle_hire_osm.geojson"), vec![]).await;
     let accepted: Value = accepted.json().await.unwrap();
-    let job = stack.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(&owner, accepted["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert!(
         job["error"]["detail"].as_str().unwrap().contains("takes a GeoTIFF"),
         "{job}"
     );
-    assert_eq!(colour_of(opaque_pixels(&stack, &tile_path).await), [0, 0, 200, 255]);
+    assert_eq!(colour_of(opaque_pixels(&app, &tile_path).await), [0, 0, 200, 255]);
 }
 
 #[tokio::test]
 async fn a_conversion_shows_its_overviews_then_its_full_image() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     let large = one_band::<u8>(
         dir.path(),
@@ -819,7 +824,7 @@ async fn a_conversion_shows_its_overviews_then_its_full_image() {
         None,
         None,
     );
-    let job = stack
+    let job = app
         .upload_ok(&token, "large.tif", large, &[("resampling", "cubic")])
         .await;
     // The steps as the job's record holds them, read every 2 ms; a client
@@ -832,12 +837,12 @@ async fn a_conversion_shows_its_overviews_then_its_full_image() {
     let mut seen_by_client: Vec<Value> = Vec::new();
     for read in 0.. {
         if read % 25 == 0 {
-            seen_by_client.push(stack.job(&token, &job).await);
+            seen_by_client.push(app.job(&token, &job).await);
         }
         let (status, step, done): (String, Option<String>, Option<i64>) =
             sqlx::query_as("SELECT status, step, progress_done FROM jobs WHERE id = $1")
                 .bind(job_id)
-                .fetch_one(&stack.pool)
+                .fetch_one(&app.pool)
                 .await
                 .unwrap();
         if ["succeeded", "failed", "cancelled"].contains(&status.as_str()) {
@@ -850,7 +855,7 @@ async fn a_conversion_shows_its_overviews_then_its_full_image() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
-    let finished = stack.job(&token, &job).await;
+    let finished = app.job(&token, &job).await;
     assert!(
         seen_by_client.iter().any(|j| {
             matches!(j["step"].as_str(), Some("overviews" | "converting")) && j["progress"]["done"].is_i64()
@@ -873,14 +878,14 @@ async fn a_conversion_shows_its_overviews_then_its_full_image() {
         .collect();
     assert!(percents.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert!(percents.iter().all(|p| (0..=100).contains(p)), "{seen:?}");
-    let record = stack.dataset(&token, finished["dataset_id"].as_str().unwrap()).await;
+    let record = app.dataset(&token, finished["dataset_id"].as_str().unwrap()).await;
     assert!(record["raster"]["overview_count"].as_u64().unwrap() >= 3, "{record}");
 }
 
 #[tokio::test]
 async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     // The DEM reprojected to a transverse Mercator that no EPSG code names.
     let custom = dir.path().join("tmerc.tif");
@@ -895,9 +900,9 @@ async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
         .status()
         .unwrap();
     assert!(status.success());
-    let job = ingest(&stack, &token, "tmerc.tif", std::fs::read(&custom).unwrap(), &[]).await;
+    let job = ingest(&app, &token, "tmerc.tif", std::fs::read(&custom).unwrap(), &[]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
-    let record = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let record = app.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert!(
         record["srid"].is_null() && record["raster"]["srid"].is_null(),
         "no EPSG code, in both places: {record}"
@@ -916,14 +921,14 @@ async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
     // A CRS with an EPSG code says it the same way in both places, and
     // the code is all that is needed.
     let job = ingest(
-        &stack,
+        &app,
         &token,
         "elev_luxembourg.tif",
         data_file("raster/elev_luxembourg.tif"),
         &[],
     )
     .await;
-    let record = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let record = app.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(
         (&record["srid"], &record["raster"]["srid"]),
         (&4326.into(), &4326.into()),
@@ -932,7 +937,7 @@ async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
     assert!(record["raster"]["crs_wkt"].is_null(), "{record}");
 
     // The document says the record's srid may be null.
-    let (_, document) = stack.get_json(None, "/api/openapi.json").await;
+    let (_, document) = app.get_json(None, "/api/openapi.json").await;
     let srid = &document["components"]["schemas"]["Dataset"]["properties"]["srid"];
     assert!(
         srid["type"].as_array().is_some_and(|t| t.contains(&"null".into())),
@@ -942,7 +947,7 @@ async fn a_crs_without_an_epsg_code_is_null_everywhere_and_given_as_wkt() {
 
 #[tokio::test]
 async fn the_upload_forms_name_geotiffs() {
-    let app = catalog_tests::App::start().await;
+    let app = App::start().await;
     let (status, document) = app.get_json(None, "/api/openapi.json").await;
     assert_eq!(status, 200);
     for form in ["UploadForm", "ReuploadForm"] {
@@ -959,20 +964,20 @@ async fn the_upload_forms_name_geotiffs() {
 /// bytes, as a multispectral scene) shows band 1 by default, in grey.
 #[tokio::test]
 async fn multi_band_rasters_show_band_one_by_default() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     let placed = Some([6.0, 0.001, 0.0, 50.0, 0.0, -0.001]);
     for bands in [2, 5] {
         let name = format!("bands_{bands}.tif");
         let file = geotiff(dir.path(), &name, (300, 300, bands), placed, Some(4326), &[]);
-        let job = ingest(&stack, &token, &name, file, &[("visibility", "public")]).await;
+        let job = ingest(&app, &token, &name, file, &[("visibility", "public")]).await;
         assert_eq!(job["status"], "succeeded", "{job}");
         let id = job["dataset_id"].as_str().unwrap();
-        let raster = stack.dataset(&token, id).await["raster"].clone();
+        let raster = app.dataset(&token, id).await["raster"].clone();
         assert_eq!(raster["band_count"], bands);
         let tile = format!("/api/tiles/{id}/10/529/347.png");
-        let default = png(&stack, &tile).await;
+        let default = png(&app, &tile).await;
         let (_, pixels) = decode(&default);
         assert!(pixels.iter().filter(|p| p[3] == 255).count() > 1000);
         assert!(
@@ -984,15 +989,15 @@ async fn multi_band_rasters_show_band_one_by_default() {
         );
         assert_eq!(
             default,
-            png(&stack, &format!("{tile}?bidx=1")).await,
+            png(&app, &format!("{tile}?bidx=1")).await,
             "{bands} bands: band 1"
         );
     }
 }
 
 /// A PNG tile fetched anonymously.
-async fn png(stack: &Stack, path: &str) -> Vec<u8> {
-    let response = get(stack, None, path).await;
+async fn png(app: &App, path: &str) -> Vec<u8> {
+    let response = get(app, None, path).await;
     assert_eq!(response.status(), 200, "{path}");
     response.bytes().await.unwrap().to_vec()
 }
@@ -1002,23 +1007,23 @@ async fn png(stack: &Stack, path: &str) -> Vec<u8> {
 /// parameter, never a tile; a well-formed `rescale` stretches the pixels.
 #[tokio::test]
 async fn malformed_band_lists_are_refused() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let dir = tempfile::tempdir().unwrap();
     let placed = Some([6.0, 0.001, 0.0, 50.0, 0.0, -0.001]);
     let file = geotiff(dir.path(), "rgb.tif", (300, 300, 3), placed, Some(4326), &[]);
-    let job = ingest(&stack, &token, "rgb.tif", file, &[("visibility", "public")]).await;
+    let job = ingest(&app, &token, "rgb.tif", file, &[("visibility", "public")]).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap();
     let tile = format!("/api/tiles/{id}/10/529/347.png");
     // Well-formed stretches are applied: 0,255 is a Byte band's own range
     // (the bands' values as they are), and -150,200 maps each value v to
     // (v + 150) / 350 of the full scale, so the same tile's pixels differ.
-    let (size, own) = decode(&png(&stack, &format!("{tile}?rescale=0,255")).await);
-    let (stretched_size, stretched) = decode(&png(&stack, &format!("{tile}?rescale=-1.5e2, 2e2")).await);
+    let (size, own) = decode(&png(&app, &format!("{tile}?rescale=0,255")).await);
+    let (stretched_size, stretched) = decode(&png(&app, &format!("{tile}?rescale=-1.5e2, 2e2")).await);
     assert_eq!((size, stretched_size), (256, 256));
     assert!(
-        own == decode(&png(&stack, &tile).await).1,
+        own == decode(&png(&app, &tile).await).1,
         "0,255 is a Byte band's default"
     );
     let opaque: Vec<([u8; 4], [u8; 4])> = own
@@ -1059,7 +1064,7 @@ async fn malformed_band_lists_are_refused() {
         ("bidx", "1,2"),
         ("bidx", ""),
     ] {
-        let response = get(&stack, None, &format!("{tile}?{parameter}={value}")).await;
+        let response = get(&app, None, &format!("{tile}?{parameter}={value}")).await;
         assert_eq!(response.status(), 400, "{parameter}={value}");
         assert_eq!(
             response.headers()["content-type"],
@@ -1079,11 +1084,11 @@ async fn malformed_band_lists_are_refused() {
 /// rendering goes into its exported style; the tiles then come coloured.
 #[tokio::test]
 async fn a_rendering_travels_in_tilejson_and_map_styles() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let id = public_dem(&stack, &token).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let id = public_dem(&app, &token).await;
     let tilejson: Value = get(
-        &stack,
+        &app,
         None,
         &format!("/api/tiles/{id}/tilejson.json?colormap=terrain&rescale=200,550"),
     )
@@ -1097,8 +1102,8 @@ async fn a_rendering_travels_in_tilejson_and_map_styles() {
         "{template}"
     );
     let coloured = template.replace("{z}/{x}/{y}", "10/529/347");
-    let painted = png(&stack, coloured.trim_start_matches(&stack.base)).await;
-    let grey = png(&stack, &format!("/api/tiles/{id}/10/529/347.png")).await;
+    let painted = png(&app, coloured.trim_start_matches(app.base())).await;
+    let grey = png(&app, &format!("/api/tiles/{id}/10/529/347.png")).await;
     let colourful = |bytes: &[u8]| {
         let (_, pixels) = decode(bytes);
         pixels
@@ -1109,10 +1114,10 @@ async fn a_rendering_travels_in_tilejson_and_map_styles() {
     assert!(colourful(&painted) > 1000, "the colour map paints the tile");
     assert_eq!(colourful(&grey), 0, "the default is grey");
     for bad in ["colormap=rainbow", "rescale=5,1", "bidx=2"] {
-        let response = get(&stack, None, &format!("/api/tiles/{id}/tilejson.json?{bad}")).await;
+        let response = get(&app, None, &format!("/api/tiles/{id}/tilejson.json?{bad}")).await;
         assert_eq!(response.status(), 400, "{bad}");
     }
-    let vector = stack
+    let vector = app
         .ingest_geojson(
             &token,
             &json!({"type": "FeatureCollection", "features": [
@@ -1121,7 +1126,7 @@ async fn a_rendering_travels_in_tilejson_and_map_styles() {
         )
         .await;
     let response = get(
-        &stack,
+        &app,
         None,
         &format!("/api/tiles/{vector}/tilejson.json?colormap=terrain"),
     )
@@ -1129,14 +1134,14 @@ async fn a_rendering_travels_in_tilejson_and_map_styles() {
     assert_eq!(response.status(), 400, "vector tiles take no raster rendering");
 
     // A map layer's rendering is in its exported style.
-    let map: Value = stack
-        .send(stack.http.post(stack.url("/api/maps")).bearer_auth(&token).json(&json!({
+    let map: Value = app
+        .send(app.http().post(app.url("/api/maps")).bearer_auth(&token).json(&json!({
             "name": "Relief", "layers": [{"dataset_id": id, "style_config": {"mode": "raster", "colormap": "terrain", "rescale": [200, 550]}}]})))
         .await
         .json()
         .await
         .unwrap();
-    let (status, style) = stack
+    let (status, style) = app
         .get_json(
             Some(&token),
             &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),

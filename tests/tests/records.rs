@@ -1,13 +1,12 @@
 //! OGC API Records: dataset records in step with their datasets, metadata
 //! records and contacts, query parameters and sorting.
-use catalog_tests::{Api, App, Stack, StackOptions};
+use catalog_tests::{Api, App};
 use serde_json::{Value, json};
 
-async fn ingest(stack: &Stack, token: &str, title: &str, x: f64) -> String {
+async fn ingest(app: &App, token: &str, title: &str, x: f64) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, 5.0]}, "properties": {}}]});
-    stack
-        .ingest_geojson(token, &body, &[("title", title), ("visibility", "public")])
+    app.ingest_geojson(token, &body, &[("title", title), ("visibility", "public")])
         .await
 }
 
@@ -22,55 +21,51 @@ fn titles(page: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn records_follow_datasets_and_take_contacts() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let rivers = ingest(&stack, &token, "Rivers", 10.0).await;
-    ingest(&stack, &token, "Lakes", 50.0).await;
-    let response = stack
-        .http
-        .post(stack.url("/api/records/"))
-        .bearer_auth(&token)
-        .json(&json!({"title": "Hydrology programme", "description": "About rivers and lakes", "keywords": ["water"], "extent_bbox": [0, 0, 20, 10]}))
-        .send()
-        .await
-        .unwrap();
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let rivers = ingest(&app, &token, "Rivers", 10.0).await;
+    ingest(&app, &token, "Lakes", 50.0).await;
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/records/"))
+                .bearer_auth(&token)
+                .json(&json!({"title": "Hydrology programme", "description": "About rivers and lakes", "keywords": ["water"], "extent_bbox": [0, 0, 20, 10]})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let record: Value = response.json().await.unwrap();
     let record_id = record["id"].as_str().unwrap().to_string();
     assert_eq!(record["properties"]["type"], "metadata");
 
-    let (status, collection) = stack.get_json(None, "/api/collections/catalog").await;
+    let (status, collection) = app.get_json(None, "/api/collections/catalog").await;
     assert_eq!(status, 200);
     assert_eq!(collection["itemType"], "record");
-    let (status, page) = stack
-        .get_json(None, "/api/collections/catalog/items?sortby=title")
-        .await;
+    let (status, page) = app.get_json(None, "/api/collections/catalog/items?sortby=title").await;
     assert_eq!(status, 200);
     assert_eq!(titles(&page), vec!["Hydrology programme", "Lakes", "Rivers"]);
-    let (_, page) = stack
-        .get_json(None, "/api/collections/catalog/items?sortby=-title")
-        .await;
+    let (_, page) = app.get_json(None, "/api/collections/catalog/items?sortby=-title").await;
     assert_eq!(titles(&page), vec!["Rivers", "Lakes", "Hydrology programme"]);
-    let (_, page) = stack
+    let (_, page) = app
         .get_json(None, "/api/collections/catalog/items?type=dataset&sortby=title")
         .await;
     assert_eq!(titles(&page), vec!["Lakes", "Rivers"]);
-    let (_, page) = stack
+    let (_, page) = app
         .get_json(None, "/api/collections/catalog/items?bbox=5,0,15,10&sortby=title")
         .await;
     assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
-    let (_, page) = stack
+    let (_, page) = app
         .get_json(None, "/api/collections/catalog/items?q=rivers&sortby=title")
         .await;
     assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
-    let (_, page) = stack
+    let (_, page) = app
         .get_json(
             None,
             &format!("/api/collections/catalog/items?ids={rivers},{record_id}&sortby=-created"),
         )
         .await;
     assert_eq!(titles(&page), vec!["Hydrology programme", "Rivers"]);
-    let (_, page) = stack
+    let (_, page) = app
         .get_json(None, "/api/collections/catalog/items?limit=2&sortby=title")
         .await;
     assert_eq!(page["numberMatched"], 3);
@@ -83,116 +78,103 @@ async fn records_follow_datasets_and_take_contacts() {
         .as_str()
         .unwrap()
         .to_string();
-    let rest: Value = stack.http.get(&next).send().await.unwrap().json().await.unwrap();
+    let rest: Value = app.send(app.http().get(&next)).await.json().await.unwrap();
     assert_eq!(titles(&rest), vec!["Rivers"]);
     assert_eq!(
-        stack
-            .get_json(None, "/api/collections/catalog/items?sortby=colour")
+        app.get_json(None, "/api/collections/catalog/items?sortby=colour")
             .await
             .0,
         400
     );
     assert_eq!(
-        stack
-            .get_json(None, "/api/collections/catalog/items?datetime=2000-01-01T00:00:00Z/..")
+        app.get_json(None, "/api/collections/catalog/items?datetime=2000-01-01T00:00:00Z/..")
             .await
             .1["numberMatched"],
         3
     );
 
     // A dataset's record changes with the dataset.
-    stack
-        .http
-        .patch(stack.url(&format!("/api/datasets/{rivers}")))
-        .bearer_auth(&token)
-        .json(&json!({"title": "Streams"}))
-        .send()
-        .await
-        .unwrap();
-    let (_, item) = stack
+    app.send(
+        app.http()
+            .patch(app.url(&format!("/api/datasets/{rivers}")))
+            .bearer_auth(&token)
+            .json(&json!({"title": "Streams"})),
+    )
+    .await;
+    let (_, item) = app
         .get_json(None, &format!("/api/collections/catalog/items/{rivers}"))
         .await;
     assert_eq!(item["properties"]["title"], "Streams");
 
     let contact = |record: &str| {
-        stack
-            .http
-            .post(stack.url(&format!("/api/records/{record}/contacts/")))
-            .bearer_auth(&token)
-            .json(&json!({"name": "Ana", "role": "pointOfContact", "email": "ana@example.org"}))
-            .send()
+        app.send(
+            app.http()
+                .post(app.url(&format!("/api/records/{record}/contacts/")))
+                .bearer_auth(&token)
+                .json(&json!({"name": "Ana", "role": "pointOfContact", "email": "ana@example.org"})),
+        )
     };
-    let response = contact(&rivers).await.unwrap();
+    let response = contact(&rivers).await;
     assert_eq!(response.status(), 201);
     let added: Value = response.json().await.unwrap();
-    assert_eq!(contact(&record_id).await.unwrap().status(), 201);
-    let (_, item) = stack
+    assert_eq!(contact(&record_id).await.status(), 201);
+    let (_, item) = app
         .get_json(None, &format!("/api/collections/catalog/items/{rivers}"))
         .await;
     assert_eq!(item["properties"]["contacts"][0]["name"], "Ana");
     let path = format!("/api/records/{rivers}/contacts/{}/", added["id"].as_str().unwrap());
     assert_eq!(
-        stack
-            .http
-            .delete(stack.url(&path))
-            .bearer_auth(&token)
-            .send()
+        app.send(app.http().delete(app.url(&path)).bearer_auth(&token))
             .await
-            .unwrap()
             .status(),
         204
     );
     assert_eq!(
-        stack
-            .http
-            .delete(stack.url(&path))
-            .bearer_auth(&token)
-            .send()
+        app.send(app.http().delete(app.url(&path)).bearer_auth(&token))
             .await
-            .unwrap()
             .status(),
         404
     );
 
-    let updated = stack
-        .http
-        .put(stack.url(&format!("/api/records/{record_id}")))
-        .bearer_auth(&token)
-        .json(&json!({"title": "Water programme"}))
-        .send()
-        .await
-        .unwrap();
+    let updated = app
+        .send(
+            app.http()
+                .put(app.url(&format!("/api/records/{record_id}")))
+                .bearer_auth(&token)
+                .json(&json!({"title": "Water programme"})),
+        )
+        .await;
     assert_eq!(updated.status(), 200);
-    let bad = stack
-        .http
-        .post(stack.url("/api/records"))
-        .bearer_auth(&token)
-        .json(&json!({"description": "untitled"}))
-        .send()
-        .await
-        .unwrap();
+    let bad = app
+        .send(
+            app.http()
+                .post(app.url("/api/records"))
+                .bearer_auth(&token)
+                .json(&json!({"description": "untitled"})),
+        )
+        .await;
     assert_eq!(bad.status(), 422);
     // An extent past the world (pictures and maps frame it) is refused.
     for extent in [json!([5.1, -1e308, 1e308, 4_600_000]), json!([0, 0, 600_000, 5])] {
-        let bad = stack
-            .http
-            .post(stack.url("/api/records"))
-            .bearer_auth(&token)
-            .json(&json!({"title": "Far", "extent_bbox": extent}))
-            .send()
-            .await
-            .unwrap();
+        let bad = app
+            .send(
+                app.http()
+                    .post(app.url("/api/records"))
+                    .bearer_auth(&token)
+                    .json(&json!({"title": "Far", "extent_bbox": extent})),
+            )
+            .await;
         assert_eq!(bad.status(), 422, "{extent}");
     }
-    let deleted = stack
-        .http
-        .delete(stack.url(&format!("/api/records/{record_id}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let deleted = app
+        .send(
+            app.http()
+                .delete(app.url(&format!("/api/records/{record_id}")))
+                .bearer_auth(&token),
+        )
+        .await;
     assert_eq!(deleted.status(), 204);
-    assert_eq!(stack.get_json(None, &format!("/api/records/{record_id}")).await.0, 404);
+    assert_eq!(app.get_json(None, &format!("/api/records/{record_id}")).await.0, 404);
 }
 
 /// The records items route refuses a query parameter it does not define

@@ -4,18 +4,18 @@
 //! in its body.
 use std::time::{Duration, Instant};
 
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App, Stack};
 use serde_json::{Value, json};
 
-async fn query(stack: &Stack, credential: (&str, &str), sql: &str) -> (u16, Value) {
-    let response = stack
-        .http
-        .post(stack.url("/api/query/"))
-        .header(credential.0, credential.1)
-        .json(&json!({"sql": sql}))
-        .send()
-        .await
-        .unwrap();
+async fn query(api: &impl Api, credential: (&str, &str), sql: &str) -> (u16, Value) {
+    let response = api
+        .send(
+            api.http()
+                .post(api.url("/api/query/"))
+                .header(credential.0, credential.1)
+                .json(&json!({"sql": sql})),
+        )
+        .await;
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
@@ -26,29 +26,26 @@ fn points(n: usize, secret: &str) -> Value {
     json!({"type": "FeatureCollection", "features": features})
 }
 
-async fn table_of(stack: &Stack, token: &str, id: &str) -> String {
-    stack.dataset(token, id).await["table_name"]
-        .as_str()
-        .unwrap()
-        .to_string()
+async fn table_of(app: &App, token: &str, id: &str) -> String {
+    app.dataset(token, id).await["table_name"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn the_sandbox_reads_visible_datasets_and_nothing_else() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("sandra", "editor").await;
-    let (_, other) = stack.user_token("oscar", "editor").await;
-    let id = stack.ingest_geojson(&owner, &points(1500, "mine"), &[]).await;
-    let table = table_of(&stack, &owner, &id).await;
-    let public_id = stack
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("sandra", "editor").await;
+    let (_, other) = app.user_token("oscar", "editor").await;
+    let id = app.ingest_geojson(&owner, &points(1500, "mine"), &[]).await;
+    let table = table_of(&app, &owner, &id).await;
+    let public_id = app
         .ingest_geojson(&owner, &points(3, "open"), &[("visibility", "public")])
         .await;
-    let public_table = table_of(&stack, &owner, &public_id).await;
+    let public_table = table_of(&app, &owner, &public_id).await;
     let bearer = format!("Bearer {owner}");
     let me = ("authorization", bearer.as_str());
 
     let (status, result) = query(
-        &stack,
+        &app,
         me,
         &format!("SELECT n, name, geom FROM data.{table} WHERE n < 3 ORDER BY n"),
     )
@@ -61,14 +58,14 @@ async fn the_sandbox_reads_visible_datasets_and_nothing_else() {
         result["rows"][0]["geom"]["type"], "Point",
         "geometry comes back as GeoJSON"
     );
-    let (_, capped) = query(&stack, me, &format!("SELECT n FROM {table};")).await;
+    let (_, capped) = query(&app, me, &format!("SELECT n FROM {table};")).await;
     assert_eq!(capped["row_count"], 1000);
     assert_eq!(capped["truncated"], true);
 
     // What an analyst writes: CTEs, joins, aggregates, window functions,
     // PostGIS, set operations, sub-selects, over visible tables.
     let (status, result) = query(
-        &stack,
+        &app,
         me,
         &format!(
             "WITH near AS (SELECT n, geom FROM {table} WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(0, 1), 4326), 0.055))
@@ -88,14 +85,14 @@ async fn the_sandbox_reads_visible_datasets_and_nothing_else() {
 
     let other_bearer = format!("Bearer {other}");
     let (status, body) = query(
-        &stack,
+        &app,
         ("authorization", &other_bearer),
         &format!("SELECT count(*) FROM data.{table}"),
     )
     .await;
     assert_eq!(status, 403, "another user's private table: {body}");
     let (status, body) = query(
-        &stack,
+        &app,
         ("authorization", &other_bearer),
         &format!("SELECT name FROM {public_table} ORDER BY n"),
     )
@@ -104,32 +101,26 @@ async fn the_sandbox_reads_visible_datasets_and_nothing_else() {
     assert_eq!(body["rows"][2]["name"], "f2");
 
     let started = Instant::now();
-    let (status, body) = query(&stack, me, "SELECT count(*) FROM generate_series(1, 100000000000)").await;
+    let (status, body) = query(&app, me, "SELECT count(*) FROM generate_series(1, 100000000000)").await;
     assert_eq!(status, 400, "{body}");
     assert!(body["detail"].as_str().unwrap().contains("longer"), "{body}");
     assert!(started.elapsed() < Duration::from_secs(15));
     let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM data.{table}")))
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(rows, 1500, "nothing was written");
 
     // Read-only keys may use it; anonymous callers and query-string keys
     // (never a credential on a POST) may not.
-    let read_only_key = stack.api_key(&owner, "read_only").await;
-    let (status, _) = query(&stack, ("x-api-key", read_only_key.as_str()), "SELECT 1 AS one").await;
+    let read_only_key = app.api_key(&owner, "read_only").await;
+    let (status, _) = query(&app, ("x-api-key", read_only_key.as_str()), "SELECT 1 AS one").await;
     assert_eq!(status, 200);
     for url in [
-        stack.url("/api/query"),
-        stack.url(&format!("/api/query/?api_key={read_only_key}")),
+        app.url("/api/query"),
+        app.url(&format!("/api/query/?api_key={read_only_key}")),
     ] {
-        let response = stack
-            .http
-            .post(url)
-            .json(&json!({"sql": "SELECT 1"}))
-            .send()
-            .await
-            .unwrap();
+        let response = app.send(app.http().post(url).json(&json!({"sql": "SELECT 1"}))).await;
         assert_eq!(response.status(), 401);
     }
 }
@@ -158,22 +149,22 @@ impl Secrets {
 
 #[tokio::test]
 async fn escape_attempts_are_refused_for_viewers_and_editors() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("olga", "editor").await;
-    let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let (_, editor) = stack.user_token("edgar", "editor").await;
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("olga", "editor").await;
+    let (_, viewer) = app.user_token("vera", "viewer").await;
+    let (_, editor) = app.user_token("edgar", "editor").await;
     let private_value = "PRIVATE-7f3a9c";
-    let private_id = stack.ingest_geojson(&owner, &points(5, private_value), &[]).await;
-    let private = table_of(&stack, &owner, &private_id).await;
-    let public_id = stack
+    let private_id = app.ingest_geojson(&owner, &points(5, private_value), &[]).await;
+    let private = table_of(&app, &owner, &private_id).await;
+    let public_id = app
         .ingest_geojson(&owner, &points(5, "open"), &[("visibility", "public")])
         .await;
-    let public = table_of(&stack, &owner, &public_id).await;
+    let public = table_of(&app, &owner, &public_id).await;
     let secrets = Secrets {
         private_value: private_value.into(),
-        api_key: stack.api_key(&owner, "full").await,
+        api_key: app.api_key(&owner, "full").await,
         password_hash: sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'olga'")
-            .fetch_one(&stack.pool)
+            .fetch_one(&app.pool)
             .await
             .unwrap(),
     };
@@ -264,7 +255,7 @@ async fn escape_attempts_are_refused_for_viewers_and_editors() {
     .collect();
     assert!(attacks.len() >= 25);
     let admin_key_before: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
 
@@ -273,7 +264,7 @@ async fn escape_attempts_are_refused_for_viewers_and_editors() {
     for (who, token) in [("viewer", &viewer), ("editor", &editor)] {
         let bearer = format!("Bearer {token}");
         for (sql, expected) in &attacks {
-            let (status, body) = query(&stack, ("authorization", &bearer), sql).await;
+            let (status, body) = query(&app, ("authorization", &bearer), sql).await;
             if status != *expected {
                 wrong.push(format!("{who}: {sql} answered {status}, not {expected}: {body}"));
             }
@@ -286,12 +277,12 @@ async fn escape_attempts_are_refused_for_viewers_and_editors() {
 
     // Nothing changed, nothing is left held.
     let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM data.{public}")))
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(rows, 5);
     let keys: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(keys, admin_key_before);
@@ -299,7 +290,7 @@ async fn escape_attempts_are_refused_for_viewers_and_editors() {
         "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
           WHERE l.locktype = 'advisory' AND a.usename = 'catalog_sandbox'",
     )
-    .fetch_one(&stack.pool)
+    .fetch_one(&app.pool)
     .await
     .unwrap();
     assert_eq!(locks, 0, "no advisory lock outlives a request");
@@ -309,17 +300,17 @@ async fn escape_attempts_are_refused_for_viewers_and_editors() {
 /// check in front, the service's tables and role switches stay closed.
 #[tokio::test]
 async fn the_sandbox_role_has_nothing_to_switch_to_and_nothing_to_read() {
-    let stack = Stack::start().await;
+    let app = App::start().await;
     let members: i64 =
         sqlx::query_scalar("SELECT count(*) FROM pg_auth_members WHERE member = 'catalog_sandbox'::regrole")
-            .fetch_one(&stack.pool)
+            .fetch_one(&app.pool)
             .await
             .unwrap();
     assert_eq!(members, 0, "a member of no role");
-    let url = stack
-        .database_url
-        .replacen("postgres://catalog@", "postgres://catalog_sandbox@", 1);
-    let sandbox = sqlx::PgPool::connect(&url).await.expect("the sandbox role logs in");
+    let options = (*app.pool.connect_options()).clone().username("catalog_sandbox");
+    let sandbox = sqlx::PgPool::connect_with(options)
+        .await
+        .expect("the sandbox role logs in");
     for sql in [
         "SELECT password_hash FROM users",
         "SELECT * FROM api_keys",
@@ -375,20 +366,20 @@ async fn mistakes_in_the_callers_sql_are_400_and_huge_results_are_stopped() {
 
 #[tokio::test]
 async fn concurrent_queries_on_a_new_dataset_all_answer() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, token) = stack.user_token("cora", "editor").await;
-    let id = stack
+    let app = App::start_with_worker().await;
+    let (_, token) = app.user_token("cora", "editor").await;
+    let id = app
         .ingest_geojson(&token, &points(50, "c"), &[("visibility", "internal")])
         .await;
-    let table = table_of(&stack, &token, &id).await;
-    let (_, reader) = stack.user_token("rita", "viewer").await;
+    let table = table_of(&app, &token, &id).await;
+    let (_, reader) = app.user_token("rita", "viewer").await;
     let requests = (0..24).map(|i| {
         let token = if i % 2 == 0 { token.clone() } else { reader.clone() };
         let sql = format!("SELECT count(*) AS c FROM data.{table} WHERE n >= {}", i % 5);
-        let stack = &stack;
+        let app = &app;
         async move {
             let bearer = format!("Bearer {token}");
-            query(stack, ("authorization", &bearer), &sql).await
+            query(app, ("authorization", &bearer), &sql).await
         }
     });
     for (status, body) in futures::future::join_all(requests).await {

@@ -1,28 +1,27 @@
 //! Catalog search: ranking, filters, facets, saved searches, open CORS.
-use catalog_tests::{Api, Stack, StackOptions};
+use catalog_tests::{Api, App};
 use reqwest::header;
 use serde_json::{Value, json};
 
-async fn ingest(stack: &Stack, token: &str, title: &str, summary: &str, visibility: &str, geometry: Value) -> String {
+async fn ingest(app: &App, token: &str, title: &str, summary: &str, visibility: &str, geometry: Value) -> String {
     let body = json!({"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": geometry, "properties": {"Species": "oak"}}]});
-    stack
-        .ingest_geojson(
-            token,
-            &body,
-            &[("title", title), ("summary", summary), ("visibility", visibility)],
-        )
-        .await
+    app.ingest_geojson(
+        token,
+        &body,
+        &[("title", title), ("summary", summary), ("visibility", visibility)],
+    )
+    .await
 }
 
 #[tokio::test]
 async fn search_ranks_filters_counts_and_saves() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
     let point = json!({"type": "Point", "coordinates": [1, 2]});
     let line = json!({"type": "LineString", "coordinates": [[0, 0], [1, 1]]});
     let trees = ingest(
-        &stack,
+        &app,
         &admin,
         "Street trees",
         "Every tree in the city",
@@ -31,7 +30,7 @@ async fn search_ranks_filters_counts_and_saves() {
     )
     .await;
     let parks = ingest(
-        &stack,
+        &app,
         &admin,
         "Parks",
         "Green spaces with trees",
@@ -39,19 +38,19 @@ async fn search_ranks_filters_counts_and_saves() {
         point.clone(),
     )
     .await;
-    let roads = ingest(&stack, &admin, "Roads", "The road network", "public", line).await;
-    let secret = ingest(&stack, &admin, "Secret trees", "Private", "private", point).await;
-    let patch = stack
-        .http
-        .patch(stack.url(&format!("/api/datasets/{roads}")))
-        .bearer_auth(&admin)
-        .json(&json!({"keywords": ["transport", "network"]}))
-        .send()
-        .await
-        .unwrap();
+    let roads = ingest(&app, &admin, "Roads", "The road network", "public", line).await;
+    let secret = ingest(&app, &admin, "Secret trees", "Private", "private", point).await;
+    let patch = app
+        .send(
+            app.http()
+                .patch(app.url(&format!("/api/datasets/{roads}")))
+                .bearer_auth(&admin)
+                .json(&json!({"keywords": ["transport", "network"]})),
+        )
+        .await;
     assert_eq!(patch.status(), 200);
 
-    let (status, found) = stack.get_json(None, "/api/search/datasets/?q=trees").await;
+    let (status, found) = app.get_json(None, "/api/search/datasets/?q=trees").await;
     assert_eq!(status, 200);
     let ids: Vec<&str> = found["results"]
         .as_array()
@@ -70,7 +69,7 @@ async fn search_ranks_filters_counts_and_saves() {
         found["results"][0]["created_by_username"], "admin",
         "a hit names its owner"
     );
-    let (_, mine) = stack.get_json(Some(&admin), "/api/search/datasets?q=trees").await;
+    let (_, mine) = app.get_json(Some(&admin), "/api/search/datasets?q=trees").await;
     assert!(
         mine["results"]
             .as_array()
@@ -78,66 +77,60 @@ async fn search_ranks_filters_counts_and_saves() {
             .iter()
             .any(|r| r["id"] == secret.as_str())
     );
-    let (_, by_column) = stack.get_json(None, "/api/search/datasets?q=species").await;
+    let (_, by_column) = app.get_json(None, "/api/search/datasets?q=species").await;
     assert_eq!(by_column["total"], 3, "original column names are searched");
-    let (_, by_keyword) = stack.get_json(None, "/api/search/datasets?keyword=transport").await;
+    let (_, by_keyword) = app.get_json(None, "/api/search/datasets?keyword=transport").await;
     assert_eq!(by_keyword["results"][0]["id"], roads.as_str());
-    let (_, lines) = stack
+    let (_, lines) = app
         .get_json(None, "/api/search/datasets?geometry_type=MultiLineString")
         .await;
     assert_eq!(lines["total"], 1);
-    assert_eq!(stack.get_json(None, "/api/search/datasets?limit=0").await.0, 400);
+    assert_eq!(app.get_json(None, "/api/search/datasets?limit=0").await.0, 400);
 
-    let (_, facets) = stack.get_json(None, "/api/search/facets/").await;
+    let (_, facets) = app.get_json(None, "/api/search/facets/").await;
     assert_eq!(facets["geometry_type"], json!({"Point": 2, "MultiLineString": 1}));
     assert_eq!(facets["visibility"], json!({"public": 3}));
     assert_eq!(facets["keyword"], json!({"network": 1, "transport": 1}));
     assert_eq!(facets["owner"], json!({"admin": 3}));
     assert_eq!(facets["format"], json!({"geojson": 3}));
-    let (_, admin_facets) = stack.get_json(Some(&admin), "/api/search/facets?q=trees").await;
+    let (_, admin_facets) = app.get_json(Some(&admin), "/api/search/facets?q=trees").await;
     assert_eq!(admin_facets["visibility"], json!({"public": 2, "private": 1}));
 
-    let anonymous = stack
-        .http
-        .get(stack.url("/api/search/facets"))
-        .header(header::ORIGIN, "https://anywhere.example")
-        .send()
-        .await
-        .unwrap();
+    let anonymous = app
+        .send(
+            app.http()
+                .get(app.url("/api/search/facets"))
+                .header(header::ORIGIN, "https://anywhere.example"),
+        )
+        .await;
     assert_eq!(anonymous.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
 
-    let response = stack
-        .http
-        .post(stack.url("/api/search/saved/"))
-        .bearer_auth(&admin)
-        .json(&json!({"name": "Trees", "query": {"q": "trees"}}))
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/search/saved/"))
+                .bearer_auth(&admin)
+                .json(&json!({"name": "Trees", "query": {"q": "trees"}})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let saved: Value = response.json().await.unwrap();
     let id = saved["id"].as_str().unwrap();
-    let (_, list) = stack.get_json(Some(&admin), "/api/search/saved").await;
+    let (_, list) = app.get_json(Some(&admin), "/api/search/saved").await;
     assert_eq!(list.as_array().unwrap().len(), 1);
-    let (status, run) = stack
-        .get_json(Some(&admin), &format!("/api/search/saved/{id}/run"))
-        .await;
+    let (status, run) = app.get_json(Some(&admin), &format!("/api/search/saved/{id}/run")).await;
     assert_eq!(status, 200);
     assert_eq!(run["total"], 3);
-    let (_, other) = stack.user_token("olive", "viewer").await;
+    let (_, other) = app.user_token("olive", "viewer").await;
     assert_eq!(
-        stack
-            .get_json(Some(&other), &format!("/api/search/saved/{id}/run"))
+        app.get_json(Some(&other), &format!("/api/search/saved/{id}/run"))
             .await
             .0,
         404,
         "saved searches are private"
     );
-    let delete = |path: String| stack.http.delete(stack.url(&path)).bearer_auth(&admin).send();
-    assert_eq!(delete(format!("/api/search/saved/{id}")).await.unwrap().status(), 204);
-    assert_eq!(delete(format!("/api/search/saved/{id}")).await.unwrap().status(), 404);
-    assert_eq!(
-        delete("/api/search/saved/not-a-uuid".into()).await.unwrap().status(),
-        422
-    );
+    let delete = |path: String| app.send(app.http().delete(app.url(&path)).bearer_auth(&admin));
+    assert_eq!(delete(format!("/api/search/saved/{id}")).await.status(), 204);
+    assert_eq!(delete(format!("/api/search/saved/{id}")).await.status(), 404);
+    assert_eq!(delete("/api/search/saved/not-a-uuid".into()).await.status(), 422);
 }

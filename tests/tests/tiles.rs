@@ -51,9 +51,9 @@ async fn points(stack: &impl Api, token: &str, visibility: &str) -> String {
 
 #[tokio::test]
 async fn vector_tiles_are_read_by_gdal() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let job = app
         .upload_ok(
             &admin,
             "world_map.gpkg",
@@ -61,17 +61,17 @@ async fn vector_tiles_are_read_by_gdal() {
             &[("layer", "countries"), ("visibility", "public")],
         )
         .await;
-    let job = stack.wait_job(&admin, &job).await;
+    let job = app.wait_job(&admin, &job).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let id = job["dataset_id"].as_str().unwrap();
-    let dataset = stack.dataset(&admin, id).await;
+    let dataset = app.dataset(&admin, id).await;
     let table = dataset["table_name"].as_str().unwrap();
 
     // The whole world at zoom 0: every country bigger than a tile unit
     // (4096 across the world), Antarctica included.
     let response = get(
-        &stack,
-        &stack.url(&format!("/api/tiles/{id}/0/0/0.pbf")),
+        &app,
+        &app.url(&format!("/api/tiles/{id}/0/0/0.pbf")),
         &[("origin", "https://viewer.example")],
     )
     .await;
@@ -88,7 +88,7 @@ async fn vector_tiles_are_read_by_gdal() {
     assert!(info.contains("MULTIPOLYGON") || info.contains("POLYGON"), "{info}");
 
     // A tile over Belgium holds Belgium and its neighbours, not Australia.
-    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/32/21")), &[])
+    let tile = get(&app, &app.url(&format!("/api/tiles/{id}/6/32/21")), &[])
         .await
         .bytes()
         .await
@@ -97,7 +97,7 @@ async fn vector_tiles_are_read_by_gdal() {
     assert!(info.contains("name (String) = Belgium"), "{info}");
     assert!(!info.contains("name (String) = Australia"), "{info}");
     // Monaco, too small for zoom 0, is there at zoom 6.
-    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/6/33/23")), &[])
+    let tile = get(&app, &app.url(&format!("/api/tiles/{id}/6/33/23")), &[])
         .await
         .bytes()
         .await
@@ -105,42 +105,39 @@ async fn vector_tiles_are_read_by_gdal() {
     assert!(ogrinfo_tile(&tile, 6, 33, 23).contains("name (String) = Monaco"));
 
     // The open Pacific at zoom 10 holds nothing.
-    let response = get(&stack, &stack.url(&format!("/api/tiles/{id}/10/40/500.pbf")), &[]).await;
+    let response = get(&app, &app.url(&format!("/api/tiles/{id}/10/40/500.pbf")), &[]).await;
     assert_eq!(response.status(), 204);
 
     // Tiles are compressed for clients that accept it.
     let response = get(
-        &stack,
-        &stack.url(&format!("/api/tiles/{id}/1/1/0.pbf")),
+        &app,
+        &app.url(&format!("/api/tiles/{id}/1/1/0.pbf")),
         &[("accept-encoding", "gzip")],
     )
     .await;
     assert_eq!(response.headers()["content-encoding"], "gzip");
 
     for (path, status) in [("3/8/0", 404), ("25/0/0", 404), ("a/0/0", 404), ("1/0/-1", 404)] {
-        let response = get(&stack, &stack.url(&format!("/api/tiles/{id}/{path}")), &[]).await;
+        let response = get(&app, &app.url(&format!("/api/tiles/{id}/{path}")), &[]).await;
         assert_eq!(response.status(), status, "{path}");
         assert_eq!(response.headers()["content-type"], "application/problem+json", "{path}");
     }
 
-    let (status, tilejson) = stack.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
+    let (status, tilejson) = app.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
     assert_eq!(status, 200);
     assert_eq!(tilejson["tilejson"], "3.0.0");
     assert_eq!(tilejson["vector_layers"][0]["id"], table);
     assert_eq!(tilejson["vector_layers"][0]["fields"]["name"], "String");
     let template = tilejson["tiles"][0].as_str().unwrap();
-    assert_eq!(
-        template,
-        stack.url(&format!("/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf?v=1"))
-    );
+    assert_eq!(template, app.url(&format!("/api/tiles/{id}/{{z}}/{{x}}/{{y}}.pbf?v=1")));
 }
 
 #[tokio::test]
 async fn cluster_tiles_count_nearby_points() {
-    let stack = App::start_with_worker().await;
-    let admin = stack.admin_token().await;
-    let id = points(&stack, &admin, "public").await;
-    let tile = get(&stack, &stack.url(&format!("/api/tiles/{id}/cluster/0/0/0.pbf")), &[])
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let id = points(&app, &admin, "public").await;
+    let tile = get(&app, &app.url(&format!("/api/tiles/{id}/cluster/0/0/0.pbf")), &[])
         .await
         .bytes()
         .await
@@ -150,7 +147,7 @@ async fn cluster_tiles_count_nearby_points() {
     assert!(info.contains("point_count (Integer) = 3"), "{info}");
     assert!(info.contains("point_count (Integer) = 1"), "{info}");
     // Up close the three points part.
-    let plain = get(&stack, &stack.url(&format!("/api/tiles/{id}/0/0/0.pbf")), &[])
+    let plain = get(&app, &app.url(&format!("/api/tiles/{id}/0/0/0.pbf")), &[])
         .await
         .bytes()
         .await
@@ -165,18 +162,18 @@ async fn cluster_tiles_count_nearby_points() {
 
 #[tokio::test]
 async fn signed_tile_templates_serve_until_publication_changes() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (owner_id, owner) = stack.user_token("olga", "editor").await;
-    let (_, viewer) = stack.user_token("vera", "viewer").await;
-    let id = points(&stack, &owner, "private").await;
-    let plain = stack.url(&format!("/api/tiles/{id}/0/0/0.pbf"));
-    assert_eq!(get(&stack, &plain, &[]).await.status(), 404);
+    let app = App::start_with_worker().await;
+    let (owner_id, owner) = app.user_token("olga", "editor").await;
+    let (_, viewer) = app.user_token("vera", "viewer").await;
+    let id = points(&app, &owner, "private").await;
+    let plain = app.url(&format!("/api/tiles/{id}/0/0/0.pbf"));
+    assert_eq!(get(&app, &plain, &[]).await.status(), 404);
 
     let token = |bearer: String| {
-        let stack = &stack;
+        let app = &app;
         let id = id.clone();
         async move {
-            let (status, body) = stack.get_json(Some(&bearer), &format!("/api/tiles/token/{id}")).await;
+            let (status, body) = app.get_json(Some(&bearer), &format!("/api/tiles/token/{id}")).await;
             assert_eq!(status, 200, "{body}");
             body
         }
@@ -199,24 +196,24 @@ async fn signed_tile_templates_serve_until_publication_changes() {
         vec![("authorization", dead_bearer.as_str())],
         vec![("x-api-key", "sdc_garbage")],
     ] {
-        let response = get(&stack, &url, &headers).await;
+        let response = get(&app, &url, &headers).await;
         assert_eq!(response.status(), 200, "{headers:?}");
         assert_eq!(response.headers()["cache-control"], "private, max-age=60");
     }
-    let tile = get(&stack, &url, &[]).await.bytes().await.unwrap();
+    let tile = get(&app, &url, &[]).await.bytes().await.unwrap();
     assert_eq!(feature_count(&ogrinfo_tile(&tile, 0, 0, 0)), 4);
     let cluster = signed["cluster_tile_url"]
         .as_str()
         .unwrap()
         .replace("{z}/{x}/{y}", "0/0/0");
-    assert_eq!(get(&stack, &cluster, &[]).await.status(), 200);
+    assert_eq!(get(&app, &cluster, &[]).await.status(), 200);
     // The owner's TileJSON of a private dataset hands out signed tiles too.
-    let (_, tilejson) = stack
+    let (_, tilejson) = app
         .get_json(Some(&owner), &format!("/api/tiles/{id}/tilejson.json"))
         .await;
     let from_tilejson = tilejson["tiles"][0].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
     assert!(from_tilejson.contains("&sig="), "{tilejson}");
-    assert_eq!(get(&stack, &from_tilejson, &[]).await.status(), 200);
+    assert_eq!(get(&app, &from_tilejson, &[]).await.status(), 200);
 
     // A tampered, foreign or partial template is no capability: the request
     // answers as its credential says (rule 4).
@@ -225,20 +222,18 @@ async fn signed_tile_templates_serve_until_publication_changes() {
         &url[..url.len() - 1],
         if url.ends_with('0') { '1' } else { '0' }
     );
-    let other = points(&stack, &owner, "private").await;
+    let other = points(&app, &owner, "private").await;
     let foreign = url.replace(&format!("/tiles/{id}/"), &format!("/tiles/{other}/"));
     let partial = url.split("&sig=").next().unwrap().to_string();
     for candidate in [&tampered, &foreign, &partial] {
-        assert_eq!(get(&stack, candidate, &[]).await.status(), 404, "{candidate}");
+        assert_eq!(get(&app, candidate, &[]).await.status(), 404, "{candidate}");
         assert_eq!(
-            get(&stack, candidate, &[("authorization", &dead_bearer)])
-                .await
-                .status(),
+            get(&app, candidate, &[("authorization", &dead_bearer)]).await.status(),
             401,
             "{candidate}"
         );
         assert_eq!(
-            get(&stack, candidate, &[("authorization", &format!("Bearer {owner}"))])
+            get(&app, candidate, &[("authorization", &format!("Bearer {owner}"))])
                 .await
                 .status(),
             200
@@ -247,18 +242,18 @@ async fn signed_tile_templates_serve_until_publication_changes() {
 
     // Ordinary edits keep templates alive.
     let patch = |body: Value| {
-        let stack = &stack;
+        let app = &app;
         let owner = owner.clone();
         let id = id.clone();
         async move {
-            let response = stack
-                .http
-                .patch(stack.url(&format!("/api/datasets/{id}")))
-                .bearer_auth(&owner)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let response = app
+                .send(
+                    app.http()
+                        .patch(app.url(&format!("/api/datasets/{id}")))
+                        .bearer_auth(&owner)
+                        .json(&body),
+                )
+                .await;
             assert_eq!(response.status(), 200);
             let dataset: Value = response.json().await.unwrap();
             dataset
@@ -267,75 +262,75 @@ async fn signed_tile_templates_serve_until_publication_changes() {
     let before = patch(json!({"summary": "edited"})).await["publication_version"]
         .as_i64()
         .unwrap();
-    assert_eq!(get(&stack, &url, &[]).await.status(), 200);
+    assert_eq!(get(&app, &url, &[]).await.status(), 200);
 
     // A change of visibility rolls the publication version and retires it.
     let after = patch(json!({"visibility": "internal"})).await["publication_version"]
         .as_i64()
         .unwrap();
     assert_eq!(after, before + 1);
-    assert_eq!(get(&stack, &url, &[]).await.status(), 404);
+    assert_eq!(get(&app, &url, &[]).await.status(), 404);
     let renewed = token(viewer.clone()).await["tile_url"]
         .as_str()
         .unwrap()
         .replace("{z}/{x}/{y}", "0/0/0");
-    assert_eq!(get(&stack, &renewed, &[]).await.status(), 200);
+    assert_eq!(get(&app, &renewed, &[]).await.status(), 200);
 
     // So does withdrawing it from publication; only its owner sees it then.
     let unpublished = patch(json!({"status": "unpublished"})).await;
     assert_eq!(unpublished["publication_version"].as_i64().unwrap(), before + 2);
-    assert_eq!(get(&stack, &renewed, &[]).await.status(), 404);
-    let (status, _) = stack.get_json(Some(&viewer), &format!("/api/datasets/{id}")).await;
+    assert_eq!(get(&app, &renewed, &[]).await.status(), 404);
+    let (status, _) = app.get_json(Some(&viewer), &format!("/api/datasets/{id}")).await;
     assert_eq!(status, 404);
-    let (status, _) = stack
+    let (status, _) = app
         .get_json(Some(&viewer), &format!("/api/collections/{id}/items"))
         .await;
     assert_eq!(status, 404);
-    let (status, _) = stack
+    let (status, _) = app
         .get_json(Some(&owner), &format!("/api/collections/{id}/items"))
         .await;
     assert_eq!(status, 200);
-    let response = stack
-        .http
-        .patch(stack.url(&format!("/api/datasets/{id}")))
-        .bearer_auth(&owner)
-        .json(&json!({"status": "hidden"}))
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .patch(app.url(&format!("/api/datasets/{id}")))
+                .bearer_auth(&owner)
+                .json(&json!({"status": "hidden"})),
+        )
+        .await;
     assert_eq!(response.status(), 422);
 }
 
 #[tokio::test]
 async fn embed_tokens_open_a_map_and_its_data_only() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (owner_id, owner) = stack.user_token("emil", "editor").await;
-    let shown = points(&stack, &owner, "private").await;
-    let hidden = points(&stack, &owner, "private").await;
-    let response = stack
-        .http
-        .post(stack.url("/api/maps"))
-        .bearer_auth(&owner)
-        .json(&json!({"name": "Embedded", "layers": [{"dataset_id": shown}]}))
-        .send()
-        .await
-        .unwrap();
+    let app = App::start_with_worker().await;
+    let (owner_id, owner) = app.user_token("emil", "editor").await;
+    let shown = points(&app, &owner, "private").await;
+    let hidden = points(&app, &owner, "private").await;
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&owner)
+                .json(&json!({"name": "Embedded", "layers": [{"dataset_id": shown}]})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let map: Value = response.json().await.unwrap();
     let map_id = map["id"].as_str().unwrap().to_string();
 
-    let response = stack
-        .http
-        .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
-        .bearer_auth(&owner)
-        .json(&json!({"label": "intranet page"}))
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url(&format!("/api/maps/{map_id}/embed-tokens")))
+                .bearer_auth(&owner)
+                .json(&json!({"label": "intranet page"})),
+        )
+        .await;
     assert_eq!(response.status(), 201);
     let created: Value = response.json().await.unwrap();
     let secret = created["token"].as_str().unwrap().to_string();
-    let (status, listed) = stack
+    let (status, listed) = app
         .get_json(Some(&owner), &format!("/api/maps/{map_id}/embed-tokens"))
         .await;
     assert_eq!(status, 200);
@@ -360,13 +355,9 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
         format!("/api/datasets/{shown}/features"),
     ];
     for path in &covered {
-        assert_eq!(get(&stack, &stack.url(path), &[]).await.status(), 404, "{path}");
-        assert_eq!(get(&stack, &stack.url(path), &embed).await.status(), 200, "{path}");
-        assert_eq!(
-            get(&stack, &stack.url(path), &embed_and_dead).await.status(),
-            200,
-            "{path}"
-        );
+        assert_eq!(get(&app, &app.url(path), &[]).await.status(), 404, "{path}");
+        assert_eq!(get(&app, &app.url(path), &embed).await.status(), 200, "{path}");
+        assert_eq!(get(&app, &app.url(path), &embed_and_dead).await.status(), 200, "{path}");
     }
     // Outside what the token covers, the request is its credential's:
     // anonymous, so 404 for what it may not see, 401 where it needs one.
@@ -375,13 +366,9 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
         (format!("/api/datasets/{shown}"), 404),
         (format!("/api/maps/{map_id}/embed-tokens"), 401),
     ] {
+        assert_eq!(get(&app, &app.url(&path), &embed).await.status(), anonymous, "{path}");
         assert_eq!(
-            get(&stack, &stack.url(&path), &embed).await.status(),
-            anonymous,
-            "{path}"
-        );
-        assert_eq!(
-            get(&stack, &stack.url(&path), &embed_and_dead).await.status(),
+            get(&app, &app.url(&path), &embed_and_dead).await.status(),
             401,
             "{path}"
         );
@@ -391,62 +378,62 @@ async fn embed_tokens_open_a_map_and_its_data_only() {
         ("x-embed-token", "embed_bogus"),
         ("authorization", dead_bearer.as_str()),
     ];
-    assert_eq!(get(&stack, &stack.url(&covered[0]), &bogus).await.status(), 401);
+    assert_eq!(get(&app, &app.url(&covered[0]), &bogus).await.status(), 401);
 
     // The style read through the token carries plain tile URLs: the page
     // sends the token with them, so revoking it stops the tiles too.
-    let style: Value = get(&stack, &stack.url(&covered[1]), &embed).await.json().await.unwrap();
+    let style: Value = get(&app, &app.url(&covered[1]), &embed).await.json().await.unwrap();
     let source = &style["sources"][format!("dataset-{shown}")];
     assert_eq!(source["type"], "vector");
     let template = source["tiles"][0].as_str().unwrap();
     assert!(!template.contains("sig="), "{style}");
     let tile = template.replace("{z}/{x}/{y}", "0/0/0");
-    assert_eq!(get(&stack, &tile, &embed).await.status(), 200);
-    assert_eq!(get(&stack, &tile, &[]).await.status(), 404);
+    assert_eq!(get(&app, &tile, &embed).await.status(), 200);
+    assert_eq!(get(&app, &tile, &[]).await.status(), 404);
 
     // A dataset its creator can no longer see is not handed on.
     sqlx::query("UPDATE datasets SET created_by = NULL, visibility = 'restricted' WHERE id = $1::uuid")
         .bind(&shown)
-        .execute(&stack.pool)
+        .execute(&app.pool)
         .await
         .unwrap();
     let items = format!("/api/collections/{shown}/items");
-    assert_eq!(get(&stack, &stack.url(&items), &embed).await.status(), 404);
+    assert_eq!(get(&app, &app.url(&items), &embed).await.status(), 404);
     sqlx::query("UPDATE datasets SET created_by = $2::uuid, visibility = 'private' WHERE id = $1::uuid")
         .bind(&shown)
         .bind(owner_id.to_string())
-        .execute(&stack.pool)
+        .execute(&app.pool)
         .await
         .unwrap();
-    assert_eq!(get(&stack, &stack.url(&items), &embed).await.status(), 200);
+    assert_eq!(get(&app, &app.url(&items), &embed).await.status(), 200);
 
     // Revoked: gone at once.
-    let response = stack
-        .http
-        .delete(stack.url(&format!(
-            "/api/maps/{map_id}/embed-tokens/{}",
-            created["id"].as_str().unwrap()
-        )))
-        .bearer_auth(&owner)
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .delete(app.url(&format!(
+                    "/api/maps/{map_id}/embed-tokens/{}",
+                    created["id"].as_str().unwrap()
+                )))
+                .bearer_auth(&owner),
+        )
+        .await;
     assert_eq!(response.status(), 204);
-    assert_eq!(get(&stack, &stack.url(&covered[0]), &embed).await.status(), 404);
+    assert_eq!(get(&app, &app.url(&covered[0]), &embed).await.status(), 404);
 
     for body in [
         json!({"expires_at": "2001-01-01T00:00:00Z"}),
         json!({"label": "x".repeat(256)}),
         json!({"scope": "all"}),
     ] {
-        let response = stack
-            .http
-            .post(stack.url(&format!("/api/maps/{map_id}/embed-tokens")))
-            .bearer_auth(&owner)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .send(
+                app.http()
+                    .post(app.url(&format!("/api/maps/{map_id}/embed-tokens")))
+                    .bearer_auth(&owner)
+                    .json(&body),
+            )
+            .await;
         assert_eq!(response.status(), 422, "{body}");
     }
 }

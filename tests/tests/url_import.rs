@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use axum::{Router, body::Body, response::Redirect, routing::get};
-use catalog_tests::{Api, Stack, StackOptions, data_file};
+use catalog_tests::{Api, App, Stack, StackOptions, data_file};
 use serde_json::{Value, json};
 
 /// A file server on loopback standing in for a remote host.
@@ -38,24 +38,23 @@ fn trickle() -> impl futures::Stream<Item = Result<Vec<u8>, std::io::Error>> + S
     })
 }
 
-async fn import(stack: &Stack, token: &str, body: Value) -> reqwest::Response {
-    stack
-        .http
-        .post(stack.url("/api/datasets/import-url"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+async fn import(api: &impl Api, token: &str, body: Value) -> reqwest::Response {
+    api.send(
+        api.http()
+            .post(api.url("/api/datasets/import-url"))
+            .bearer_auth(token)
+            .json(&body),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn a_url_is_downloaded_in_the_background_and_ingested() {
     let host = remote_host().await;
-    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker_and(&[("OUTBOUND_ALLOWED_HOSTS", &host.to_string())]).await;
+    let token = app.admin_token().await;
     let response = import(
-        &stack,
+        &app,
         &token,
         json!({"url": format!("http://{host}/data/bikes.geojson"), "title": "Bikes", "visibility": "public"}),
     )
@@ -63,17 +62,17 @@ async fn a_url_is_downloaded_in_the_background_and_ingested() {
     assert_eq!(response.status(), 202);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], "queued");
-    let job = stack.wait_job(&token, body["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(&token, body["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["kind"], "url_download");
-    let dataset = stack.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
+    let dataset = app.dataset(&token, job["dataset_id"].as_str().unwrap()).await;
     assert_eq!(dataset["title"], "Bikes");
     assert_eq!(dataset["visibility"], "public");
     assert_eq!(dataset["feature_count"], 532);
     assert_eq!(dataset["source_filename"], "bikes.geojson");
     // The import says what it did to every row, as an upload does.
     assert_eq!(job["source"], format!("http://{host}/data/bikes.geojson"));
-    let (status, report) = stack.get_json(Some(&token), job["report_url"].as_str().unwrap()).await;
+    let (status, report) = app.get_json(Some(&token), job["report_url"].as_str().unwrap()).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(
         (report["rows_read"].as_u64(), report["rows_loaded"].as_u64()),
@@ -84,8 +83,8 @@ async fn a_url_is_downloaded_in_the_background_and_ingested() {
 #[tokio::test]
 async fn internal_addresses_are_refused_before_anything_is_queued() {
     let host = remote_host().await;
-    let stack = Stack::start_with(StackOptions::workers(0).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with(&[("OUTBOUND_ALLOWED_HOSTS", &host.to_string())]).await;
+    let token = app.admin_token().await;
     for url in [
         format!("http://127.0.0.1:{}/x.geojson", host.port() + 1),
         format!("http://localhost:{}/data/bikes.geojson", host.port()),
@@ -95,12 +94,12 @@ async fn internal_addresses_are_refused_before_anything_is_queued() {
         "file:///etc/passwd".to_string(),
         "not a url".to_string(),
     ] {
-        let response = import(&stack, &token, json!({"url": url})).await;
+        let response = import(&app, &token, json!({"url": url})).await;
         assert_eq!(response.status(), 422, "{url}");
         assert_eq!(response.headers()["content-type"], "application/problem+json");
     }
     let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&stack.pool)
+        .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(jobs, 0);
@@ -109,37 +108,36 @@ async fn internal_addresses_are_refused_before_anything_is_queued() {
 #[tokio::test]
 async fn a_redirect_to_an_internal_address_fails_the_job() {
     let host = remote_host().await;
-    let stack = Stack::start_with(StackOptions::workers(1).env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())).await;
-    let token = stack.admin_token().await;
-    let response = import(&stack, &token, json!({"url": format!("http://{host}/redirect")})).await;
+    let app = App::start_with_worker_and(&[("OUTBOUND_ALLOWED_HOSTS", &host.to_string())]).await;
+    let token = app.admin_token().await;
+    let response = import(&app, &token, json!({"url": format!("http://{host}/redirect")})).await;
     assert_eq!(response.status(), 202);
     let body: Value = response.json().await.unwrap();
-    let job = stack.wait_job(&token, body["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(&token, body["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "failed", "{job}");
     let detail = job["error"]["detail"].as_str().unwrap();
     assert!(
         detail.contains("127.0.0.2") && detail.contains("not a public address"),
         "{detail}"
     );
-    assert_eq!(stack.dataset_count().await, 0);
+    assert_eq!(app.dataset_count().await, 0);
 }
 
 #[tokio::test]
 async fn a_download_is_bounded_in_time() {
     let host = remote_host().await;
-    let stack = Stack::start_with(
-        StackOptions::workers(1)
-            .env("OUTBOUND_ALLOWED_HOSTS", &host.to_string())
-            .env("URL_IMPORT_FETCH_MAX_SECONDS", "2"),
-    )
+    let app = App::start_with_worker_and(&[
+        ("OUTBOUND_ALLOWED_HOSTS", &host.to_string()),
+        ("URL_IMPORT_FETCH_MAX_SECONDS", "2"),
+    ])
     .await;
-    let token = stack.admin_token().await;
-    let response = import(&stack, &token, json!({"url": format!("http://{host}/slow.geojson")})).await;
+    let token = app.admin_token().await;
+    let response = import(&app, &token, json!({"url": format!("http://{host}/slow.geojson")})).await;
     let body: Value = response.json().await.unwrap();
     let job_id = body["job_id"].as_str().unwrap();
     let mut saw_downloading = false;
     for _ in 0..100 {
-        let job = stack.job(&token, job_id).await;
+        let job = app.job(&token, job_id).await;
         if job["step"] == "downloading" {
             saw_downloading = true;
             break;
@@ -147,7 +145,7 @@ async fn a_download_is_bounded_in_time() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(saw_downloading, "the job reports its download step");
-    let job = stack.wait_job(&token, job_id).await;
+    let job = app.wait_job(&token, job_id).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert!(
         job["error"]["detail"]

@@ -4,17 +4,17 @@
 //! holding exactly what the file says.
 use std::process::Command;
 
-use catalog_tests::{Api, Stack, StackOptions, zip_owned};
+use catalog_tests::{Api, App, zip_owned};
 use serde_json::{Value, json};
 
 /// Uploads, waits, and answers the dataset and its features' properties.
-async fn ingest(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>) -> (Value, Vec<Value>) {
-    let job_id = stack.upload_ok(token, filename, bytes, &[]).await;
-    let job = stack.wait_job(token, &job_id).await;
-    assert_eq!(job["status"], "succeeded", "{job}\n{}", stack.logs());
+async fn ingest(app: &App, token: &str, filename: &str, bytes: Vec<u8>) -> (Value, Vec<Value>) {
+    let job_id = app.upload_ok(token, filename, bytes, &[]).await;
+    let job = app.wait_job(token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}\n{}", app.process_logs());
     let id = job["dataset_id"].as_str().unwrap();
-    let dataset = stack.dataset(token, id).await;
-    let (status, items) = stack
+    let dataset = app.dataset(token, id).await;
+    let (status, items) = app
         .get_json(Some(token), &format!("/api/collections/{id}/items?limit=100"))
         .await;
     assert_eq!(status, 200, "{items}");
@@ -41,14 +41,14 @@ fn column_type(dataset: &Value, name: &str) -> String {
 
 #[tokio::test]
 async fn csv_values_keep_their_text() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let csv = "\
 lon,lat,zip,signed,thousands,long_digits,exponent,not_a_number,mixed,trailing_zero,count,ratio,big
 -66.5,18.2,00501,+5,\"1,000\",123456789012345678901234,1e5,NaN,5,2.0,1,1.5,9007199254740993
 -66.6,18.3,12345,7,2,1,2,1,x,2.5,2,-2.25,1
 ";
-    let (dataset, rows) = ingest(&stack, &token, "zips.csv", csv.as_bytes().to_vec()).await;
+    let (dataset, rows) = ingest(&app, &token, "zips.csv", csv.as_bytes().to_vec()).await;
     for (column, first, second) in [
         ("zip", "00501", "12345"),
         ("signed", "+5", "7"),
@@ -75,8 +75,8 @@ lon,lat,zip,signed,thousands,long_digits,exponent,not_a_number,mixed,trailing_ze
 
 #[tokio::test]
 async fn geojson_numbers_keep_their_value() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     // Written by hand: serde_json would round these numbers itself.
     let geojson = r#"{"type": "FeatureCollection", "features": [
       {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]},
@@ -85,7 +85,7 @@ async fn geojson_numbers_keep_their_value() {
       {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]},
        "properties": {"zip": "12345", "huge": 1, "precise": 1, "count": 2, "price": 2, "science": 2, "id64": 1}}
     ]}"#;
-    let (dataset, rows) = ingest(&stack, &token, "values.geojson", geojson.as_bytes().to_vec()).await;
+    let (dataset, rows) = ingest(&app, &token, "values.geojson", geojson.as_bytes().to_vec()).await;
     assert_eq!(column_type(&dataset, "zip"), "text");
     assert_eq!(rows[0]["zip"], "00501");
     // Past what a number column holds: kept as the number's text.
@@ -165,9 +165,9 @@ fn shapefile_with_numeric_fields() -> Vec<u8> {
 
 #[tokio::test]
 async fn dbf_numbers_keep_their_value() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let (dataset, rows) = ingest(&stack, &token, "values.zip", shapefile_with_numeric_fields()).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let (dataset, rows) = ingest(&app, &token, "values.zip", shapefile_with_numeric_fields()).await;
     // More digits than a double holds: the DBF's own text.
     assert_eq!(column_type(&dataset, "big"), "text");
     assert_eq!(rows[0]["big"], "123456789012345678901234");
@@ -181,12 +181,12 @@ async fn dbf_numbers_keep_their_value() {
 
 #[tokio::test]
 async fn a_reupload_preview_shows_values_as_they_will_be_kept() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
-    let (dataset, _) = ingest(&stack, &token, "zips.csv", b"lon,lat,zip\n1,2,12345\n".to_vec()).await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let (dataset, _) = ingest(&app, &token, "zips.csv", b"lon,lat,zip\n1,2,12345\n".to_vec()).await;
     assert_eq!(column_type(&dataset, "zip"), "integer");
     let id = dataset["id"].as_str().unwrap();
-    let response = stack
+    let response = app
         .post_file(
             &format!("/api/datasets/{id}/reupload"),
             &token,
@@ -197,7 +197,7 @@ async fn a_reupload_preview_shows_values_as_they_will_be_kept() {
         .await;
     assert_eq!(response.status(), 202);
     let accepted: Value = response.json().await.unwrap();
-    let job = stack.wait_job(&token, accepted["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(&token, accepted["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let result = &job["result"];
     assert_eq!(result["sample_rows"][0]["zip"], "00501", "{result}");
@@ -210,26 +210,26 @@ async fn a_reupload_preview_shows_values_as_they_will_be_kept() {
 
 #[tokio::test]
 async fn geojson_arrays_keep_every_number() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let token = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
     let geojson = r#"{"type": "FeatureCollection", "features": [
       {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]},
        "properties": {"ids": [12345678901234567890123, 7], "levels": [1.50, 0.10000000000000000000001]}},
       {"type": "Feature", "geometry": {"type": "Point", "coordinates": [3, 4]},
        "properties": {"ids": [1], "levels": [2.5]}}
     ]}"#;
-    let (dataset, rows) = ingest(&stack, &token, "arrays.geojson", geojson.as_bytes().to_vec()).await;
+    let (dataset, rows) = ingest(&app, &token, "arrays.geojson", geojson.as_bytes().to_vec()).await;
     assert_eq!(column_type(&dataset, "ids"), "jsonb");
     assert_eq!(rows[1]["ids"], json!([1]));
     // The body as sent: a JSON parser of its own would round these numbers.
     let id = dataset["id"].as_str().unwrap();
-    let body = stack
-        .http
-        .get(stack.url(&format!("/api/collections/{id}/items")))
-        .bearer_auth(&token)
-        .send()
+    let body = app
+        .send(
+            app.http()
+                .get(app.url(&format!("/api/collections/{id}/items")))
+                .bearer_auth(&token),
+        )
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();

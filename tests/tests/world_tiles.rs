@@ -4,7 +4,7 @@
 //! nothing in it lies beyond the tile's buffer.
 use std::collections::{BTreeMap, BTreeSet};
 
-use catalog_tests::{Api, Stack, StackOptions, data_file, shapefile_members, zip_owned};
+use catalog_tests::{Api, App, data_file, shapefile_members, zip_owned};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
@@ -75,7 +75,7 @@ fn table_of(dataset: &Value) -> (String, String, String) {
 
 /// Per tile of zooms 0 to 5, the keys of the dataset's features whose
 /// geometry meets the tile's envelope grown by `margin` (a share of its side).
-async fn postgis_tiles(stack: &Stack, dataset: &Value, margin: f64) -> Tiles {
+async fn postgis_tiles(app: &App, dataset: &Value, margin: f64) -> Tiles {
     let (table, key, geometry) = table_of(dataset);
     let rows: Vec<(i32, i32, i32, Vec<i64>)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT z, x, y, array_agg(t.{key}::bigint ORDER BY t.{key})
@@ -85,7 +85,7 @@ async fn postgis_tiles(stack: &Stack, dataset: &Value, margin: f64) -> Tiles {
          WHERE ST_Intersects({geometry}, tile.envelope)
          GROUP BY z, x, y"
     )))
-    .fetch_all(&stack.pool)
+    .fetch_all(app.pool())
     .await
     .unwrap();
     rows.into_iter()
@@ -94,18 +94,18 @@ async fn postgis_tiles(stack: &Stack, dataset: &Value, margin: f64) -> Tiles {
 }
 
 /// Every tile of zooms 0 to 5 of `route` (`""` or `"cluster/"`), by address.
-async fn served_tiles(stack: &Stack, id: &str, route: &str) -> BTreeMap<(u32, u32, u32), (u16, Vec<u8>)> {
+async fn served_tiles(app: &App, id: &str, route: &str) -> BTreeMap<(u32, u32, u32), (u16, Vec<u8>)> {
     let addresses: Vec<(u32, u32, u32)> = (0..=MAX_ZOOM)
         .flat_map(|z| (0..1u32 << z).flat_map(move |x| (0..1u32 << z).map(move |y| (z, x, y))))
         .collect();
     stream::iter(addresses)
         .map(|(z, x, y)| async move {
-            let response = stack
-                .http
-                .get(stack.url(&format!("/api/tiles/{id}/{route}{z}/{x}/{y}.pbf")))
-                .send()
-                .await
-                .unwrap();
+            let response = app
+                .send(
+                    app.http()
+                        .get(app.url(&format!("/api/tiles/{id}/{route}{z}/{x}/{y}.pbf"))),
+                )
+                .await;
             let status = response.status().as_u16();
             ((z, x, y), (status, response.bytes().await.unwrap().to_vec()))
         })
@@ -117,11 +117,11 @@ async fn served_tiles(stack: &Stack, id: &str, route: &str) -> BTreeMap<(u32, u3
 /// Compares each served tile with PostGIS: nothing that meets the tile is
 /// missing (`tolerated`, gids small enough to vanish at a zoom, aside), and
 /// nothing beyond twice the buffer is there.
-async fn check_every_tile(stack: &Stack, what: &str, id: &str, tolerated: &Tiles) {
-    let dataset = stack.dataset(&stack.admin_token().await, id).await;
-    let inside = postgis_tiles(stack, &dataset, 0.0).await;
-    let near = postgis_tiles(stack, &dataset, 2.0 * 64.0 / 4096.0).await;
-    let served = served_tiles(stack, id, "").await;
+async fn check_every_tile(app: &App, what: &str, id: &str, tolerated: &Tiles) {
+    let dataset = app.dataset(&app.admin_token().await, id).await;
+    let inside = postgis_tiles(app, &dataset, 0.0).await;
+    let near = postgis_tiles(app, &dataset, 2.0 * 64.0 / 4096.0).await;
+    let served = served_tiles(app, id, "").await;
     let mut wrong = Vec::new();
     for (&(z, x, y), (status, body)) in &served {
         let got = if *status == 204 {
@@ -157,8 +157,8 @@ async fn check_every_tile(stack: &Stack, what: &str, id: &str, tolerated: &Tiles
 
 /// Per tile, polygons and lines whose part inside the tile is smaller than
 /// one of its 4096 units across, which the vector tile encoder drops.
-async fn below_a_unit(stack: &Stack, id: &str) -> Tiles {
-    let dataset = stack.dataset(&stack.admin_token().await, id).await;
+async fn below_a_unit(app: &App, id: &str) -> Tiles {
+    let dataset = app.dataset(&app.admin_token().await, id).await;
     let (table, key, geometry) = table_of(&dataset);
     let rows: Vec<(i32, i32, i32, Vec<i64>)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT z, x, y, array_agg(t.{key}::bigint)
@@ -171,7 +171,7 @@ async fn below_a_unit(stack: &Stack, id: &str) -> Tiles {
                < 2 * (ST_XMax(tile.envelope) - ST_XMin(tile.envelope)) / 4096
          GROUP BY z, x, y"
     )))
-    .fetch_all(&stack.pool)
+    .fetch_all(app.pool())
     .await
     .unwrap();
     rows.into_iter()
@@ -179,9 +179,9 @@ async fn below_a_unit(stack: &Stack, id: &str) -> Tiles {
         .collect()
 }
 
-async fn ingested(stack: &Stack, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
-    let job = stack.upload_ok(token, filename, bytes, fields).await;
-    let job = stack.wait_job(token, &job).await;
+async fn ingested(app: &App, token: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> String {
+    let job = app.upload_ok(token, filename, bytes, fields).await;
+    let job = app.wait_job(token, &job).await;
     assert_eq!(job["status"], "succeeded", "{filename}: {job}");
     job["dataset_id"].as_str().unwrap().to_string()
 }
@@ -198,21 +198,21 @@ fn bbox(dataset: &Value) -> [f64; 4] {
 
 #[tokio::test]
 async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let admin = stack.admin_token().await;
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
     let public = [("visibility", "public")];
 
     // Natural Earth's 243 capitals: spread over the globe, with a gap in
     // the Pacific, they get a plain extent, not a box across 180°.
     let cities = ingested(
-        &stack,
+        &app,
         &admin,
         "cities.zip",
         zip_owned(&shapefile_members("shp/naturalearth_cities")),
         &public,
     )
     .await;
-    let [west, _, east, _] = bbox(&stack.dataset(&admin, &cities).await);
+    let [west, _, east, _] = bbox(&app.dataset(&admin, &cities).await);
     assert!(
         west < east && west < -170.0 && east > 170.0,
         "capitals' extent [{west}, {east}]"
@@ -226,19 +226,16 @@ async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
         (2, 3, 1),
         (3, 7, 4),
     ] {
-        let response = stack
-            .http
-            .get(stack.url(&format!("/api/tiles/{cities}/{z}/{x}/{y}.pbf")))
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .send(app.http().get(app.url(&format!("/api/tiles/{cities}/{z}/{x}/{y}.pbf"))))
+            .await;
         assert_eq!(response.status(), 200, "capitals' tile {z}/{x}/{y}");
     }
-    check_every_tile(&stack, "capitals", &cities, &Tiles::new()).await;
+    check_every_tile(&app, "capitals", &cities, &Tiles::new()).await;
 
     // Their clusters: a tile with capitals in it is never empty.
-    let inside = postgis_tiles(&stack, &stack.dataset(&admin, &cities).await, 0.0).await;
-    for (&(z, x, y), (status, _)) in &served_tiles(&stack, &cities, "cluster/").await {
+    let inside = postgis_tiles(&app, &app.dataset(&admin, &cities).await, 0.0).await;
+    for (&(z, x, y), (status, _)) in &served_tiles(&app, &cities, "cluster/").await {
         if inside.contains_key(&(z, x, y)) {
             assert_eq!(*status, 200, "capitals' cluster tile {z}/{x}/{y}");
         }
@@ -246,27 +243,27 @@ async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
 
     // Natural Earth's 177 countries.
     let countries = ingested(
-        &stack,
+        &app,
         &admin,
         "countries.zip",
         zip_owned(&shapefile_members("shp/naturalearth_lowres")),
         &public,
     )
     .await;
-    let tolerated = below_a_unit(&stack, &countries).await;
-    check_every_tile(&stack, "countries", &countries, &tolerated).await;
+    let tolerated = below_a_unit(&app, &countries).await;
+    check_every_tile(&app, "countries", &countries, &tolerated).await;
 
     // Lines over the world: the 46 disputed borders.
     let borders = ingested(
-        &stack,
+        &app,
         &admin,
         "world_map.gpkg",
         data_file("gpkg/world_map.gpkg"),
         &[("layer", "disputed_borders"), ("visibility", "public")],
     )
     .await;
-    let tolerated = below_a_unit(&stack, &borders).await;
-    check_every_tile(&stack, "disputed borders", &borders, &tolerated).await;
+    let tolerated = below_a_unit(&app, &borders).await;
+    check_every_tile(&app, "disputed borders", &borders, &tolerated).await;
 
     // Fiji-like data that really crosses 180°: islands either side, a
     // territory cut at the antimeridian and a route over it.
@@ -280,46 +277,43 @@ async fn every_tile_of_world_data_holds_what_postgis_finds_in_it() {
         {"type": "Feature", "properties": {"name": "route"}, "geometry": {"type": "MultiLineString", "coordinates": [
             [[178, -18], [180, -18.5]], [[-180, -18.5], [-179, -19]]]}}
     ]});
-    let across = stack.ingest_geojson(&admin, &fiji, &public).await;
-    assert_eq!(
-        bbox(&stack.dataset(&admin, &across).await),
-        [176.0, -21.0, -178.0, -12.0]
-    );
-    check_every_tile(&stack, "data across 180°", &across, &Tiles::new()).await;
+    let across = app.ingest_geojson(&admin, &fiji, &public).await;
+    assert_eq!(bbox(&app.dataset(&admin, &across).await), [176.0, -21.0, -178.0, -12.0]);
+    check_every_tile(&app, "data across 180°", &across, &Tiles::new()).await;
 
     // A registered table in a projected CRS (ETRS89 / LAEA Europe): the
     // capitals of Europe, read in place.
-    let capitals = stack.dataset(&admin, &cities).await;
+    let capitals = app.dataset(&admin, &cities).await;
     let (table, key, _) = table_of(&capitals);
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "CREATE TABLE public.europe AS
          SELECT {key}::integer AS id, ST_Transform(geom, 3035)::geometry(Point, 3035) AS geom
          FROM {table} WHERE ST_X(geom) BETWEEN -25 AND 40 AND ST_Y(geom) BETWEEN 34 AND 72"
     )))
-    .execute(&stack.pool)
+    .execute(app.pool())
     .await
     .unwrap();
     sqlx::query("ALTER TABLE public.europe ADD PRIMARY KEY (id)")
-        .execute(&stack.pool)
+        .execute(app.pool())
         .await
         .unwrap();
-    let response = stack
-        .http
-        .post(stack.url("/api/ingest/register/bulk/"))
-        .bearer_auth(&admin)
-        .json(&json!({"tables": [{"table_name": "europe", "title": "Europe", "visibility": "public"}]}))
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/ingest/register/bulk/"))
+                .bearer_auth(&admin)
+                .json(&json!({"tables": [{"table_name": "europe", "title": "Europe", "visibility": "public"}]})),
+        )
+        .await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["results"][0]["status"], "success", "{body}");
     let europe = body["results"][0]["dataset_id"].as_str().unwrap().to_string();
-    let registered = stack.dataset(&admin, &europe).await;
+    let registered = app.dataset(&admin, &europe).await;
     assert_eq!(registered["srid"], 3035, "{registered}");
-    check_every_tile(&stack, "a registered table in EPSG:3035", &europe, &Tiles::new()).await;
+    check_every_tile(&app, "a registered table in EPSG:3035", &europe, &Tiles::new()).await;
 
     // A tile served again comes from the cache, alike.
-    let first = served_tiles(&stack, &countries, "").await;
-    let again = served_tiles(&stack, &countries, "").await;
+    let first = served_tiles(&app, &countries, "").await;
+    let again = served_tiles(&app, &countries, "").await;
     assert!(first == again, "cached tiles differ from the first ones");
 }
