@@ -28,6 +28,7 @@ mod health;
 mod http_metrics;
 mod interval;
 mod jobs;
+mod local_copy;
 mod maps;
 mod match_counts;
 mod metrics;

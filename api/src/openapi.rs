@@ -415,21 +415,26 @@ pub mod names {
     // Only the document reads these types; no value of them is made.
     #![allow(dead_code)]
 
-    /// What a notification is sent for.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "snake_case")]
-    pub enum NotificationEvent {
-        JobFailed,
-        JobSucceeded,
+    /// A string that is one of `names`, for a closed set the code keeps as
+    /// a list of names: the document takes them from the code itself.
+    fn one_of(names: &[&str], description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(names.iter().copied()))
+            .description(Some(description))
+            .into()
     }
 
-    /// How a CQL2 `filter` is written.
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "kebab-case")]
-    pub enum FilterLang {
-        Cql2Text,
-        Cql2Json,
+    /// What a notification is sent for (`catalog_shared::notify::EVENTS`).
+    pub struct NotificationEvent;
+
+    impl utoipa::PartialSchema for NotificationEvent {
+        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            one_of(&catalog_shared::notify::EVENTS, "What a notification is sent for.")
+        }
     }
+
+    impl utoipa::ToSchema for NotificationEvent {}
 
     /// WGS 84 longitude, latitude: the one CRS the items speak.
     #[derive(utoipa::ToSchema)]
@@ -486,17 +491,19 @@ pub mod names {
         TypeDown,
     }
 
-    /// The file a vector dataset downloads as (shp: zipped).
-    #[derive(utoipa::ToSchema)]
-    #[schema(rename_all = "lowercase")]
-    pub enum DownloadFormat {
-        Gpkg,
-        Geojson,
-        Csv,
-        Shp,
-        Fgb,
-        Parquet,
+    /// The file a vector dataset downloads as (`ExportFormat::NAMES`).
+    pub struct DownloadFormat;
+
+    impl utoipa::PartialSchema for DownloadFormat {
+        fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            one_of(
+                &catalog_raster::export::ExportFormat::NAMES,
+                "The file a vector dataset downloads as (shp: zipped).",
+            )
+        }
     }
+
+    impl utoipa::ToSchema for DownloadFormat {}
 
     /// A domain name (letters, digits, '.' and '-', with a dot; blanks
     /// around it and a leading '@' are dropped).

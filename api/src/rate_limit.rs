@@ -1,5 +1,6 @@
 //! Rate limits: fixed one-minute windows per client address and bucket
-//! (sign-in routes, tiles, everything else), counted in Redis when
+//! (sign-in routes, tiles, items pages that follow a `next` link,
+//! everything else), counted in Redis when
 //! `REDIS_URL` is set so every API process shares them, otherwise in this
 //! process. Losing the store never disables limiting: counting falls back
 //! to this process until the store answers again. Over the limit a request
@@ -14,7 +15,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use axum::http::request::Parts;
+use axum::http::{Uri, request::Parts};
 use catalog_shared::{AppError, config::RateLimits};
 use redis::aio::ConnectionManager;
 
@@ -32,13 +33,18 @@ const MAX_LOCAL_CLIENTS: usize = 100_000;
 enum Bucket {
     SignIn,
     Tiles,
+    /// Items pages a bulk client follows (`after_gid` or `cursor`, which
+    /// only `next` links carry): each is a bounded keyset read, and a copy
+    /// of a whole layer at GDAL's 10 a page takes thousands of them.
+    Pages,
     General,
 }
 
 impl Bucket {
-    const ALL: [Bucket; 3] = [Bucket::SignIn, Bucket::Tiles, Bucket::General];
+    const ALL: [Bucket; 4] = [Bucket::SignIn, Bucket::Tiles, Bucket::Pages, Bucket::General];
 
-    fn of(path: &str) -> Option<Self> {
+    fn of(uri: &Uri) -> Option<Self> {
+        let path = uri.path();
         match path {
             // Probes and the metrics scraper are the operator's own.
             "/api/health" | "/api/ready" | "/api/metrics" => None,
@@ -49,6 +55,9 @@ impl Bucket {
             | "/api/auth/password-reset/request" => Some(Bucket::SignIn),
             p if p.starts_with("/api/auth/oauth/") => Some(Bucket::SignIn),
             p if p.starts_with("/api/tiles/") || p.starts_with("/api/basemap/") => Some(Bucket::Tiles),
+            p if p.starts_with("/api/collections/") && p.ends_with("/items") && follows_a_page(uri.query()) => {
+                Some(Bucket::Pages)
+            }
             _ => Some(Bucket::General),
         }
     }
@@ -56,6 +65,7 @@ impl Bucket {
         match self {
             Bucket::SignIn => "signin",
             Bucket::Tiles => "tiles",
+            Bucket::Pages => "pages",
             Bucket::General => "general",
         }
     }
@@ -63,6 +73,7 @@ impl Bucket {
         match self {
             Bucket::SignIn => limits.sign_in_per_minute,
             Bucket::Tiles => limits.tiles_per_minute,
+            Bucket::Pages => limits.pages_per_minute,
             Bucket::General => limits.per_minute,
         }
     }
@@ -82,7 +93,7 @@ pub struct RateLimiter {
     local: Arc<Mutex<Counts>>,
     limits: Arc<RateLimits>,
     /// Requests this process refused, by bucket (in `Bucket::ALL` order).
-    refused: Arc<[AtomicU64; 3]>,
+    refused: Arc<[AtomicU64; 4]>,
 }
 
 impl RateLimiter {
@@ -153,7 +164,7 @@ impl RateLimiter {
     /// Counts a request from `peer` against its bucket; 429 with
     /// `Retry-After` when over the limit.
     pub async fn check(&self, peer: IpAddr, request: &Parts) -> Result<(), AppError> {
-        let Some(bucket) = Bucket::of(request.uri.path()) else {
+        let Some(bucket) = Bucket::of(&request.uri) else {
             return Ok(());
         };
         let limit = bucket.limit(&self.limits);
@@ -169,7 +180,7 @@ impl RateLimiter {
 
     /// Requests this process refused so far, by bucket name, every bucket
     /// included.
-    pub fn refusals(&self) -> [(&'static str, u64); 3] {
+    pub fn refusals(&self) -> [(&'static str, u64); 4] {
         Bucket::ALL.map(|bucket| (bucket.name(), self.refused[bucket as usize].load(Ordering::Relaxed)))
     }
 
@@ -249,6 +260,13 @@ impl RateLimiter {
     }
 }
 
+/// Whether a query carries what only a `next` link of an items page does.
+fn follows_a_page(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        url::form_urlencoded::parse(q.as_bytes()).any(|(key, _)| key == "after_gid" || key == "cursor")
+    })
+}
+
 /// The address a client is counted as: itself, or for IPv6 its /64 (one
 /// host usually holds a whole /64).
 fn counted_as(client: IpAddr) -> IpAddr {
@@ -307,6 +325,7 @@ mod tests {
             limits: Arc::new(RateLimits {
                 per_minute: 7,
                 tiles_per_minute: 7,
+                pages_per_minute: 7,
                 sign_in_per_minute: 7,
                 trusted_proxies: Vec::new(),
             }),
@@ -355,9 +374,18 @@ mod tests {
 
     #[test]
     fn buckets_by_route() {
-        assert_eq!(Bucket::of("/api/health"), None);
-        assert_eq!(Bucket::of("/api/auth/login"), Some(Bucket::SignIn));
-        assert_eq!(Bucket::of("/api/tiles/x/1/2/3"), Some(Bucket::Tiles));
-        assert_eq!(Bucket::of("/api/collections"), Some(Bucket::General));
+        let of = |uri: &str| Bucket::of(&uri.parse().unwrap());
+        assert_eq!(of("/api/health"), None);
+        assert_eq!(of("/api/auth/login"), Some(Bucket::SignIn));
+        assert_eq!(of("/api/tiles/x/1/2/3"), Some(Bucket::Tiles));
+        assert_eq!(of("/api/collections"), Some(Bucket::General));
+        assert_eq!(of("/api/collections/a/items?limit=10"), Some(Bucket::General));
+        assert_eq!(
+            of("/api/collections/a/items?limit=10&after_gid=20"),
+            Some(Bucket::Pages)
+        );
+        assert_eq!(of("/api/collections/a/items?cursor=xyz"), Some(Bucket::Pages));
+        assert_eq!(of("/api/collections/a/items/7?after_gid=20"), Some(Bucket::General));
+        assert_eq!(of("/api/datasets?after_gid=20"), Some(Bucket::General));
     }
 }

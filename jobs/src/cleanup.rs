@@ -1,8 +1,8 @@
 //! What the workers sweep on a schedule, so nothing grows without bound:
 //! staging tables of jobs that ended without publishing, uploaded sources
 //! of finished jobs past their retention, finished job rows (and their
-//! queue tasks) past theirs, except those a dataset still names, and
-//! datasets' past versions past theirs.
+//! queue tasks) past theirs, except those a dataset still names,
+//! datasets' past versions past theirs, and exports past theirs.
 use std::time::Duration;
 
 use catalog_shared::{
@@ -26,6 +26,8 @@ pub struct Retention {
     pub archive_after_idle: Option<Duration>,
     /// A dataset's past versions (`VERSION_RETENTION_DAYS`).
     pub versions: Duration,
+    /// An export kept for its readers, after it was made (`EXPORT_CACHE_DAYS`).
+    pub exports: Duration,
 }
 
 /// What one sweep removed.
@@ -37,6 +39,7 @@ pub struct Swept {
     pub jobs: u64,
     pub archived: u64,
     pub versions: u64,
+    pub exports: u64,
 }
 
 pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept> {
@@ -55,7 +58,28 @@ pub async fn sweep(deps: &JobDeps, retention: Retention) -> anyhow::Result<Swept
             tx.commit().await?;
             forgotten
         },
+        exports: remove_old_exports(deps, retention.exports).await?,
     })
+}
+
+/// Deletes the exports made longer ago than `retention`; the API makes an
+/// export again when it is asked for once more.
+async fn remove_old_exports(deps: &JobDeps, retention: Duration) -> anyhow::Result<u64> {
+    use futures::TryStreamExt;
+    use object_store::ObjectStoreExt;
+    let storage = &deps.storage;
+    let before = chrono::Utc::now() - retention;
+    let old: Vec<object_store::path::Path> = storage
+        .store
+        .list(Some(&storage.exports_root()))
+        .try_filter(|meta| std::future::ready(meta.last_modified < before))
+        .map_ok(|meta| meta.location)
+        .try_collect()
+        .await?;
+    for object in &old {
+        storage.store.delete(object).await?;
+    }
+    Ok(old.len() as u64)
 }
 
 /// Deletes the sources (everything under `uploads/<job id>/`) of jobs

@@ -139,6 +139,21 @@ pub struct Export<'a> {
     pub wgs84: bool,
     /// Whether the order of the features was asked for.
     pub ordered: bool,
+    /// The geometry type the layer declares (`-nlt`), e.g. `MultiPolygon`
+    /// or `PointZ`; None leaves it to GDAL (a query's column: Unknown).
+    pub geometry_type: Option<&'a str>,
+    /// The QGIS styles the layer keeps, written into a GeoPackage's
+    /// `layer_styles` table (QGIS opens the layer with its default one).
+    pub styles: &'a [LayerStyle],
+}
+
+/// A QGIS style of the layer, as a GeoPackage's `layer_styles` row holds it.
+pub struct LayerStyle {
+    pub name: String,
+    pub description: Option<String>,
+    pub qml: Option<String>,
+    pub sld: Option<String>,
+    pub is_default: bool,
 }
 
 /// The column of a selection GDAL reads as each feature's id (its
@@ -173,11 +188,89 @@ impl Export<'_> {
         if self.format.keeps_ids() {
             args.push("-preserve_fid".into());
         }
+        if let Some(kind) = self.geometry_type {
+            args.extend(["-nlt".into(), kind.to_string()]);
+        }
         let path = target
             .to_str()
             .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
         ffi::vector_translate(&source, path, &args, &mut |_| !cancelled.load(Ordering::Relaxed))?;
+        if self.format == ExportFormat::GeoPackage && !self.styles.is_empty() {
+            self.write_styles(&target)?;
+        }
         Ok(target)
+    }
+
+    /// The `layer_styles` table as QGIS writes it (an attributes table of
+    /// the GeoPackage), one row per kept style of the layer.
+    fn write_styles(&self, gpkg: &Path) -> Result<(), RasterError> {
+        use gdal::vector::{Feature, LayerAccess, LayerOptions, OGRFieldType, OGRwkbGeometryType};
+        let failed = |e: gdal::errors::GdalError| RasterError::Gdal(format!("writing the layer's styles: {e}"));
+        let mut dataset = Dataset::open_ex(
+            gpkg,
+            DatasetOptions {
+                open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_UPDATE,
+                ..Default::default()
+            },
+        )
+        .map_err(failed)?;
+        let geometry_column = dataset
+            .layer_by_name(self.layer)
+            .map_err(failed)?
+            .defn()
+            .geom_fields()
+            .next()
+            .map(|field| field.name())
+            .unwrap_or_default();
+        let layer = dataset
+            .create_layer(LayerOptions {
+                name: "layer_styles",
+                ty: OGRwkbGeometryType::wkbNone,
+                // Its key is `id`, as in the table QGIS makes.
+                options: Some(&["FID=id"]),
+                ..Default::default()
+            })
+            .map_err(failed)?;
+        const TEXT: [&str; 9] = [
+            "f_table_catalog",
+            "f_table_schema",
+            "f_table_name",
+            "f_geometry_column",
+            "styleName",
+            "styleQML",
+            "styleSLD",
+            "description",
+            "owner",
+        ];
+        let mut fields: Vec<(&str, OGRFieldType::Type)> = TEXT.iter().map(|n| (*n, OGRFieldType::OFTString)).collect();
+        fields.insert(7, ("useAsDefault", OGRFieldType::OFTInteger));
+        fields.push(("ui", OGRFieldType::OFTString));
+        fields.push(("update_time", OGRFieldType::OFTDateTime));
+        layer.create_defn_fields(&fields).map_err(failed)?;
+        for style in self.styles {
+            let mut feature = Feature::new(layer.defn()).map_err(failed)?;
+            let mut text = |name: &str, value: Option<&str>| -> Result<(), RasterError> {
+                if let Some(value) = value {
+                    let index = feature.field_index(name).map_err(failed)?;
+                    feature.set_field_string(index, value).map_err(failed)?;
+                }
+                Ok(())
+            };
+            text("f_table_catalog", Some(""))?;
+            text("f_table_schema", Some(""))?;
+            text("f_table_name", Some(self.layer))?;
+            text("f_geometry_column", Some(&geometry_column))?;
+            text("styleName", Some(&style.name))?;
+            text("styleQML", style.qml.as_deref())?;
+            text("styleSLD", style.sld.as_deref())?;
+            text("description", style.description.as_deref())?;
+            let index = feature.field_index("useAsDefault").map_err(failed)?;
+            feature
+                .set_field_integer(index, i32::from(style.is_default))
+                .map_err(failed)?;
+            feature.create(&layer).map_err(failed)?;
+        }
+        Ok(())
     }
 }
 

@@ -73,6 +73,8 @@ pub struct JobRetries {
 pub struct RateLimits {
     pub per_minute: u64,
     pub tiles_per_minute: u64,
+    /// Items pages that follow a `next` link: a bulk copy's budget.
+    pub pages_per_minute: u64,
     /// Sign-in, registration and refresh: the routes that guess credentials.
     pub sign_in_per_minute: u64,
     /// Proxies whose `X-Forwarded-For` names the client.
@@ -263,6 +265,7 @@ impl Config {
             rate_limits: RateLimits {
                 per_minute: settings.at_least_one("RATE_LIMIT_PER_MINUTE", 3000)?,
                 tiles_per_minute: settings.at_least_one("RATE_LIMIT_TILES_PER_MINUTE", 12000)?,
+                pages_per_minute: settings.at_least_one("RATE_LIMIT_PAGES_PER_MINUTE", 60000)?,
                 sign_in_per_minute: settings.at_least_one("RATE_LIMIT_SIGN_IN_PER_MINUTE", 60)?,
                 trusted_proxies: settings
                     .list("TRUSTED_PROXIES")

@@ -67,10 +67,25 @@ impl Storage {
         self.prefix.clone().join("archives").join(dataset_id.to_string())
     }
 
+    /// Where the exports (downloads) made of every dataset are kept.
+    pub fn exports_root(&self) -> Path {
+        self.prefix.clone().join("exports")
+    }
+
+    /// Where a dataset's exports are kept, one per data version and
+    /// request, until `EXPORT_CACHE_DAYS` after they were made.
+    pub fn export_folder(&self, dataset_id: uuid::Uuid) -> Path {
+        self.exports_root().join(dataset_id.to_string())
+    }
+
     /// Every folder holding objects a dataset owns: deleting the dataset
     /// empties them all.
-    pub fn dataset_folders(&self, dataset_id: uuid::Uuid) -> [Path; 2] {
-        [self.raster_folder(dataset_id), self.archive_folder(dataset_id)]
+    pub fn dataset_folders(&self, dataset_id: uuid::Uuid) -> [Path; 3] {
+        [
+            self.raster_folder(dataset_id),
+            self.archive_folder(dataset_id),
+            self.export_folder(dataset_id),
+        ]
     }
 
     /// Deletes every object under `folder`; answers how many there were.

@@ -2,7 +2,7 @@
 //! diff, row counts, sample rows, nothing changed), then applied in place
 //! (same id and table, maps and signed tile links still valid, served at
 //! once), refused cleanly when the file does not fit.
-use catalog_tests::{Api, Stack, StackOptions, data_file};
+use catalog_tests::{Api, App, data_file};
 use serde_json::{Value, json};
 
 fn points(n: usize, with_height: bool) -> Vec<u8> {
@@ -23,44 +23,37 @@ fn points(n: usize, with_height: bool) -> Vec<u8> {
         .into_bytes()
 }
 
-async fn reupload(
-    stack: &Stack,
-    token: &str,
-    id: &str,
-    filename: &str,
-    bytes: Vec<u8>,
-    fields: &[(&str, &str)],
-) -> Value {
-    let response = stack
+async fn reupload(app: &App, token: &str, id: &str, filename: &str, bytes: Vec<u8>, fields: &[(&str, &str)]) -> Value {
+    let response = app
         .post_file(&format!("/api/datasets/{id}/reupload"), token, filename, bytes, fields)
         .await;
     assert_eq!(response.status(), 202);
     let accepted: Value = response.json().await.unwrap();
-    let job = stack.wait_job(token, accepted["job_id"].as_str().unwrap()).await;
+    let job = app.wait_job(token, accepted["job_id"].as_str().unwrap()).await;
     assert_eq!(job["kind"], "reupload");
     job
 }
 
 #[tokio::test]
 async fn a_dataset_takes_new_data_in_place_after_a_preview() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("rhea", "editor").await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("rhea", "editor").await;
+    let job = app
         .upload_ok(&owner, "stops.geojson", points(3, false), &[("visibility", "public")])
         .await;
-    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+    let id = app.wait_job(&owner, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let before = stack.dataset(&owner, &id).await;
-    let (_, items) = stack.get_json(None, &format!("/api/collections/{id}/items")).await;
+    let before = app.dataset(&owner, &id).await;
+    let (_, items) = app.get_json(None, &format!("/api/collections/{id}/items")).await;
     assert_eq!(items["numberMatched"], 3);
-    let (_, signed) = stack.get_json(Some(&owner), &format!("/api/tiles/token/{id}")).await;
+    let (_, signed) = app.get_json(Some(&owner), &format!("/api/tiles/token/{id}")).await;
     let tile = signed["tile_url"].as_str().unwrap().replace("{z}/{x}/{y}", "0/0/0");
 
     // The preview compares and changes nothing.
     let preview = reupload(
-        &stack,
+        &app,
         &owner,
         &id,
         "stops-v2.geojson",
@@ -94,54 +87,64 @@ async fn a_dataset_takes_new_data_in_place_after_a_preview() {
     );
     assert_eq!(result["previous_source_layer"], before["source_layer"]);
     assert_eq!(
-        stack.dataset(&owner, &id).await["feature_count"],
+        app.dataset(&owner, &id).await["feature_count"],
         3,
         "a preview changes nothing"
     );
 
     // Applied: same dataset and table, new rows and columns, served at once
     // (the API had the old record cached), links and maps still valid.
-    let applied = reupload(&stack, &owner, &id, "stops-v2.geojson", points(5, true), &[]).await;
+    let applied = reupload(&app, &owner, &id, "stops-v2.geojson", points(5, true), &[]).await;
     assert_eq!(applied["status"], "succeeded", "{applied}");
     assert_eq!(applied["dataset_id"], json!(id));
-    let after = stack.dataset(&owner, &id).await;
+    let after = app.dataset(&owner, &id).await;
     assert_eq!(after["table_name"], before["table_name"]);
     assert_eq!(after["feature_count"], 5);
     assert_eq!(after["publication_version"], before["publication_version"]);
     assert_eq!(after["title"], before["title"]);
     assert_eq!(after["source_filename"], "stops-v2.geojson");
-    let (_, items) = stack.get_json(None, &format!("/api/collections/{id}/items")).await;
+    let (_, items) = app.get_json(None, &format!("/api/collections/{id}/items")).await;
     assert_eq!(items["numberMatched"], 5);
     assert_eq!(items["features"][4]["properties"]["height"], 6.0);
     assert!(items["features"][0]["properties"].get("rank").is_none());
-    let (status, queryables) = stack.get_json(None, &format!("/api/collections/{id}/queryables")).await;
+    let (status, queryables) = app.get_json(None, &format!("/api/collections/{id}/queryables")).await;
     assert_eq!(status, 200);
     assert!(queryables["properties"]["height"].is_object());
+    // The link names the old data version: it is sent on to the new one,
+    // still signed.
+    let moved = app.send(app.http().get(&tile)).await;
+    assert_eq!(moved.status(), 307, "signed links survive a reupload");
+    let location = moved.headers()["location"].to_str().unwrap().to_string();
+    let location = if location.starts_with('/') {
+        app.url(&location)
+    } else {
+        location
+    };
     assert_eq!(
-        stack.http.get(&tile).send().await.unwrap().status(),
+        app.send(app.http().get(&location)).await.status(),
         200,
-        "signed links survive a reupload"
+        "signed links survive a reupload: {location}"
     );
-    let tables = stack.data_tables().await;
+    let tables = app.data_tables().await;
     assert_eq!(tables.len(), 1, "the old table is gone, no staging left: {tables:?}");
 }
 
 #[tokio::test]
 async fn a_file_that_does_not_fit_leaves_the_data_alone() {
-    let stack = Stack::start_with(StackOptions::workers(1)).await;
-    let (_, owner) = stack.user_token("remy", "editor").await;
-    let (_, viewer) = stack.user_token("vic", "viewer").await;
-    let job = stack
+    let app = App::start_with_worker().await;
+    let (_, owner) = app.user_token("remy", "editor").await;
+    let (_, viewer) = app.user_token("vic", "viewer").await;
+    let job = app
         .upload_ok(&owner, "stops.geojson", points(3, false), &[("visibility", "public")])
         .await;
-    let id = stack.wait_job(&owner, &job).await["dataset_id"]
+    let id = app.wait_job(&owner, &job).await["dataset_id"]
         .as_str()
         .unwrap()
         .to_string();
 
     // Several layers and none named like the old one: say which.
     let failed = reupload(
-        &stack,
+        &app,
         &owner,
         &id,
         "world_map.gpkg",
@@ -153,7 +156,7 @@ async fn a_file_that_does_not_fit_leaves_the_data_alone() {
     let detail = failed["error"]["detail"].as_str().unwrap();
     assert!(detail.contains("countries") && detail.contains("layer"), "{detail}");
     let failed = reupload(
-        &stack,
+        &app,
         &owner,
         &id,
         "world_map.gpkg",
@@ -163,18 +166,18 @@ async fn a_file_that_does_not_fit_leaves_the_data_alone() {
     .await;
     assert!(failed["error"]["detail"].as_str().unwrap().contains("not in the file"));
     // A CSV without coordinates.
-    let failed = reupload(&stack, &owner, &id, "plain.csv", b"a,b\n1,2\n".to_vec(), &[]).await;
+    let failed = reupload(&app, &owner, &id, "plain.csv", b"a,b\n1,2\n".to_vec(), &[]).await;
     assert_eq!(failed["status"], "failed");
     assert!(failed["error"]["detail"].as_str().unwrap().contains("coordinates"));
-    let dataset = stack.dataset(&owner, &id).await;
+    let dataset = app.dataset(&owner, &id).await;
     assert_eq!(dataset["feature_count"], 3);
-    let (_, items) = stack.get_json(None, &format!("/api/collections/{id}/items")).await;
+    let (_, items) = app.get_json(None, &format!("/api/collections/{id}/items")).await;
     assert_eq!(items["numberMatched"], 3);
-    assert_eq!(stack.data_tables().await.len(), 1, "no staging table left behind");
+    assert_eq!(app.data_tables().await.len(), 1, "no staging table left behind");
 
     // A chosen layer replaces points with polygons.
     let done = reupload(
-        &stack,
+        &app,
         &owner,
         &id,
         "world_map.gpkg",
@@ -183,13 +186,13 @@ async fn a_file_that_does_not_fit_leaves_the_data_alone() {
     )
     .await;
     assert_eq!(done["status"], "succeeded", "{done}");
-    let dataset = stack.dataset(&owner, &id).await;
+    let dataset = app.dataset(&owner, &id).await;
     assert_eq!(dataset["feature_count"], 240);
     assert_eq!(dataset["geometry_type"], "MultiPolygon");
     assert_eq!(dataset["source_layer"], "countries");
 
     // Who may: only those who may change the dataset; unknown form fields refused.
-    let response = stack
+    let response = app
         .post_file(
             &format!("/api/datasets/{id}/reupload"),
             &viewer,
@@ -199,7 +202,7 @@ async fn a_file_that_does_not_fit_leaves_the_data_alone() {
         )
         .await;
     assert_eq!(response.status(), 403);
-    let response = stack
+    let response = app
         .post_file(
             &format!("/api/datasets/{id}/reupload"),
             &owner,
@@ -209,7 +212,7 @@ async fn a_file_that_does_not_fit_leaves_the_data_alone() {
         )
         .await;
     assert_eq!(response.status(), 422);
-    let response = stack
+    let response = app
         .post_file(
             &format!("/api/datasets/{id}/reupload"),
             &owner,

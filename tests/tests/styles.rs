@@ -145,6 +145,75 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
     assert_eq!(layer["type"], "fill");
     assert_eq!(layer["paint"]["fill-color"], expected);
 
+    // So does the dataset's own style, the one a MapLibre or QGIS user
+    // loads for one dataset.
+    let (status, own) = app.get_json(None, &format!("/api/tiles/{id}/style.json")).await;
+    assert_eq!(status, 200, "{own}");
+    validate_style(&own);
+    let fill = own["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "data-fill")
+        .unwrap_or_else(|| panic!("the data's fill: {own}"));
+    assert_eq!(fill["paint"]["fill-color"], expected, "{own}");
+
+    // The GeoPackage download carries the styles, for QGIS to open the
+    // layer with its default, and says its geometry type.
+    let response = app
+        .send(
+            app.http()
+                .get(app.url(&format!("/api/datasets/{id}/download?format=gpkg"))),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let download = tempfile::tempdir().unwrap();
+    let file = download.path().join("download.gpkg");
+    std::fs::write(&file, response.bytes().await.unwrap()).unwrap();
+    let ds = gdal::Dataset::open(&file).unwrap();
+    let data = ds
+        .layers()
+        .find(|l| l.name() != "layer_styles")
+        .expect("the data's layer");
+    assert_eq!(
+        data.defn().geom_fields().next().unwrap().field_type(),
+        gdal::vector::OGRwkbGeometryType::wkbMultiPolygon,
+        "the layer says MultiPolygon, not Unknown"
+    );
+    let (layer_name, geometry_column) = (data.name(), data.defn().geom_fields().next().unwrap().name());
+    let mut rows = ds
+        .execute_sql(
+            "SELECT f_table_name, f_geometry_column, styleName, styleQML, styleSLD, useAsDefault FROM layer_styles ORDER BY id",
+            None,
+            gdal::vector::sql::Dialect::SQLITE,
+        )
+        .unwrap()
+        .expect("a layer_styles table");
+    let written: Vec<Vec<String>> = rows
+        .features()
+        .map(|f| {
+            (0..6)
+                .map(|i| f.field_as_string(i).unwrap().unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    drop(rows);
+    let expected_rows: Vec<Vec<String>> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, (name, qml, sld))| {
+            vec![
+                layer_name.clone(),
+                geometry_column.clone(),
+                name.clone(),
+                qml.clone(),
+                sld.clone(),
+                if i == 0 { "1" } else { "0" }.to_string(),
+            ]
+        })
+        .collect();
+    assert_eq!(written, expected_rows, "every kept style, the default first");
+
     // New data without styles keeps the dataset's; new data with styles
     // brings its own in their place.
     let reupload = async |bytes: Vec<u8>| {

@@ -490,7 +490,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The collections the caller may see. */
+        /** The collections the caller may see, a page at a time. */
         get: operations["collections"];
         put?: never;
         post?: never;
@@ -615,6 +615,27 @@ export interface paths {
         };
         /** JSON Schema of what a filter may name: the published columns and the geometry. */
         get: operations["queryables"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/collections/{collectionId}/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * JSON Schema of what each feature carries (Features Part 5's
+         *     returnables): a type for every property, so a client types its columns
+         *     from this rather than guessing them from the values of a first page.
+         */
+        get: operations["schema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1931,6 +1952,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/stac/collections/{collection_id}/queryables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a filter on a collection's items may name: search's queryables. */
+        get: operations["stac_collection_queryables"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/stac/conformance": {
         parameters: {
             query?: never;
@@ -1940,6 +1978,23 @@ export interface paths {
         };
         /** The conformance classes of the STAC API. */
         get: operations["stac_conformance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stac/queryables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What item search's `filter` and `sortby` may name, as JSON Schema. */
+        get: operations["stac_queryables"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2722,6 +2777,11 @@ export interface components {
             scope?: null | ("full" | "read_only");
         };
         Keyword: string;
+        /**
+         * @description How a CQL2 filter is written; cql-text is CQL2 text by its older name.
+         * @enum {string}
+         */
+        Lang: "cql2-text" | "cql2-json" | "cql-text";
         /** @enum {string} */
         LayerType: "vector_service" | "raster_service" | "geojson";
         /** @description A column of the dataset after the change. */
@@ -3360,6 +3420,14 @@ export interface components {
              *     ends open at most (`..` or empty)
              */
             datetime?: string | null;
+            /**
+             * @description CQL2 over the queryables (`/api/stac/queryables`): text, or a CQL2
+             *     JSON object.
+             */
+            filter?: Record<string, never> | null;
+            /** @description only CRS84 */
+            "filter-crs"?: string | null;
+            "filter-lang"?: null | components["schemas"]["Lang"];
             ids?: string[] | null;
             intersects?: Record<string, never> | null;
             /**
@@ -3367,6 +3435,8 @@ export interface components {
              * @description Items per page, default 10; more than 200 is clamped to 200.
              */
             limit?: number | null;
+            /** @description `[{"field": "title", "direction": "asc"}]` (or GET's `+title,-datetime`) */
+            sortby?: Record<string, never>[] | null;
             /** @description paging cursor from a `next` link */
             token?: string | null;
         };
@@ -6350,6 +6420,17 @@ export interface operations {
     collections: {
         parameters: {
             query?: {
+                limit?: number | null;
+                offset?: number | null;
+                /** @description Words of the title, description or keywords. */
+                q?: string | null;
+                /** @description minx,miny,maxx,maxy in CRS84: collections whose extent meets it. */
+                bbox?: number[] & (unknown | unknown);
+                /**
+                 * @description An RFC 3339 instant or date, or an interval start/end: collections
+                 *     updated since its start and created before its end.
+                 */
+                datetime?: string | null;
                 /** @description `json` or `html`; without it, `Accept` decides (HTML when it prefers `text/html` to JSON) */
                 f?: "json" | "html";
             };
@@ -6359,7 +6440,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description collections */
+            /** @description a page of the collections: `numberMatched` in all, `next` and `prev` links */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6369,7 +6450,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description an unknown `f` */
+            /** @description an unknown parameter or `f`, a bad page, bbox or datetime */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6864,8 +6945,8 @@ export interface operations {
                 cursor?: string;
                 /** @description CQL2 expression over the collection's queryables */
                 filter?: string;
-                /** @description cql2-text (default) or cql2-json */
-                "filter-lang"?: "cql2-text" | "cql2-json";
+                /** @description cql2-text (default), cql2-json, or cql-text (CQL2 text) */
+                "filter-lang"?: "cql2-text" | "cql2-json" | "cql-text";
                 /** @description only CRS84 */
                 "filter-crs"?: "http://www.opengis.net/def/crs/OGC/1.3/CRS84";
                 /** @description the CRS of bbox, one of the collection's `crs` (default CRS84) */
@@ -7652,6 +7733,103 @@ export interface operations {
                 };
             };
             /** @description an unknown `f` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Schema of the features' properties */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9300,8 +9478,8 @@ export interface operations {
                 "bbox-crs"?: string;
                 /** @description as on items: a CQL2 expression over the collection's queryables */
                 filter?: string;
-                /** @description cql2-text (default) or cql2-json */
-                "filter-lang"?: "cql2-text" | "cql2-json";
+                /** @description cql2-text (default), cql2-json, or cql-text (CQL2 text) */
+                "filter-lang"?: "cql2-text" | "cql2-json" | "cql-text";
                 /** @description as on items */
                 datetime?: string;
                 /** @description the columns the file holds, in this order (the key then goes only as the feature id, in formats that keep one) */
@@ -16860,6 +17038,13 @@ export interface operations {
                 collections?: string[] | null;
                 /** @description item ids */
                 ids?: string[] | null;
+                /** @description CQL2 over the queryables (`queryables`) */
+                filter?: string | null;
+                "filter-lang"?: null | ("cql2-text" | "cql2-json" | "cql-text");
+                /** @description only CRS84 */
+                "filter-crs"?: string | null;
+                /** @description fields to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending */
+                sortby?: string | null;
             };
             header?: never;
             path: {
@@ -17058,6 +17243,105 @@ export interface operations {
             };
         };
     };
+    stac_collection_queryables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the kind of dataset: vector or raster */
+                collection_id: "vector" | "raster";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Schema of the queryables */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": unknown;
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such collection */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     stac_conformance: {
         parameters: {
             query?: never;
@@ -17073,6 +17357,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stac_queryables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Schema of the queryables */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": unknown;
+                };
             };
             /** @description a malformed request (query, header or body) */
             400: {
@@ -17151,6 +17513,14 @@ export interface operations {
                 limit?: number;
                 /** @description paging cursor from a `next` link */
                 token?: string;
+                /** @description CQL2 over the queryables (`/api/stac/queryables`) */
+                filter?: string;
+                /** @description cql2-text (default) or cql2-json */
+                "filter-lang"?: "cql2-text" | "cql2-json" | "cql-text";
+                /** @description only CRS84 */
+                "filter-crs"?: string;
+                /** @description fields to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending */
+                sortby?: string;
             };
             header?: never;
             path?: never;

@@ -23,6 +23,8 @@ const UPLOAD_RETENTION_HOURS: u64 = 24;
 const JOB_RETENTION_DAYS: u64 = 30;
 /// How long a dataset's past versions are kept (its current one always is).
 const VERSION_RETENTION_DAYS: u64 = 30;
+/// How long an export is kept for its readers after it was made.
+const EXPORT_CACHE_DAYS: u64 = 7;
 const RESTART_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
 /// A worker that ran this long before failing starts over with a short backoff.
@@ -60,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
         jobs: Duration::from_secs(86400 * setting("JOB_RETENTION_DAYS")?.unwrap_or(JOB_RETENTION_DAYS)),
         archive_after_idle: deps.config.archive_after_idle,
         versions: Duration::from_secs(86400 * setting("VERSION_RETENTION_DAYS")?.unwrap_or(VERSION_RETENTION_DAYS)),
+        exports: Duration::from_secs(86400 * setting("EXPORT_CACHE_DAYS")?.unwrap_or(EXPORT_CACHE_DAYS)),
     };
     tokio::spawn(clean_up(deps.clone(), every, retention));
 
@@ -152,13 +155,22 @@ async fn clean_up(deps: JobDeps, every: Duration, retention: Retention) {
     loop {
         interval.tick().await;
         match catalog_jobs::sweep(&deps, retention).await {
-            Ok(swept) if swept.staging_tables + swept.workdirs + swept.uploads + swept.jobs + swept.archived > 0 => {
+            Ok(swept)
+                if swept.staging_tables
+                    + swept.workdirs
+                    + swept.uploads
+                    + swept.jobs
+                    + swept.archived
+                    + swept.exports
+                    > 0 =>
+            {
                 tracing::info!(
                     staging_tables = swept.staging_tables,
                     scratch_folders = swept.workdirs,
                     uploads = swept.uploads,
                     jobs = swept.jobs,
                     archive_jobs = swept.archived,
+                    exports = swept.exports,
                     "cleaned up finished work"
                 )
             }

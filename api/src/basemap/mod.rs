@@ -209,7 +209,31 @@ async fn dataset_style(
     if dataset.is_raster() {
         style["sources"]["data"]["tileSize"] = json!(256);
     }
-    if let (Some(layers), Value::Array(data)) = (style["layers"].as_array_mut(), dataset_layers(&dataset)) {
+    let mut data = dataset_layers(&dataset);
+    // The style the source brought (a GeoPackage's QGIS default: single
+    // symbol, categorized, graduated) draws the data, as map layers start
+    // from it; one the style spec refuses is left out.
+    let kept: Option<Value> = sqlx::query_scalar("SELECT default_paint FROM datasets WHERE id = $1")
+        .bind(dataset.id)
+        .fetch_one(&state.pool)
+        .await?;
+    if let Some(kept) = kept
+        .as_ref()
+        .and_then(Value::as_object)
+        .filter(|p| catalog_shared::paint::is_valid(p))
+    {
+        for layer in data.as_array_mut().into_iter().flatten() {
+            let prefix = format!("{}-", layer["type"].as_str().unwrap_or_default());
+            if let Some(paint) = layer["paint"].as_object_mut() {
+                paint.extend(
+                    kept.iter()
+                        .filter(|(k, _)| k.starts_with(&prefix))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                );
+            }
+        }
+    }
+    if let (Some(layers), Value::Array(data)) = (style["layers"].as_array_mut(), data) {
         // Under the names, over the land and borders.
         let names = layers.len() - 1;
         layers.splice(names..names, data);

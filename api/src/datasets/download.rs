@@ -26,13 +26,14 @@ use axum::{
 };
 use catalog_raster::{
     cog::MEDIA_TYPE as COG_MEDIA_TYPE,
-    export::{Export, ExportFormat},
+    export::{Export, ExportFormat, LayerStyle},
 };
 use catalog_shared::AppError;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
+use super::export_cache::{self, Key};
 use crate::dataset_record::{DATASET_COLUMNS, Dataset};
 use crate::{
     access::{Caller, datasets::downloadable_dataset},
@@ -55,7 +56,7 @@ const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "ap
         ("bbox-crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
             description = "as on items: one of the collection's `crs`"),
         ("filter" = Option<String>, Query, description = "as on items: a CQL2 expression over the collection's queryables"),
-        ("filter-lang" = inline(Option<crate::openapi::names::FilterLang>), Query, description = "cql2-text (default) or cql2-json"),
+        ("filter-lang" = inline(Option<crate::ogc::cql::Lang>), Query, description = "cql2-text (default), cql2-json, or cql-text (CQL2 text)"),
         ("datetime" = Option<String>, Query, description = "as on items"),
         ("properties" = Option<Vec<String>>, Query,
             description = "the columns the file holds, in this order (the key then goes only as the feature id, in formats that keep one)"),
@@ -105,7 +106,7 @@ pub(super) async fn download(
             ));
         }
         let file = crate::tiles::raster_file(&state, &dataset).await?;
-        return serve(&file, request, COG_MEDIA_TYPE, &format!("{stem}.tif")).await;
+        return serve(&file, request, COG_MEDIA_TYPE, &format!("{stem}.tif"), None).await;
     }
     let format = match own("format") {
         None => ExportFormat::GeoPackage,
@@ -127,11 +128,52 @@ pub(super) async fn download(
         format.keeps_ids(),
     )
     .await?;
+    let crs = query.crs;
+    let key = Key::of(&state.storage, &dataset, format, &stem, &selection);
+    let writing = export_cache::one_at_a_time(&key).await;
+    let kept = match export_cache::find(&state.storage, &key).await? {
+        Some(kept) => kept,
+        None => {
+            let styles = match format {
+                ExportFormat::GeoPackage => kept_styles(&state, id).await?,
+                _ => Vec::new(),
+            };
+            let (workdir, written) = write_export(&state, query, format, &stem, id, styles).await?;
+            let kept = export_cache::keep(&state.storage, &key, &written).await?;
+            drop(workdir);
+            kept
+        }
+    };
+    drop(writing);
+    let mut response = serve(
+        &kept.file,
+        request,
+        format.media_type(),
+        &format.download_name(&stem),
+        Some((&key, kept.made)),
+    )
+    .await?;
+    if let Ok(value) = HeaderValue::from_str(&content_crs(crs)) {
+        response.headers_mut().insert("content-crs", value);
+    }
+    Ok(response)
+}
+
+/// Writes the export with GDAL, from PostGIS, into a scratch folder that
+/// goes when the answer's folder handle is dropped.
+async fn write_export(
+    state: &AppState,
+    query: crate::ogc::exports::ExportQuery,
+    format: ExportFormat,
+    stem: &str,
+    id: Uuid,
+    styles: Vec<LayerStyle>,
+) -> Result<(tempfile::TempDir, std::path::PathBuf), AppError> {
     let connection = conninfo(&state.config.database_direct_url)?;
     // A client that leaves stops GDAL at its next feature; the folder goes
     // with the work, whichever ends first.
     let cancelled = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-    let (flag, layer, crs, ordered) = (cancelled.0.clone(), stem.clone(), query.crs, query.ordered);
+    let (flag, layer, crs, ordered) = (cancelled.0.clone(), stem.to_string(), query.crs, query.ordered);
     let (workdir, written) = tokio::task::spawn_blocking(move || {
         let workdir = tempfile::tempdir().map_err(|e| catalog_raster::RasterError::Gdal(e.to_string()))?;
         let export = Export {
@@ -141,6 +183,8 @@ pub(super) async fn download(
             format,
             wgs84: crs.srid() == 4326,
             ordered,
+            geometry_type: query.geometry_type.as_deref(),
+            styles: &styles,
         };
         let written = export.write(workdir.path(), &flag);
         if flag.load(Ordering::Relaxed) {
@@ -155,13 +199,30 @@ pub(super) async fn download(
     .await
     .map_err(AppError::internal)?
     .map_err(export_error)?;
-    // The open file outlives its folder: the response streams from it.
-    let mut response = serve(&written, request, format.media_type(), &format.download_name(&stem)).await?;
-    drop(workdir);
-    if let Ok(value) = HeaderValue::from_str(&content_crs(crs)) {
-        response.headers_mut().insert("content-crs", value);
-    }
-    Ok(response)
+    drop(cancelled);
+    Ok((workdir, written))
+}
+
+/// The QGIS styles the dataset's source brought, its default first.
+async fn kept_styles(state: &AppState, id: Uuid) -> Result<Vec<LayerStyle>, AppError> {
+    type Row = (String, Option<String>, Option<String>, Option<String>, bool);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT name, description, qml, sld, is_default FROM dataset_styles
+         WHERE dataset_id = $1 ORDER BY is_default DESC, created_at, id",
+    )
+    .bind(id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, description, qml, sld, is_default)| LayerStyle {
+            name,
+            description,
+            qml,
+            sld,
+            is_default,
+        })
+        .collect())
 }
 
 /// Tells the export's thread to stop when the request is dropped.
@@ -247,8 +308,32 @@ fn file_stem(title: &str) -> String {
     }
 }
 
-/// Serves a file with Range and conditional requests (206, 304, 416).
-async fn serve(file: &FilePath, request: Request, media_type: &str, name: &str) -> Result<Response, AppError> {
+/// Serves a file with Range and conditional requests (206, 304, 416); a
+/// kept export also with its strong ETag (`If-None-Match` answered 304)
+/// and the time it was made as `Last-Modified`.
+async fn serve(
+    file: &FilePath,
+    request: Request,
+    media_type: &str,
+    name: &str,
+    export: Option<(&Key, std::time::SystemTime)>,
+) -> Result<Response, AppError> {
+    if let Some((key, _)) = export
+        && request
+            .headers()
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|tag| tag.trim() == key.etag() || tag.trim() == "*")
+    {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        response.headers_mut().insert(
+            header::ETAG,
+            HeaderValue::from_str(&key.etag()).map_err(AppError::internal)?,
+        );
+        return Ok(response);
+    }
     let mut response = ServeFile::new(file)
         .oneshot(request)
         .await
@@ -271,6 +356,16 @@ async fn serve(file: &FilePath, request: Request, media_type: &str, name: &str) 
         HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(AppError::internal)?,
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    if let Some((key, made)) = export {
+        headers.insert(
+            header::ETAG,
+            HeaderValue::from_str(&key.etag()).map_err(AppError::internal)?,
+        );
+        headers.insert(
+            header::LAST_MODIFIED,
+            HeaderValue::from_str(&httpdate(made)).map_err(AppError::internal)?,
+        );
+    }
     Ok(response)
 }
 
@@ -315,4 +410,11 @@ fn zip_folder(folder: &FilePath, target: &FilePath) -> Result<std::path::PathBuf
     }
     archive.finish().map_err(|e| fail(&e))?;
     Ok(target.to_path_buf())
+}
+
+/// A time as HTTP writes it (RFC 9110 IMF-fixdate).
+fn httpdate(at: std::time::SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at)
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
 }

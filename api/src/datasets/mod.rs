@@ -29,6 +29,7 @@ use crate::{
 
 pub mod cold;
 mod download;
+mod export_cache;
 mod grants;
 mod history;
 mod picture;

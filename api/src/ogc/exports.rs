@@ -4,7 +4,7 @@
 //! same engine as items, written as one query with its values inlined for
 //! GDAL, which reads it through a cursor.
 use catalog_raster::export::ID_COLUMN;
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::GeometryType, db::quote_ident};
 
 use super::{
     crs::{self, Crs},
@@ -24,6 +24,10 @@ pub(crate) struct ExportQuery {
     pub crs: Crs,
     /// Whether the features' order was asked for (`sortby`).
     pub ordered: bool,
+    /// The geometry type the file declares (GDAL's name, `Z` for heights):
+    /// a query's computed column tells GDAL none, and clients (QGIS) take
+    /// an undeclared type for "Unknown". None: no geometry, or mixed.
+    pub geometry_type: Option<String>,
 }
 
 /// The query of a download. `keeps_ids`: the format keeps the key as each
@@ -79,9 +83,25 @@ pub(crate) async fn export_query(
         .fetch_all(pool)
         .await
         .map_err(query_error)?;
+    let geometry_type = match dataset.geometry_type {
+        Some(kind) if request.include_geometry && kind != GeometryType::Geometry => {
+            // One row tells: a layer is loaded with one dimension.
+            let probe = format!(
+                "SELECT ST_NDims({geometry}) FROM {} WHERE {geometry} IS NOT NULL LIMIT 1",
+                data.table(),
+                geometry = quote_ident(&dataset.geometry_column),
+            );
+            let dims: Option<i16> = sqlx::query_scalar(sqlx::AssertSqlSafe(probe))
+                .fetch_optional(pool)
+                .await?;
+            Some(format!("{kind}{}", if dims.is_some_and(|d| d > 2) { "Z" } else { "" }))
+        }
+        _ => None,
+    };
     Ok(ExportQuery {
         sql: inlined(&sql, &request.binds)?,
         crs: request.crs,
         ordered: request.is_sorted(),
+        geometry_type,
     })
 }

@@ -8,10 +8,7 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
-use catalog_shared::{
-    AppError,
-    datasets::{GeometryType, PublicationStatus},
-};
+use catalog_shared::{AppError, datasets::GeometryType};
 use serde_json::{Value, json};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
@@ -19,13 +16,15 @@ use utoipa_axum::{
 };
 
 use crate::{
-    access::{Caller, datasets::visible_collection, policy::visible_to_caller, signed_assets::cog_href},
-    dataset_record::{DATASET_COLUMNS, Dataset, json_schema_of, published_columns},
+    access::{Caller, datasets::visible_collection},
+    dataset_record::{Dataset, json_schema_of, published_columns},
     extract::{LinkCredential, Path},
     ogc_html::{self, Format, FormatQuery, alternate_link, page::PageContext},
     state::AppState,
 };
 
+mod collection;
+mod collections;
 mod common;
 pub mod cql;
 pub mod crs;
@@ -33,9 +32,8 @@ pub(crate) mod exports;
 pub(crate) mod items;
 
 use common::{feature_collection, link};
-use crs::CRS84;
 pub mod openapi;
-mod params;
+pub(crate) mod params;
 pub mod tile_matrix_sets;
 mod tiles;
 
@@ -77,9 +75,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(landing))
         .routes(routes!(conformance))
-        .routes(routes!(collections))
+        .routes(routes!(collections::collections))
         .routes(routes!(collection))
         .routes(routes!(queryables))
+        .routes(routes!(schema))
         .routes(routes!(items::items))
         .routes(routes!(items::item))
         .routes(routes!(tile_matrix_sets::tile_matrix_sets))
@@ -138,91 +137,6 @@ async fn conformance(State(state): State<AppState>, format: Format, credential: 
     )
 }
 
-/// A dataset as a collection: a vector dataset's features with the CRSs
-/// they are served in, a raster's tilesets; both with their tiles.
-pub fn collection_json(state: &AppState, caller: &Caller, d: &Dataset, credential: &LinkCredential) -> Value {
-    let base = &state.config.public_url;
-    let id = d.id;
-    let this = credential.on(format!("{base}/api/collections/{id}"));
-    let mut collection = if d.is_raster() {
-        json!({
-            "id": id,
-            "title": d.title,
-            "description": d.summary.clone().unwrap_or_default(),
-            "links": [
-                link(this.clone(), "self", "application/json", "this collection"),
-                alternate_link(&this),
-                tiles::tilesets_link(base, d, credential),
-                link(cog_href(state, caller, d), "enclosure", catalog_raster::cog::MEDIA_TYPE, "the Cloud-Optimized GeoTIFF"),
-            ],
-        })
-    } else {
-        json!({
-            "id": id,
-            "title": d.title,
-            "description": d.summary.clone().unwrap_or_default(),
-            "itemType": "feature",
-            "crs": crs::collection_crs(d, &state.config.extra_crs).iter().map(|c| c.uri()).collect::<Vec<_>>(),
-            "storageCrs": crs::storage_crs(d).uri(),
-            "links": [
-                link(this.clone(), "self", "application/json", "this collection"),
-                alternate_link(&this),
-                link(credential.on(format!("{base}/api/collections/{id}/items")), "items", "application/geo+json", "the features"),
-                link(credential.on(format!("{base}/api/collections/{id}/queryables")), "http://www.opengis.net/def/rel/ogc/1.0/queryables", "application/schema+json", "the queryables"),
-                tiles::tilesets_link(base, d, credential),
-            ],
-        })
-    };
-    if let Some(bbox) = &d.extent_bbox {
-        collection["extent"] = json!({"spatial": {"bbox": [bbox], "crs": CRS84}});
-    }
-    if let Some([first, last]) = d.temporal_extent.as_deref() {
-        collection["extent"]["temporal"] = json!({
-            "interval": [[first, last]],
-            "trs": "http://www.opengis.net/def/uom/ISO-8601/0/Gregorian",
-        });
-    }
-    collection
-}
-
-/// The collections the caller may see.
-#[utoipa::path(get, path = "/api/collections", tag = "ogc", params(FormatQuery),
-    responses((status = 200, description = "collections", content(("application/json"), (String = "text/html"))),
-              (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json")))]
-async fn collections(
-    State(state): State<AppState>,
-    caller: Caller,
-    credential: LinkCredential,
-    format: Format,
-) -> Result<Response, AppError> {
-    let visible = visible_to_caller("datasets");
-    let sql = format!(
-        "SELECT {DATASET_COLUMNS} FROM datasets WHERE {visible} AND status = '{ready}' ORDER BY title, id",
-        ready = PublicationStatus::Ready,
-    );
-    let datasets: Vec<Dataset> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(caller.user_id())
-        .bind(caller.is_admin())
-        .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
-        .await?;
-    let base = &state.config.public_url;
-    let href = credential.on(format!("{base}/api/collections"));
-    let document = json!({
-        "collections": std::iter::once(crate::records::catalog_collection_json(base, &credential))
-            .chain(datasets.iter().map(|d| collection_json(&state, &caller, d, &credential)))
-            .collect::<Vec<_>>(),
-        "links": [link(href.clone(), "self", "application/json", "the collections"), alternate_link(&href)],
-    });
-    let context = PageContext {
-        base,
-        credential: &credential,
-    };
-    Ok(format.answer(
-        || Json(&document).into_response(),
-        || ogc_html::features::collections(&context, &document),
-    ))
-}
-
 #[utoipa::path(get, path = "/api/collections/{collectionId}", tag = "ogc", params(("collectionId" = String, Path), FormatQuery),
     responses((status = 200, description = "one collection", content(("application/json"), (String = "text/html"))),
               (status = 400, description = "an unknown `f`", body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -236,7 +150,7 @@ async fn collection(
 ) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
     let base = &state.config.public_url;
-    let document = collection_json(&state, &caller, &dataset, &credential);
+    let document = collection::collection_json(&state, &caller, &dataset, &credential);
     let context = PageContext {
         base,
         credential: &credential,
@@ -277,6 +191,26 @@ async fn queryables(
         },
         || ogc_html::features::queryables(&context, &document, &id),
     ))
+}
+
+/// JSON Schema of what each feature carries (Features Part 5's
+/// returnables): a type for every property, so a client types its columns
+/// from this rather than guessing them from the values of a first page.
+#[utoipa::path(get, path = "/api/collections/{collectionId}/schema", tag = "ogc", params(("collectionId" = String, Path)),
+    responses((status = 200, description = "JSON Schema of the features' properties", content_type = "application/schema+json"),
+              (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn schema(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Response, AppError> {
+    let dataset = feature_collection(&state, &caller, &id).await?;
+    let mut document = queryables_json(&state.config.public_url, &dataset);
+    document["$id"] = json!(format!(
+        "{}/api/collections/{}/schema",
+        state.config.public_url, dataset.id
+    ));
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
+        Json(&document),
+    )
+        .into_response())
 }
 
 fn queryables_json(base: &str, dataset: &Dataset) -> Value {

@@ -58,7 +58,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
         let mut parameters = vec![
             parameter(
                 "limit",
-                json!({"type": "integer", "format": "int64", "minimum": 1, "default": 10}),
+                limit_schema(state.config.ogc_items_max_page_size),
                 "features per page; more than the ceiling is clamped to it",
             ),
             parameter(
@@ -84,7 +84,7 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
             parameter("filter", json!({"type": "string"}), "CQL2 expression"),
             parameter(
                 "filter-lang",
-                json!({"type": "string", "enum": ["cql2-text", "cql2-json"]}),
+                json!({"type": "string", "enum": crate::ogc::cql::Lang::NAMES}),
                 "filter encoding",
             ),
             parameter("filter-crs", crs84, "only CRS84"),
@@ -158,8 +158,22 @@ pub async fn document(state: AppState, caller: Caller, base: Arc<Value>) -> Resu
         crate::openapi::add_common_responses(&mut item);
         paths.insert(format!("/collections/{}/items", dataset.id), item["paths"]["/"].take());
     }
+    // The generic items route, as the per-collection ones: clients (QGIS,
+    // GDAL) size their pages from `limit`'s default and maximum.
+    if let Some(limit) = paths
+        .get_mut("/collections/{collectionId}/items")
+        .and_then(|item| item["get"]["parameters"].as_array_mut())
+        .and_then(|parameters| parameters.iter_mut().find(|p| p["name"] == "limit"))
+    {
+        limit["schema"] = limit_schema(state.config.ogc_items_max_page_size);
+    }
     doc["paths"] = Value::Object(paths);
     Ok(Json(doc))
+}
+
+/// Items' `limit`: 10 when absent, at most the page ceiling.
+fn limit_schema(ceiling: i64) -> Value {
+    json!({"type": "integer", "format": "int64", "minimum": 1, "default": 10, "maximum": ceiling})
 }
 
 /// What a property filter on a column of this type takes (its value is

@@ -80,7 +80,13 @@ pub fn collections(context: &PageContext, document: &Value) -> Markup {
                                     (text(collection, "title"))
                                 }
                             }
-                            td { @if collection["itemType"] == "record" { "records" } @else { "features" } }
+                            td {
+                                @match collection["itemType"].as_str() {
+                                    Some("record") => "records",
+                                    Some("coverage") => "raster",
+                                    _ => "features",
+                                }
+                            }
                             td { (text(collection, "description")) }
                         }
                     }

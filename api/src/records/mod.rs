@@ -81,7 +81,7 @@ fn all_records() -> String {
     let visible = visible_to_caller("d");
     format!(
         "(SELECT d.id, 'dataset'::text AS record_type, d.title, d.summary AS description, d.keywords, d.extent_bbox,
-                 jsonb_build_object('geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id)
+                 jsonb_build_object('kind', d.kind, 'geometry_type', d.geometry_type, 'feature_count', d.feature_count, 'dataset_id', d.id)
                    || jsonb_strip_nulls(jsonb_build_object('license', d.license, 'attribution', d.attribution)) AS properties,
                  d.created_at, d.updated_at
           FROM datasets d WHERE {visible} AND d.status = '{ready}'
@@ -124,8 +124,17 @@ fn record_json(r: &RecordRow, contacts: Vec<Value>, base: &str) -> Value {
         alternate_link(&self_href),
         json!({"href": format!("{base}/api/collections/{CATALOG_ID}"), "rel": "collection", "type": "application/json", "title": "the catalog"}),
     ];
-    if r.record_type == "dataset" {
-        links.push(json!({"href": format!("{base}/api/collections/{}/items", r.id), "rel": "item", "type": "application/geo+json", "title": "the features"}));
+    let id = r.id;
+    match (r.record_type.as_str(), r.properties.0["kind"].as_str()) {
+        // A raster has no items: its record leads to its file, its tiles
+        // and its STAC item.
+        ("dataset", Some("raster")) => links.extend([
+            json!({"href": format!("{base}/api/datasets/{id}/download"), "rel": "enclosure", "type": catalog_raster::cog::MEDIA_TYPE, "title": "the Cloud-Optimized GeoTIFF"}),
+            json!({"href": format!("{base}/api/collections/{id}/tiles"), "rel": "http://www.opengis.net/def/rel/ogc/1.0/tilesets-map", "type": "application/json", "title": "map tilesets (PNG)"}),
+            json!({"href": format!("{base}/api/stac/collections/raster/items/{id}"), "rel": "alternate", "type": "application/geo+json", "title": "the STAC item"}),
+        ]),
+        ("dataset", _) => links.push(json!({"href": format!("{base}/api/collections/{id}/items"), "rel": "item", "type": "application/geo+json", "title": "the features"})),
+        _ => {}
     }
     json!({
         "type": "Feature",

@@ -1,5 +1,5 @@
 //! A STAC API over the catalog: core, collections, OGC API Features items
-//! and item search. Every published dataset the caller may see is an item
+//! and item search, with the Filter (CQL2) and Sort extensions (`filter`). Every published dataset the caller may see is an item
 //! (`item`) of the collection of its kind, `vector` or `raster`; the
 //! collection id `datasets` of earlier versions still names both in
 //! search's `collections`.
@@ -24,6 +24,7 @@ use crate::{
     state::AppState,
 };
 
+mod filter;
 mod item;
 
 use item::STAC_VERSION;
@@ -37,6 +38,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(collection_items))
         .routes(routes!(collection_item))
         .routes(routes!(search_get, search_post))
+        .routes(routes!(queryables))
+        .routes(routes!(collection_queryables))
 }
 
 /// The collection id of earlier versions, when every item was in one:
@@ -52,18 +55,39 @@ const DEFAULT_LIMIT: i64 = 10;
 
 /// The parameters of item search, in the query string (GET) and as the
 /// members of the body (POST); any other is refused.
-const SEARCH_PARAMETERS: [&str; 7] = ["bbox", "intersects", "datetime", "collections", "ids", "limit", "token"];
+const SEARCH_PARAMETERS: [&str; 11] = [
+    "bbox",
+    "intersects",
+    "datetime",
+    "collections",
+    "ids",
+    "limit",
+    "token",
+    "filter",
+    "filter-lang",
+    "filter-crs",
+    "sortby",
+];
 
 /// What the API conforms to: STAC API core, collections, OGC API Features
-/// items under each collection (with the OGC classes those rest on), and
-/// item search.
-const CONFORMANCE: [&str; 6] = [
+/// items under each collection (with the OGC classes those rest on), item
+/// search, and its Filter (CQL2 text and JSON, basic CQL2) and Sort
+/// extensions, on search and on each collection's items.
+const CONFORMANCE: [&str; 14] = [
     "https://api.stacspec.org/v1.0.0/core",
     "https://api.stacspec.org/v1.0.0/collections",
     "https://api.stacspec.org/v1.0.0/ogcapi-features",
     "https://api.stacspec.org/v1.0.0/item-search",
+    "https://api.stacspec.org/v1.0.0-rc.2/item-search#filter",
+    "https://api.stacspec.org/v1.0.0/item-search#sort",
+    "https://api.stacspec.org/v1.0.0/ogcapi-features#sort",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/filter",
+    "http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/features-filter",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-text",
+    "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
+    "http://www.opengis.net/spec/cql2/1.0/conf/basic-cql2",
 ];
 
 /// The STAC landing page (a Catalog).
@@ -79,6 +103,7 @@ async fn landing(State(state): State<AppState>) -> Json<Value> {
                "type": crate::openapi::DOCUMENT_MEDIA_TYPE}),
         json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "GET"}),
         json!({"rel": "search", "href": format!("{base}/search"), "type": "application/geo+json", "method": "POST"}),
+        json!({"rel": "http://www.opengis.net/def/rel/ogc/1.0/queryables", "href": format!("{base}/queryables"), "type": "application/schema+json"}),
     ];
     links.extend(DatasetKind::ALL.iter().map(|kind| {
         json!({"rel": "child", "href": format!("{base}/collections/{kind}"), "type": "application/json", "title": collection_title(*kind)})
@@ -185,6 +210,7 @@ fn collection_of(base: &str, kind: DatasetKind, extent: Option<&KindExtent>) -> 
             {"rel": "root", "href": stac, "type": "application/json"},
             {"rel": "parent", "href": stac, "type": "application/json"},
             {"rel": "items", "href": format!("{href}/items"), "type": "application/geo+json"},
+            {"rel": "http://www.opengis.net/def/rel/ogc/1.0/queryables", "href": format!("{href}/queryables"), "type": "application/schema+json"},
         ],
     })
 }
@@ -258,6 +284,17 @@ struct ItemsQuery {
     /// item ids
     #[param(value_type = Option<Vec<Uuid>>)]
     ids: Option<String>,
+    /// CQL2 over the queryables (`queryables`)
+    filter: Option<String>,
+    #[serde(rename = "filter-lang")]
+    #[param(rename = "filter-lang", value_type = Option<crate::ogc::cql::Lang>, inline)]
+    filter_lang: Option<String>,
+    /// only CRS84
+    #[serde(rename = "filter-crs")]
+    #[param(rename = "filter-crs")]
+    filter_crs: Option<String>,
+    /// fields to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending
+    sortby: Option<String>,
 }
 
 /// A collection's items, paged, as search finds them.
@@ -282,6 +319,10 @@ async fn collection_items(
         collections: query.collections.map(Value::String),
         ids: query.ids.map(Value::String),
         intersects: None,
+        filter: query.filter.map(Value::String),
+        filter_lang: query.filter_lang,
+        filter_crs: query.filter_crs,
+        sortby: query.sortby.map(Value::String),
         others: Default::default(),
     };
     let href = format!("{}/api/stac/collections/{kind}/items", state.config.public_url);
@@ -365,6 +406,22 @@ pub struct SearchRequest {
     /// paging cursor from a `next` link
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
+    /// CQL2 over the queryables (`/api/stac/queryables`): text, or a CQL2
+    /// JSON object.
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filter: Option<Value>,
+    /// cql2-text or cql2-json (the default for an object)
+    #[serde(rename = "filter-lang", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::ogc::cql::Lang>)]
+    filter_lang: Option<String>,
+    /// only CRS84
+    #[serde(rename = "filter-crs", skip_serializing_if = "Option::is_none")]
+    filter_crs: Option<String>,
+    /// `[{"field": "title", "direction": "asc"}]` (or GET's `+title,-datetime`)
+    #[schema(value_type = Option<Vec<Object>>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sortby: Option<Value>,
     /// Members of a POST body that search does not take: refused.
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
@@ -464,6 +521,15 @@ impl Cursor {
     }
 }
 
+/// The offset a sorted search's token names.
+fn offset_of(token: &str) -> Result<i64, AppError> {
+    token
+        .strip_prefix(OFFSET_TOKEN)
+        .and_then(|n| n.parse().ok())
+        .filter(|n: &i64| *n >= 0)
+        .ok_or_else(|| AppError::bad_request("token is not a paging token of this sorted search; use the next link"))
+}
+
 impl std::fmt::Display for Cursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.created_at.timestamp_micros(), self.id.simple())
@@ -496,11 +562,15 @@ async fn search(
     if datasets.len() as i64 > search.limit {
         datasets.truncate(search.limit as usize);
         let last = datasets.last().expect("a full page");
-        let token = Cursor {
-            created_at: last.created_at,
-            id: last.id,
-        }
-        .to_string();
+        // A sorted search pages by offset: its order has no keyset of one type.
+        let token = match search.order {
+            Some(_) => format!("{OFFSET_TOKEN}{}", search.offset + search.limit),
+            None => Cursor {
+                created_at: last.created_at,
+                id: last.id,
+            }
+            .to_string(),
+        };
         links.push(origin.next_link(href, r, &token));
     }
     Ok(json!({
@@ -512,12 +582,21 @@ async fn search(
     }))
 }
 
+/// How the token of a sorted search's page starts: its offset follows.
+const OFFSET_TOKEN: &str = "o";
+
 /// A search request, checked: every value typed.
 struct StacSearch {
     /// The kinds whose collections are searched.
     kinds: Vec<DatasetKind>,
     limit: i64,
     after: Option<Cursor>,
+    /// Where a sorted page starts.
+    offset: i64,
+    /// The filter's condition (`TRUE` without one), its values inlined.
+    condition: String,
+    /// The ORDER BY of `sortby`; none: by creation, keyset paged.
+    order: Option<String>,
     bbox: Option<Vec<f64>>,
     intersects: Option<String>,
     ids: Option<Vec<Uuid>>,
@@ -534,7 +613,20 @@ impl StacSearch {
             Some(n) if n < 1 => return Err(AppError::bad_request("limit must be at least 1")),
             Some(n) => n.min(MAX_LIMIT),
         };
-        let after = r.token.as_deref().map(Cursor::parse).transpose()?;
+        let order = r.sortby.as_ref().map(filter::order).transpose()?;
+        let (after, offset) = match (r.token.as_deref(), &order) {
+            (None, _) => (None, 0),
+            (Some(token), Some(_)) => (None, offset_of(token)?),
+            (Some(token), None) => (Some(Cursor::parse(token)?), 0),
+        };
+        let condition = match &r.filter {
+            None => {
+                // Checked even without a filter: a name search does not take is refused.
+                filter::check_names(r.filter_lang.as_deref(), r.filter_crs.as_deref())?;
+                "TRUE".to_string()
+            }
+            Some(f) => filter::condition(f, r.filter_lang.as_deref(), r.filter_crs.as_deref())?,
+        };
         let bbox: Option<Vec<f64>> = list_of("bbox", &r.bbox)?;
         let bbox = bbox
             .map(|numbers| Bbox::from_numbers(&numbers).map(|b| b.to_array().to_vec()))
@@ -559,6 +651,9 @@ impl StacSearch {
             kinds,
             limit,
             after,
+            offset,
+            condition,
+            order,
             bbox,
             intersects: r.intersects.as_ref().map(|g| g.to_string()),
             // Item ids are dataset ids: anything else names no item, and is refused.
@@ -585,7 +680,10 @@ impl StacSearch {
             visible = visible_to_caller("d"),
             ready = PublicationStatus::Ready,
             extent = EXTENT,
+            filter = self.condition,
+            order = self.order.as_deref().unwrap_or("d.created_at, d.id"),
             limit = self.limit + 1,
+            offset = self.offset,
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(caller.user_id())
@@ -601,8 +699,15 @@ impl StacSearch {
             .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
             .await
             .map_err(|e| match &e {
+                // A value PostgreSQL cannot take: the intersects geometry,
+                // or a filter's literal (an id that is no UUID, a bad time).
                 sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22") || c == "XX000") => {
-                    AppError::bad_request(format!("intersects is not a valid GeoJSON geometry: {}", db.message()))
+                    let what = if self.intersects.is_some() {
+                        "intersects or the filter"
+                    } else {
+                        "the filter"
+                    };
+                    AppError::bad_request(format!("{what} holds a value that is not valid: {}", db.message()))
                 }
                 _ => e.into(),
             })?;
@@ -621,7 +726,11 @@ impl StacSearch {
         ("collections" = Option<Vec<String>>, Query, description = "collection ids: vector, raster (datasets, the one collection of earlier versions, names both)"),
         ("ids" = Option<Vec<Uuid>>, Query, description = "item ids"),
         ("limit" = Option<i64>, Query, minimum = 1, description = "items per page, default 10; more than 200 is clamped to 200"),
-        ("token" = Option<String>, Query, description = "paging cursor from a `next` link")),
+        ("token" = Option<String>, Query, description = "paging cursor from a `next` link"),
+        ("filter" = Option<String>, Query, description = "CQL2 over the queryables (`/api/stac/queryables`)"),
+        ("filter-lang" = inline(Option<crate::ogc::cql::Lang>), Query, description = "cql2-text (default) or cql2-json"),
+        ("filter-crs" = Option<String>, Query, description = "only CRS84"),
+        ("sortby" = Option<String>, Query, description = "fields to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending")),
     responses((status = 200, description = "STAC ItemCollection", content(("application/geo+json"))),
               (status = 400, description = "a parameter search does not take, or a malformed one", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn search_get(
@@ -649,6 +758,10 @@ async fn search_get(
             .transpose()
             .map_err(|_| AppError::bad_request("limit must be an integer"))?,
         token: q.get("token").cloned(),
+        filter: value("filter"),
+        filter_lang: q.get("filter-lang").cloned(),
+        filter_crs: q.get("filter-crs").cloned(),
+        sortby: value("sortby"),
         others: Default::default(),
     };
     let origin = Origin::Get(q.into_iter().collect());
@@ -677,4 +790,35 @@ async fn search_post(
     Ok(GeoJson(
         search(&state, &caller, &request, DatasetKind::ALL, (&href, &Origin::Post)).await?,
     ))
+}
+
+/// What item search's `filter` and `sortby` may name, as JSON Schema.
+#[utoipa::path(get, path = "/api/stac/queryables", operation_id = "stac_queryables", tag = "stac",
+    responses((status = 200, description = "JSON Schema of the queryables", content_type = "application/schema+json")))]
+async fn queryables(State(state): State<AppState>) -> axum::response::Response {
+    let href = format!("{}/api/stac/queryables", state.config.public_url);
+    schema_answer(filter::queryables_json(&href))
+}
+
+/// What a filter on a collection's items may name: search's queryables.
+#[utoipa::path(get, path = "/api/stac/collections/{collection_id}/queryables", operation_id = "stac_collection_queryables", tag = "stac",
+    params(("collection_id" = inline(DatasetKind), Path, description = "the kind of dataset: vector or raster")),
+    responses((status = 200, description = "JSON Schema of the queryables", content_type = "application/schema+json"),
+              (status = 404, description = "no such collection", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+async fn collection_queryables(
+    State(state): State<AppState>,
+    Path(collection_id): Path<String>,
+) -> Result<axum::response::Response, AppError> {
+    let kind = kind_named(&collection_id)?;
+    let href = format!("{}/api/stac/collections/{kind}/queryables", state.config.public_url);
+    Ok(schema_answer(filter::queryables_json(&href)))
+}
+
+fn schema_answer(document: Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
+        Json(document),
+    )
+        .into_response()
 }

@@ -1,14 +1,21 @@
 -- STAC item search over the datasets a caller may see, one page after a
--- keyset cursor on (created_at, id); the count is over every match.
+-- keyset cursor on (created_at, id), or, sorted, at an offset; the count
+-- is over every match. The datasets are seen through a projection whose
+-- columns are named as the items' members and properties, which a filter
+-- names (`filter.rs`).
 -- $1 caller id, $2 admin, $3 bbox (float8[4], west > east across the
 -- antimeridian), $4 intersects (GeoJSON text), $5 ids, $6 updated at or
 -- after, $7 created at or before, $8 and $9 the cursor, $10 the kinds
 -- (collections) searched.
 -- The column list, the visibility condition, the published status, the
--- extent geometry and the page size are filled in by format! (never a
--- caller's text).
+-- extent geometry, the filter (its values inlined as literals), the order,
+-- the page size and offset are filled in by format! (never a caller's
+-- text).
 SELECT * FROM (
-  SELECT {columns}, count(*) OVER () AS total_count FROM datasets d
+  SELECT {columns}, count(*) OVER () AS total_count
+    FROM (SELECT d.*, d.kind AS collection, d.updated_at AS datetime, d.created_at AS created,
+                 d.updated_at AS updated, d.summary AS description, {extent} AS geometry
+            FROM datasets d) d
    WHERE {visible} AND d.status = '{ready}'
      AND ($3::float8[] IS NULL OR (d.extent_bbox IS NOT NULL AND ST_Intersects({extent},
           CASE WHEN $3[1] <= $3[3]
@@ -20,6 +27,7 @@ SELECT * FROM (
      AND ($6::timestamptz IS NULL OR d.updated_at >= $6)
      AND ($7::timestamptz IS NULL OR d.created_at <= $7)
      AND d.kind = ANY($10::text[])
+     AND ({filter})
 ) d
 WHERE $8::timestamptz IS NULL OR (d.created_at, d.id) > ($8, $9::uuid)
-ORDER BY d.created_at, d.id LIMIT {limit}
+ORDER BY {order} LIMIT {limit} OFFSET {offset}

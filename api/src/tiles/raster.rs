@@ -18,10 +18,8 @@ use catalog_raster::{
     tile::{self, Colormap, Grid, TerrainEncoding, TileFormat, TileSpec},
 };
 use catalog_shared::AppError;
-use futures::StreamExt;
-use object_store::{ObjectStoreExt, path::Path as ObjectPath};
+use object_store::path::Path as ObjectPath;
 use serde::Deserialize;
-use tokio::io::AsyncWriteExt;
 
 use super::version::Pinned;
 use crate::{
@@ -382,44 +380,13 @@ fn tile_spec(
     })
 }
 
-/// The raster's file on local disk: the object itself in a local store,
-/// else a copy fetched once into the process's cache directory.
+/// The raster's file on local disk (`local_copy`).
 pub async fn raster_file(state: &AppState, dataset: &Dataset) -> Result<PathBuf, AppError> {
     let key = dataset
         .raster_object
         .as_deref()
         .ok_or_else(|| AppError::internal("a raster dataset without its file"))?;
-    let object = ObjectPath::from(key);
-    if let Some(path) = state.storage.local_file(&object) {
-        return Ok(path);
-    }
-    let cached = std::env::temp_dir()
-        .join("catalog-raster-cache")
-        .join(key.replace('/', "_"));
-    if tokio::fs::try_exists(&cached).await.unwrap_or(false) {
-        return Ok(cached);
-    }
-    tokio::fs::create_dir_all(cached.parent().expect("cache file has a folder"))
-        .await
-        .map_err(AppError::internal)?;
-    // Written aside and renamed, so a reader never opens half a file.
-    let partial = cached.with_extension(format!("part-{}", uuid::Uuid::new_v4().simple()));
-    let mut file = tokio::fs::File::create(&partial).await.map_err(AppError::internal)?;
-    let mut stream = state
-        .storage
-        .store
-        .get(&object)
-        .await
-        .map_err(AppError::internal)?
-        .into_stream();
-    while let Some(bytes) = stream.next().await {
-        file.write_all(&bytes.map_err(AppError::internal)?)
-            .await
-            .map_err(AppError::internal)?;
-    }
-    file.flush().await.map_err(AppError::internal)?;
-    tokio::fs::rename(&partial, &cached).await.map_err(AppError::internal)?;
-    Ok(cached)
+    crate::local_copy::local_copy(&state.storage, &ObjectPath::from(key)).await
 }
 
 #[cfg(test)]

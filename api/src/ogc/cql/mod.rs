@@ -88,6 +88,35 @@ pub enum Lang {
     Json,
 }
 
+impl Lang {
+    /// What `filter-lang` may say: CQL2 text or JSON, and `cql-text`, the
+    /// name CQL2 text had before CQL2 (GDAL 3.6 sends it).
+    pub const NAMES: [&'static str; 3] = ["cql2-text", "cql2-json", "cql-text"];
+
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "cql2-text" | "cql-text" => Some(Self::Text),
+            "cql2-json" => Some(Self::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The OpenAPI document names the values from `NAMES`.
+impl utoipa::PartialSchema for Lang {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Self::NAMES))
+            .description(Some(
+                "How a CQL2 filter is written; cql-text is CQL2 text by its older name.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Lang {}
+
 /// Parses and translates a filter; the error is the detail of a 400.
 pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut Binds) -> Result<String, FilterError> {
     if filter.chars().count() > MAX_FILTER_CHARS {

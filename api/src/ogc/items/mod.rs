@@ -48,7 +48,7 @@ pub(super) use request::parse_request;
             description = "queryables to sort by, comma separated, each `+name` (or `name`) ascending or `-name` descending; pages stay exact (follow `next`)"),
         ("cursor" = Option<String>, Query, description = "where a sorted page starts: only as a `next` link gives it"),
         ("filter" = Option<String>, Query, description = "CQL2 expression over the collection's queryables"),
-        ("filter-lang" = inline(Option<crate::openapi::names::FilterLang>), Query, description = "cql2-text (default) or cql2-json"),
+        ("filter-lang" = inline(Option<crate::ogc::cql::Lang>), Query, description = "cql2-text (default), cql2-json, or cql-text (CQL2 text)"),
         ("filter-crs" = inline(Option<crate::openapi::names::Crs84>), Query, description = "only CRS84"),
         ("bbox-crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
             description = "the CRS of bbox, one of the collection's `crs` (default CRS84)"),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use catalog_shared::{
     AppError,
-    datasets::ColumnInfo,
+    datasets::{ColumnInfo, ColumnType},
     db::{quote_ident, quote_literal},
 };
 use sqlx::{PgPool, Row, postgres::PgRow};
@@ -54,6 +54,18 @@ fn geometry_in(dataset: &Dataset, crs: Crs) -> String {
     geometry
 }
 
+/// A column's value as a JSON value. A float that happens to be whole is
+/// written with a fraction (`889953.0`): clients (GDAL, QGIS) type a
+/// column from the values of its first page, and `889953` would make a
+/// float column an integer one, losing the fractions of later rows.
+fn property_value(column: &ColumnInfo) -> String {
+    let value = format!("t.{}", quote_ident(&column.name));
+    if column.pg_type != ColumnType::Double {
+        return value;
+    }
+    format!("CASE WHEN {value}::text ~ '^-?[0-9]+$' THEN ({value}::text || '.0')::json ELSE to_json({value}) END")
+}
+
 /// `json_build_object` takes at most 100 arguments, so wide tables are
 /// built 50 columns at a time and merged.
 fn properties_sql(columns: &[ColumnInfo]) -> String {
@@ -65,7 +77,7 @@ fn properties_sql(columns: &[ColumnInfo]) -> String {
         .map(|chunk| {
             let pairs: Vec<String> = chunk
                 .iter()
-                .map(|c| format!("{}, t.{}", quote_literal(&c.name), quote_ident(&c.name)))
+                .map(|c| format!("{}, {}", quote_literal(&c.name), property_value(c)))
                 .collect();
             format!("jsonb_build_object({})", pairs.join(", "))
         })

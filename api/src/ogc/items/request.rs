@@ -257,11 +257,8 @@ pub(crate) fn parse_request(
             "sortby" => request.sort = parse_sortby(value, &queryables)?,
             "filter" => filter = Some(value),
             "filter-lang" => {
-                lang = match value.as_str() {
-                    "cql2-text" => Lang::Text,
-                    "cql2-json" => Lang::Json,
-                    _ => return Err(bad("filter-lang must be cql2-text or cql2-json")),
-                }
+                lang = Lang::named(value)
+                    .ok_or_else(|| bad(format!("filter-lang must be one of {}", Lang::NAMES.join(", "))))?
             }
             "api_key" => {}
             other => {
