@@ -610,3 +610,56 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
         .count();
     assert_eq!(layers, 2, "the records and the points, not the raster: {out}");
 }
+
+#[tokio::test]
+async fn heights_are_said_by_map_layers_and_kept_by_exports() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let high = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6.1, 49.6, 310.5]}, "properties": {"name": "a"}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6.2, 49.7, 402.0]}, "properties": {"name": "b"}}]});
+    let with_z = app.ingest_geojson(&admin, &high, &[("title", "Summits")]).await;
+    let flat = app.ingest_geojson(&admin, &points(2), &[("title", "Flat")]).await;
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&admin)
+                .json(&json!({"name": "Heights", "layers": [{"dataset_id": with_z}, {"dataset_id": flat}]})),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let map: Value = response.json().await.unwrap();
+    let said: Vec<(&str, bool)> = map["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["dataset_name"].as_str().unwrap(), l["is_3d"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(said, [("Summits", true), ("Flat", false)]);
+    // The map says where its picture is.
+    let picture = map["thumbnail_url"].as_str().expect("a thumbnail_url");
+    assert!(
+        picture.ends_with(&format!("/api/maps/{}/thumbnail.png", map["id"].as_str().unwrap())),
+        "{picture}"
+    );
+    let drawn = app.send(app.http().get(picture).bearer_auth(&admin)).await;
+    assert_eq!(drawn.status(), 200);
+    assert_eq!(drawn.headers()["content-type"], "image/png");
+
+    let response = app
+        .send(
+            app.http()
+                .get(app.url(&format!("/api/datasets/{with_z}/download?format=gpkg")))
+                .bearer_auth(&admin),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("summits.gpkg");
+    std::fs::write(&file, response.bytes().await.unwrap()).unwrap();
+    let info = Command::new("ogrinfo").arg("-al").arg(&file).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout).to_string();
+    assert!(info.contains("Geometry: 3D Point"), "{info}");
+    assert!(info.contains("POINT Z (6.1 49.6 310.5)"), "{info}");
+}

@@ -2880,6 +2880,7 @@ export interface components {
             filter?: Record<string, never>[] | null;
             /** Format: uuid */
             id: string;
+            /** @description Whether the dataset's geometries have heights (Z), as loaded. */
             is_3d: boolean;
             /**
              * @description Whether the dataset is a raster of heights: a single band, as its

@@ -102,7 +102,7 @@ async fn list_maps(
     .fetch_one(&state.pool)
     .await?;
     let mut conn = state.pool.acquire().await?;
-    let maps = load_maps(&mut conn, &caller, &ids).await?;
+    let maps = load_maps(&mut conn, &caller, &ids, &state.config.public_url).await?;
     Ok(Json(MapList {
         maps,
         total,
@@ -146,7 +146,7 @@ async fn update_map(
         ));
     }
     write_map(&mut tx, id, &input).await?;
-    let map = load_map(&mut tx, &caller, id)
+    let map = load_map(&mut tx, &caller, id, &state.config.public_url)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no map {id}")))?;
     tx.commit().await?;
@@ -291,7 +291,7 @@ async fn shared_map(State(state): State<AppState>, Path(token): Path<String>) ->
         Some((_, true)) => Err(AppError::new(StatusCode::GONE, "this shared map link was revoked")),
         Some((map_id, false)) => {
             let mut conn = state.pool.acquire().await?;
-            load_map(&mut conn, &Caller::default(), map_id)
+            load_map(&mut conn, &Caller::default(), map_id, &state.config.public_url)
                 .await?
                 .map(Json)
                 .ok_or_else(|| AppError::not_found("no such shared map link"))

@@ -399,6 +399,7 @@ pub struct MapLayerResponse {
     #[schema(value_type = Option<Object>)]
     pub style_config: Option<Value>,
     pub show_in_legend: bool,
+    /// Whether the dataset's geometries have heights (Z), as loaded.
     pub is_3d: bool,
     /// Whether the dataset is a raster of heights: a single band, as its
     /// terrain tiles require.

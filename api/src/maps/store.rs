@@ -93,20 +93,33 @@ struct LayerRow {
     style_config: Option<SqlJson<Value>>,
     layer_type: String,
     show_in_legend: bool,
+    /// Whether the dataset's geometries have heights (its column's type,
+    /// as ingest declares it: `geometry(PointZ, 4326)`).
+    dataset_has_z: bool,
     /// Whether the reader may see the layer's dataset.
     readable: bool,
 }
 
 /// The map with its layers as `reader` may see them.
-pub async fn load_map(db: &mut PgConnection, reader: &Caller, id: Uuid) -> Result<Option<MapResponse>, AppError> {
-    Ok(load_maps(db, reader, &[id]).await?.pop())
+pub async fn load_map(
+    db: &mut PgConnection,
+    reader: &Caller,
+    id: Uuid,
+    base: &str,
+) -> Result<Option<MapResponse>, AppError> {
+    Ok(load_maps(db, reader, &[id], base).await?.pop())
 }
 
 /// Maps with their layers in two queries, in the order of `ids` (ids of
 /// maps that do not exist are left out). A layer whose dataset `reader`
 /// may not see is reported as unavailable and not described: a map is
 /// not a way round the dataset's own visibility, whoever made it public.
-pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> Result<Vec<MapResponse>, AppError> {
+pub async fn load_maps(
+    db: &mut PgConnection,
+    reader: &Caller,
+    ids: &[Uuid],
+    base: &str,
+) -> Result<Vec<MapResponse>, AppError> {
     let sql = format!("{MAP_SELECT} WHERE m.id = ANY($1)");
     let rows: Vec<MapRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(ids)
@@ -121,7 +134,10 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
                 d.visibility AS dataset_visibility, d.status AS dataset_status, d.attribution AS dataset_attribution, d.raster AS dataset_raster,
                 d.publication_version, d.data_version,
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
-                l.popup_config, l.style_config, l.layer_type, l.show_in_legend, {visible} AS readable
+                l.popup_config, l.style_config, l.layer_type, l.show_in_legend,
+                EXISTS (SELECT 1 FROM geometry_columns g WHERE g.f_table_schema = d.schema_name
+                        AND g.f_table_name = d.table_name AND g.coord_dimension > 2) AS dataset_has_z,
+                {visible} AS readable
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
          WHERE l.map_id = ANY($3) ORDER BY l.map_id, l.sort_order, l.id"
     )))
@@ -148,7 +164,7 @@ pub async fn load_maps(db: &mut PgConnection, reader: &Caller, ids: &[Uuid]) -> 
         .filter_map(|id| rows_by_id.remove(id))
         .map(|row| {
             let layers = layers_by_map.remove(&row.id).unwrap_or_default();
-            map_response(row, layers)
+            map_response(row, layers, base)
         })
         .collect())
 }
@@ -195,7 +211,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
         popup_config: l.popup_config.map(|v| v.0),
         style_config: l.style_config.map(|v| v.0),
         show_in_legend: l.show_in_legend,
-        is_3d: false,
+        is_3d: l.dataset_has_z,
         is_dem: raster.as_ref().is_some_and(RasterInfo::is_dem),
         dem_vertical_units: None,
         band_count: raster.as_ref().map(|r| i32::try_from(r.band_count).unwrap_or(i32::MAX)),
@@ -206,7 +222,7 @@ fn layer_response(l: LayerRow) -> MapLayerResponse {
     }
 }
 
-fn map_response(row: MapRow, layers: Vec<MapLayerResponse>) -> MapResponse {
+fn map_response(row: MapRow, layers: Vec<MapLayerResponse>, base: &str) -> MapResponse {
     MapResponse {
         id: row.id,
         name: row.name,
@@ -224,7 +240,10 @@ fn map_response(row: MapRow, layers: Vec<MapLayerResponse>) -> MapResponse {
             .terrain_config
             .and_then(|t| serde_json::from_value::<TerrainConfig>(t.0).ok()),
         visibility: row.visibility,
-        thumbnail_url: row.thumbnail_url,
+        // The map's own picture, unless one was set.
+        thumbnail_url: row
+            .thumbnail_url
+            .or_else(|| Some(format!("{base}/api/maps/{}/thumbnail.png", row.id))),
         og_image_url: row.og_image_url,
         forked_from_id: row.forked_from_id,
         forked_from_name: row.forked_from_name,
@@ -250,7 +269,7 @@ fn facts(map: &MapResponse) -> MapFacts {
 /// The map for an action of the caller; 404 when it may not see it.
 async fn map_for(state: &AppState, caller: &Caller, id: Uuid, action: MapAction) -> Result<MapResponse, AppError> {
     let mut conn = state.pool.acquire().await?;
-    let map = load_map(&mut conn, caller, id)
+    let map = load_map(&mut conn, caller, id, &state.config.public_url)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no map {id}")))?;
     map_decision(caller, &facts(&map), action)?;
@@ -388,7 +407,7 @@ pub async fn insert_map(
         .execute(&mut *tx)
         .await?;
     write_map(&mut tx, id, input).await?;
-    let map = load_map(&mut tx, caller, id)
+    let map = load_map(&mut tx, caller, id, &state.config.public_url)
         .await?
         .ok_or_else(|| AppError::internal("the new map vanished"))?;
     tx.commit().await?;
