@@ -77,7 +77,11 @@ async fn remove_old_exports(deps: &JobDeps, retention: Duration) -> anyhow::Resu
         .try_collect()
         .await?;
     for object in &old {
-        storage.store.delete(object).await?;
+        // Gone meanwhile (its dataset deleted): nothing left to do.
+        match storage.store.delete(object).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(old.len() as u64)
 }

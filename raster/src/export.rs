@@ -195,7 +195,8 @@ impl Export<'_> {
             .to_str()
             .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
         ffi::vector_translate(&source, path, &args, &mut |_| !cancelled.load(Ordering::Relaxed))?;
-        if self.format == ExportFormat::GeoPackage && !self.styles.is_empty() {
+        // (A layer of that very name would be the styles table itself.)
+        if self.format == ExportFormat::GeoPackage && !self.styles.is_empty() && self.layer != "layer_styles" {
             self.write_styles(&target)?;
         }
         Ok(target)

@@ -453,6 +453,31 @@ async fn an_export_is_made_once_per_data_version_and_read_in_place() {
     assert_eq!(kept(), 1, "ranges made no new export");
     let unchanged = app.send(app.http().get(&url).header("if-none-match", &etag)).await;
     assert_eq!(unchanged.status(), 304);
+    let weakly = app
+        .send(app.http().get(&url).header("if-none-match", format!("W/{etag}")))
+        .await;
+    assert_eq!(weakly.status(), 304, "If-None-Match compares weakly");
+    // A range asked only if the file is still the one named: another is
+    // sent whole, so a resumed download never mixes two files.
+    let stale = app
+        .send(
+            app.http()
+                .get(&url)
+                .header("range", "bytes=0-7")
+                .header("if-range", "\"an-old-export\""),
+        )
+        .await;
+    assert_eq!(stale.status(), 200);
+    assert_eq!(stale.bytes().await.unwrap(), whole);
+    let same = app
+        .send(
+            app.http()
+                .get(&url)
+                .header("range", "bytes=0-7")
+                .header("if-range", &etag),
+        )
+        .await;
+    assert_eq!(same.status(), 206);
 
     // The FlatGeobuf says its geometry type and holds its spatial index.
     let dir = tempfile::tempdir().unwrap();

@@ -2,9 +2,9 @@
 //! QGIS read it in place; a vector dataset as GeoPackage (default),
 //! GeoJSON, CSV, a zipped shapefile, FlatGeobuf or GeoParquet, its
 //! features chosen as on items (`ogc::exports`), written by GDAL from
-//! PostGIS into a temporary file (memory stays flat however many
-//! features; the file is gone once the answer starts, or the client
-//! leaves). Opened by a
+//! PostGIS into a scratch file (memory stays flat however many features)
+//! and kept in the object store once per data version and request
+//! (`export_cache`); a client that leaves while it is written stops it. Opened by a
 //! download token for that dataset (a two-minute JWT from
 //! `POST /api/auth/download-token/{id}`, in the `token` query parameter,
 //! the grant itself), or else as any read: the caller's own credential, a
@@ -129,15 +129,25 @@ pub(super) async fn download(
     )
     .await?;
     let crs = query.crs;
-    let key = Key::of(&state.storage, &dataset, format, &stem, &selection);
+    let styles = match format {
+        ExportFormat::GeoPackage => kept_styles(&state, id).await?,
+        _ => Vec::new(),
+    };
+    let style_texts: Vec<&str> = styles
+        .iter()
+        .flat_map(|s| {
+            [
+                s.name.as_str(),
+                s.qml.as_deref().unwrap_or(""),
+                s.sld.as_deref().unwrap_or(""),
+            ]
+        })
+        .collect();
+    let key = Key::of(&state.storage, &dataset, format, &stem, &selection, &style_texts);
     let writing = export_cache::one_at_a_time(&key).await;
     let kept = match export_cache::find(&state.storage, &key).await? {
         Some(kept) => kept,
         None => {
-            let styles = match format {
-                ExportFormat::GeoPackage => kept_styles(&state, id).await?,
-                _ => Vec::new(),
-            };
             let (workdir, written) = write_export(&state, query, format, &stem, id, styles).await?;
             let kept = export_cache::keep(&state.storage, &key, &written).await?;
             drop(workdir);
@@ -318,6 +328,15 @@ async fn serve(
     name: &str,
     export: Option<(&Key, std::time::SystemTime)>,
 ) -> Result<Response, AppError> {
+    let mut request = request;
+    if let Some((key, _)) = export
+        && let Some(condition) = request.headers().get(header::IF_RANGE).and_then(|v| v.to_str().ok())
+        && !key.is(condition)
+    {
+        // A range asked only if the file is still the one named: another
+        // file is sent whole (RFC 9110 If-Range; ServeFile does not read it).
+        request.headers_mut().remove(header::RANGE);
+    }
     if let Some((key, _)) = export
         && request
             .headers()
@@ -325,7 +344,7 @@ async fn serve(
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .any(|tag| tag.trim() == key.etag() || tag.trim() == "*")
+            .any(|tag| key.is(tag) || tag.trim() == "*")
     {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         response.headers_mut().insert(

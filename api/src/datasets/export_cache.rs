@@ -28,12 +28,14 @@ pub(super) struct Key {
 }
 
 impl Key {
+    /// `extra`: what else goes into the file (a GeoPackage's kept styles).
     pub fn of(
         storage: &Storage,
         dataset: &Dataset,
         format: ExportFormat,
         layer: &str,
         selection: &[(String, String)],
+        extra: &[&str],
     ) -> Self {
         let mut hash = Sha256::new();
         // Each part ends with a NUL, which no part holds (query values are
@@ -53,6 +55,11 @@ impl Key {
             hash.update(value.as_bytes());
             hash.update([0]);
         }
+        hash.update([1]);
+        for part in extra {
+            hash.update(part.as_bytes());
+            hash.update([0]);
+        }
         let digest: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
         let object = storage
             .export_folder(dataset.id)
@@ -62,6 +69,12 @@ impl Key {
 
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.digest)
+    }
+
+    /// Whether an entity tag a client sent names this export (weakly, as
+    /// `If-None-Match` and `If-Range` compare: a `W/` prefix matches too).
+    pub fn is(&self, tag: &str) -> bool {
+        tag.trim().trim_start_matches("W/") == self.etag()
     }
 }
 
@@ -93,14 +106,22 @@ pub(super) async fn find(storage: &Storage, key: &Key) -> Result<Option<Kept>, A
 /// Stores a just-written export under its key; answers it as kept.
 pub(super) async fn keep(storage: &Storage, key: &Key, written: &Path) -> Result<Kept, AppError> {
     match storage.local_file(&key.object) {
-        // A local store: copied beside its place and renamed, so no reader
-        // sees half a file (a rename alone may cross disks).
+        // A local store: copied beside its place and linked there, so no
+        // reader sees half a file (a rename alone may cross disks), and the
+        // first process to finish it wins: a file another one made under
+        // the same key is never replaced under its readers.
         Some(place) => {
             let folder = place.parent().expect("an export has a folder");
             tokio::fs::create_dir_all(folder).await.map_err(AppError::internal)?;
             let partial = place.with_extension(format!("part-{}", uuid::Uuid::new_v4().simple()));
             tokio::fs::copy(written, &partial).await.map_err(AppError::internal)?;
-            tokio::fs::rename(&partial, &place).await.map_err(AppError::internal)?;
+            let linked = tokio::fs::hard_link(&partial, &place).await;
+            let _ = tokio::fs::remove_file(&partial).await;
+            match linked {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(AppError::internal(e)),
+            }
         }
         None => {
             upload(storage, &key.object, written).await?;

@@ -136,7 +136,8 @@ pub async fn load_maps(
                 l.display_name, l.sort_order, l.visible, l.opacity, l.paint, l.layout, l.filter, l.label_config,
                 l.popup_config, l.style_config, l.layer_type, l.show_in_legend,
                 EXISTS (SELECT 1 FROM geometry_columns g WHERE g.f_table_schema = d.schema_name
-                        AND g.f_table_name = d.table_name AND g.coord_dimension > 2) AS dataset_has_z,
+                        AND g.f_table_name = d.table_name
+                        AND (g.coord_dimension = 4 OR (g.coord_dimension = 3 AND g.type NOT LIKE '%M'))) AS dataset_has_z,
                 {visible} AS readable
          FROM map_layers l JOIN datasets d ON d.id = l.dataset_id
          WHERE l.map_id = ANY($3) ORDER BY l.map_id, l.sort_order, l.id"

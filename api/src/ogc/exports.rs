@@ -86,15 +86,16 @@ pub(crate) async fn export_query(
     let geometry_type = match dataset.geometry_type {
         Some(kind) if request.include_geometry && kind != GeometryType::Geometry => {
             // One row tells: a layer is loaded with one dimension.
+            // ST_Zmflag: 2 or 3 when the row has heights (1 is M alone).
             let probe = format!(
-                "SELECT ST_NDims({geometry}) FROM {} WHERE {geometry} IS NOT NULL LIMIT 1",
+                "SELECT ST_Zmflag({geometry}) FROM {} WHERE {geometry} IS NOT NULL LIMIT 1",
                 data.table(),
                 geometry = quote_ident(&dataset.geometry_column),
             );
             let dims: Option<i16> = sqlx::query_scalar(sqlx::AssertSqlSafe(probe))
                 .fetch_optional(pool)
                 .await?;
-            Some(format!("{kind}{}", if dims.is_some_and(|d| d > 2) { "Z" } else { "" }))
+            Some(format!("{kind}{}", if dims.is_some_and(|d| d >= 2) { "Z" } else { "" }))
         }
         _ => None,
     };
