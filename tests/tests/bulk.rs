@@ -24,12 +24,12 @@ fn points(n: usize) -> Value {
 }
 
 /// Waits for a job by reading its row, so the wait costs no request.
-async fn job_done(app: &App, job_id: &str) -> Value {
+async fn job_done(api: &impl Api, job_id: &str) -> Value {
     for _ in 0..1200 {
         let row: (String, Option<String>) =
             sqlx::query_as("SELECT status, dataset_id::text FROM jobs WHERE id = $1::uuid")
                 .bind(job_id)
-                .fetch_one(&app.pool)
+                .fetch_one(api.pool())
                 .await
                 .unwrap();
         if matches!(row.0.as_str(), "succeeded" | "failed" | "cancelled") {
@@ -551,19 +551,9 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
             &[("visibility", "public")],
         )
         .await;
-    let id = loop {
-        let (status, job_id): (String, Option<String>) =
-            sqlx::query_as("SELECT status, dataset_id::text FROM jobs WHERE id = $1::uuid")
-                .bind(&job)
-                .fetch_one(&stack.pool)
-                .await
-                .unwrap();
-        match status.as_str() {
-            "succeeded" => break job_id.unwrap(),
-            "failed" | "cancelled" => panic!("{status}"),
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    };
+    let job = job_done(&stack, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
     let raster = stack
         .upload_ok(
             &admin,
@@ -572,18 +562,7 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
             &[("visibility", "public")],
         )
         .await;
-    loop {
-        let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1::uuid")
-            .bind(&raster)
-            .fetch_one(&stack.pool)
-            .await
-            .unwrap();
-        if status == "succeeded" {
-            break;
-        }
-        assert!(status != "failed", "the raster failed");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    assert_eq!(job_done(&stack, &raster).await["status"], "succeeded", "the raster");
 
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.gpkg");
