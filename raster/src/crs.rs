@@ -1,6 +1,6 @@
 //! Coordinate reference systems by EPSG code, as PROJ's database (through
 //! GDAL) defines them: whether a code exists and the order of its axes,
-//! which PostGIS does not say.
+//! which PostGIS does not say; and their PROJJSON.
 
 /// What PROJ says of an EPSG code's CRS.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,6 +42,15 @@ pub fn facts(epsg: u32) -> Option<CrsFacts> {
 }
 
 /// A projected CRS's area of use in its own units, widened by a tenth.
+/// The CRS a definition names (`EPSG:27700`, `OGC:CRS84`) as PROJJSON,
+/// the form GeoParquet's metadata takes; `None` when PROJ does not know it.
+pub fn projjson(definition: &str) -> Option<String> {
+    gdal::spatial_ref::SpatialRef::from_definition(definition)
+        .ok()?
+        .to_projjson()
+        .ok()
+}
+
 fn projected_bounds(mut srs: gdal::spatial_ref::SpatialRef) -> Option<[f64; 4]> {
     use gdal::spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef};
     let area = srs.area_of_use()?;
@@ -86,5 +95,15 @@ mod tests {
         assert!(south < 0.0 && north > 1_200_000.0 && north < 1_600_000.0);
         let [west, _, east, _] = facts(3857).unwrap().bounds.unwrap();
         assert!(west < -20_037_508.0 && east > 20_037_508.0);
+    }
+
+    #[test]
+    fn projjson_names_the_crs_by_its_authority() {
+        let crs84: serde_json::Value = serde_json::from_str(&projjson("OGC:CRS84").unwrap()).unwrap();
+        assert_eq!(crs84["id"]["authority"], "OGC");
+        assert_eq!(crs84["id"]["code"], "CRS84");
+        let bng: serde_json::Value = serde_json::from_str(&projjson("EPSG:27700").unwrap()).unwrap();
+        assert_eq!(bng["id"]["code"], 27700);
+        assert_eq!(projjson("EPSG:999999"), None);
     }
 }

@@ -1,6 +1,7 @@
 //! A vector dataset written out as a file for download, by GDAL from
-//! PostGIS: GeoPackage, GeoJSON, CSV (geometry as WKT), a shapefile set,
-//! FlatGeobuf, or GeoParquet where the installed GDAL has that driver.
+//! PostGIS: GeoPackage, GeoJSON, CSV (geometry as WKT), a shapefile set or
+//! FlatGeobuf. GeoParquet, which Debian's GDAL cannot write, is named here
+//! too and written by the API itself.
 //! Rows stream from the database into the file, so memory stays flat
 //! however large the table.
 use std::{
@@ -8,7 +9,7 @@ use std::{
     sync::atomic::{AtomicBool, Ordering},
 };
 
-use gdal::{Dataset, DatasetOptions, DriverManager, GdalOpenFlags};
+use gdal::{Dataset, DatasetOptions, GdalOpenFlags};
 
 use crate::{RasterError, ffi};
 
@@ -35,17 +36,6 @@ impl ExportFormat {
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    /// The formats this process's GDAL can write.
-    pub fn available() -> impl Iterator<Item = Self> {
-        Self::ALL.into_iter().filter(|f| f.is_available())
-    }
-
-    /// Whether the installed GDAL has this format's driver (GeoParquet
-    /// needs a GDAL built with Arrow, which Debian 12's is not).
-    pub fn is_available(self) -> bool {
-        DriverManager::get_driver_by_name(self.driver()).is_ok()
     }
 
     /// The name the download route's `format` takes.
@@ -98,14 +88,15 @@ impl ExportFormat {
         }
     }
 
-    fn driver(self) -> &'static str {
+    /// GDAL's driver of the format; None for GeoParquet, not GDAL's here.
+    fn driver(self) -> Option<&'static str> {
         match self {
-            ExportFormat::GeoPackage => "GPKG",
-            ExportFormat::GeoJson => "GeoJSON",
-            ExportFormat::Csv => "CSV",
-            ExportFormat::Shapefile => "ESRI Shapefile",
-            ExportFormat::FlatGeobuf => "FlatGeobuf",
-            ExportFormat::GeoParquet => "Parquet",
+            ExportFormat::GeoPackage => Some("GPKG"),
+            ExportFormat::GeoJson => Some("GeoJSON"),
+            ExportFormat::Csv => Some("CSV"),
+            ExportFormat::Shapefile => Some("ESRI Shapefile"),
+            ExportFormat::FlatGeobuf => Some("FlatGeobuf"),
+            ExportFormat::GeoParquet => None,
         }
     }
 
@@ -113,8 +104,8 @@ impl ExportFormat {
     /// WGS 84 and names its CRS (the 2008 form) when it is not; FlatGeobuf
     /// keeps an asked order by going without its spatial index, which
     /// would put the features in the order of a Hilbert curve.
-    fn driver_args(self, wgs84: bool, ordered: bool) -> Vec<&'static str> {
-        let mut args = vec!["-f", self.driver()];
+    fn driver_args(self, driver: &'static str, wgs84: bool, ordered: bool) -> Vec<&'static str> {
+        let mut args = vec!["-f", driver];
         args.extend(match self {
             ExportFormat::GeoJson if wgs84 => &["-lco", "RFC7946=YES"][..],
             ExportFormat::FlatGeobuf if ordered => &["-lco", "SPATIAL_INDEX=NO"],
@@ -164,6 +155,10 @@ impl Export<'_> {
     /// Writes the file into `dir`; answers its path. Stops, with an
     /// error, as soon as `cancelled` is set (the client went away).
     pub fn write(&self, dir: &Path, cancelled: &AtomicBool) -> Result<PathBuf, RasterError> {
+        let driver = self
+            .format
+            .driver()
+            .ok_or_else(|| RasterError::Invalid(format!("GDAL does not write {} here", self.format.name())))?;
         let source = Dataset::open_ex(
             format!("PG:{}", self.connection),
             DatasetOptions {
@@ -175,7 +170,7 @@ impl Export<'_> {
         let target = dir.join(self.format.file_name(self.layer));
         let mut args: Vec<String> = self
             .format
-            .driver_args(self.wgs84, self.ordered)
+            .driver_args(driver, self.wgs84, self.ordered)
             .iter()
             .map(|a| a.to_string())
             .collect();

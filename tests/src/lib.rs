@@ -808,6 +808,13 @@ pub fn fixture_members(dir: &str) -> Vec<(String, Vec<u8>)> {
     members_of(&Path::new(&fixtures).join(dir))
 }
 
+/// A file the test command made under `.data/fixtures` (`scripts/test.sh`).
+pub fn fixture_file(name: &str) -> Vec<u8> {
+    let fixtures = std::env::var("CATALOG_FIXTURES_DIR").expect("CATALOG_FIXTURES_DIR (set by scripts/test.sh)");
+    let path = Path::new(&fixtures).join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 fn members_of(path: &Path) -> Vec<(String, Vec<u8>)> {
     let mut members: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -419,6 +419,8 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
             ("geojson", "application/geo+json"),
             ("csv", "text/csv"),
             ("shp", "application/zip"),
+            ("fgb", "application/flatgeobuf"),
+            ("parquet", "application/vnd.apache.parquet"),
         ] {
             let asset = &item["assets"][name];
             assert_eq!(asset["type"], media_type, "{name}");
@@ -428,6 +430,10 @@ async fn items_are_valid_stac_and_their_assets_stay_readable() {
         assert_eq!(geojson.status(), 200);
         let features: Value = geojson.json().await.unwrap();
         assert_eq!(features["features"].as_array().map(Vec::len), Some(1));
+        let parquet = get(&stack, item["assets"]["parquet"]["href"].as_str().unwrap(), &[]).await;
+        assert_eq!(parquet.status(), 200);
+        let bytes = parquet.bytes().await.unwrap();
+        assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "a Parquet file");
         let (status, page) = stack
             .get_json(Some(&admin), &link(item, "items").replace(&stack.base, ""))
             .await;

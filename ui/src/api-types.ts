@@ -9471,7 +9471,7 @@ export interface operations {
             query?: {
                 /** @description a download token for this dataset */
                 token?: string;
-                /** @description vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet, where the server's GDAL has the driver; otherwise 400) */
+                /** @description vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1) */
                 format?: "gpkg" | "geojson" | "csv" | "shp" | "fgb" | "parquet";
                 /** @description as on items: features meeting the box, in bbox-crs */
                 bbox?: number[];
@@ -9552,7 +9552,7 @@ export interface operations {
                     "application/vnd.apache.parquet": unknown;
                 };
             };
-            /** @description a parameter the download does not take, a filter that does not parse or fit, a format this server cannot write */
+            /** @description a parameter the download does not take, a filter that does not parse or fit, a format not named here */
             400: {
                 headers: {
                     [name: string]: unknown;

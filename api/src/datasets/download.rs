@@ -1,8 +1,9 @@
 //! Downloads: a raster's COG with HTTP Range, so GDAL's `/vsicurl/` and
 //! QGIS read it in place; a vector dataset as GeoPackage (default),
 //! GeoJSON, CSV, a zipped shapefile, FlatGeobuf or GeoParquet, its
-//! features chosen as on items (`ogc::exports`), written by GDAL from
-//! PostGIS into a scratch file (memory stays flat however many features)
+//! features chosen as on items (`ogc::exports`), written by GDAL (or, for
+//! GeoParquet, by `geoparquet`) from PostGIS into a scratch file (memory
+//! stays flat however many features)
 //! and kept in the object store once per data version and request
 //! (`export_cache`); a client that leaves while it is written stops it. Opened by a
 //! download token for that dataset (a two-minute JWT from
@@ -33,7 +34,10 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 use uuid::Uuid;
 
-use super::export_cache::{self, Key};
+use super::{
+    export_cache::{self, Key},
+    geoparquet::GeoParquet,
+};
 use crate::dataset_record::{DATASET_COLUMNS, Dataset};
 use crate::{
     access::{Caller, datasets::downloadable_dataset},
@@ -51,7 +55,7 @@ const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "ap
     params(("dataset_id" = Uuid, Path),
         ("token" = Option<String>, Query, description = "a download token for this dataset"),
         ("format" = inline(Option<crate::openapi::names::DownloadFormat>), Query,
-            description = "vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet, where the server's GDAL has the driver; otherwise 400)"),
+            description = "vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1)"),
         ("bbox" = Option<Vec<f64>>, Query, description = "as on items: features meeting the box, in bbox-crs"),
         ("bbox-crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
             description = "as on items: one of the collection's `crs`"),
@@ -75,7 +79,7 @@ const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "ap
                content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
                        ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"),
                        ("application/flatgeobuf"), ("application/vnd.apache.parquet"))),
-              (status = 400, description = "a parameter the download does not take, a filter that does not parse or fit, a format this server cannot write", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 400, description = "a parameter the download does not take, a filter that does not parse or fit, a format not named here", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 401, description = "no valid download token, signed link or credential, for data not everyone may read", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, description = "a signed-in caller may not read the dataset, or there is none", body = catalog_shared::Problem, content_type = "application/problem+json"),
@@ -110,12 +114,9 @@ pub(super) async fn download(
     }
     let format = match own("format") {
         None => ExportFormat::GeoPackage,
-        Some(name) => ExportFormat::from_name(name)
-            .filter(|f| f.is_available())
-            .ok_or_else(|| {
-                let names: Vec<&str> = ExportFormat::available().map(ExportFormat::name).collect();
-                AppError::bad_request(format!("format must be one of {} on this server", names.join(", ")))
-            })?,
+        Some(name) => ExportFormat::from_name(name).ok_or_else(|| {
+            AppError::bad_request(format!("format must be one of {}", ExportFormat::NAMES.join(", ")))
+        })?,
     };
     // Before the query is planned: an archived dataset has no table yet.
     let data = crate::read_gate::open(&state, &caller, &dataset).await?;
@@ -169,8 +170,9 @@ pub(super) async fn download(
     Ok(response)
 }
 
-/// Writes the export with GDAL, from PostGIS, into a scratch folder that
-/// goes when the answer's folder handle is dropped.
+/// Writes the export from PostGIS, with GDAL or, for GeoParquet, itself,
+/// into a scratch folder that goes when the answer's folder handle is
+/// dropped.
 async fn write_export(
     state: &AppState,
     query: crate::ogc::exports::ExportQuery,
@@ -179,13 +181,27 @@ async fn write_export(
     id: Uuid,
     styles: Vec<LayerStyle>,
 ) -> Result<(tempfile::TempDir, std::path::PathBuf), AppError> {
-    let connection = conninfo(&state.config.database_direct_url)?;
-    // A client that leaves stops GDAL at its next feature; the folder goes
-    // with the work, whichever ends first.
+    let database_url = state.config.database_direct_url.clone();
+    let connection = conninfo(&database_url)?;
+    // A client that leaves stops the writer at its next feature; the folder
+    // goes with the work, whichever ends first.
     let cancelled = CancelOnDrop(Arc::new(AtomicBool::new(false)));
     let (flag, layer, crs, ordered) = (cancelled.0.clone(), stem.to_string(), query.crs, query.ordered);
+    let runtime = tokio::runtime::Handle::current();
     let (workdir, written) = tokio::task::spawn_blocking(move || {
-        let workdir = tempfile::tempdir().map_err(|e| catalog_raster::RasterError::Gdal(e.to_string()))?;
+        let workdir = tempfile::tempdir().map_err(AppError::internal)?;
+        if format == ExportFormat::GeoParquet {
+            let file = GeoParquet {
+                database_url: &database_url,
+                sql: &query.sql,
+                unordered_sql: &query.unordered_sql,
+                ordered,
+                geometry_column: query.geometry_column.as_deref(),
+                crs,
+            };
+            let written = file.write(&runtime, workdir.path(), &layer, &flag)?;
+            return Ok((workdir, written));
+        }
         let export = Export {
             connection: &connection,
             sql: &query.sql,
@@ -200,15 +216,14 @@ async fn write_export(
         if flag.load(Ordering::Relaxed) {
             tracing::info!(dataset = %id, "export stopped: the client left");
         }
-        let mut written = written?;
+        let mut written = written.map_err(export_error)?;
         if format == ExportFormat::Shapefile {
-            written = zip_folder(&written, &workdir.path().join(format!("{layer}.zip")))?;
+            written = zip_folder(&written, &workdir.path().join(format!("{layer}.zip"))).map_err(export_error)?;
         }
-        Ok::<_, catalog_raster::RasterError>((workdir, written))
+        Ok::<_, AppError>((workdir, written))
     })
     .await
-    .map_err(AppError::internal)?
-    .map_err(export_error)?;
+    .map_err(AppError::internal)??;
     drop(cancelled);
     Ok((workdir, written))
 }

@@ -30,6 +30,7 @@ use crate::{
 pub mod cold;
 mod download;
 mod export_cache;
+mod geoparquet;
 mod grants;
 mod history;
 mod picture;

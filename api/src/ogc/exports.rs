@@ -20,6 +20,9 @@ const PAGING: [&str; 5] = ["limit", "offset", "after_gid", "cursor", "f"];
 
 pub(crate) struct ExportQuery {
     pub sql: String,
+    /// The same selection in no particular order (a writer that orders
+    /// features its own way, e.g. spatially).
+    pub unordered_sql: String,
     /// The CRS of the coordinates (east first, as files keep them).
     pub crs: Crs,
     /// Whether the features' order was asked for (`sortby`).
@@ -28,6 +31,8 @@ pub(crate) struct ExportQuery {
     /// a query's computed column tells GDAL none, and clients (QGIS) take
     /// an undeclared type for "Unknown". None: no geometry, or mixed.
     pub geometry_type: Option<String>,
+    /// The name of the selection's geometry column, if it has one.
+    pub geometry_column: Option<String>,
 }
 
 /// The query of a download. `keeps_ids`: the format keeps the key as each
@@ -70,13 +75,13 @@ pub(crate) async fn export_query(
         let geometry = geometry_as(dataset, request.crs.srid());
         select.push(format!("{geometry} AS {}", quote_ident(&dataset.geometry_column)));
     }
-    let sql = format!(
-        "SELECT {} FROM {} t WHERE {} ORDER BY {}",
+    let unordered_sql = format!(
+        "SELECT {} FROM {} t WHERE {}",
         select.join(", "),
         data.table(),
         request.where_sql(),
-        request.order_sql(dataset),
     );
+    let sql = format!("{unordered_sql} ORDER BY {}", request.order_sql(dataset));
     // Planned first with its values bound: a filter that does not fit the
     // column types is the caller's 400 here, not an error inside GDAL.
     query_with(format!("EXPLAIN {sql}"), &request.binds)
@@ -101,8 +106,10 @@ pub(crate) async fn export_query(
     };
     Ok(ExportQuery {
         sql: inlined(&sql, &request.binds)?,
+        unordered_sql: inlined(&unordered_sql, &request.binds)?,
         crs: request.crs,
         ordered: request.is_sorted(),
         geometry_type,
+        geometry_column: request.include_geometry.then(|| dataset.geometry_column.clone()),
     })
 }

@@ -97,7 +97,7 @@ pub fn item(state: &AppState, caller: &Caller, d: &Dataset) -> Value {
             if let Some(count) = d.feature_count {
                 properties.insert("feature_count".into(), json!(count));
             }
-            for format in ExportFormat::available() {
+            for format in ExportFormat::ALL {
                 let media_type = match format {
                     // The charset is the route's; a STAC client compares the type.
                     ExportFormat::Csv => "text/csv",
