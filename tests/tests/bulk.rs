@@ -667,3 +667,89 @@ async fn heights_are_said_by_map_layers_and_kept_by_exports() {
     assert!(info.contains("Geometry: 3D Point"), "{info}");
     assert!(info.contains("POINT Z (6.1 49.6 310.5)"), "{info}");
 }
+
+/// GeoNames' 234,908 places (`.data/fixtures`, from a PyPI wheel): GDAL
+/// 3.6's `ogr2ogr OAPIF:` with its defaults copies every one, each value as
+/// the CSV wrote it (codes with leading zeros stay text) and each point
+/// where the CSV put it.
+#[tokio::test]
+async fn gdal_copies_every_place_of_a_big_real_layer_with_its_values() {
+    use gdal::vector::LayerAccess;
+    let app = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = app.admin_token().await;
+    let csv = catalog_tests::fixture_file("geonames_cities500.csv");
+    let job = app
+        .upload_ok(
+            &admin,
+            "geonames_cities500.csv",
+            csv.clone(),
+            &[("visibility", "public")],
+        )
+        .await;
+    let job = job_done(&app, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.gpkg");
+    let output = Command::new("ogr2ogr")
+        .args(["-f", "GPKG"])
+        .arg(&copy)
+        .arg(format!("OAPIF:{}", app.url(&format!("/api/collections/{id}"))))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ogr2ogr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let source = dir.path().join("geonames.csv");
+    std::fs::write(&source, csv).unwrap();
+    let original = gdal::Dataset::open_ex(
+        &source,
+        gdal::DatasetOptions {
+            open_options: Some(&["X_POSSIBLE_NAMES=longitude", "Y_POSSIBLE_NAMES=latitude"]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut original = original.layer(0).unwrap();
+    let fields = ["name", "countrycode", "admin1code", "population", "timezone"];
+    let mut expected = std::collections::HashMap::new();
+    for feature in original.features() {
+        let text = |name: &str| {
+            feature
+                .field_as_string(feature.field_index(name).unwrap())
+                .unwrap()
+                .unwrap_or_default()
+        };
+        let (x, y, _) = feature.geometry().unwrap().get_point(0);
+        let values: Vec<String> = fields.iter().map(|f| text(f)).collect();
+        expected.insert(text("geonameid"), (values, x, y));
+    }
+    assert_eq!(expected.len(), 234_908);
+
+    let copied = gdal::Dataset::open(&copy).unwrap();
+    let mut layer = copied.layer(0).unwrap();
+    assert_eq!(layer.feature_count(), 234_908, "every place, no 429");
+    let mut seen = 0;
+    for feature in layer.features() {
+        let text = |name: &str| {
+            feature
+                .field_as_string(feature.field_index(name).unwrap())
+                .unwrap()
+                .unwrap_or_default()
+        };
+        let key = text("geonameid");
+        let (values, x, y) = expected.get(&key).unwrap_or_else(|| panic!("{key} is not a place"));
+        let copied: Vec<String> = fields.iter().map(|f| text(f)).collect();
+        assert_eq!(&copied, values, "place {key}");
+        let (cx, cy, _) = feature.geometry().unwrap().get_point(0);
+        assert!(
+            (cx - x).abs() < 1e-9 && (cy - y).abs() < 1e-9,
+            "place {key} at {cx},{cy}, not {x},{y}"
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 234_908);
+}

@@ -717,3 +717,59 @@ async fn stac_search_refuses_what_item_search_does_not_take() {
         assert_eq!(desc["href"], app.url("/api/openapi.json"), "{landing}");
     }
 }
+
+/// stac-api-validator, offline (`clients/stac_validate.py` serves every
+/// schema it fetches from copies on this machine), over the conformance
+/// classes the landing page declares, on a vector and a raster dataset.
+#[tokio::test]
+async fn stac_api_validator_finds_no_error() {
+    let app = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = app.admin_token().await;
+    let vector = app
+        .upload_ok(
+            &admin,
+            "nc.gpkg",
+            data_file("gpkg/nc.gpkg"),
+            &[("visibility", "public")],
+        )
+        .await;
+    let raster = app
+        .upload_ok(
+            &admin,
+            "elev.tif",
+            data_file("raster/elev_luxembourg.tif"),
+            &[("visibility", "public")],
+        )
+        .await;
+    for job in [vector, raster] {
+        assert_eq!(app.wait_job(&admin, &job).await["status"], "succeeded");
+    }
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let mut command = Command::new(python);
+    command
+        .arg(catalog_tests::package_dir().join("clients/stac_validate.py"))
+        .args(["--root-url", &app.url("/api/stac"), "--collection", "vector"])
+        .args([
+            "--geometry",
+            r#"{"type": "Polygon", "coordinates": [[[-80, 34], [-78, 34], [-78, 36], [-80, 36], [-80, 34]]]}"#,
+        ]);
+    for class in [
+        "core",
+        "collections",
+        "features",
+        "item-search",
+        "filter",
+        "item-search#sort",
+        "features#sort",
+    ] {
+        command.args(["--conformance", class]);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report = &stdout[stdout.find("Warnings").unwrap_or(0)..];
+    assert!(
+        output.status.success() && report.contains("Errors: none"),
+        "{report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

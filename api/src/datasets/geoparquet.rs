@@ -571,7 +571,8 @@ mod tests {
     fn iso_wkb_headers_name_their_types_and_dimensions() {
         assert_eq!(wkb_type(&[1, 1, 0, 0, 0]), Some("Point"));
         assert_eq!(wkb_type(&[0, 0, 0, 0, 6]), Some("MultiPolygon"));
-        assert_eq!(wkb_type(&[1, 0xEB, 0x03, 0, 0]), Some("Point Z"));
+        assert_eq!(wkb_type(&[1, 0xE9, 0x03, 0, 0]), Some("Point Z"));
+        assert_eq!(wkb_type(&[1, 0xEB, 0x03, 0, 0]), Some("Polygon Z"));
         assert_eq!(wkb_type(&[1, 0xBA, 0x0B, 0, 0]), Some("LineString ZM"));
         assert_eq!(wkb_type(&[1, 0, 0, 0, 0]), None);
         assert_eq!(wkb_type(&[1, 8, 0, 0, 0]), None);

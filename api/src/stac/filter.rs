@@ -102,6 +102,7 @@ fn queryables() -> Queryables {
         by_name,
         geometry_column: GEOMETRY.into(),
         srid: 4326,
+        extension_names_are_null: true,
     }
 }
 
@@ -123,6 +124,8 @@ pub fn queryables_json(href: &str) -> Value {
         "type": "object",
         "title": "Queryables of item search",
         "properties": properties,
+        // An extension's field (`eo:cloud_cover`) no item holds is null.
+        "patternProperties": {r"^(properties\.)?[a-z0-9_-]+:[A-Za-z0-9_.:-]+$": {}},
         "additionalProperties": false,
     })
 }
@@ -221,6 +224,19 @@ mod tests {
         let json = json!({"op": "=", "args": [{"property": "properties.collection"}, "raster"]});
         assert!(condition(&json, None, None).unwrap().contains("\"collection\""));
         assert!(condition(&json!("nope = 1"), None, None).is_err());
+        // An extension's field no item holds is null: it matches nothing.
+        let absent = condition(
+            &json!("eo:cloud_cover >= 5 OR properties.proj:code IS NULL"),
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(
+            absent.contains("NULL >=") && !absent.contains("cloud_cover"),
+            "{absent}"
+        );
+        assert!(condition(&json!("Eo:cloud = 1"), None, None).is_err());
+        assert!(condition(&json!("eo: = 1"), None, None).is_err());
         assert!(condition(&json!("title = 'a'"), Some("cql2-json"), None).is_err());
         assert!(condition(&json!("title = 'a'"), None, Some("EPSG:3857")).is_err());
     }

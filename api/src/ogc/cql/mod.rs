@@ -73,14 +73,38 @@ pub struct Queryables {
     pub geometry_column: String,
     /// SRID of the geometry column; literals (in CRS84) are transformed to it.
     pub srid: i32,
+    /// Whether a name an extension's prefix qualifies (`eo:cloud_cover`,
+    /// `properties.proj:code`) that is not a queryable reads as null
+    /// rather than being refused: STAC items are open to extensions'
+    /// fields, and a filter on one no item holds matches nothing.
+    pub extension_names_are_null: bool,
 }
 
 impl Queryables {
-    fn resolve(&self, name: &str) -> Result<&Queryable, FilterError> {
-        self.by_name
-            .get(name)
-            .ok_or_else(|| FilterError::UnknownQueryable(name.to_string()))
+    /// The queryable of a name; None for an extension's name read as null.
+    fn resolve(&self, name: &str) -> Result<Option<&Queryable>, FilterError> {
+        match self.by_name.get(name) {
+            Some(queryable) => Ok(Some(queryable)),
+            None if self.extension_names_are_null && is_extension_name(name) => Ok(None),
+            None => Err(FilterError::UnknownQueryable(name.to_string())),
+        }
     }
+}
+
+/// `prefix:name`, the form of STAC extensions' fields, optionally under
+/// `properties.`.
+fn is_extension_name(name: &str) -> bool {
+    let name = name.strip_prefix("properties.").unwrap_or(name);
+    name.split_once(':').is_some_and(|(prefix, field)| {
+        !prefix.is_empty()
+            && !field.is_empty()
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+            && field
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+    })
 }
 
 pub enum Lang {
@@ -187,7 +211,9 @@ impl Translator<'_> {
         match expr {
             Expr::Bool(b) => Ok(if *b { "TRUE".into() } else { "FALSE".into() }),
             Expr::Property { property } => {
-                let q = self.queryables.resolve(property)?;
+                let Some(q) = self.queryables.resolve(property)? else {
+                    return Ok("NULL".into());
+                };
                 if q.pg_type == ColumnType::Boolean {
                     Ok(quote_ident(&q.column))
                 } else {
@@ -326,14 +352,18 @@ impl Translator<'_> {
             literal: Some(index),
         };
         match expr {
-            Expr::Property { property } => {
-                let q = self.queryables.resolve(property)?.clone();
-                Ok(Operand {
+            Expr::Property { property } => Ok(match self.queryables.resolve(property)? {
+                Some(q) => Operand {
                     sql: quote_ident(&q.column),
-                    pg_type: Some(q.sql_type),
+                    pg_type: Some(q.sql_type.clone()),
                     literal: None,
-                })
-            }
+                },
+                None => Operand {
+                    sql: "NULL".into(),
+                    pg_type: None,
+                    literal: None,
+                },
+            }),
             Expr::Float(v) => {
                 let param = if v.fract() == 0.0 && v.abs() < 9.0e15 {
                     Param::Int(*v as i64)
@@ -468,6 +498,7 @@ mod tests {
             by_name,
             geometry_column: "geom".into(),
             srid: 4326,
+            extension_names_are_null: false,
         }
     }
 
