@@ -5,13 +5,18 @@
 //! Rows stream from the database into the file, so memory stays flat
 //! however large the table.
 use std::{
+    fs::File,
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
+    process::{Command, Stdio},
     sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
 };
 
 use gdal::{Dataset, DatasetOptions, GdalOpenFlags};
 
-use crate::{RasterError, ffi};
+use crate::RasterError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -118,11 +123,11 @@ impl ExportFormat {
 }
 
 /// What to write: the rows `sql` selects from the database at
-/// `connection` (a libpq connection string), as `layer`, in `format`.
+/// `connection` (libpq's keywords and values), as `layer`, in `format`.
 /// A column `ID_COLUMN` in the selection becomes each feature's id where
 /// the format keeps ids.
 pub struct Export<'a> {
-    pub connection: &'a str,
+    pub connection: &'a [(String, String)],
     pub sql: &'a str,
     pub layer: &'a str,
     pub format: ExportFormat,
@@ -151,22 +156,60 @@ pub struct LayerStyle {
 /// PostgreSQL driver's default FID name).
 pub const ID_COLUMN: &str = "ogc_fid";
 
+/// The name of the database's entry in an export's service file.
+const SERVICE: &str = "catalog_export";
+
+/// libpq's service file: one `[SERVICE]` entry of keyword=value lines.
+fn write_service_file(path: &Path, connection: &[(String, String)]) -> Result<(), RasterError> {
+    let mut text = format!("[{SERVICE}]\n");
+    for (key, value) in connection {
+        if [key, value].iter().any(|v| v.contains(['\n', '\r'])) || key.contains('=') {
+            return Err(RasterError::Invalid(format!(
+                "the database setting {key} holds a line break"
+            )));
+        }
+        text.push_str(&format!("{key}={value}\n"));
+    }
+    let failed = |e: std::io::Error| RasterError::Gdal(format!("writing the export's service file: {e}"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes()).map_err(failed)
+}
+
+/// What ogr2ogr said of its failure: its ERROR lines (the last 4 KB of them).
+fn errors_in(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("ERROR")).collect();
+    let message = if errors.is_empty() {
+        text.trim().to_string()
+    } else {
+        errors.join("; ")
+    };
+    let start = message.len().saturating_sub(4096);
+    match message.get(start..) {
+        Some(tail) if !tail.is_empty() => tail.to_string(),
+        _ => "ogr2ogr failed and said nothing".into(),
+    }
+}
+
 impl Export<'_> {
-    /// Writes the file into `dir`; answers its path. Stops, with an
-    /// error, as soon as `cancelled` is set (the client went away).
+    /// Writes the file into `dir` with GDAL's `ogr2ogr` in a child
+    /// process, so what GDAL holds while it writes (FlatGeobuf's spatial
+    /// index keeps every feature's box in memory) is never the API's, and
+    /// a client that leaves kills the work; answers the file's path. The
+    /// connection reaches the child through a service file in `dir` (mode
+    /// 0600), never its command line.
     pub fn write(&self, dir: &Path, cancelled: &AtomicBool) -> Result<PathBuf, RasterError> {
         let driver = self
             .format
             .driver()
             .ok_or_else(|| RasterError::Invalid(format!("GDAL does not write {} here", self.format.name())))?;
-        let source = Dataset::open_ex(
-            format!("PG:{}", self.connection),
-            DatasetOptions {
-                open_flags: GdalOpenFlags::GDAL_OF_VECTOR | GdalOpenFlags::GDAL_OF_READONLY,
-                ..Default::default()
-            },
-        )
-        .map_err(|_| RasterError::Gdal("the database could not be opened for the export".into()))?;
+        let service = dir.join("pg_service.conf");
+        write_service_file(&service, self.connection)?;
         let target = dir.join(self.format.file_name(self.layer));
         let mut args: Vec<String> = self
             .format
@@ -186,10 +229,42 @@ impl Export<'_> {
         if let Some(kind) = self.geometry_type {
             args.extend(["-nlt".into(), kind.to_string()]);
         }
-        let path = target
-            .to_str()
-            .ok_or_else(|| RasterError::Invalid("the export path is not UTF-8".into()))?;
-        ffi::vector_translate(&source, path, &args, &mut |_| !cancelled.load(Ordering::Relaxed))?;
+        let log = dir.join("ogr2ogr.log");
+        let failed = |e: std::io::Error| RasterError::Gdal(format!("running ogr2ogr: {e}"));
+        // The child sees none of the API's secrets: only what locates
+        // programs, data files and GDAL's own settings.
+        let passed = std::env::vars_os().filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            ["PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME"].contains(&name.as_ref())
+                || ["GDAL_", "CPL_", "OGR_", "PROJ_"].iter().any(|p| name.starts_with(p))
+        });
+        let mut child = Command::new("ogr2ogr")
+            .args(&args)
+            .arg(&target)
+            .arg(format!("PG:service={SERVICE}"))
+            .env_clear()
+            .envs(passed)
+            .env("PGSERVICEFILE", &service)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).map_err(failed)?)
+            .spawn()
+            .map_err(failed)?;
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(failed)? {
+                break status;
+            }
+            if cancelled.load(Ordering::Relaxed) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(RasterError::Gdal("the export stopped: the client left".into()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let _ = std::fs::remove_file(&service);
+        if !status.success() {
+            return Err(RasterError::Gdal(errors_in(&log)));
+        }
         // (A layer of that very name would be the styles table itself.)
         if self.format == ExportFormat::GeoPackage && !self.styles.is_empty() && self.layer != "layer_styles" {
             self.write_styles(&target)?;

@@ -51,9 +51,9 @@ fn last_error(what: &str) -> RasterError {
 /// What GDAL calls as it works: `report` is handed the share done (0 to 1)
 /// and answers whether to go on.
 unsafe extern "C" fn report_progress(done: f64, _message: *const c_char, report: *mut c_void) -> c_int {
-    // SAFETY: GDAL hands back the pointer `translate` or `vector_translate` registered with this function: it
-    // points at their local `progress` (a `&mut dyn FnMut`), which outlives the GDALTranslate or
-    // GDALVectorTranslate call, the only time GDAL calls this, and which nothing else touches meanwhile.
+    // SAFETY: GDAL hands back the pointer `translate` registered with this function: it
+    // points at its local `progress` (a `&mut dyn FnMut`), which outlives the GDALTranslate call, the only
+    // time GDAL calls this, and which nothing else touches meanwhile.
     let report = unsafe { &mut *(report as *mut &mut dyn FnMut(f64) -> bool) };
     c_int::from(report(done))
 }
@@ -137,47 +137,5 @@ pub fn warp(src: &Dataset, args: &[String]) -> Result<Dataset, RasterError> {
             return Err(last_error("warp"));
         }
         Ok(Dataset::from_c_dataset(out))
-    }
-}
-
-/// `ogr2ogr args dst` from `src`, telling `progress` the share done; the
-/// work stops when it answers false.
-pub fn vector_translate(
-    src: &Dataset,
-    dst: &str,
-    args: &[String],
-    mut progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<(), RasterError> {
-    let mut argv = Argv::new(args)?;
-    let dst = CString::new(dst).map_err(|_| RasterError::Invalid("path holds NUL".into()))?;
-    // SAFETY: as in `translate` for `argv`, the options, `progress` and `src`; a non-null result is a new dataset
-    // we own, closed once with GDALClose right away (which flushes it to `dst`) and never used after.
-    unsafe {
-        gdal_sys::CPLErrorReset();
-        let options = gdal_sys::GDALVectorTranslateOptionsNew(argv.pointers.as_mut_ptr(), ptr::null_mut());
-        if options.is_null() {
-            return Err(last_error("vector translate options"));
-        }
-        gdal_sys::GDALVectorTranslateOptionsSetProgress(
-            options,
-            Some(report_progress),
-            (&mut progress as *mut &mut dyn FnMut(f64) -> bool).cast::<c_void>(),
-        );
-        let mut sources = [src.c_dataset()];
-        let mut usage_error = 0;
-        let out = gdal_sys::GDALVectorTranslate(
-            dst.as_ptr(),
-            ptr::null_mut(),
-            1,
-            sources.as_mut_ptr(),
-            options,
-            &mut usage_error,
-        );
-        gdal_sys::GDALVectorTranslateOptionsFree(options);
-        if out.is_null() {
-            return Err(last_error("vector translate"));
-        }
-        gdal_sys::GDALClose(out);
-        Ok(())
     }
 }

@@ -613,6 +613,25 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
         .filter(|l| l.split_once(": ").is_some_and(|(n, _)| n.parse::<u32>().is_ok()))
         .count();
     assert_eq!(layers, 2, "the records and the points, not the raster: {out}");
+
+    // And copies the whole service: every feature layer, whole, and no raster.
+    let all = dir.path().join("all.gpkg");
+    let output = Command::new("ogr2ogr")
+        .args(["-f", "GPKG"])
+        .arg(&all)
+        .arg(format!("OAPIF:{}", stack.url("/api")))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && !err.contains("ERROR"),
+        "ogr2ogr OAPIF:<root>: {err}"
+    );
+    let all = gdal::Dataset::open(&all).unwrap();
+    let mut counts: Vec<(String, u64)> = all.layers().map(|l| (l.name(), l.feature_count())).collect();
+    counts.sort();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(counts.contains(&(id.clone(), 1000)), "the points, whole: {counts:?}");
 }
 
 #[tokio::test]

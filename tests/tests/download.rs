@@ -317,7 +317,14 @@ async fn a_million_features_download_in_bounded_memory_and_leave_no_file() {
 
     let before = stack.api_peak_rss_kib();
     let mut largest = 0;
-    for (format, name) in [("geojson", "many.geojson"), ("gpkg", "many.gpkg")] {
+    // FlatGeobuf's index holds every feature's box while GDAL writes it,
+    // in a process of its own; GeoParquet holds at most a row group.
+    for (format, name) in [
+        ("geojson", "many.geojson"),
+        ("gpkg", "many.gpkg"),
+        ("fgb", "many.fgb"),
+        ("parquet", "many.parquet"),
+    ] {
         let minted = mint(&stack, Some(&admin), &id).await;
         let url = format!("{}&format={format}", minted["download_url"].as_str().unwrap());
         let mut response = fetch(&stack, &url, None).await;
@@ -339,6 +346,12 @@ async fn a_million_features_download_in_bounded_memory_and_leave_no_file() {
         }
         drop(file);
         largest = largest.max(bytes);
+        if format == "parquet" {
+            // Read back in full by tests/tests/geoparquet.rs; here its frame.
+            let written = std::fs::read(&file_path).unwrap();
+            assert!(written.starts_with(b"PAR1") && written.ends_with(b"PAR1"), "{format}");
+            continue;
+        }
         let ds = gdal::Dataset::open(&file_path).unwrap();
         assert_eq!(ds.layer(0).unwrap().feature_count(), 1_000_000, "{format}");
     }

@@ -288,29 +288,29 @@ async fn token_dataset(state: &AppState, token: &str, id: Uuid) -> Result<Datase
         .ok_or_else(|| AppError::not_found(format!("no dataset {id}")))
 }
 
-/// The database URL as libpq's `key=value` connection string, the form
-/// GDAL's PostgreSQL driver reads.
-fn conninfo(database_url: &str) -> Result<String, AppError> {
+/// The database URL as libpq's keywords and values, the lines of the
+/// service file GDAL's PostgreSQL driver connects with.
+fn conninfo(database_url: &str) -> Result<Vec<(String, String)>, AppError> {
     let url = url::Url::parse(database_url).map_err(AppError::internal)?;
-    let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
     let decode = |v: &str| percent_encoding::percent_decode_str(v).decode_utf8_lossy().to_string();
-    let mut parts = vec![format!("dbname={}", quote(&decode(url.path().trim_start_matches('/'))))];
+    let mut parts = vec![("dbname".to_string(), decode(url.path().trim_start_matches('/')))];
     if let Some(host) = url.host_str() {
-        parts.push(format!("host={}", quote(host)));
+        parts.push(("host".into(), host.to_string()));
     }
     if let Some(port) = url.port() {
-        parts.push(format!("port={port}"));
+        parts.push(("port".into(), port.to_string()));
     }
     if !url.username().is_empty() {
-        parts.push(format!("user={}", quote(&decode(url.username()))));
+        parts.push(("user".into(), decode(url.username())));
     }
     if let Some(password) = url.password() {
-        parts.push(format!("password={}", quote(&decode(password))));
+        parts.push(("password".into(), decode(password)));
     }
-    for (key, value) in url.query_pairs() {
-        parts.push(format!("{key}={}", quote(&value)));
-    }
-    Ok(parts.join(" "))
+    parts.extend(
+        url.query_pairs()
+            .map(|(key, value)| (key.to_string(), value.to_string())),
+    );
+    Ok(parts)
 }
 
 /// A file name from a title: letters, digits, `-` and `_`.
@@ -430,7 +430,11 @@ fn file_refusal(file: &FilePath, response: &Response) -> AppError {
 fn zip_folder(folder: &FilePath, target: &FilePath) -> Result<std::path::PathBuf, catalog_raster::RasterError> {
     let fail = |e: &dyn std::fmt::Display| catalog_raster::RasterError::Gdal(format!("zipping the shapefile: {e}"));
     let mut archive = zip::ZipWriter::new(std::fs::File::create(target).map_err(|e| fail(&e))?);
-    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    // Deflate's fastest level: the zip is made while the client waits, and
+    // the slowest part of a shapefile download was its compression.
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(1));
     for entry in std::fs::read_dir(folder).map_err(|e| fail(&e))? {
         let path = entry.map_err(|e| fail(&e))?.path();
         let name = path
