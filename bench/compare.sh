@@ -9,22 +9,24 @@
 #   tiles      vector tiles vs martin, caches off/on   bench/martin.sh
 #   raster     raster and terrain tiles vs titiler     bench/titiler.sh
 #   rehydrate  archived dataset back vs ogr2ogr        bench/rehydrate.sh
+#   exports    downloads in every format vs ogr2ogr    bench/exports.sh
 #
 # `bench/compare.sh items tiles` runs only those. Takes about 20 minutes
-# on 2 cores for all five.
+# on 2 cores for all six.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
 cd "$ROOT"
 
-declare -A SCRIPT=([ingest]=ingest.sh [items]=items.sh [tiles]=martin.sh [raster]=titiler.sh [rehydrate]=rehydrate.sh)
+declare -A SCRIPT=([ingest]=ingest.sh [items]=items.sh [tiles]=martin.sh [raster]=titiler.sh [rehydrate]=rehydrate.sh [exports]=exports.sh)
 declare -A TITLE=(
   [ingest]="Ingest: 1,000,000 points, upload to queryable, against ogr2ogr -f PostgreSQL"
   [items]="OGC API Features items against tipg (wrk, 8 connections)"
   [tiles]="Vector tiles against martin, both caches off, then both on"
   [raster]="Raster and terrain tiles against titiler (our tile cache off)"
   [rehydrate]="Rehydration of an archived 1,000,000-point dataset against ogr2ogr"
+  [exports]="Downloads of 1,000,000 points in every format against ogr2ogr from PostGIS"
 )
-ORDER=(ingest items tiles raster rehydrate)
+ORDER=(ingest items tiles raster rehydrate exports)
 (($#)) && ORDER=("$@")
 for name in "${ORDER[@]}"; do
   [[ -n ${SCRIPT[$name]:-} ]] || { echo "unknown benchmark $name; choose from ${!SCRIPT[*]}" >&2; exit 2; }

@@ -690,9 +690,10 @@ async fn heights_are_said_by_map_layers_and_kept_by_exports() {
 /// GeoNames' 234,908 places (`.data/fixtures`, from a PyPI wheel): GDAL
 /// 3.6's `ogr2ogr OAPIF:` with its defaults copies every one, each value as
 /// the CSV wrote it (codes with leading zeros stay text) and each point
-/// where the CSV put it.
+/// where the CSV put it; QGIS 3.22's OAPIF provider reads every one, its
+/// fields typed as the source's.
 #[tokio::test]
-async fn gdal_copies_every_place_of_a_big_real_layer_with_its_values() {
+async fn gdal_and_qgis_copy_every_place_of_a_big_real_layer_with_its_values() {
     use gdal::vector::LayerAccess;
     let app = Stack::start_with(StackOptions::workers(1)).await;
     let admin = app.admin_token().await;
@@ -771,4 +772,34 @@ async fn gdal_copies_every_place_of_a_big_real_layer_with_its_values() {
         seen += 1;
     }
     assert_eq!(seen, 234_908);
+
+    let qgis = std::env::var("CATALOG_QGIS_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let output = Command::new(qgis)
+        .arg(catalog_tests::package_dir().join("clients/qgis_oapif_read.py"))
+        .args([&app.url("/api"), &id, "geonameid"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let read: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(read["valid"], true, "{read}");
+    assert_eq!(read["read"], 234_908, "{read}");
+    assert_eq!(read["distinct_keys"], 234_908, "{read}");
+    assert_eq!(read["null_geometries"], 0, "{read}");
+    let fields = &read["fields"];
+    for (name, kind) in [
+        ("name", "String"),
+        ("countrycode", "String"),
+        ("admin1code", "String"),
+        ("timezone", "String"),
+    ] {
+        assert_eq!(fields[name], kind, "{name}: {read}");
+    }
+    for name in ["geonameid", "population"] {
+        assert!(
+            matches!(fields[name].as_str(), Some("Integer" | "Integer64")),
+            "{name} is an integer: {read}"
+        );
+    }
 }
