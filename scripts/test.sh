@@ -59,7 +59,7 @@ DATABASE_URL="postgres://catalog@127.0.0.1:$PORT/catalog_template" "$CARGO_TARGE
 export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # Real OGC clients the tests drive: GDAL's ogrinfo (Debian), OWSLib, the
 # JSON-LD processor harvesters use (PyLD) and
-# pystac-client (PyPI); a real SMTP server, aiosmtpd; and the OpenAPI
+# pystac-client (PyPI, with cql2 for its filters); a real SMTP server, aiosmtpd; and the OpenAPI
 # validator client generators rely on, openapi-spec-validator; and the
 # Prometheus project's text-format parser, prometheus-client; an
 # S3-compatible server on loopback for the object-store tests, moto; and
@@ -68,7 +68,7 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # stac-api-validator, run offline over vendored schemas
 # (tests/clients/stac_validate.py).
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb "stac-api-validator==0.6.8"
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client cql2 aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb "stac-api-validator==0.6.8"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile

@@ -773,3 +773,81 @@ async fn stac_api_validator_finds_no_error() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// pystac-client's `search(filter=..., sortby=...)`, CQL2 text over GET and
+/// CQL2 JSON over POST, returns what a local filter and sort of every item
+/// gives, in that order, across pages.
+#[tokio::test]
+async fn pystac_client_filters_and_sorts_as_a_local_filter_of_every_item() {
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    for (title, count) in [
+        ("place 1", 1),
+        ("place 2", 2),
+        ("place 3", 3),
+        ("place 4", 4),
+        ("place 5", 5),
+        ("other", 7),
+    ] {
+        let features: Vec<Value> = (0..count)
+            .map(|i| json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [i as f64, count as f64]}, "properties": {"n": i}}))
+            .collect();
+        let body = json!({"type": "FeatureCollection", "features": features});
+        stack
+            .ingest_geojson(&admin, &body, &[("title", title), ("visibility", "public")])
+            .await;
+    }
+    let raster = stack
+        .upload_ok(
+            &admin,
+            "elev.tif",
+            data_file("raster/elev_luxembourg.tif"),
+            &[("visibility", "public")],
+        )
+        .await;
+    assert_eq!(stack.wait_job(&admin, &raster).await["status"], "succeeded");
+
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let output = Command::new(python)
+        .arg(catalog_tests::package_dir().join("clients/pystac_filter.py"))
+        .arg(stack.url("/api/stac"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["every"], 7, "{result}");
+    for (case, expected) in [("text", 4), ("json", 4)] {
+        let found = &result["cases"][case];
+        assert_eq!(found["served"], found["local"], "{case}: {result}");
+        assert_eq!(found["local"].as_array().unwrap().len(), expected, "{case}: {result}");
+    }
+}
+
+/// A filter nested past the limit, as text or JSON, on GET or POST, is a
+/// 400 answered at once; the service answers the next request.
+#[tokio::test]
+async fn deep_stac_filters_are_refused_and_nothing_falls_over() {
+    let app = App::start().await;
+    let text = format!("{}title = 'a'{}", "(".repeat(5000), ")".repeat(5000));
+    let mut json_filter = json!({"op": "=", "args": [{"property": "title"}, "a"]});
+    for _ in 0..300 {
+        json_filter = json!({"op": "not", "args": [json_filter]});
+    }
+    let not_chain = format!("{}title = 'a'", "NOT ".repeat(5000));
+    for filter in [text.as_str(), not_chain.as_str()] {
+        let response = app
+            .send(app.http().get(app.url("/api/stac/search")).query(&[("filter", filter)]))
+            .await;
+        assert_eq!(response.status(), 400, "GET text of {} bytes", filter.len());
+    }
+    let response = app
+        .send(
+            app.http()
+                .post(app.url("/api/stac/search"))
+                .json(&json!({"filter": json_filter, "filter-lang": "cql2-json"})),
+        )
+        .await;
+    assert_eq!(response.status(), 400, "POST JSON nested 300 deep");
+    let (status, _) = app.get_json(None, "/api/stac/search?filter=title%20%3D%20'a'").await;
+    assert_eq!(status, 200, "the service still answers");
+}
