@@ -803,3 +803,69 @@ async fn gdal_and_qgis_copy_every_place_of_a_big_real_layer_with_its_values() {
         );
     }
 }
+
+/// A catalog of 10,000 datasets: GDAL 3.6 follows the `next` links of
+/// `/collections` to every one; OWSLib's `collections()` reads the first
+/// page (1,000, with `numberMatched` and a `next` link) and its
+/// `collection(id)` opens any of them.
+#[tokio::test]
+async fn gdal_and_owslib_reach_the_collections_of_a_catalog_of_ten_thousand() {
+    use gdal::vector::LayerAccess;
+    let stack = Stack::start_with(StackOptions::workers(1)).await;
+    let admin = stack.admin_token().await;
+    let id = stack
+        .ingest_geojson(&admin, &points(3), &[("visibility", "public")])
+        .await;
+    // 9,999 more records like it, straight into the catalog: the listing
+    // is under test, not ingest.
+    sqlx::query(
+        "INSERT INTO datasets
+         SELECT (jsonb_populate_record(d, jsonb_build_object(
+                   'id', gen_random_uuid(), 'job_id', NULL,
+                   'table_name', d.table_name || '_' || i, 'title', 'copy ' || i))).*
+         FROM datasets d, generate_series(1, 9999) AS i WHERE d.id = $1::uuid",
+    )
+    .bind(&id)
+    .execute(stack.pool())
+    .await
+    .unwrap();
+    let last: String = sqlx::query_scalar("SELECT id::text FROM datasets WHERE title = 'copy 9999'")
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+
+    let root = gdal::Dataset::open(format!("OAPIF:{}", stack.url("/api"))).unwrap();
+    assert_eq!(root.layer_count(), 10_001, "10,000 datasets and the records");
+    // (GDAL 3.6 asks a layer's first items page for its name: two, not all.)
+    let ids: std::collections::HashSet<String> = sqlx::query_scalar("SELECT id::text FROM datasets")
+        .fetch_all(stack.pool())
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    for index in [1, 10_000] {
+        let name = root.layer(index).unwrap().name();
+        assert!(ids.contains(&name), "layer {index} is a dataset: {name}");
+    }
+
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let script = r#"
+import json, sys
+from owslib.ogcapi.features import Features
+api = Features(sys.argv[1])
+page = api.collections()
+print(json.dumps({"page": len(page["collections"]), "matched": page.get("numberMatched"),
+                  "next": any(l["rel"] == "next" for l in page["links"]),
+                  "last": api.collection(sys.argv[2])["id"]}))
+"#;
+    let output = Command::new(python)
+        .args(["-c", script, &stack.url("/api"), &last])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let owslib: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        owslib,
+        json!({"page": 1000, "matched": 10_001, "next": true, "last": last})
+    );
+}
