@@ -632,6 +632,21 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
     counts.sort();
     assert_eq!(counts.len(), 2, "{counts:?}");
     assert!(counts.contains(&(id.clone(), 1000)), "the points, whole: {counts:?}");
+
+    // GDAL's OGC API driver opens the collection, with its defaults, as
+    // its features (not as the vector tiles it builds no layer from).
+    let output = Command::new("ogrinfo")
+        .args(["-ro", "-so", "-al"])
+        .arg(format!("OGCAPI:{}", stack.url(&format!("/api/collections/{id}"))))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "ogrinfo OGCAPI: {out}{err}");
+    assert!(out.contains("Feature Count: 1000"), "{out}{err}");
+    assert!(out.contains("pop: Real"), "{out}");
 }
 
 #[tokio::test]

@@ -34,19 +34,26 @@ pub const REL_TILESETS_VECTOR: &str = "http://www.opengis.net/def/rel/ogc/1.0/ti
 pub const REL_TILESETS_MAP: &str = "http://www.opengis.net/def/rel/ogc/1.0/tilesets-map";
 const REL_TILING_SCHEME: &str = "http://www.opengis.net/def/rel/ogc/1.0/tiling-scheme";
 
-/// The link from a collection to its tilesets.
+/// The link from a collection to its tilesets. A vector collection's
+/// names no media type: GDAL 3.6's `OGCAPI:` driver prefers a tileset link
+/// typed `application/json` over the items, builds no layer from vector
+/// tiles, and so opened no vector collection with its defaults; untyped,
+/// it opens the items (the tileset list is JSON all the same).
 pub fn tilesets_link(base: &str, dataset: &Dataset, credential: &LinkCredential) -> Value {
-    let (rel, title) = if dataset.is_raster() {
-        (REL_TILESETS_MAP, "map tilesets (PNG)")
-    } else {
-        (REL_TILESETS_VECTOR, "vector tilesets (Mapbox Vector Tiles)")
-    };
-    link(
-        credential.on(format!("{base}/api/collections/{}/tiles", dataset.id)),
-        rel,
+    let href = credential.on(format!("{base}/api/collections/{}/tiles", dataset.id));
+    if dataset.is_raster() {
+        return link(href, REL_TILESETS_MAP, "application/json", "map tilesets (PNG)");
+    }
+    let mut untyped = link(
+        href,
+        REL_TILESETS_VECTOR,
         "application/json",
-        title,
-    )
+        "vector tilesets (Mapbox Vector Tiles)",
+    );
+    if let Some(members) = untyped.as_object_mut() {
+        members.remove("type");
+    }
+    untyped
 }
 
 fn data_type(dataset: &Dataset) -> &'static str {
