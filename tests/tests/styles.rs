@@ -214,6 +214,26 @@ async fn a_geopackage_keeps_its_qgis_styles_and_its_default_becomes_the_maplibre
         .collect();
     assert_eq!(written, expected_rows, "every kept style, the default first");
 
+    // QGIS opens the download drawn with the source's default style.
+    let python = std::env::var("CATALOG_QGIS_PYTHON").expect("CATALOG_QGIS_PYTHON (set by scripts/test.sh)");
+    let output = Command::new(python)
+        .arg(catalog_tests::package_dir().join("clients/qgis_open_styled.py"))
+        .arg(&file)
+        .arg(&layer_name)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let drawn: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(drawn["renderer"], "categorizedSymbol", "{drawn}");
+    assert_eq!(drawn["attribute"], "continent", "{drawn}");
+    assert_eq!(
+        drawn["classes"][0],
+        json!(["Africa", "#e41a1c"]),
+        "the source's own colours: {drawn}"
+    );
+
     // New data without styles keeps the dataset's; new data with styles
     // brings its own in their place.
     let reupload = async |bytes: Vec<u8>| {
