@@ -34,7 +34,7 @@ use parquet::{
 };
 use sqlx::{Column as _, Connection, Executor, PgConnection, Row, SqlSafeStr, TypeInfo, postgres::PgRow};
 
-use crate::ogc::crs::Crs;
+use crate::ogc::{crs::Crs, items::query_error};
 
 /// Rows of one row group at most (the decisions' figure).
 const ROW_GROUP_ROWS: usize = 100_000;
@@ -367,7 +367,8 @@ impl GeoParquet<'_> {
             let mut extent = Extent::default();
             let (mut rows, mut bytes) = (0usize, 0usize);
             let mut stream = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&mut connection);
-            while let Some(row) = stream.try_next().await? {
+            // A value the filter cannot read fails here, as in items: the caller's 400.
+            while let Some(row) = stream.try_next().await.map_err(query_error)? {
                 if cancelled.load(Ordering::Relaxed) {
                     return Err(AppError::internal("export stopped: the client left"));
                 }

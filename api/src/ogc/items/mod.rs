@@ -28,7 +28,8 @@ mod request;
 
 pub(crate) use conditions::in_storage_crs;
 pub(crate) use query::feature_sql;
-pub(super) use query::{geometry_as, query_error};
+pub(super) use query::geometry_as;
+pub(crate) use query::query_error;
 pub(super) use request::parse_request;
 
 /// Features of a collection.
