@@ -40,6 +40,20 @@ async fn job_done(api: &impl Api, job_id: &str) -> Value {
     panic!("job {job_id} did not finish");
 }
 
+/// `ogr2ogr -f GPKG <target> OAPIF:<url>` with GDAL's defaults, which must
+/// succeed; answers what it printed on stderr.
+fn ogr2ogr_oapif(url: &str, target: &std::path::Path) -> String {
+    let output = Command::new("ogr2ogr")
+        .args(["-f", "GPKG"])
+        .arg(target)
+        .arg(format!("OAPIF:{url}"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "ogr2ogr OAPIF:{url}: {err}");
+    err
+}
+
 fn link<'a>(document: &'a Value, rel: &str) -> Option<&'a str> {
     document["links"]
         .as_array()?
@@ -566,17 +580,7 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
 
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.gpkg");
-    let output = Command::new("ogr2ogr")
-        .args(["-f", "GPKG"])
-        .arg(&copy)
-        .arg(format!("OAPIF:{}", stack.url(&format!("/api/collections/{id}"))))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "ogr2ogr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ogr2ogr_oapif(&stack.url(&format!("/api/collections/{id}")), &copy);
     let ds = gdal::Dataset::open(&copy).unwrap();
     use gdal::vector::LayerAccess;
     let mut layer = ds.layer(0).unwrap();
@@ -616,17 +620,8 @@ async fn gdal_copies_a_whole_layer_with_its_defaults_and_its_floats_survive() {
 
     // And copies the whole service: every feature layer, whole, and no raster.
     let all = dir.path().join("all.gpkg");
-    let output = Command::new("ogr2ogr")
-        .args(["-f", "GPKG"])
-        .arg(&all)
-        .arg(format!("OAPIF:{}", stack.url("/api")))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && !err.contains("ERROR"),
-        "ogr2ogr OAPIF:<root>: {err}"
-    );
+    let err = ogr2ogr_oapif(&stack.url("/api"), &all);
+    assert!(!err.contains("ERROR"), "ogr2ogr OAPIF:<root>: {err}");
     let all = gdal::Dataset::open(&all).unwrap();
     let mut counts: Vec<(String, u64)> = all.layers().map(|l| (l.name(), l.feature_count())).collect();
     counts.sort();
@@ -727,17 +722,7 @@ async fn gdal_and_qgis_copy_every_place_of_a_big_real_layer_with_its_values() {
 
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.gpkg");
-    let output = Command::new("ogr2ogr")
-        .args(["-f", "GPKG"])
-        .arg(&copy)
-        .arg(format!("OAPIF:{}", app.url(&format!("/api/collections/{id}"))))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "ogr2ogr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ogr2ogr_oapif(&app.url(&format!("/api/collections/{id}")), &copy);
     let source = dir.path().join("geonames.csv");
     std::fs::write(&source, csv).unwrap();
     let original = gdal::Dataset::open_ex(

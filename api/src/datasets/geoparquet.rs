@@ -19,7 +19,7 @@ use std::{
     },
 };
 
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, datasets::GeometryType, db::quote_ident};
 use futures::TryStreamExt;
 use parquet::{
     basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical},
@@ -247,7 +247,7 @@ fn keep<T>(values: &mut Vec<T>, value: Option<T>, size: usize) -> (bool, usize) 
 /// What the `geo` metadata says of the geometry column, gathered row by row.
 #[derive(Default)]
 struct Extent {
-    types: BTreeSet<&'static str>,
+    types: BTreeSet<String>,
     bbox: Option<[f64; 4]>,
 }
 
@@ -265,53 +265,19 @@ impl Extent {
     }
 }
 
-/// The GeoParquet name of an ISO WKB geometry's type (`Point Z`…).
-fn wkb_type(wkb: &[u8]) -> Option<&'static str> {
+/// The GeoParquet name of an ISO WKB geometry's type (`Point Z`…): codes
+/// 1 to 7 are the shared types in their order, plus 1000 for Z, 2000 for M
+/// and 3000 for both.
+fn wkb_type(wkb: &[u8]) -> Option<String> {
     let header: [u8; 4] = wkb.get(1..5)?.try_into().ok()?;
     let code = match wkb.first()? {
         0 => u32::from_be_bytes(header),
         _ => u32::from_le_bytes(header),
     };
-    const NAMES: [[&str; 7]; 4] = [
-        [
-            "Point",
-            "LineString",
-            "Polygon",
-            "MultiPoint",
-            "MultiLineString",
-            "MultiPolygon",
-            "GeometryCollection",
-        ],
-        [
-            "Point Z",
-            "LineString Z",
-            "Polygon Z",
-            "MultiPoint Z",
-            "MultiLineString Z",
-            "MultiPolygon Z",
-            "GeometryCollection Z",
-        ],
-        [
-            "Point M",
-            "LineString M",
-            "Polygon M",
-            "MultiPoint M",
-            "MultiLineString M",
-            "MultiPolygon M",
-            "GeometryCollection M",
-        ],
-        [
-            "Point ZM",
-            "LineString ZM",
-            "Polygon ZM",
-            "MultiPoint ZM",
-            "MultiLineString ZM",
-            "MultiPolygon ZM",
-            "GeometryCollection ZM",
-        ],
-    ];
-    let (dimensions, base) = ((code / 1000) as usize, (code % 1000) as usize);
-    NAMES.get(dimensions)?.get(base.checked_sub(1)?).copied()
+    let dimensions = ["", " Z", " M", " ZM"].get((code / 1000) as usize)?;
+    let base = ((code % 1000) as usize).checked_sub(1)?;
+    let kind = GeometryType::ALL.get(base).filter(|k| **k != GeometryType::Geometry)?;
+    Some(format!("{kind}{dimensions}"))
 }
 
 impl GeoParquet<'_> {
@@ -570,11 +536,11 @@ mod tests {
 
     #[test]
     fn iso_wkb_headers_name_their_types_and_dimensions() {
-        assert_eq!(wkb_type(&[1, 1, 0, 0, 0]), Some("Point"));
-        assert_eq!(wkb_type(&[0, 0, 0, 0, 6]), Some("MultiPolygon"));
-        assert_eq!(wkb_type(&[1, 0xE9, 0x03, 0, 0]), Some("Point Z"));
-        assert_eq!(wkb_type(&[1, 0xEB, 0x03, 0, 0]), Some("Polygon Z"));
-        assert_eq!(wkb_type(&[1, 0xBA, 0x0B, 0, 0]), Some("LineString ZM"));
+        assert_eq!(wkb_type(&[1, 1, 0, 0, 0]).as_deref(), Some("Point"));
+        assert_eq!(wkb_type(&[0, 0, 0, 0, 6]).as_deref(), Some("MultiPolygon"));
+        assert_eq!(wkb_type(&[1, 0xE9, 0x03, 0, 0]).as_deref(), Some("Point Z"));
+        assert_eq!(wkb_type(&[1, 0xEB, 0x03, 0, 0]).as_deref(), Some("Polygon Z"));
+        assert_eq!(wkb_type(&[1, 0xBA, 0x0B, 0, 0]).as_deref(), Some("LineString ZM"));
         assert_eq!(wkb_type(&[1, 0, 0, 0, 0]), None);
         assert_eq!(wkb_type(&[1, 8, 0, 0, 0]), None);
         assert_eq!(wkb_type(&[1, 1]), None);

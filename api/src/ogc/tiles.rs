@@ -44,16 +44,7 @@ pub fn tilesets_link(base: &str, dataset: &Dataset, credential: &LinkCredential)
     if dataset.is_raster() {
         return link(href, REL_TILESETS_MAP, "application/json", "map tilesets (PNG)");
     }
-    let mut untyped = link(
-        href,
-        REL_TILESETS_VECTOR,
-        "application/json",
-        "vector tilesets (Mapbox Vector Tiles)",
-    );
-    if let Some(members) = untyped.as_object_mut() {
-        members.remove("type");
-    }
-    untyped
+    json!({"href": href, "rel": REL_TILESETS_VECTOR, "title": "vector tilesets (Mapbox Vector Tiles)"})
 }
 
 fn data_type(dataset: &Dataset) -> &'static str {
