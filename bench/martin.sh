@@ -42,6 +42,11 @@ start_martin() {
 TILES=(3/4/2 6/33/22 10/530/340 10/10/10)
 OURS="http://127.0.0.1:$API_PORT/api/tiles/$COLLECTION"
 THEIRS="http://127.0.0.1:$MARTIN_PORT/$TABLE"
+# Below the layer's complete zoom our tiles are generalized (thinned):
+# martin's hold every point there, so only the zooms from it on compare
+# feature for feature.
+COMPLETE=$(curl -sf "$OURS/tilejson.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["vector_layers"][0]["complete_zoom"])')
+log "the layer is complete from zoom $COMPLETE"
 
 printf '\n%-6s %-12s %9s %12s %10s %12s %10s %8s\n' cache tile features "ours req/s" "ours p99" "martin req/s" "martin p99" ratio
 for pairing in off on; do
@@ -56,10 +61,11 @@ for pairing in off on; do
     IFS=/ read -r z x y <<<"$tile"
     ours=$(mvt_features "$OURS/$tile.pbf" "$z" "$x" "$y")
     theirs=$(mvt_features "$THEIRS/$tile" "$z" "$x" "$y")
-    if [[ $ours != "$theirs" ]]; then
+    if ((z >= COMPLETE)) && [[ $ours != "$theirs" ]]; then
       echo "tile $tile: we serve $ours features, martin $theirs; not comparable" >&2
       exit 1
     fi
+    ((z >= COMPLETE)) || ours="$ours/$theirs"
     # Measurement lines (bench/wrk.sh): "-" where wrk gave no figure, a
     # p99 of ">2s" where requests timed out; the ratio cell says why it
     # has no figure, the lines under the row count timeouts and errors.

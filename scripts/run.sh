@@ -5,14 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
-# The crates download while apt installs (fetching needs no system package).
-FETCH=""
-if command -v cargo >/dev/null; then
-  cargo fetch --quiet &
-  FETCH=$!
-fi
-ensure_packages
-[[ -z $FETCH ]] || wait "$FETCH"
+build_while_installing --release --bins
 PORT=${CATALOG_PG_PORT:-54329}
 start_cluster "$ROOT/.data/pg" "$PORT"
 ensure_database "$PORT" catalog
@@ -24,6 +17,7 @@ export BOOTSTRAP_ADMIN_USERNAME=${BOOTSTRAP_ADMIN_USERNAME:-admin}
 export BOOTSTRAP_ADMIN_PASSWORD=${BOOTSTRAP_ADMIN_PASSWORD:-$(persistent_secret "$ROOT/.data/admin_password")}
 
 build_ui
+wait_early_build
 log "building (release)"
 cargo build --release --bins
 BIN=$CARGO_TARGET_DIR/release

@@ -15,12 +15,19 @@ as_root() {
 # ensure_packages [extra ...]: the Debian packages the service and its
 # build need, plus any extra ones a script needs, installed when missing.
 # Their services are not started (policy-rc.d): the project runs its own.
-ensure_packages() {
-  local wanted=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin libclang-dev pkg-config build-essential zip unzip curl python3 python3-venv fonts-dejavu-core "$@")
-  local missing=()
-  for pkg in "${wanted[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+WANTED_PACKAGES=(postgresql-15 postgresql-15-postgis-3 libgdal-dev gdal-bin libclang-dev pkg-config build-essential zip unzip curl python3 python3-venv fonts-dejavu-core)
+
+# missing_packages [extra ...]: the wanted packages not installed, one a line.
+missing_packages() {
+  local pkg
+  for pkg in "${WANTED_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
   done
+}
+
+ensure_packages() {
+  local missing=()
+  mapfile -t missing < <(missing_packages "$@")
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     local policy=/usr/sbin/policy-rc.d created=""
@@ -37,6 +44,35 @@ ensure_packages() {
   if ! command -v cargo >/dev/null; then
     echo "cargo is not installed: install a Rust toolchain (1.88 or newer) and run again" >&2
     exit 1
+  fi
+}
+
+# build_while_installing CARGO_BUILD_ARGS... -- [extra packages ...]: when
+# packages are missing, cargo compiles in the background, while apt
+# installs them, every crate that needs none (nearly all; `--keep-going`
+# leaves those that do to the build that follows, which waits for this one
+# on cargo's lock), then ensure_packages. The crates download meanwhile too.
+build_while_installing() {
+  local build=()
+  while (($#)) && [[ $1 != -- ]]; do build+=("$1"); shift; done
+  (($#)) && shift
+  if [[ -n $(missing_packages "$@") ]] && command -v cargo >/dev/null; then
+    mkdir -p "$ROOT/.data"
+    log "compiling what needs no Debian package while apt installs (log: .data/early-build.log)"
+    cargo build "${build[@]}" --keep-going >"$ROOT/.data/early-build.log" 2>&1 &
+    EARLY_BUILD=$!
+    trap 'kill $EARLY_BUILD 2>/dev/null || true' EXIT
+  fi
+  ensure_packages "$@"
+}
+
+# wait_early_build: waits for build_while_installing's compile, if any.
+wait_early_build() {
+  if [[ -n ${EARLY_BUILD:-} ]]; then
+    log "waiting for the early compile to finish"
+    wait "$EARLY_BUILD" || true
+    trap - EXIT
+    EARLY_BUILD=""
   fi
 }
 

@@ -16,10 +16,13 @@ cd "$ROOT"
 # (the transaction-mode pooler) and nginx (a caching proxy standing in for
 # a CDN) sit in front of the service in the scale-out tests. libfaketime
 # (faketime) runs an API process minutes ahead, for what must hold later.
-ensure_packages redis-server chromium python3-qgis pgbouncer nginx-light faketime
+# Lints as errors in the build the tests use (and so in the early compile).
+lint_as_built
+build_while_installing --workspace --bins --tests -- redis-server chromium python3-qgis pgbouncer nginx-light faketime
 build_ui
 log "linting the web UI (ESLint: feature boundaries, rules of hooks)"
 npm run --prefix "$ROOT/ui" --silent lint
+wait_early_build
 PORT=${CATALOG_TEST_PG_PORT:-54330}
 DIR="$ROOT/.data/test-pg"
 start_cluster "$DIR" "$PORT" fast
@@ -34,7 +37,6 @@ log "checking the Helm chart (lint, render, Kubernetes and KEDA schemas, offline
 scripts/helm_check.sh
 
 log "building, with clippy's lints as errors"
-lint_as_built
 # Test binaries of earlier builds stay beside the current ones (hundreds of
 # megabytes each, under another hash): keep only the newest of each test.
 python3 - "$CARGO_TARGET_DIR/debug/deps" <<'PY'

@@ -4,8 +4,8 @@
 //! older `POST /api/datasets/{id}/features` shares. Each write is one
 //! transaction that changes the row, makes a version with the row before
 //! and after (`catalog_shared::history`), rolls the data version (tiles
-//! and counts are cached under it), and keeps the feature count and
-//! extent true. Rows carry strong entity tags (a digest of the whole row);
+//! and counts are cached under it), and keeps the feature count, the
+//! extent and the generalized tiles' first zooms true. Rows carry strong entity tags (a digest of the whole row);
 //! PUT, PATCH and DELETE need `If-Match` (428 without, 412 when stale),
 //! checked under the row's lock, so of two writers holding the same tag
 //! one wins and the other gets 412.
@@ -18,7 +18,7 @@ use catalog_shared::{
     AppError,
     datasets::{ColumnInfo, ColumnType, DatasetKind, GeometryType, PublicationStatus},
     db::quote_ident,
-    extent,
+    extent, generalize,
     history::{record_edit, row_etag, row_json},
 };
 use serde_json::{Map, Value};
@@ -335,38 +335,76 @@ async fn written(tx: &mut PgConnection, (dataset, table): (&Dataset, &str), key:
     Ok(Written { key, feature, etag })
 }
 
-/// The extent after a change from the `before` to the `after` geometry
-/// (hex EWKB in the row JSON): counted again over the table only when the
-/// change can move it, a geometry reaching past it or one that touched
-/// its edge; otherwise it stands.
-async fn keep_extent(
+/// A box `(west, south, east, north)` in WGS 84.
+type Box = (f64, f64, f64, f64);
+
+/// The WGS 84 boxes of a change's `before` and `after` geometries (hex
+/// EWKB in the row JSON).
+async fn boxes_of(
     tx: &mut PgConnection,
-    (dataset, table): (&Dataset, &str),
+    dataset: &Dataset,
     before: Option<&Value>,
     after: Option<&Value>,
-) -> Result<(), AppError> {
+) -> Result<[Option<Box>; 2], AppError> {
     let geometry_of = |row: Option<&Value>| {
         row.and_then(|r| r.get(&dataset.geometry_column))
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let boxes: Vec<Option<(f64, f64, f64, f64)>> = {
-        let mut out = Vec::new();
-        for hex in [geometry_of(before), geometry_of(after)] {
-            out.push(match hex {
-                Some(hex) => sqlx::query_as(
-                    "SELECT ST_XMin(b), ST_YMin(b), ST_XMax(b), ST_YMax(b)
-                     FROM (SELECT ST_Transform(ST_SetSRID(g, CASE WHEN ST_SRID(g) = 0 THEN 4326 ELSE ST_SRID(g) END), 4326)::box2d AS b
-                           FROM (SELECT $1::geometry AS g) x) y WHERE b IS NOT NULL",
-                )
-                .bind(hex)
-                .fetch_optional(&mut *tx)
-                .await?,
-                None => None,
-            });
+    let mut boxes = [None, None];
+    for (slot, hex) in boxes.iter_mut().zip([geometry_of(before), geometry_of(after)]) {
+        if let Some(hex) = hex {
+            *slot = sqlx::query_as(
+                "SELECT ST_XMin(b), ST_YMin(b), ST_XMax(b), ST_YMax(b)
+                 FROM (SELECT ST_Transform(ST_SetSRID(g, CASE WHEN ST_SRID(g) = 0 THEN 4326 ELSE ST_SRID(g) END), 4326)::box2d AS b
+                       FROM (SELECT $1::geometry AS g) x) y WHERE b IS NOT NULL",
+            )
+            .bind(hex)
+            .fetch_optional(&mut *tx)
+            .await?;
         }
-        out
+    }
+    Ok(boxes)
+}
+
+/// The first zooms of the features around a change's `before` and `after`
+/// boxes, in the change's transaction, so the generalized tiles of the
+/// new data version draw it as a load would (decisions: Generalized tiles).
+async fn keep_generalization(
+    tx: &mut PgConnection,
+    (dataset, table): (&Dataset, &str),
+    boxes: &[Option<Box>; 2],
+) -> Result<(), AppError> {
+    let (Some(complete_zoom), Some(cell_bits)) = (dataset.complete_zoom, dataset.thinning_cell_bits) else {
+        return Ok(());
     };
+    let (Ok(complete_zoom), Ok(cell_bits)) = (u8::try_from(complete_zoom), u8::try_from(cell_bits)) else {
+        return Ok(());
+    };
+    let places: Vec<(f64, f64)> = boxes
+        .iter()
+        .flatten()
+        .map(|&(w, s, e, n)| ((w + e) / 2.0, (s + n) / 2.0))
+        .collect();
+    generalize::regeneralize_around(
+        tx,
+        (table, &dataset.key_column, &dataset.geometry_column),
+        (complete_zoom, cell_bits),
+        &places,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The extent after a change from the `before` to the `after` box:
+/// counted again over the table only when the change can move it, a
+/// geometry reaching past it or one that touched its edge; otherwise it
+/// stands.
+async fn keep_extent(
+    tx: &mut PgConnection,
+    (dataset, table): (&Dataset, &str),
+    boxes: &[Option<Box>; 2],
+) -> Result<(), AppError> {
     let current = dataset.extent_bbox.as_deref().filter(|b| b.len() == 4 && b[0] <= b[2]);
     let moves = match current {
         // No extent, or one across the antimeridian: counted again.
@@ -419,7 +457,9 @@ pub(crate) async fn insert_feature(
         query = query.bind(p.as_deref());
     }
     let (key, after) = query.fetch_one(&mut *tx).await.map_err(write_error)?;
-    keep_extent(&mut tx, (dataset, table), None, Some(&after)).await?;
+    let boxes = boxes_of(&mut tx, dataset, None, Some(&after)).await?;
+    keep_extent(&mut tx, (dataset, table), &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), &boxes).await?;
     record_edit(&mut tx, dataset.id, caller.user_id(), 1, &[(key, None, Some(after))]).await?;
     let written = written(&mut tx, (dataset, table), key).await?;
     tx.commit().await?;
@@ -563,7 +603,9 @@ async fn change_feature(
             Some(query.bind(key).fetch_one(&mut *tx).await.map_err(write_error)?)
         }
     };
-    keep_extent(&mut tx, (dataset, table), Some(&before), after.as_ref()).await?;
+    let boxes = boxes_of(&mut tx, dataset, Some(&before), after.as_ref()).await?;
+    keep_extent(&mut tx, (dataset, table), &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), &boxes).await?;
     let added = if after.is_none() { -1 } else { 0 };
     record_edit(
         &mut tx,

@@ -16,6 +16,7 @@ use catalog_shared::{
     AppError,
     datasets::{ColumnInfo, ColumnType},
     db::quote_ident,
+    generalize,
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -64,8 +65,8 @@ const BUFFER: u32 = 64;
 pub const MAX_ZOOM: u32 = 24;
 /// The zoom past which viewers over-zoom instead of asking for more tiles.
 pub const SOURCE_MAX_ZOOM: u32 = 16;
-/// Features one tile carries at most; the cluster tiles summarise more.
-const MAX_FEATURES_PER_TILE: u32 = 50_000;
+/// Features one tile carries at most (decisions: Generalized tiles).
+const MAX_FEATURES_PER_TILE: u64 = generalize::MAX_TILE_FEATURES;
 /// Cluster cells per tile side (64 px cells on a 512 px tile).
 const CLUSTER_GRID: u32 = 8;
 
@@ -188,20 +189,58 @@ pub(crate) fn tile_value(column: &ColumnInfo) -> String {
     }
 }
 
-fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo]) -> String {
+/// The vector tile query; `generalized` below the dataset's complete zoom.
+fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo], generalized: bool) -> String {
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
+    let key = quote_ident(&dataset.key_column);
+    let points = dataset.geometry_type.is_some_and(|t| t.dimension() == Some(0));
+    let (geometry, thinning, order) = if generalized {
+        let geometry = if points {
+            geometry_3857(dataset)
+        } else {
+            // Half a pixel of a 512-pixel tile at zoom $1, in metres.
+            format!(
+                "ST_Simplify({}, {} / (1024 * power(2, $1)), true)",
+                geometry_3857(dataset),
+                2.0 * WORLD_HALF_SIDE
+            )
+        };
+        let first_zoom = generalize::FIRST_ZOOM_COLUMN;
+        (
+            geometry,
+            format!(" AND t.{first_zoom} <= $1"),
+            format!("ORDER BY t.{first_zoom}, t.{key} "),
+        )
+    } else {
+        (geometry_3857(dataset), String::new(), String::new())
+    };
     format!(
         include_str!("tiles/vector_tile.sql"),
         attributes = attributes,
-        key = quote_ident(&dataset.key_column),
+        key = key,
         geom = quote_ident(&dataset.geometry_column),
-        geometry = geometry_3857(dataset),
+        geometry = geometry,
         table = table,
         area = tile_area_in_storage_crs(dataset),
+        thinning = thinning,
+        order = order,
         extent = EXTENT,
         buffer = BUFFER,
         max_features = MAX_FEATURES_PER_TILE,
     )
+}
+
+/// The zoom from which a dataset's tiles hold every feature they meet (0
+/// for a layer not generalized: it is never thinned, only bounded).
+pub(crate) fn complete_zoom(dataset: &Dataset) -> i16 {
+    dataset.complete_zoom.unwrap_or(0)
+}
+
+/// Whether tile zoom `z` of `dataset` is below its complete zoom.
+pub(crate) fn is_generalized(dataset: &Dataset, z: u32) -> bool {
+    dataset
+        .complete_zoom
+        .is_some_and(|complete| i64::from(z) < i64::from(complete))
 }
 
 fn cluster_tile_sql(dataset: &Dataset, table: &str) -> String {
@@ -326,7 +365,7 @@ pub(crate) async fn dataset_tile(
         asked,
         (dataset, (z, x, y)),
         TileRoute::Vector,
-        |d, table| vector_tile_sql(d, table, &published_columns(d)),
+        |d, table, generalized| vector_tile_sql(d, table, &published_columns(d), generalized),
     )
     .await
 }
@@ -358,7 +397,7 @@ async fn cluster_tile(
         &asked,
         (dataset, (&z, &x, &y)),
         TileRoute::Cluster,
-        cluster_tile_sql,
+        |d, table, _| cluster_tile_sql(d, table),
     )
     .await
 }
@@ -403,14 +442,19 @@ async fn serve_tile(
     asked: &TileRequest<'_>,
     (dataset, (z, x, y)): (Arc<Dataset>, (&str, &str, &str)),
     route: TileRoute,
-    sql_of: impl Fn(&Dataset, &str) -> String,
+    sql_of: impl Fn(&Dataset, &str, bool) -> String,
 ) -> Result<Response, AppError> {
     let at = tile_address(z, x, y)?;
     let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
     let data = crate::read_gate::open(state, caller, &dataset).await?;
-    let memo = &dataset.tile_sql.0[usize::from(route == TileRoute::Cluster)];
+    let generalized = route == TileRoute::Vector && is_generalized(&dataset, at.z);
+    let memo = &dataset.tile_sql.0[match route {
+        TileRoute::Cluster => 1,
+        _ if generalized => 2,
+        _ => 0,
+    }];
     let (sql, digest) = memo.get_or_init(|| {
-        let sql = with_data_version(&sql_of(&dataset, data.table()));
+        let sql = with_data_version(&sql_of(&dataset, data.table(), generalized));
         let digest = recipe_digest(&sql);
         (sql.into(), digest)
     });
@@ -516,7 +560,8 @@ fn vector_tilejson(dataset: &Dataset, base: &str, query: &str) -> Value {
         "tiles": [format!("{base}/api/tiles/{}/{{z}}/{{x}}/{{y}}.pbf{query}", dataset.id)],
         "minzoom": 0,
         "maxzoom": SOURCE_MAX_ZOOM,
-        "vector_layers": [{"id": dataset.layer_name(), "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM}],
+        "vector_layers": [{"id": dataset.layer_name(), "fields": fields, "minzoom": 0, "maxzoom": SOURCE_MAX_ZOOM,
+                           "complete_zoom": complete_zoom(dataset)}],
     })
 }
 

@@ -228,8 +228,9 @@ pub fn ogr_type_name(field_type: OGRFieldType::Type) -> &'static str {
     }
 }
 
-/// Column names reserved for the key and geometry the service adds.
-const RESERVED: [&str; 2] = ["gid", "geom"];
+/// Column names reserved for what the service adds: the key, the geometry
+/// and the tiles' first zoom.
+const RESERVED: [&str; 3] = ["gid", "geom", catalog_shared::generalize::FIRST_ZOOM_COLUMN];
 const MAX_IDENT_BYTES: usize = 63;
 
 /// A lower-case SQL identifier built from any name: letters, digits and

@@ -12,6 +12,7 @@ use std::{
 use catalog_shared::{
     datasets::{self, DatasetVisibility, GeometryType},
     extent::ExtentTracker,
+    generalize::{self, Recorded},
     history::{self, VersionKind},
     ingest_report::IngestReport,
     jobs::JobStatus,
@@ -41,6 +42,8 @@ pub struct LoadedLayer {
     pub rows: u64,
     /// What loading did to every row of the layer.
     pub report: IngestReport,
+    /// What its tiles below the complete zoom draw.
+    pub generalization: Recorded,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
@@ -83,6 +86,8 @@ pub async fn load_layer(
                 ctx.progress("indexing", Some(rows as i64), Some(rows as i64)).await?;
                 let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &mut stats).await?;
                 index_and_analyze(ctx, &staging, &table, stats.read + 1).await?;
+                let indexed = started.elapsed();
+                let generalization = generalize(ctx, &staging, &table).await?;
                 tracing::info!(
                     job_id = %ctx.job_id,
                     layer = %plan.name,
@@ -90,7 +95,10 @@ pub async fn load_layer(
                     quarantined = report.rows_quarantined,
                     repaired = report.rows_repaired,
                     copy_ms = copied.as_millis() as u64,
-                    index_ms = (started.elapsed() - copied).as_millis() as u64,
+                    index_ms = (indexed - copied).as_millis() as u64,
+                    generalize_ms = (started.elapsed() - indexed).as_millis() as u64,
+                    complete_zoom = generalization.complete_zoom,
+                    kept_below_it = generalization.kept,
                     "layer loaded"
                 );
                 return Ok(LoadedLayer {
@@ -100,6 +108,7 @@ pub async fn load_layer(
                     stats,
                     rows,
                     report,
+                    generalization,
                 });
             }
             Err(CopyError::Read(ReadError::GeometryMismatch)) if target != GeomTarget::Generic => {
@@ -322,6 +331,13 @@ async fn build_index(ctx: &JobContext, statement: String) -> Result<(), JobError
     Ok(())
 }
 
+/// What the low zooms of a staging table's tiles draw
+/// (`catalog_shared::generalize`); its partial index is named after `table`.
+pub(crate) async fn generalize(ctx: &JobContext, staging: &str, table: &str) -> Result<Recorded, JobError> {
+    let staging_q = format!("data.{}", quote(staging));
+    Ok(generalize::generalize_table(&ctx.deps.pool, &staging_q, &format!("{table}_low_zooms_idx")).await?)
+}
+
 /// The transaction that publishes a loaded layer, once the job is known to
 /// be still running (locked, so a cancel waits for the outcome).
 async fn begin_publishing(
@@ -418,8 +434,9 @@ pub async fn publish(
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type, srid, source_srid,
                                extent_bbox, feature_count, column_info, sample_values, visibility,
-                               source_format, source_filename, source_layer, job_id, created_by, geometry_info)
-         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                               source_format, source_filename, source_layer, job_id, created_by, geometry_info,
+                               complete_zoom, thinning_cell_bits)
+         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
     )
     .bind(dataset_id)
     .bind(&meta.title)
@@ -438,6 +455,8 @@ pub async fn publish(
     .bind(ctx.job_id)
     .bind(ctx.created_by)
     .bind(geometry_info(loaded))
+    .bind(i16::from(loaded.generalization.complete_zoom))
+    .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
     let columns = reader::column_info(plan);
@@ -485,7 +504,8 @@ pub async fn replace(
     sqlx::query(
         "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
                 column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
-                geometry_info = $11, data_version = data_version + 1, updated_at = now()
+                geometry_info = $11, complete_zoom = $12, thinning_cell_bits = $13,
+                data_version = data_version + 1, updated_at = now()
          WHERE id = $1",
     )
     .bind(dataset_id)
@@ -499,6 +519,8 @@ pub async fn replace(
     .bind(&source.filename)
     .bind(&source.layer)
     .bind(geometry_info(loaded))
+    .bind(i16::from(loaded.generalization.complete_zoom))
+    .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
     // The time axis stays where it was while the new data has it;

@@ -34,12 +34,17 @@ pub fn era_table(dataset_id: Uuid, era: i32) -> String {
 }
 
 /// A row of a dataset table as JSON, exactly: every column as `to_jsonb`
-/// gives it, the geometry as hex EWKB (its JSON cast would round it).
-/// `jsonb_populate_record` reads it back to the same row.
+/// gives it, the geometry as hex EWKB (its JSON cast would round it), but
+/// not the tiles' first zoom (the service's, not the data's: a restore
+/// ranks its rows anew). `jsonb_populate_record` reads it back to the same
+/// row.
 pub fn row_json(alias: &str, geometry_column: &str) -> String {
     let geometry = quote_ident(geometry_column);
     let key = quote_literal(geometry_column);
-    format!("((to_jsonb({alias}) - {key}) || jsonb_build_object({key}, encode(ST_AsEWKB({alias}.{geometry}), 'hex')))")
+    let first_zoom = quote_literal(crate::generalize::FIRST_ZOOM_COLUMN);
+    format!(
+        "((to_jsonb({alias}) - {key} - {first_zoom}) || jsonb_build_object({key}, encode(ST_AsEWKB({alias}.{geometry}), 'hex')))"
+    )
 }
 
 /// The first version of a dataset just published (its row written), a

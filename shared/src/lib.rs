@@ -15,6 +15,7 @@ pub mod datasets;
 pub mod db;
 pub mod error;
 pub mod extent;
+pub mod generalize;
 pub mod history;
 pub mod ingest_report;
 pub mod jobs;

@@ -8,7 +8,7 @@ use std::{
     process::Command,
 };
 
-use catalog_tests::{Api, Stack, StackOptions, data_file, ogrinfo_of_tile, shapefile_members, zip_owned};
+use catalog_tests::{Api, Stack, StackOptions, data_file, decode_png, ogrinfo_of_tile, shapefile_members, zip_owned};
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
@@ -259,6 +259,77 @@ async fn clients_of_ogc_api_tiles_find_every_feature_and_pixel() {
     );
     // The data is there: the alpha band is opaque somewhere.
     assert!(info.contains("STATISTICS_MAXIMUM=255"), "{info}");
+
+    // Any other reader (here one that names itself, as browsers, OWSLib and
+    // GDAL 3.8 do) gets the tiles that hold the raster at every zoom, on
+    // both tile matrix sets: the extent's tiles, and no tile outside them
+    // with a pixel of data.
+    let extent: Vec<f64> = serde_json::from_value(collection["extent"]["spatial"]["bbox"][0].clone()).unwrap();
+    for (tms, columns_per_row) in [("WebMercatorQuad", 1u64), ("WorldCRS84Quad", 2)] {
+        let tileset = stack.url(&format!("/api/collections/{raster}/tiles/{tms}"));
+        let named = stack
+            .http
+            .get(&tileset)
+            .header("User-Agent", "Mozilla/5.0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(named.headers()["vary"], "User-Agent");
+        let named: Value = named.json().await.unwrap();
+        let gdal_36: Value = stack.http.get(&tileset).send().await.unwrap().json().await.unwrap();
+        let limits = named["tileMatrixSetLimits"].as_array().unwrap();
+        assert!(!limits.is_empty(), "{named}");
+        for (exact, old) in limits.iter().zip(gdal_36["tileMatrixSetLimits"].as_array().unwrap()) {
+            let z: u32 = exact["tileMatrix"].as_str().unwrap().parse().unwrap();
+            let n = |l: &Value, k: &str| l[k].as_u64().unwrap();
+            let expected = data_tiles(tms, &extent, z);
+            let got = ["minTileCol", "maxTileCol", "minTileRow", "maxTileRow"].map(|k| n(exact, k));
+            assert_eq!(got, expected, "{tms} zoom {z}: {exact}");
+            assert_eq!(
+                [
+                    n(old, "minTileCol"),
+                    n(old, "maxTileCol"),
+                    n(old, "minTileRow"),
+                    n(old, "maxTileRow")
+                ],
+                [0, expected[1], 0, (1 << z) - 1],
+                "{tms} zoom {z}, GDAL 3.6's limits: {old}"
+            );
+            // The ring of tiles around the limits holds no data.
+            let [min_col, max_col, min_row, max_row] = expected;
+            let (last_col, last_row) = ((columns_per_row << z) - 1, (1u64 << z) - 1);
+            for row in min_row.saturating_sub(1)..=(max_row + 1).min(last_row) {
+                for col in min_col.saturating_sub(1)..=(max_col + 1).min(last_col) {
+                    let (status, body) = get(
+                        &stack,
+                        &stack.url(&format!("/api/collections/{raster}/tiles/{tms}/{z}/{row}/{col}")),
+                    )
+                    .await;
+                    let inside = (min_row..=max_row).contains(&row) && (min_col..=max_col).contains(&col);
+                    let holds_data = status == 200 && decode_png(&body).2.iter().any(|p| p[3] > 0);
+                    assert!(
+                        inside || !holds_data,
+                        "{tms} {z}/{row}/{col} holds data outside {exact}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The columns and rows `[min_col, max_col, min_row, max_row]` of the tiles
+/// that hold `[west, south, east, north]` at zoom `z`.
+fn data_tiles(tms: &str, extent: &[f64], z: u32) -> [u64; 4] {
+    let rows = f64::from(1u32 << z);
+    let (columns, row_of): (f64, Box<dyn Fn(f64) -> f64>) = if tms == "WebMercatorQuad" {
+        let row = move |lat: f64| (1.0 - lat.to_radians().tan().asinh() / std::f64::consts::PI) / 2.0 * rows;
+        (rows, Box::new(row))
+    } else {
+        (2.0 * rows, Box::new(move |lat: f64| (90.0 - lat) / 180.0 * rows))
+    };
+    let col = |lon: f64| ((lon + 180.0) / 360.0 * columns).floor() as u64;
+    let row = |lat: f64| row_of(lat).floor() as u64;
+    [col(extent[0]), col(extent[2]), row(extent[3]), row(extent[1])]
 }
 
 /// Runs `tests/clients/qgis_draw.py` with Debian's Python and QGIS.

@@ -7,8 +7,11 @@
 use axum::{
     Json,
     extract::{OriginalUri, State},
-    http::HeaderMap,
-    response::Response,
+    http::{
+        HeaderMap,
+        header::{USER_AGENT, VARY},
+    },
+    response::{IntoResponse, Response},
 };
 use catalog_shared::AppError;
 use serde::Deserialize;
@@ -25,8 +28,8 @@ use crate::{
     extract::{LinkCredential, Path, Query},
     state::AppState,
     tiles::{
-        MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, TileRequest, TileVersion, dataset_tile, native_zoom,
-        tile_query,
+        MVT_MEDIA_TYPE, RasterTileQuery, SOURCE_MAX_ZOOM, TileRequest, TileVersion, complete_zoom, dataset_tile,
+        native_zoom, tile_query,
     },
 };
 
@@ -111,15 +114,41 @@ fn zooms(dataset: &Dataset, tms: TileMatrixSet) -> std::ops::RangeInclusive<u32>
     coarsest..=finest
 }
 
-/// `tileMatrixSetLimits`: for vectors the tiles that hold the data; for
-/// rasters every row and the columns from the first, which is how GDAL 3.6
-/// reads limits (it takes neither a first row nor a first column).
-fn tileset_limits(dataset: &Dataset, tms: TileMatrixSet) -> Vec<Value> {
+/// Who reads a raster tileset's limits. GDAL 3.0 to 3.7's OGC API driver
+/// sizes a raster's grid from every row whatever the limits say and takes
+/// no first column (OSGeo/gdal#8130, fixed in 3.8): given the rows and
+/// columns that hold the data, it opens the raster at another pixel size.
+/// Those versions send no User-Agent (3.6) or `GDAL/3.7.x`; they get every
+/// row and the columns from the first, a superset of the data's tiles.
+#[derive(Clone, Copy, PartialEq)]
+enum LimitsReader {
+    Exact,
+    GdalBefore38,
+}
+
+impl LimitsReader {
+    fn of(headers: &HeaderMap) -> Self {
+        let agent = headers.get(USER_AGENT).map(|v| v.as_bytes());
+        let old_gdal = |a: &[u8]| {
+            a.strip_prefix(b"GDAL/3.")
+                .is_some_and(|rest| matches!(rest, [b'0'..=b'7', b'.', ..]))
+        };
+        match agent {
+            None => Self::GdalBefore38,
+            Some(a) if old_gdal(a) => Self::GdalBefore38,
+            Some(_) => Self::Exact,
+        }
+    }
+}
+
+/// `tileMatrixSetLimits`: the tiles that hold the data at each zoom; for a
+/// raster read by GDAL before 3.8, every row and the columns from the first.
+fn tileset_limits(dataset: &Dataset, tms: TileMatrixSet, reader: LimitsReader) -> Vec<Value> {
     let extent = dataset.extent_bbox.as_deref();
     zooms(dataset, tms)
         .map(|z| {
             let mut l = limits(tms, extent, z);
-            if dataset.is_raster() {
+            if dataset.is_raster() && reader == LimitsReader::GdalBefore38 {
                 l.min_col = 0;
                 l.min_row = 0;
                 l.max_row = (1u64 << z) - 1;
@@ -204,8 +233,9 @@ pub async fn tileset(
     State(state): State<AppState>,
     caller: Caller,
     credential: LinkCredential,
+    headers: HeaderMap,
     Path((id, tms)): Path<(String, String)>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Response, AppError> {
     let dataset = visible_collection(&state, &caller, &id).await?;
     let tms = tileset_of(&dataset, &tms)?;
     let base = &state.config.public_url;
@@ -215,7 +245,7 @@ pub async fn tileset(
         "dataType": data_type(&dataset),
         "crs": tms.crs(),
         "tileMatrixSetURI": tms.uri(),
-        "tileMatrixSetLimits": tileset_limits(&dataset, tms),
+        "tileMatrixSetLimits": tileset_limits(&dataset, tms, LimitsReader::of(&headers)),
         "links": [
             link(tileset_href(base, &dataset, tms, &credential), "self", "application/json", "this tileset"),
             link(tms.href(base), REL_TILING_SCHEME, "application/json", "the tile matrix set"),
@@ -238,6 +268,8 @@ pub async fn tileset(
             "dataType": "vector",
             "minTileMatrix": "0",
             "maxTileMatrix": SOURCE_MAX_ZOOM.to_string(),
+            // Below it, tiles are generalized (decisions: Generalized tiles).
+            "complete_zoom": complete_zoom(&dataset),
             "propertiesSchema": {"type": "object", "properties": properties},
         });
         if let Some(dimension) = dataset.geometry_type.and_then(|t| t.dimension()) {
@@ -245,7 +277,8 @@ pub async fn tileset(
         }
         document["layers"] = json!([layer]);
     }
-    Ok(Json(document))
+    // The limits depend on the reader (`LimitsReader`).
+    Ok(([(VARY, "User-Agent")], Json(document)).into_response())
 }
 /// The encoding of a tile: `mvt` for a vector dataset; `png` (default),
 /// `jpeg` or `webp` for a raster.

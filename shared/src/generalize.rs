@@ -1,0 +1,562 @@
+//! Generalized tiles (decisions: Generalized tiles): which features a
+//! vector tile below the dataset's complete zoom carries. A feature has a
+//! first zoom: the lowest at which it is the feature of least priority in
+//! its cell (cells of 8 by 8 pixels, 64 a side of a 512-pixel tile, fewer
+//! when features are heavy), or at which a line or polygon is a pixel
+//! across. Priorities come from the key alone and the cells of zoom z + 1
+//! lie inside those of zoom z, so a feature kept at zoom z is kept above
+//! it, neighbouring tiles agree, and a feature's first zoom depends only
+//! on the features of its zoom-0 cell (what an edit recomputes). The
+//! complete zoom is the first at which every tile, holding every feature
+//! it meets, stays within the tile bounds.
+use std::collections::HashMap;
+
+use futures::TryStreamExt;
+use sqlx::{PgConnection, PgPool};
+
+use crate::db::quote_ident;
+
+/// Tiles are cut up to this zoom and over-zoomed past it.
+pub const MAX_ZOOM: u8 = 16;
+/// What one tile may carry at most (decisions).
+pub const MAX_TILE_FEATURES: u64 = 100_000;
+pub const MAX_TILE_BYTES: u64 = 2_000_000;
+/// The column of a loaded table that holds a kept feature's first zoom
+/// (null for a feature first drawn at the complete zoom).
+pub const FIRST_ZOOM_COLUMN: &str = "__minzoom";
+/// Cells a tile side at most: 8-pixel cells of a 512-pixel tile.
+const MAX_CELL_BITS: u8 = 6;
+/// At least 8 cells a side, whatever the features weigh.
+const MIN_CELL_BITS: u8 = 3;
+/// Bits of a centre's position on each axis.
+const LEVELS: u8 = MAX_ZOOM + MAX_CELL_BITS;
+/// A feature whose box covers more tiles than this at a zoom is counted
+/// in every tile of that zoom.
+const WIDE: u64 = 1024;
+/// A tile's buffer and the estimate of a feature's weight are not exact:
+/// the complete zoom keeps a tenth of each bound spare.
+const SPARE_NUMERATOR: u64 = 9;
+const SPARE_DENOMINATOR: u64 = 10;
+
+/// A feature as generalization sees it: its key and its box in WGS 84.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Feature {
+    pub key: i64,
+    pub west: f64,
+    pub south: f64,
+    pub east: f64,
+    pub north: f64,
+}
+
+/// What a layer's low zooms need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generalization {
+    /// The first zoom whose tiles hold every feature they meet; `MAX_ZOOM
+    /// + 1` when even zoom 16's do not.
+    pub complete_zoom: u8,
+    /// Cells a tile side below the complete zoom, as a power of two.
+    pub cell_bits: u8,
+    /// Each feature first drawn below the complete zoom, with that zoom.
+    pub first_zooms: Vec<(i64, u8)>,
+}
+
+/// A feature placed on Web Mercator: the Morton code of its centre at
+/// `LEVELS` bits, its box as fractions of the world (x east, y south).
+struct Placed {
+    code: u64,
+    key: i64,
+    priority: u64,
+    min: (f64, f64),
+    max: (f64, f64),
+}
+
+/// The cells a tile side for features of `bytes_per_feature`: a tile of
+/// one feature per cell stays within the byte bound.
+pub fn cell_bits_for(bytes_per_feature: u64) -> u8 {
+    let budget = MAX_TILE_BYTES * SPARE_NUMERATOR / SPARE_DENOMINATOR;
+    (MIN_CELL_BITS..=MAX_CELL_BITS)
+        .rev()
+        .find(|bits| (1u64 << (2 * bits)) * bytes_per_feature.max(1) <= budget)
+        .unwrap_or(MIN_CELL_BITS)
+}
+
+/// Features one complete tile may hold, given their weight.
+pub fn tile_budget(bytes_per_feature: u64) -> u64 {
+    MAX_TILE_FEATURES.min(MAX_TILE_BYTES / bytes_per_feature.max(1)) * SPARE_NUMERATOR / SPARE_DENOMINATOR
+}
+
+/// The generalization of a whole layer whose features weigh about
+/// `bytes_per_feature` each in a tile.
+pub fn generalize(features: &[Feature], bytes_per_feature: u64) -> Generalization {
+    let mut placed = place(features);
+    let complete_zoom = complete_zoom(&placed, tile_budget(bytes_per_feature));
+    let cell_bits = cell_bits_for(bytes_per_feature);
+    let first_zooms = rank(&mut placed, complete_zoom, cell_bits);
+    Generalization {
+        complete_zoom,
+        cell_bits,
+        first_zooms,
+    }
+}
+
+/// The first zooms of `features` given the layer's complete zoom and cell
+/// size: for all features of one or more zoom-0 cells (an edit's), the
+/// same as `generalize` gives them for the whole layer.
+pub fn first_zooms(features: &[Feature], complete_zoom: u8, cell_bits: u8) -> Vec<(i64, u8)> {
+    rank(&mut place(features), complete_zoom, cell_bits)
+}
+
+/// The zoom-0 cell of a point, as `[west, south, east, north]` in WGS 84:
+/// the features an edit there may change the first zoom of.
+pub fn zoom_0_cell(lon: f64, lat: f64, cell_bits: u8) -> [f64; 4] {
+    let (x, y) = mercator(lon, lat);
+    let cells = f64::from(1u32 << cell_bits);
+    let (column, row) = ((x * cells).floor(), (y * cells).floor());
+    let lon_of = |x: f64| x * 360.0 - 180.0;
+    let lat_of = |y: f64| (std::f64::consts::PI * (1.0 - 2.0 * y)).sinh().atan().to_degrees();
+    [
+        lon_of(column / cells),
+        lat_of((row + 1.0) / cells),
+        lon_of((column + 1.0) / cells),
+        lat_of(row / cells),
+    ]
+}
+
+/// A layer's generalization as its dataset records it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recorded {
+    pub complete_zoom: u8,
+    pub cell_bits: u8,
+    /// Features drawn below the complete zoom.
+    pub kept: u64,
+}
+
+/// Generalizes a loaded table (`schema.table`, quoted; key `gid`, geometry
+/// `geom` in WGS 84): every feature's box is read once, the first zooms go
+/// into the table's `__minzoom` column (null for the others), and a
+/// partial spatial index named `index` holds the features it draws.
+pub async fn generalize_table(pool: &PgPool, table: &str, index: &str) -> Result<Recorded, sqlx::Error> {
+    let features: Vec<Feature> = sqlx::query_as::<_, (i64, f64, f64, f64, f64)>(sqlx::AssertSqlSafe(format!(
+        "SELECT gid, ST_XMin(geom), ST_YMin(geom), ST_XMax(geom), ST_YMax(geom) FROM {table} WHERE NOT ST_IsEmpty(geom)"
+    )))
+    .fetch(pool)
+    .map_ok(|(key, west, south, east, north)| Feature {
+        key,
+        west,
+        south,
+        east,
+        north,
+    })
+    .try_collect()
+    .await?;
+    let table_bytes: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT pg_table_size('{table}'::regclass)"
+    )))
+    .fetch_one(pool)
+    .await?;
+    let bytes_per_feature = table_bytes.max(0) as u64 / (features.len() as u64).max(1);
+    let g = generalize(&features, bytes_per_feature);
+    let mut conn = pool.acquire().await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {FIRST_ZOOM_COLUMN} smallint"
+    )))
+    .execute(&mut *conn)
+    .await?;
+    // A table copied from another (a restored version) brings its ranks.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE {table} SET {FIRST_ZOOM_COLUMN} = NULL WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL"
+    )))
+    .execute(&mut *conn)
+    .await?;
+    write_first_zooms(&mut conn, table, "gid", &g.first_zooms).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE INDEX IF NOT EXISTS {} ON {table} USING gist (geom) WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL",
+        quote_ident(index)
+    )))
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("ANALYZE {table} ({FIRST_ZOOM_COLUMN})")))
+        .execute(&mut *conn)
+        .await?;
+    Ok(Recorded {
+        complete_zoom: g.complete_zoom,
+        cell_bits: g.cell_bits,
+        kept: g.first_zooms.len() as u64,
+    })
+}
+
+/// Sets `__minzoom` of the given keys, in batches.
+async fn write_first_zooms(
+    conn: &mut PgConnection,
+    table: &str,
+    key: &str,
+    first_zooms: &[(i64, u8)],
+) -> Result<(), sqlx::Error> {
+    for batch in first_zooms.chunks(50_000) {
+        let keys: Vec<i64> = batch.iter().map(|(k, _)| *k).collect();
+        let zooms: Vec<i16> = batch.iter().map(|(_, z)| i16::from(*z)).collect();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} t SET {FIRST_ZOOM_COLUMN} = v.z FROM unnest($1::bigint[], $2::smallint[]) v(k, z)
+             WHERE t.{} = v.k",
+            quote_ident(key)
+        )))
+        .bind(keys)
+        .bind(zooms)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// After an edit: the first zooms of the features of the zoom-0 cells of
+/// `places` (longitude, latitude: where edited features are and were), in
+/// the edit's transaction. `table` is quoted, `key` and `geometry` are
+/// column names, the geometry in WGS 84.
+pub async fn regeneralize_around(
+    conn: &mut PgConnection,
+    (table, key, geometry): (&str, &str, &str),
+    recorded: (u8, u8),
+    places: &[(f64, f64)],
+) -> Result<(), sqlx::Error> {
+    let (complete_zoom, cell_bits) = recorded;
+    let mut cells: Vec<[f64; 4]> = places
+        .iter()
+        .filter(|(lon, lat)| lon.is_finite() && lat.is_finite())
+        .map(|&(lon, lat)| zoom_0_cell(lon, lat, cell_bits))
+        .collect();
+    cells.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    cells.dedup();
+    let (key_q, geom_q) = (quote_ident(key), quote_ident(geometry));
+    for cell in cells {
+        let candidates: Vec<Feature> = sqlx::query_as::<_, (i64, f64, f64, f64, f64)>(sqlx::AssertSqlSafe(format!(
+            "SELECT {key_q}::bigint, ST_XMin({geom_q}), ST_YMin({geom_q}), ST_XMax({geom_q}), ST_YMax({geom_q})
+             FROM {table} WHERE {geom_q} && ST_MakeEnvelope($1, $2, $3, $4, 4326) AND NOT ST_IsEmpty({geom_q})"
+        )))
+        .bind(cell[0])
+        .bind(cell[1])
+        .bind(cell[2])
+        .bind(cell[3])
+        .fetch(&mut *conn)
+        .map_ok(|(key, west, south, east, north)| Feature {
+            key,
+            west,
+            south,
+            east,
+            north,
+        })
+        .try_collect()
+        .await?;
+        // Features ranked in this cell are those whose centre is in it.
+        let inside: Vec<Feature> = candidates
+            .into_iter()
+            .filter(|f| zoom_0_cell((f.west + f.east) / 2.0, (f.south + f.north) / 2.0, cell_bits) == cell)
+            .collect();
+        let keys: Vec<i64> = inside.iter().map(|f| f.key).collect();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET {FIRST_ZOOM_COLUMN} = NULL WHERE {key_q} = ANY($1) AND {FIRST_ZOOM_COLUMN} IS NOT NULL"
+        )))
+        .bind(&keys)
+        .execute(&mut *conn)
+        .await?;
+        write_first_zooms(conn, table, key, &first_zooms(&inside, complete_zoom, cell_bits)).await?;
+    }
+    Ok(())
+}
+
+fn place(features: &[Feature]) -> Vec<Placed> {
+    let mut placed: Vec<Placed> = features
+        .iter()
+        .filter(|f| [f.west, f.south, f.east, f.north].iter().all(|v| v.is_finite()))
+        .map(|f| {
+            let (x0, y1) = mercator(f.west.min(f.east), f.south.min(f.north));
+            let (x1, y0) = mercator(f.west.max(f.east), f.south.max(f.north));
+            // The centre in degrees, as an edit's cell is found (`zoom_0_cell`).
+            let (cx, cy) = mercator((f.west + f.east) / 2.0, (f.south + f.north) / 2.0);
+            let side = f64::from(1u32 << LEVELS);
+            let cell = |v: f64| ((v * side) as u64).min((1 << LEVELS) - 1) as u32;
+            Placed {
+                code: morton(cell(cx), cell(cy)),
+                key: f.key,
+                priority: splitmix64(f.key as u64),
+                min: (x0, y0),
+                max: (x1, y1),
+            }
+        })
+        .collect();
+    placed.sort_unstable_by_key(|p| p.code);
+    placed
+}
+
+/// The first zoom from 0 at which no tile holds more than `budget`
+/// features: a feature counts in each tile its box meets (in every tile
+/// when it meets more than `WIDE`).
+fn complete_zoom(placed: &[Placed], budget: u64) -> u8 {
+    (0..=MAX_ZOOM)
+        .find(|&z| most_in_a_tile(placed, z) <= budget)
+        .unwrap_or(MAX_ZOOM + 1)
+}
+
+fn most_in_a_tile(placed: &[Placed], z: u8) -> u64 {
+    let tiles = f64::from(1u32 << z);
+    let index = |v: f64| ((v * tiles) as u64).min((1 << z) - 1);
+    let range = |p: &Placed| (index(p.min.0), index(p.max.0), index(p.min.1), index(p.max.1));
+    // Features over more than one tile, counted in each (or everywhere).
+    let mut spread: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut everywhere = 0u64;
+    for p in placed {
+        let (c0, c1, r0, r1) = range(p);
+        let covered = (c1 - c0 + 1) * (r1 - r0 + 1);
+        if covered > WIDE {
+            everywhere += 1;
+        } else if covered > 1 {
+            for c in c0..=c1 {
+                for r in r0..=r1 {
+                    *spread.entry((c, r)).or_default() += 1;
+                }
+            }
+        }
+    }
+    // Features in one tile are runs of the Morton order.
+    let shift = 2 * u32::from(LEVELS - z);
+    let mut most = spread.values().copied().max().unwrap_or(0);
+    let mut runs = placed
+        .iter()
+        .filter(|p| {
+            let (c0, c1, r0, r1) = range(p);
+            c0 == c1 && r0 == r1
+        })
+        .map(|p| p.code >> shift)
+        .peekable();
+    while let Some(tile) = runs.next() {
+        let mut n = 1;
+        while runs.next_if_eq(&tile).is_some() {
+            n += 1;
+        }
+        let (column, row) = unmorton(tile);
+        let spread_here = spread.get(&(u64::from(column), u64::from(row))).copied().unwrap_or(0);
+        most = most.max(n + spread_here);
+    }
+    most + everywhere
+}
+
+/// Each feature's first zoom below `complete_zoom`: the lowest at which it
+/// has the least priority of its cell, or at which it is a pixel across.
+fn rank(placed: &mut [Placed], complete_zoom: u8, cell_bits: u8) -> Vec<(i64, u8)> {
+    let mut first = vec![u8::MAX; placed.len()];
+    for z in 0..complete_zoom.min(MAX_ZOOM + 1) {
+        let level = z + cell_bits;
+        let shift = 2 * u32::from(LEVELS.saturating_sub(level));
+        let mut start = 0;
+        while start < placed.len() {
+            let cell = placed[start].code >> shift;
+            let mut end = start;
+            let mut least = start;
+            while end < placed.len() && placed[end].code >> shift == cell {
+                if (placed[end].priority, placed[end].key) < (placed[least].priority, placed[least].key) {
+                    least = end;
+                }
+                end += 1;
+            }
+            first[least] = first[least].min(z);
+            start = end;
+        }
+    }
+    // A pixel of a 512-pixel tile at zoom z is 2^-(z + 9) of the world.
+    for (p, first) in placed.iter().zip(first.iter_mut()) {
+        let across = (p.max.0 - p.min.0).max(p.max.1 - p.min.1);
+        if across > 0.0 {
+            let z = (-(across.log2()) - 9.0).ceil().max(0.0);
+            if z < f64::from(*first) {
+                *first = z as u8;
+            }
+        }
+    }
+    placed
+        .iter()
+        .zip(first)
+        .filter(|(_, z)| *z < complete_zoom)
+        .map(|(p, z)| (p.key, z))
+        .collect()
+}
+
+/// Web Mercator as fractions of the world: x east from 180° W, y south
+/// from 85.05° N, both in [0, 1).
+fn mercator(lon: f64, lat: f64) -> (f64, f64) {
+    const MAX_LATITUDE: f64 = 85.051_128_779_806_59;
+    let x = (lon.clamp(-180.0, 180.0) + 180.0) / 360.0;
+    let lat = lat.clamp(-MAX_LATITUDE, MAX_LATITUDE).to_radians();
+    let y = (1.0 - lat.tan().asinh() / std::f64::consts::PI) / 2.0;
+    let below_one = 1.0 - f64::EPSILON;
+    (x.clamp(0.0, below_one), y.clamp(0.0, below_one))
+}
+
+fn morton(x: u32, y: u32) -> u64 {
+    fn spread(v: u32) -> u64 {
+        let mut v = u64::from(v);
+        v = (v | (v << 16)) & 0x0000_ffff_0000_ffff;
+        v = (v | (v << 8)) & 0x00ff_00ff_00ff_00ff;
+        v = (v | (v << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+        v = (v | (v << 2)) & 0x3333_3333_3333_3333;
+        (v | (v << 1)) & 0x5555_5555_5555_5555
+    }
+    spread(x) | (spread(y) << 1)
+}
+
+fn unmorton(code: u64) -> (u32, u32) {
+    fn squeeze(mut v: u64) -> u32 {
+        v &= 0x5555_5555_5555_5555;
+        v = (v | (v >> 1)) & 0x3333_3333_3333_3333;
+        v = (v | (v >> 2)) & 0x0f0f_0f0f_0f0f_0f0f;
+        v = (v | (v >> 4)) & 0x00ff_00ff_00ff_00ff;
+        v = (v | (v >> 8)) & 0x0000_ffff_0000_ffff;
+        ((v | (v >> 16)) & 0x0000_0000_ffff_ffff) as u32
+    }
+    (squeeze(code), squeeze(code >> 1))
+}
+
+/// A well-mixed priority from a key: spatially random, fixed per feature.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(key: i64, lon: f64, lat: f64) -> Feature {
+        Feature {
+            key,
+            west: lon,
+            south: lat,
+            east: lon,
+            north: lat,
+        }
+    }
+
+    /// A grid of `n` by `n` points over a box.
+    fn grid(n: i64, [west, south, east, north]: [f64; 4]) -> Vec<Feature> {
+        (0..n * n)
+            .map(|i| {
+                let (c, r) = ((i % n) as f64, (i / n) as f64);
+                point(
+                    i,
+                    west + (east - west) * (c + 0.5) / n as f64,
+                    south + (north - south) * (r + 0.5) / n as f64,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn morton_codes_round_trip() {
+        for (x, y) in [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (123_456, 3_999_999),
+            ((1 << 22) - 1, (1 << 22) - 1),
+        ] {
+            assert_eq!(unmorton(morton(x, y)), (x, y));
+        }
+    }
+
+    #[test]
+    fn a_small_layer_is_complete_at_zoom_0_and_keeps_no_rank() {
+        let features = grid(100, [-10.0, -10.0, 10.0, 10.0]);
+        let g = generalize(&features, 100);
+        assert_eq!(g.complete_zoom, 0);
+        assert!(g.first_zooms.is_empty());
+    }
+
+    #[test]
+    fn a_dense_layer_keeps_one_feature_in_every_cell_that_holds_one() {
+        // 400 x 400 points over Europe: 160,000, more than a tile holds.
+        let features = grid(400, [-10.0, 35.0, 30.0, 60.0]);
+        let g = generalize(&features, 100);
+        assert!(g.complete_zoom > 0, "{}", g.complete_zoom);
+        assert_eq!(g.cell_bits, 6);
+        let kept: HashMap<i64, u8> = g.first_zooms.iter().copied().collect();
+        for z in 0..g.complete_zoom {
+            let cells = f64::from(1u32 << (z + g.cell_bits));
+            let cell_of = |f: &Feature| {
+                let (x, y) = mercator(f.west, f.south);
+                ((x * cells) as u64, (y * cells) as u64)
+            };
+            let mut with_data = std::collections::BTreeSet::new();
+            let mut drawn = std::collections::BTreeMap::new();
+            for f in &features {
+                with_data.insert(cell_of(f));
+                if kept.get(&f.key).is_some_and(|&first| first <= z) {
+                    *drawn.entry(cell_of(f)).or_insert(0) += 1;
+                }
+            }
+            assert_eq!(
+                drawn.keys().copied().collect::<std::collections::BTreeSet<_>>(),
+                with_data,
+                "zoom {z}"
+            );
+            assert!(drawn.values().all(|&n| n == 1), "zoom {z}: one feature a cell");
+        }
+    }
+
+    #[test]
+    fn a_feature_kept_at_a_zoom_is_kept_above_and_an_edit_region_ranks_alike() {
+        let features = grid(300, [0.0, 40.0, 20.0, 55.0]);
+        let g = generalize(&features, 100);
+        // Recomputed for the features of one zoom-0 cell, the ranks agree.
+        let cell = zoom_0_cell(5.0, 45.0, g.cell_bits);
+        let inside: Vec<Feature> = features
+            .iter()
+            .copied()
+            .filter(|f| f.west >= cell[0] && f.west < cell[2] && f.south >= cell[1] && f.south < cell[3])
+            .collect();
+        assert!(!inside.is_empty());
+        let mut again = first_zooms(&inside, g.complete_zoom, g.cell_bits);
+        again.sort();
+        let keys: std::collections::BTreeSet<i64> = inside.iter().map(|f| f.key).collect();
+        let mut whole: Vec<(i64, u8)> = g
+            .first_zooms
+            .iter()
+            .copied()
+            .filter(|(k, _)| keys.contains(k))
+            .collect();
+        whole.sort();
+        assert_eq!(again, whole);
+    }
+
+    #[test]
+    fn lines_a_pixel_across_are_kept_and_the_heavy_get_coarser_cells() {
+        // A line a degree long is over a pixel across from zoom 0.
+        let line = Feature {
+            key: 7,
+            west: 0.0,
+            south: 0.0,
+            east: 1.0,
+            north: 0.0,
+        };
+        let mut features = grid(400, [-10.0, 35.0, 30.0, 60.0]);
+        for f in &mut features {
+            f.key += 100;
+        }
+        features.push(line);
+        let g = generalize(&features, 100);
+        assert!(g.first_zooms.contains(&(7, 0)), "{:?}", &g.first_zooms[..5]);
+        assert_eq!(cell_bits_for(100), 6);
+        assert_eq!(cell_bits_for(1_000), 5);
+        assert_eq!(cell_bits_for(1_000_000), 3);
+        assert_eq!(tile_budget(100), 18_000);
+        assert_eq!(tile_budget(1), 90_000);
+    }
+
+    #[test]
+    fn a_pile_at_one_place_never_completes() {
+        let features: Vec<Feature> = (0..200_000).map(|k| point(k, 2.35, 48.85)).collect();
+        let g = generalize(&features, 10);
+        assert_eq!(g.complete_zoom, MAX_ZOOM + 1);
+        // One cell at every zoom: one feature drawn from zoom 0 to 16.
+        assert_eq!(g.first_zooms.len(), 1);
+    }
+}

@@ -1,0 +1,254 @@
+//! Generalized tiles on whole-world data (decisions: Generalized tiles):
+//! GeoNames' 234,908 places, ordered by country. Below the complete zoom
+//! every tile stays within the bounds and every 8x8 cell of a tile that
+//! holds a place in PostGIS holds one in the tile; from the complete zoom
+//! on a tile holds what PostGIS finds in its envelope; an edit shows at
+//! once, at every zoom, and a removed place's cell keeps a place.
+use std::collections::{BTreeMap, BTreeSet};
+
+use catalog_tests::{Api, App};
+use gdal::vector::LayerAccess;
+use serde_json::{Value, json};
+
+/// Half the side of Web Mercator's world, in metres.
+const HALF: f64 = 20_037_508.342_789_244;
+const MAX_TILE_BYTES: usize = 2_000_000;
+const MAX_TILE_FEATURES: usize = 100_000;
+
+/// A position as fractions of Web Mercator's world (x east, y south).
+fn fraction(x: f64, y: f64) -> (f64, f64) {
+    ((x + HALF) / (2.0 * HALF), (HALF - y) / (2.0 * HALF))
+}
+
+/// The features of a vector tile as GDAL's MVT driver reads it: key and
+/// position in EPSG:3857 of each point.
+fn tile_points((z, x, y): (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, f64, f64)> {
+    let path = format!("/vsimem/tile-{}.pbf", uuid::Uuid::new_v4());
+    gdal::vsi::create_mem_file(&path, bytes.to_vec()).unwrap();
+    let (zs, xs, ys) = (format!("Z={z}"), format!("X={x}"), format!("Y={y}"));
+    let dataset = gdal::Dataset::open_ex(
+        &path,
+        gdal::DatasetOptions {
+            allowed_drivers: Some(&["MVT"]),
+            open_options: Some(&[&zs, &xs, &ys, "CLIP=NO"]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut points = Vec::new();
+    for mut layer in dataset.layers() {
+        for feature in layer.features() {
+            let key = feature
+                .field_as_integer64(feature.field_index("mvt_id").unwrap())
+                .unwrap()
+                .unwrap();
+            let (px, py, _) = feature.geometry().unwrap().get_point(0);
+            points.push((key, px, py));
+        }
+    }
+    drop(dataset);
+    gdal::vsi::unlink_mem_file(&path).unwrap();
+    points
+}
+
+/// The cells (8 a tile side) of zoom `z` that hold a place in PostGIS.
+async fn cells_with_data(app: &App, table: &str, z: u32) -> BTreeSet<(u64, u64)> {
+    let rows: Vec<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT DISTINCT floor((ST_X(geom) + 180) / 360 * 2 ^ ($1 + 3))::bigint,
+                floor((1 - asinh(tan(radians(greatest(-85.0511287798, least(85.0511287798, ST_Y(geom))))))
+                 / pi()) / 2 * 2 ^ ($1 + 3))::bigint
+         FROM {table}"
+    )))
+    .bind(z as i32)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    rows.into_iter().map(|(x, y)| (x as u64, y as u64)).collect()
+}
+
+async fn get_tile(app: &App, id: &str, (z, x, y): (u32, u64, u64)) -> (u16, Vec<u8>) {
+    let response = app
+        .send(app.http().get(app.url(&format!("/api/tiles/{id}/{z}/{x}/{y}.pbf"))))
+        .await;
+    let status = response.status().as_u16();
+    (status, response.bytes().await.unwrap().to_vec())
+}
+
+/// Every tile of zoom `z` that holds a place: within the bounds, and each
+/// of its cells that holds a place in PostGIS holds one in the tile.
+async fn check_zoom(app: &App, id: &str, table: &str, z: u32) -> usize {
+    let with_data = cells_with_data(app, table, z).await;
+    let mut by_tile: BTreeMap<(u64, u64), BTreeSet<(u64, u64)>> = BTreeMap::new();
+    for &(cx, cy) in &with_data {
+        by_tile.entry((cx / 8, cy / 8)).or_default().insert((cx, cy));
+    }
+    let cells = f64::from(1u32 << (z + 3));
+    // A point sits within a unit of the tile's grid of where PostGIS has it.
+    let unit = 1.5 / (f64::from(1u32 << z) * 4096.0);
+    let mut most = 0;
+    for (&(tx, ty), expected) in &by_tile {
+        let (status, body) = get_tile(app, id, (z, tx, ty)).await;
+        assert_eq!(status, 200, "{z}/{tx}/{ty} holds places");
+        assert!(body.len() <= MAX_TILE_BYTES, "{z}/{tx}/{ty}: {} bytes", body.len());
+        let points = tile_points((z, tx, ty), &body);
+        assert!(points.len() <= MAX_TILE_FEATURES);
+        most = most.max(points.len());
+        let mut covered = BTreeSet::new();
+        for &(_, px, py) in &points {
+            let (fx, fy) = fraction(px, py);
+            for dx in [-unit, 0.0, unit] {
+                for dy in [-unit, 0.0, unit] {
+                    covered.insert((((fx + dx) * cells) as u64, ((fy + dy) * cells) as u64));
+                }
+            }
+        }
+        let empty: Vec<_> = expected.difference(&covered).collect();
+        assert!(
+            empty.is_empty(),
+            "zoom {z}, tile {tx}/{ty}: cells {empty:?} hold places in PostGIS, none in the tile"
+        );
+    }
+    most
+}
+
+/// The keys PostGIS finds in tile z/x/y with its buffer (64 of 4096).
+async fn keys_in_tile(app: &App, table: &str, (z, x, y): (u32, u64, u64)) -> BTreeSet<i64> {
+    let keys: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT gid FROM {table} WHERE ST_Intersects(ST_Transform(geom, 3857), ST_TileEnvelope($1, $2, $3, margin => 64.0 / 4096))"
+    )))
+    .bind(z as i32)
+    .bind(x as i32)
+    .bind(y as i32)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    keys.into_iter().collect()
+}
+
+#[tokio::test]
+async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_from_it() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let csv = catalog_tests::fixture_file("geonames_cities500.csv");
+    let job = app
+        .upload_ok(&admin, "geonames_cities500.csv", csv, &[("visibility", "public")])
+        .await;
+    let job = app.wait_job(&admin, &job).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let id = job["dataset_id"].as_str().unwrap().to_string();
+    let dataset = app.dataset(&admin, &id).await;
+    let table = format!(
+        "\"{}\".\"{}\"",
+        dataset["schema_name"].as_str().unwrap(),
+        dataset["table_name"].as_str().unwrap()
+    );
+
+    let (_, tilejson) = app.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
+    let complete = tilejson["vector_layers"][0]["complete_zoom"].as_u64().unwrap() as u32;
+    assert!((3..=12).contains(&complete), "GeoNames is complete at zoom {complete}");
+    let (_, tileset) = app
+        .get_json(None, &format!("/api/collections/{id}/tiles/WebMercatorQuad"))
+        .await;
+    assert_eq!(tileset["layers"][0]["complete_zoom"], json!(complete));
+
+    // Zoom 0 carries a place in every cell that has one, not 50,000 in
+    // storage order.
+    for z in 0..=6 {
+        let most = check_zoom(&app, &id, &table, z).await;
+        if z < complete {
+            assert!(
+                most <= 4096 + 512,
+                "zoom {z}: at most a place a cell of 8 pixels (and the buffer's), not {most}"
+            );
+        }
+    }
+
+    // From the complete zoom on, the densest tiles hold what PostGIS finds.
+    let densest: Vec<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT x, y FROM (SELECT floor((ST_X(geom) + 180) / 360 * 2 ^ $1)::bigint AS x,
+                floor((1 - asinh(tan(radians(ST_Y(geom)))) / pi()) / 2 * 2 ^ $1)::bigint AS y FROM {table}) t
+         GROUP BY x, y ORDER BY count(*) DESC LIMIT 4"
+    )))
+    .bind(complete as i32)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    for (x, y) in densest {
+        let address = (complete, x as u64, y as u64);
+        let (status, body) = get_tile(&app, &id, address).await;
+        assert_eq!(status, 200);
+        assert!(body.len() <= MAX_TILE_BYTES, "{address:?}: {} bytes", body.len());
+        let drawn: BTreeSet<i64> = tile_points(address, &body).into_iter().map(|(k, _, _)| k).collect();
+        let found = keys_in_tile(&app, &table, address).await;
+        let missing: Vec<_> = found.difference(&drawn).take(5).collect();
+        let extra: Vec<_> = drawn.difference(&found).take(5).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{address:?}: {} drawn, {} in PostGIS; missing {missing:?}, extra {extra:?}",
+            drawn.len(),
+            found.len()
+        );
+    }
+
+    // An edit shows at once: a place where there was none is drawn at every
+    // zoom; removing the place drawn for a cell leaves the cell a place.
+    let created = app
+        .send(
+            app.http()
+                .post(app.url(&format!("/api/collections/{id}/items")))
+                .bearer_auth(&admin)
+                .header("Content-Type", "application/geo+json")
+                .body(
+                    json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [-140.0, -40.0]},
+                           "properties": {"name": "Nowhere"}})
+                    .to_string(),
+                ),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    let new_key = created["id"]
+        .as_i64()
+        .or_else(|| created["id"].as_str().and_then(|k| k.parse().ok()))
+        .unwrap_or_else(|| panic!("{created}"));
+    for z in 0..=complete {
+        let n = f64::from(1u32 << z);
+        let (x, y) = (((-140.0 + 180.0) / 360.0 * n) as u64, {
+            let lat = (-40.0f64).to_radians();
+            ((1.0 - lat.tan().asinh() / std::f64::consts::PI) / 2.0 * n) as u64
+        });
+        let (status, body) = get_tile(&app, &id, (z, x, y)).await;
+        assert_eq!(status, 200, "zoom {z}");
+        let keys: BTreeSet<i64> = tile_points((z, x, y), &body).into_iter().map(|(k, _, _)| k).collect();
+        assert!(keys.contains(&new_key), "zoom {z}: the new place is drawn");
+    }
+    // The place drawn for Paris's cell at zoom 0 goes; the cell keeps one.
+    let (status, body) = get_tile(&app, &id, (0, 0, 0)).await;
+    assert_eq!(status, 200);
+    let paris = fraction(2.35 * HALF / 180.0, {
+        let lat = 48.85f64.to_radians();
+        lat.tan().asinh() * HALF / std::f64::consts::PI
+    });
+    let cell_of = |(fx, fy): (f64, f64)| ((fx * 8.0) as u64, (fy * 8.0) as u64);
+    let drawn = tile_points((0, 0, 0), &body)
+        .into_iter()
+        .find(|&(_, px, py)| cell_of(fraction(px, py)) == cell_of(paris))
+        .expect("Paris's cell has a place at zoom 0");
+    let item = format!("/api/collections/{id}/items/{}", drawn.0);
+    let current = app.send(app.http().get(app.url(&item)).bearer_auth(&admin)).await;
+    let etag = current.headers()["etag"].to_str().unwrap().to_string();
+    let deleted = app
+        .send(
+            app.http()
+                .delete(app.url(&item))
+                .bearer_auth(&admin)
+                .header("If-Match", etag),
+        )
+        .await;
+    assert_eq!(deleted.status(), 204);
+    check_zoom(&app, &id, &table, 0).await;
+    check_zoom(&app, &id, &table, 3).await;
+    let (_, body) = get_tile(&app, &id, (0, 0, 0)).await;
+    let keys: BTreeSet<i64> = tile_points((0, 0, 0), &body).into_iter().map(|(k, _, _)| k).collect();
+    assert!(!keys.contains(&drawn.0), "the removed place is gone from zoom 0");
+}
