@@ -4,7 +4,9 @@
 # ~/.cache/spatial-catalog/martin) in the same run, driven by wrk at four
 # tiles, from a crowded one to an empty one. Two pairings: both caches off
 # (every request cuts its tile in PostgreSQL), then both on (the warm path).
-# The tiles are checked to hold the same features before anything is counted.
+# The tiles are checked to hold the same features before anything is counted,
+# from the layer's complete zoom on; below it ours are generalized (thinned)
+# and the table shows both counts, ours/martin's.
 # Each tile is measured in ROUNDS (3) rounds alternating which server goes
 # first, and the medians are compared: this 2-core machine's speed drifts.
 set -euo pipefail
