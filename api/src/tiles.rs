@@ -194,38 +194,40 @@ fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo], gener
     let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
     let key = quote_ident(&dataset.key_column);
     let points = dataset.geometry_type.is_some_and(|t| t.dimension() == Some(0));
-    let (geometry, thinning, order) = if generalized {
-        let geometry = if points {
-            geometry_3857(dataset)
+    let mvt =
+        |geometry: &str| format!("ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true)");
+    let (mvt_geometry, thinning, order) = if generalized {
+        let mvt_geometry = if points {
+            mvt(&geometry_3857(dataset))
         } else {
             // Half a pixel of a 512-pixel tile at zoom $1, in metres.
-            format!(
+            let simplified = format!(
                 "ST_Simplify({}, {} / (1024 * power(2, $1)), true)",
                 geometry_3857(dataset),
                 2.0 * WORLD_HALF_SIDE
-            )
+            );
+            format!("coalesce({}, {})", mvt(&simplified), mvt(&geometry_3857(dataset)))
         };
         let first_zoom = generalize::FIRST_ZOOM_COLUMN;
         (
-            geometry,
+            mvt_geometry,
             format!(" AND t.{first_zoom} <= $1"),
             format!("ORDER BY t.{first_zoom}, t.{key} "),
         )
     } else {
-        (geometry_3857(dataset), String::new(), String::new())
+        (mvt(&geometry_3857(dataset)), String::new(), String::new())
     };
     format!(
         include_str!("tiles/vector_tile.sql"),
         attributes = attributes,
         key = key,
         geom = quote_ident(&dataset.geometry_column),
-        geometry = geometry,
+        mvt_geometry = mvt_geometry,
         table = table,
         area = tile_area_in_storage_crs(dataset),
         thinning = thinning,
         order = order,
         extent = EXTENT,
-        buffer = BUFFER,
         max_features = MAX_FEATURES_PER_TILE,
     )
 }

@@ -3,10 +3,11 @@
 -- area in the storage CRS, then clipped to the tile in Web Mercator.
 -- Below the dataset's complete zoom, {thinning} keeps the features drawn
 -- from this zoom on, by their own partial index, and lines and polygons
--- are simplified to half a pixel.
+-- are simplified to half a pixel (as they are when that leaves nothing:
+-- an archipelago of islands each under a pixel).
 SELECT ST_AsMVT(tile.*, $4, {extent}, '__mvt_geom', '__mvt_id') FROM (
   SELECT t.{key}::bigint AS __mvt_id,
-         ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {extent}, {buffer}, true) AS __mvt_geom
+         {mvt_geometry} AS __mvt_geom
          {attributes}
   FROM {table} t
   WHERE t.{geom} && {area}{thinning}
