@@ -87,9 +87,6 @@ pub struct Dataset {
     /// layer is not (a registered table, or one loaded before 0.3).
     #[serde(skip)]
     pub(crate) complete_zoom: Option<i16>,
-    /// Thinning cells a tile side below the complete zoom, a power of two.
-    #[serde(skip)]
-    pub(crate) thinning_cell_bits: Option<i16>,
     /// The SQL that cuts the dataset's vector (0), cluster (1) and
     /// generalized vector (2) tiles, with its digest, made on first use: a changed record is read anew,
     /// so neither outlives the record it was made from.
@@ -111,7 +108,7 @@ pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, quarantined_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, license, attribution, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at,
-    complete_zoom, thinning_cell_bits";
+    complete_zoom";
 
 /// The published attribute columns of a dataset.
 pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {

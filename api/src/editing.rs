@@ -367,20 +367,39 @@ async fn boxes_of(
     Ok(boxes)
 }
 
+/// The dataset's generalization (complete zoom, cell bits), read under the
+/// dataset row's lock at the start of an edit: edits of one dataset rank
+/// its features one after another, each from the other's result, and
+/// never lock each other's rows in turn.
+async fn lock_generalization(tx: &mut PgConnection, dataset: &Dataset) -> Result<Option<(u8, u8)>, AppError> {
+    let recorded: Option<(Option<i16>, Option<i16>)> =
+        sqlx::query_as("SELECT complete_zoom, thinning_cell_bits FROM datasets WHERE id = $1 FOR UPDATE")
+            .bind(dataset.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    Ok(match recorded {
+        Some((Some(zoom), Some(bits))) => u8::try_from(zoom).ok().zip(u8::try_from(bits).ok()),
+        _ => None,
+    })
+}
+
 /// The first zooms of the features around a change's `before` and `after`
 /// boxes, in the change's transaction, so the generalized tiles of the
 /// new data version draw it as a load would (decisions: Generalized tiles).
+/// Nothing to do for a layer complete from zoom 0, or when the geometry
+/// did not move (a first zoom depends on keys and boxes only).
 async fn keep_generalization(
     tx: &mut PgConnection,
     (dataset, table): (&Dataset, &str),
+    generalization: Option<(u8, u8)>,
     boxes: &[Option<Box>; 2],
 ) -> Result<(), AppError> {
-    let (Some(complete_zoom), Some(cell_bits)) = (dataset.complete_zoom, dataset.thinning_cell_bits) else {
+    let Some((complete_zoom, cell_bits)) = generalization.filter(|(zoom, _)| *zoom > 0) else {
         return Ok(());
     };
-    let (Ok(complete_zoom), Ok(cell_bits)) = (u8::try_from(complete_zoom), u8::try_from(cell_bits)) else {
+    if boxes[0] == boxes[1] {
         return Ok(());
-    };
+    }
     let places: Vec<(f64, f64)> = boxes
         .iter()
         .flatten()
@@ -451,6 +470,7 @@ pub(crate) async fn insert_feature(
         row_json("t", &dataset.geometry_column),
     );
     let mut tx = state.pool.begin().await?;
+    let generalization = lock_generalization(&mut tx, dataset).await?;
     admit_write(&mut tx, dataset, &set).await?;
     let mut query = sqlx::query_as::<_, (i64, Value)>(sqlx::AssertSqlSafe(sql));
     for p in &set.params {
@@ -459,7 +479,7 @@ pub(crate) async fn insert_feature(
     let (key, after) = query.fetch_one(&mut *tx).await.map_err(write_error)?;
     let boxes = boxes_of(&mut tx, dataset, None, Some(&after)).await?;
     keep_extent(&mut tx, (dataset, table), &boxes).await?;
-    keep_generalization(&mut tx, (dataset, table), &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), generalization, &boxes).await?;
     record_edit(&mut tx, dataset.id, caller.user_id(), 1, &[(key, None, Some(after))]).await?;
     let written = written(&mut tx, (dataset, table), key).await?;
     tx.commit().await?;
@@ -556,6 +576,7 @@ async fn change_feature(
     }
     let key_column = quote_ident(&dataset.key_column);
     let mut tx = state.pool.begin().await?;
+    let generalization = lock_generalization(&mut tx, dataset).await?;
     if !matches!(change, Change::Delete) {
         admit_write(&mut tx, dataset, &set).await?;
     }
@@ -605,7 +626,7 @@ async fn change_feature(
     };
     let boxes = boxes_of(&mut tx, dataset, Some(&before), after.as_ref()).await?;
     keep_extent(&mut tx, (dataset, table), &boxes).await?;
-    keep_generalization(&mut tx, (dataset, table), &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), generalization, &boxes).await?;
     let added = if after.is_none() { -1 } else { 0 };
     record_edit(
         &mut tx,

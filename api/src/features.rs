@@ -341,7 +341,11 @@ async fn add_column(
     // registered table (read in place) has no columns to add here.
     let data = editable(&state, &caller, &dataset).await?;
     let mut columns = published_columns(&dataset);
-    if name == dataset.key_column || name == dataset.geometry_column || columns.iter().any(|c| c.name == name) {
+    if name == dataset.key_column
+        || name == dataset.geometry_column
+        || name == catalog_shared::generalize::FIRST_ZOOM_COLUMN
+        || columns.iter().any(|c| c.name == name)
+    {
         return Err(AppError::conflict(format!("the dataset already has a column {name}")));
     }
     let mut tx = state.pool.begin().await?;

@@ -212,7 +212,7 @@ fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo], gener
         (
             mvt_geometry,
             format!(" AND t.{first_zoom} <= $1"),
-            format!("ORDER BY t.{first_zoom}, t.{key} "),
+            format!("ORDER BY t.{first_zoom}, hashint8(t.{key}::bigint) "),
         )
     } else {
         (mvt(&geometry_3857(dataset)), String::new(), String::new())

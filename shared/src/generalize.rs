@@ -32,7 +32,11 @@ const MIN_CELL_BITS: u8 = 3;
 const LEVELS: u8 = MAX_ZOOM + MAX_CELL_BITS;
 /// A feature whose box covers more tiles than this at a zoom is counted
 /// in every tile of that zoom.
-const WIDE: u64 = 1024;
+const WIDE: u64 = 256;
+/// Tiles counted one by one for features over several tiles, at most (about
+/// 320 MB); past it they count in every tile, which can only make the
+/// complete zoom higher.
+const MAX_SPREAD_TILES: usize = 8_000_000;
 /// A tile's buffer and the estimate of a feature's weight are not exact:
 /// the complete zoom keeps a tenth of each bound spare.
 const SPARE_NUMERATOR: u64 = 9;
@@ -62,13 +66,15 @@ pub struct Generalization {
 
 /// A feature placed on Web Mercator: the Morton code of its centre at
 /// `LEVELS` bits, its box as fractions of the world (x east, y south; in
-/// single precision, a few metres, as the counts need: 32 bytes a feature,
-/// so 10,000,000 of them take 320 MB while a layer is ranked).
+/// single precision, a few metres, as the counts need: 40 bytes a feature,
+/// so 10,000,000 of them take 400 MB while a layer is ranked).
 struct Placed {
     code: u64,
     key: i64,
     min: (f32, f32),
     max: (f32, f32),
+    /// Width or height, the larger, taken before rounding to single precision.
+    across: f32,
 }
 
 impl Placed {
@@ -87,6 +93,7 @@ impl Placed {
             key: f.key,
             min: (x0 as f32, y0 as f32),
             max: (x1 as f32, y1 as f32),
+            across: (x1 - x0).max(y1 - y0) as f32,
         })
     }
 
@@ -144,11 +151,22 @@ pub fn zoom_0_cell(lon: f64, lat: f64, cell_bits: u8) -> [f64; 4] {
     let (column, row) = ((x * cells).floor(), (y * cells).floor());
     let lon_of = |x: f64| x * 360.0 - 180.0;
     let lat_of = |y: f64| (std::f64::consts::PI * (1.0 - 2.0 * y)).sinh().atan().to_degrees();
+    // Cells on the world's edges reach past it: features beyond 85.05° or
+    // 180° are placed (clamped) in them.
+    let last = cells - 1.0;
     [
-        lon_of(column / cells),
-        lat_of((row + 1.0) / cells),
-        lon_of((column + 1.0) / cells),
-        lat_of(row / cells),
+        if column == 0.0 { -360.0 } else { lon_of(column / cells) },
+        if row == last {
+            -90.0
+        } else {
+            lat_of((row + 1.0) / cells)
+        },
+        if column == last {
+            360.0
+        } else {
+            lon_of((column + 1.0) / cells)
+        },
+        if row == 0.0 { 90.0 } else { lat_of(row / cells) },
     ]
 }
 
@@ -321,7 +339,7 @@ fn most_in_a_tile(placed: &[Placed], z: u8) -> u64 {
     for p in placed {
         let (c0, c1, r0, r1) = range(p);
         let covered = (c1 - c0 + 1) * (r1 - r0 + 1);
-        if covered > WIDE {
+        if covered > WIDE || (covered > 1 && spread.len() >= MAX_SPREAD_TILES) {
             everywhere += 1;
         } else if covered > 1 {
             for c in c0..=c1 {
@@ -378,7 +396,7 @@ fn rank(placed: &mut [Placed], complete_zoom: u8, cell_bits: u8) -> Vec<(i64, u8
     }
     // A pixel of a 512-pixel tile at zoom z is 2^-(z + 9) of the world.
     for (p, first) in placed.iter().zip(first.iter_mut()) {
-        let across = f64::from((p.max.0 - p.min.0).max(p.max.1 - p.min.1));
+        let across = f64::from(p.across);
         if across > 0.0 {
             let z = (-(across.log2()) - 9.0).ceil().max(0.0);
             if z < f64::from(*first) {
