@@ -82,10 +82,11 @@ pub struct Dataset {
     pub(crate) created_by: Option<Uuid>,
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) updated_at: DateTime<Utc>,
-    /// The first zoom whose tiles hold every feature they meet; below it
-    /// tiles are generalized (`catalog_shared::generalize`). Null when the
-    /// layer is not (a registered table, or one loaded before 0.3).
-    #[serde(skip)]
+    /// The first zoom whose vector tiles hold every feature they meet;
+    /// below it tiles (and pictures) draw an even selection, one feature
+    /// in each 8-pixel cell that holds any (decisions: Generalized tiles).
+    /// Null when the layer is not generalized (a raster, a registered
+    /// table, one loaded before 0.3); 0 when every tile is complete.
     pub(crate) complete_zoom: Option<i16>,
     /// The SQL that cuts the dataset's vector (0), cluster (1) and
     /// generalized vector (2) tiles, with its digest, made on first use: a changed record is read anew,
@@ -131,6 +132,13 @@ pub fn json_schema_of(pg_type: ColumnType) -> Value {
 }
 
 impl Dataset {
+    /// Whether tile zoom `z` is below the dataset's complete zoom, so its
+    /// tiles and pictures draw the features ranked to appear by `z`.
+    pub(crate) fn is_generalized_at(&self, z: u32) -> bool {
+        self.complete_zoom
+            .is_some_and(|complete| i64::from(z) < i64::from(complete))
+    }
+
     /// The schema and name of the dataset's table, for what names the
     /// table rather than reads its rows (labels, the catalog's checks, a
     /// delete): a read of the rows takes the table from `read_gate`.

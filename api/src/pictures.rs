@@ -2,7 +2,8 @@
 //! previews: a PNG of the data over the built-in basemap's land, drawn in
 //! Web Mercator by `catalog_raster::picture`. A dataset's picture frames
 //! its extent (the world when it crosses the antimeridian); its shapes are
-//! simplified to the pixel in PostGIS, and a big table is sampled, so a
+//! simplified to the pixel in PostGIS, and a big table drawn as its
+//! generalized tiles are (or sampled, when it is not generalized), so a
 //! picture costs a fraction of a second whatever the table's size.
 use std::sync::Arc;
 
@@ -187,14 +188,22 @@ pub async fn draw_dataset(
     let count = dataset.feature_count.unwrap_or(0).max(1);
     let points_only = dataset.geometry_type.and_then(|t| t.dimension()) == Some(0);
     let most = if points_only { MOST_POINTS } else { MOST_FEATURES }.min(budget).max(1);
-    // Sampled by row, not by TABLESAMPLE: a table registered in place may
-    // be a view, which takes no TABLESAMPLE.
-    let sample = if count > most {
+    let geometry = quote_ident(&dataset.geometry_column);
+    // The zoom whose 512-pixel tiles have the picture's pixel: below the
+    // complete zoom a picture draws what those tiles draw (one feature in
+    // each 8-pixel cell, spread evenly), else a big table is sampled by row,
+    // not by TABLESAMPLE: a table registered in place may be a view, which
+    // takes no TABLESAMPLE.
+    let zoom = (2.0 * HALF_WORLD / (512.0 * pixel)).log2().ceil().clamp(0.0, 24.0) as u32;
+    let sample = if dataset.is_generalized_at(zoom) {
+        let first_zoom = catalog_shared::generalize::FIRST_ZOOM_COLUMN;
+        let key = quote_ident(&dataset.key_column);
+        format!("AND t.{first_zoom} <= {zoom} ORDER BY t.{first_zoom}, hashint8(t.{key}::bigint)")
+    } else if count > most {
         format!("AND random() < {}", most as f64 / count as f64)
     } else {
         String::new()
     };
-    let geometry = quote_ident(&dataset.geometry_column);
     let sql = format!(
         "WITH shapes AS (
            SELECT ST_Transform(t.{geometry}, 3857) AS g FROM {table} t

@@ -238,13 +238,6 @@ pub(crate) fn complete_zoom(dataset: &Dataset) -> i16 {
     dataset.complete_zoom.unwrap_or(0)
 }
 
-/// Whether tile zoom `z` of `dataset` is below its complete zoom.
-pub(crate) fn is_generalized(dataset: &Dataset, z: u32) -> bool {
-    dataset
-        .complete_zoom
-        .is_some_and(|complete| i64::from(z) < i64::from(complete))
-}
-
 fn cluster_tile_sql(dataset: &Dataset, table: &str) -> String {
     format!(
         include_str!("tiles/cluster_tile.sql"),
@@ -449,7 +442,7 @@ async fn serve_tile(
     let at = tile_address(z, x, y)?;
     let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
     let data = crate::read_gate::open(state, caller, &dataset).await?;
-    let generalized = route == TileRoute::Vector && is_generalized(&dataset, at.z);
+    let generalized = route == TileRoute::Vector && dataset.is_generalized_at(at.z);
     let memo = &dataset.tile_sql.0[match route {
         TileRoute::Cluster => 1,
         _ if generalized => 2,

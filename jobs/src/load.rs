@@ -85,9 +85,9 @@ pub async fn load_layer(
                 report.rows_loaded = rows;
                 ctx.progress("indexing", Some(rows as i64), Some(rows as i64)).await?;
                 let geometry_type = settle_geometry_type(ctx, plan, target, &staging, &mut stats).await?;
+                let generalization = generalize(ctx, &staging).await?;
+                let ranked = started.elapsed();
                 index_and_analyze(ctx, &staging, &table, stats.read + 1).await?;
-                let indexed = started.elapsed();
-                let generalization = generalize(ctx, &staging, &table).await?;
                 tracing::info!(
                     job_id = %ctx.job_id,
                     layer = %plan.name,
@@ -95,8 +95,8 @@ pub async fn load_layer(
                     quarantined = report.rows_quarantined,
                     repaired = report.rows_repaired,
                     copy_ms = copied.as_millis() as u64,
-                    index_ms = (indexed - copied).as_millis() as u64,
-                    generalize_ms = (started.elapsed() - indexed).as_millis() as u64,
+                    generalize_ms = (ranked - copied).as_millis() as u64,
+                    index_ms = (started.elapsed() - ranked).as_millis() as u64,
                     complete_zoom = generalization.complete_zoom,
                     kept_below_it = generalization.kept,
                     "layer loaded"
@@ -283,11 +283,12 @@ async fn settle_geometry_type(
     Ok(GeometryType::Geometry)
 }
 
-/// Memory for one index build; the two builds run side by side.
+/// Memory for one index build; the builds run side by side.
 const INDEX_BUILD_MEMORY: &str = "256MB";
 
-/// Builds the key and the spatial index at the same time on two
-/// connections (both take only a SHARE lock), then makes the unique index
+/// Builds the key, the spatial index and the low zooms' partial one (of a
+/// table `generalize` ranked) at the same time on three connections (each
+/// takes only a SHARE lock), then makes the unique index
 /// the primary key, adds the identity for later inserts (from
 /// `next_key`), and analyzes. Indexes are named after `table`.
 pub(crate) async fn index_and_analyze(
@@ -303,7 +304,12 @@ pub(crate) async fn index_and_analyze(
         "CREATE INDEX {} ON {staging_q} USING gist (geom)",
         quote(&format!("{table}_geom_idx"))
     );
-    tokio::try_join!(build_index(ctx, key_index), build_index(ctx, spatial_index))?;
+    let low_zooms_index = generalize::low_zooms_index_sql(&staging_q, &format!("{table}_low_zooms_idx"));
+    tokio::try_join!(
+        build_index(ctx, key_index),
+        build_index(ctx, spatial_index),
+        build_index(ctx, low_zooms_index)
+    )?;
     let statements = [
         format!(
             "ALTER TABLE {staging_q} ADD CONSTRAINT {pkey} PRIMARY KEY USING INDEX {pkey},
@@ -332,10 +338,11 @@ async fn build_index(ctx: &JobContext, statement: String) -> Result<(), JobError
 }
 
 /// What the low zooms of a staging table's tiles draw
-/// (`catalog_shared::generalize`); its partial index is named after `table`.
-pub(crate) async fn generalize(ctx: &JobContext, staging: &str, table: &str) -> Result<Recorded, JobError> {
+/// (`catalog_shared::generalize`), ranked before `index_and_analyze`
+/// builds the indexes, theirs among them.
+pub(crate) async fn generalize(ctx: &JobContext, staging: &str) -> Result<Recorded, JobError> {
     let staging_q = format!("data.{}", quote(staging));
-    Ok(generalize::generalize_table(&ctx.deps.pool, &staging_q, &format!("{table}_low_zooms_idx")).await?)
+    Ok(generalize::rank_table(&ctx.deps.pool, &staging_q).await?)
 }
 
 /// The transaction that publishes a loaded layer, once the job is known to

@@ -62,8 +62,8 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
         .execute(pool)
         .await?;
     }
+    let generalization = load::generalize(ctx, &staging).await?;
     load::index_and_analyze(ctx, &staging, &staging, 1).await?;
-    let generalization = load::generalize(ctx, &staging, &staging).await?;
 
     // The swap, under the dataset row's lock.
     let mut tx = pool.begin().await?;

@@ -121,7 +121,7 @@ pub fn tile_budget(bytes_per_feature: u64) -> u64 {
 /// The generalization of a whole layer whose features weigh about
 /// `bytes_per_feature` each in a tile.
 pub fn generalize(features: &[Feature], bytes_per_feature: u64) -> Generalization {
-    generalize_placed(place(features), bytes_per_feature)
+    generalize_placed(features.iter().filter_map(Placed::of).collect(), bytes_per_feature)
 }
 
 fn generalize_placed(mut placed: Vec<Placed>, bytes_per_feature: u64) -> Generalization {
@@ -180,55 +180,43 @@ pub struct Recorded {
 }
 
 /// Generalizes a loaded table (`schema.table`, quoted; key `gid`, geometry
-/// `geom` in WGS 84): every feature's box is read once, the first zooms go
-/// into the table's `__minzoom` column (null for the others), and a
-/// partial spatial index named `index` holds the features it draws.
-pub async fn generalize_table(pool: &PgPool, table: &str, index: &str) -> Result<Recorded, sqlx::Error> {
-    let mut placed = Vec::new();
-    let mut rows = sqlx::query_as::<_, (i64, f64, f64, f64, f64)>(sqlx::AssertSqlSafe(format!(
-        "SELECT gid, ST_XMin(geom), ST_YMin(geom), ST_XMax(geom), ST_YMax(geom) FROM {table} WHERE NOT ST_IsEmpty(geom)"
-    )))
-    .fetch(pool);
-    while let Some((key, west, south, east, north)) = rows.try_next().await? {
-        placed.extend(Placed::of(&Feature {
-            key,
-            west,
-            south,
-            east,
-            north,
-        }));
-    }
-    drop(rows);
+/// `geom` in WGS 84) before its indexes are built, so that writing the
+/// first zooms maintains none: every feature's box is read once (binary
+/// COPY), the first zooms go into the table's `__minzoom` column (null for
+/// the others) in one statement; `low_zooms_index_sql` is the partial
+/// index to build with the table's others.
+pub async fn rank_table(pool: &PgPool, table: &str) -> Result<Recorded, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    let placed = read_boxes(&mut conn, table).await?;
     let count = placed.len() as u64;
-    let table_bytes: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT pg_table_size('{table}'::regclass)"
-    )))
-    .fetch_one(pool)
-    .await?;
+    let table_bytes: i64 = sqlx::query_scalar("SELECT pg_table_size($1::regclass)")
+        .bind(table)
+        .fetch_one(&mut *conn)
+        .await?;
     let bytes_per_feature = table_bytes.max(0) as u64 / count.max(1);
     let g = generalize_placed(placed, bytes_per_feature);
-    let mut conn = pool.acquire().await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {FIRST_ZOOM_COLUMN} smallint"
-    )))
-    .execute(&mut *conn)
+    let had_ranks: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped)",
+    )
+    .bind(table)
+    .bind(FIRST_ZOOM_COLUMN)
+    .fetch_one(&mut *conn)
     .await?;
-    // A table copied from another (a restored version) brings its ranks.
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE {table} SET {FIRST_ZOOM_COLUMN} = NULL WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL"
-    )))
-    .execute(&mut *conn)
-    .await?;
-    write_first_zooms(&mut conn, table, "gid", &g.first_zooms).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE INDEX IF NOT EXISTS {} ON {table} USING gist (geom) WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL",
-        quote_ident(index)
-    )))
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("ANALYZE {table} ({FIRST_ZOOM_COLUMN})")))
+    if had_ranks {
+        // A table copied from another (a restored version) brings its ranks.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET {FIRST_ZOOM_COLUMN} = NULL WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL"
+        )))
         .execute(&mut *conn)
         .await?;
+    } else {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "ALTER TABLE {table} ADD COLUMN {FIRST_ZOOM_COLUMN} smallint"
+        )))
+        .execute(&mut *conn)
+        .await?;
+    }
+    write_first_zooms(&mut conn, table, "gid", &g.first_zooms).await?;
     Ok(Recorded {
         complete_zoom: g.complete_zoom,
         cell_bits: g.cell_bits,
@@ -236,26 +224,131 @@ pub async fn generalize_table(pool: &PgPool, table: &str, index: &str) -> Result
     })
 }
 
-/// Sets `__minzoom` of the given keys, in batches.
+/// The partial spatial index, named `index`, over the features a ranked
+/// table (`rank_table`) draws below its complete zoom.
+pub fn low_zooms_index_sql(table: &str, index: &str) -> String {
+    format!(
+        "CREATE INDEX {} ON {table} USING gist (geom) WHERE {FIRST_ZOOM_COLUMN} IS NOT NULL",
+        quote_ident(index)
+    )
+}
+
+/// Every non-empty feature's key and box, placed, through a binary COPY
+/// (a tenth of the driver's cost a row, which counts at 10,000,000 rows).
+async fn read_boxes(conn: &mut PgConnection, table: &str) -> Result<Vec<Placed>, sqlx::Error> {
+    let mut chunks = conn
+        .copy_out_raw(&format!(
+            "COPY (SELECT gid::bigint, ST_XMin(geom), ST_YMin(geom), ST_XMax(geom), ST_YMax(geom)
+                   FROM {table} WHERE NOT ST_IsEmpty(geom)) TO STDOUT (FORMAT binary)"
+        ))
+        .await?;
+    let mut reader = BoxReader::default();
+    let mut placed = Vec::new();
+    while let Some(chunk) = chunks.try_next().await? {
+        reader.push(&chunk, &mut placed)?;
+    }
+    reader.finish()?;
+    Ok(placed)
+}
+
+/// Parses PostgreSQL's binary COPY of rows (bigint, 4 x float8), as it
+/// arrives in chunks that split rows anywhere.
+#[derive(Default)]
+struct BoxReader {
+    pending: Vec<u8>,
+    header_read: bool,
+    ended: bool,
+}
+
+impl BoxReader {
+    const SIGNATURE: &'static [u8] = b"PGCOPY\n\xff\r\n\0";
+
+    fn push(&mut self, chunk: &[u8], placed: &mut Vec<Placed>) -> Result<(), sqlx::Error> {
+        self.pending.extend_from_slice(chunk);
+        let buf = &self.pending[..];
+        let mut at = 0;
+        let malformed = |what: &str| sqlx::Error::Protocol(format!("binary COPY of boxes: {what}"));
+        if !self.header_read {
+            // Signature, flags, then a header extension of the given length.
+            let Some(extension) = buf.get(15..19) else {
+                return Ok(());
+            };
+            if &buf[..11] != Self::SIGNATURE {
+                return Err(malformed("no signature"));
+            }
+            let extension = u32::from_be_bytes(extension.try_into().expect("4 bytes")) as usize;
+            if buf.len() < 19 + extension {
+                return Ok(());
+            }
+            at = 19 + extension;
+            self.header_read = true;
+        }
+        // A row: a field count, then each field's length and bytes (NULLs
+        // never come: the boxes of non-empty geometries).
+        const ROW: usize = 2 + 4 + 8 + 4 * (4 + 8);
+        while let Some(count) = buf.get(at..at + 2) {
+            let fields = i16::from_be_bytes([count[0], count[1]]);
+            if fields == -1 {
+                self.ended = true;
+                at += 2;
+                break;
+            }
+            if fields != 5 {
+                return Err(malformed("a row of other than five fields"));
+            }
+            let Some(row) = buf.get(at..at + ROW) else { break };
+            let field = |n: usize| -> Result<[u8; 8], sqlx::Error> {
+                let start = 2 + n * 12;
+                if row[start..start + 4] != 8i32.to_be_bytes() {
+                    return Err(malformed("a field of other than eight bytes"));
+                }
+                Ok(row[start + 4..start + 12].try_into().expect("8 bytes"))
+            };
+            let number = |n: usize| field(n).map(f64::from_be_bytes);
+            placed.extend(Placed::of(&Feature {
+                key: i64::from_be_bytes(field(0)?),
+                west: number(1)?,
+                south: number(2)?,
+                east: number(3)?,
+                north: number(4)?,
+            }));
+            at += ROW;
+        }
+        self.pending.drain(..at);
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<(), sqlx::Error> {
+        if self.ended && self.pending.is_empty() {
+            Ok(())
+        } else {
+            Err(sqlx::Error::Protocol("binary COPY of boxes ended inside a row".into()))
+        }
+    }
+}
+
+/// Sets `__minzoom` of the given keys, in one statement (one join, where
+/// a statement per batch would scan an unindexed table each time).
 async fn write_first_zooms(
     conn: &mut PgConnection,
     table: &str,
     key: &str,
     first_zooms: &[(i64, u8)],
 ) -> Result<(), sqlx::Error> {
-    for batch in first_zooms.chunks(50_000) {
-        let keys: Vec<i64> = batch.iter().map(|(k, _)| *k).collect();
-        let zooms: Vec<i16> = batch.iter().map(|(_, z)| i16::from(*z)).collect();
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE {table} t SET {FIRST_ZOOM_COLUMN} = v.z FROM unnest($1::bigint[], $2::smallint[]) v(k, z)
-             WHERE t.{} = v.k",
-            quote_ident(key)
-        )))
-        .bind(keys)
-        .bind(zooms)
-        .execute(&mut *conn)
-        .await?;
+    if first_zooms.is_empty() {
+        return Ok(());
     }
+    let keys: Vec<i64> = first_zooms.iter().map(|(k, _)| *k).collect();
+    let zooms: Vec<i16> = first_zooms.iter().map(|(_, z)| i16::from(*z)).collect();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE {table} t SET {FIRST_ZOOM_COLUMN} = v.z FROM unnest($1::bigint[], $2::smallint[]) v(k, z)
+         WHERE t.{} = v.k",
+        quote_ident(key)
+    )))
+    .bind(keys)
+    .bind(zooms)
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
@@ -591,5 +684,88 @@ mod tests {
         assert_eq!(g.complete_zoom, MAX_ZOOM + 1);
         // One cell at every zoom: one feature drawn from zoom 0 to 16.
         assert_eq!(g.first_zooms.len(), 1);
+    }
+
+    #[test]
+    fn impossible_boxes_neither_panic_nor_rank() {
+        let mut features = grid(50, [0.0, 0.0, 10.0, 10.0]);
+        let wild = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e308,
+            -1e308,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        for (i, &v) in wild.iter().enumerate() {
+            let key = 10_000 + i as i64;
+            features.push(point(key, v, v));
+            features.push(Feature {
+                key: key + 100,
+                west: -v,
+                south: -v,
+                east: v,
+                north: v,
+            });
+        }
+        let g = generalize(&features, 100);
+        assert_eq!(g.complete_zoom, 0);
+        let ranked: Vec<i64> = first_zooms(&features, 3, 6).into_iter().map(|(k, _)| k).collect();
+        for (i, &v) in wild.iter().enumerate() {
+            let key = 10_000 + i as i64;
+            // Finite ones are placed (on the world's edge); others never.
+            assert_eq!(Placed::of(&point(key, v, v)).is_some(), v.is_finite(), "{v}");
+            assert!(v.is_finite() || !ranked.contains(&key), "{v}");
+        }
+        // The grid's 10 degrees still hold a feature in each of zoom 2's
+        // 1.4-degree cells.
+        assert!(ranked.len() >= 49, "{}", ranked.len());
+    }
+
+    /// Binary COPY of `(bigint, 4 x float8)` rows, as PostgreSQL sends it.
+    fn binary_copy(rows: &[Feature]) -> Vec<u8> {
+        let mut out = BoxReader::SIGNATURE.to_vec();
+        out.extend(0u32.to_be_bytes());
+        out.extend(4u32.to_be_bytes());
+        out.extend(b"ext!");
+        for f in rows {
+            out.extend(5i16.to_be_bytes());
+            out.extend(8i32.to_be_bytes());
+            out.extend(f.key.to_be_bytes());
+            for v in [f.west, f.south, f.east, f.north] {
+                out.extend(8i32.to_be_bytes());
+                out.extend(v.to_be_bytes());
+            }
+        }
+        out.extend((-1i16).to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn binary_copy_of_boxes_is_read_whatever_the_chunks() {
+        let features = grid(7, [-170.0, -80.0, 170.0, 80.0]);
+        let bytes = binary_copy(&features);
+        let expected: Vec<(u64, i64)> = features
+            .iter()
+            .filter_map(Placed::of)
+            .map(|p| (p.code, p.key))
+            .collect();
+        for size in [1, 2, 5, 61, 62, 63, 1000, bytes.len()] {
+            let (mut reader, mut placed) = (BoxReader::default(), Vec::new());
+            for chunk in bytes.chunks(size) {
+                reader.push(chunk, &mut placed).unwrap();
+            }
+            reader.finish().unwrap();
+            let got: Vec<(u64, i64)> = placed.iter().map(|p| (p.code, p.key)).collect();
+            assert_eq!(got, expected, "chunks of {size}");
+        }
+        // A stream cut inside a row is an error, not fewer features.
+        let (mut reader, mut placed) = (BoxReader::default(), Vec::new());
+        reader.push(&bytes[..bytes.len() - 30], &mut placed).unwrap();
+        assert!(reader.finish().is_err());
+        let mut wrong = bytes.clone();
+        wrong[0] = b'X';
+        assert!(BoxReader::default().push(&wrong, &mut Vec::new()).is_err());
     }
 }

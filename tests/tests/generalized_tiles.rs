@@ -15,6 +15,11 @@ const HALF: f64 = 20_037_508.342_789_244;
 const MAX_TILE_BYTES: usize = 2_000_000;
 const MAX_TILE_FEATURES: usize = 100_000;
 
+/// A latitude's Web Mercator y, in metres.
+fn mercator_y(lat: f64) -> f64 {
+    lat.to_radians().tan().asinh() * HALF / std::f64::consts::PI
+}
+
 /// A position as fractions of Web Mercator's world (x east, y south).
 fn fraction(x: f64, y: f64) -> (f64, f64) {
     ((x + HALF) / (2.0 * HALF), (HALF - y) / (2.0 * HALF))
@@ -150,6 +155,65 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
         .get_json(None, &format!("/api/collections/{id}/tiles/WebMercatorQuad"))
         .await;
     assert_eq!(tileset["layers"][0]["complete_zoom"], json!(complete));
+    assert_eq!(dataset["complete_zoom"], json!(complete), "the dataset says it too");
+
+    // The dataset's picture draws what zoom 0 draws: every column of the
+    // picture (the world's width, 1.5 degrees a pixel) under a place of
+    // the zoom-0 tile between 50° S and 50° N (inside the picture's
+    // height) holds a dot, where a sample of the table misses sparse ones.
+    let picture = app
+        .send(app.http().get(app.url(&format!("/api/datasets/{id}/thumbnail.png"))))
+        .await;
+    assert_eq!(picture.status(), 200);
+    let (width, height, pixels) = catalog_tests::decode_png(&picture.bytes().await.unwrap());
+    let basemap = [[214, 230, 242, 255], [238, 235, 226, 255], [190, 186, 176, 255]];
+    let dotted: BTreeSet<usize> = (0..width)
+        .filter(|&c| (0..height).any(|r| !basemap.contains(&pixels[r * width + c])))
+        .collect();
+    let (_, z0) = get_tile(&app, &id, (0, 0, 0)).await;
+    let within = mercator_y(50.0);
+    let columns: BTreeSet<usize> = tile_points((0, 0, 0), &z0)
+        .into_iter()
+        .filter(|&(_, x, y)| x.abs() < HALF && y.abs() < within)
+        .map(|(_, x, _)| (((x + HALF) / (2.0 * HALF) * width as f64) as usize).min(width - 1))
+        .collect();
+    let undotted: Vec<_> = columns
+        .iter()
+        .filter(|&&c| !(c.saturating_sub(1)..=c + 1).any(|n| dotted.contains(&n)))
+        .collect();
+    assert!(
+        columns.len() > 150 && undotted.is_empty(),
+        "{} columns hold zoom 0's places; no dot in {undotted:?}",
+        columns.len()
+    );
+
+    // A map says the layer is thinned, and so does its exported style.
+    let map = app
+        .send(
+            app.http()
+                .post(app.url("/api/maps"))
+                .bearer_auth(&admin)
+                .json(&json!({"name": "Places", "layers": [{"dataset_id": id}]})),
+        )
+        .await;
+    assert_eq!(map.status(), 201);
+    let map: Value = map.json().await.unwrap();
+    assert_eq!(map["layers"][0]["dataset_complete_zoom"], json!(complete), "{map}");
+    let (status, style) = app
+        .get_json(
+            Some(&admin),
+            &format!("/api/maps/{}/style.json", map["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let layer = style["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["source"].is_string() && l["type"] == "circle")
+        .unwrap_or_else(|| panic!("{style}"));
+    let meta = layer["metadata"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(meta["complete_zoom"], json!(complete), "{layer}");
 
     // Zoom 0 carries a place in every cell that has one, not 50,000 in
     // storage order.

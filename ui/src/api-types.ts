@@ -2426,6 +2426,15 @@ export interface components {
             /** @description The credit maps show with the data. */
             attribution?: string | null;
             column_info: components["schemas"]["ColumnInfo"][];
+            /**
+             * Format: int32
+             * @description The first zoom whose vector tiles hold every feature they meet;
+             *     below it tiles (and pictures) draw an even selection, one feature
+             *     in each 8-pixel cell that holds any (decisions: Generalized tiles).
+             *     Null when the layer is not generalized (a raster, a registered
+             *     table, one loaded before 0.3); 0 when every tile is complete.
+             */
+            complete_zoom?: number | null;
             /** Format: date-time */
             created_at: string;
             /** Format: uuid */
@@ -2857,6 +2866,12 @@ export interface components {
              */
             dataset_available: boolean;
             dataset_column_info: components["schemas"]["ColumnInfo"][];
+            /**
+             * Format: int32
+             * @description The zoom from which the layer's tiles hold every feature; below it
+             *     they draw an even selection (the dataset's `complete_zoom`).
+             */
+            dataset_complete_zoom?: number | null;
             /**
              * @description The paint the dataset's own default style (from its GeoPackage)
              *     became; the layer's `paint` goes over it.

@@ -366,6 +366,9 @@ pub struct MapLayerResponse {
     pub dataset_extent_bbox: Option<Vec<f64>>,
     pub dataset_column_info: Vec<ColumnInfo>,
     pub dataset_feature_count: Option<i64>,
+    /// The zoom from which the layer's tiles hold every feature; below it
+    /// they draw an even selection (the dataset's `complete_zoom`).
+    pub dataset_complete_zoom: Option<i16>,
     #[schema(value_type = Object)]
     pub dataset_sample_values: Value,
     pub dataset_record_type: &'static str,
@@ -472,6 +475,7 @@ impl MapLayerResponse {
             dataset_extent_bbox: None,
             dataset_column_info: Vec::new(),
             dataset_feature_count: None,
+            dataset_complete_zoom: None,
             dataset_sample_values: Value::Object(Map::new()),
             dataset_record_type: "dataset",
             dataset_available: false,

@@ -198,6 +198,11 @@ fn style_layer_of(index: usize, place: usize, layer: &MapLayerResponse, source_i
             "show_in_legend": layer.show_in_legend,
         }},
     });
+    // Read-only, for the style's reader: below this zoom the layer's tiles
+    // draw an even selection of its features, not all of them.
+    if let Some(complete) = layer.dataset_complete_zoom.filter(|z| *z > 0) {
+        style_layer["metadata"][LAYER_META]["complete_zoom"] = json!(complete);
+    }
     if is_raster(layer) {
         return style_layer;
     }

@@ -41,9 +41,12 @@ export function Legend({ layers, title = "Legend" }: { layers: MapLayer[]; title
           );
         const geometry = geometryOf(layer);
         const entries = legendOf(configOf(layer, index), name);
+        // Below this zoom the layer's tiles draw an even selection.
+        const thinnedBelow = layer.dataset_complete_zoom ?? 0;
         return (
           <div key={layer.id} className="legend-layer">
-            {entries.length > 1 && <strong>{name}</strong>}
+            {(entries.length > 1 || thinnedBelow > 0) && <strong>{name}</strong>}
+            {thinnedBelow > 0 && <p className="legend-note">Thinned below zoom {thinnedBelow}</p>}
             <ul>
               {entries.map((entry, i) => (
                 <li key={i}>

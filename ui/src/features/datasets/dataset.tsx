@@ -566,6 +566,12 @@ export function DatasetPage({ id }: { id: string }) {
           label={`Map of ${d.title}`}
         />
       ) : null}
+      {d.complete_zoom ? (
+        <p className="meta" role="note">
+          Below zoom {d.complete_zoom} the map draws an even selection of the features, one in each 8-pixel cell that
+          holds any; from zoom {d.complete_zoom} on, every feature.
+        </p>
+      ) : null}
       <div className="columns">
         <section aria-labelledby="about">
           <h2 id="about">About</h2>
@@ -576,6 +582,12 @@ export function DatasetPage({ id }: { id: string }) {
                 <dd>{d.feature_count.toLocaleString()}</dd>
               </>
             )}
+            {d.complete_zoom ? (
+              <>
+                <dt>Drawn in full</dt>
+                <dd>from zoom {d.complete_zoom} (thinned below it)</dd>
+              </>
+            ) : null}
             {raster && <RasterFactList raster={raster} />}
             <dt>Source</dt>
             <dd>
