@@ -70,7 +70,7 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # stac-api-validator, run offline over vendored schemas
 # (tests/clients/stac_validate.py).
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client cql2 aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb "stac-api-validator==0.6.8"
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client cql2 aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb "stac-api-validator==0.6.8" pmtiles
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile

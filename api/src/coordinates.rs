@@ -9,7 +9,7 @@ use std::{
 };
 
 use catalog_raster::crs::CrsFacts;
-use catalog_shared::{datasets::GeometryType, wgs84};
+use catalog_shared::wgs84;
 
 use crate::dataset_record::Dataset;
 
@@ -34,46 +34,13 @@ pub fn crs_bounds(srid: i32) -> [f64; 4] {
     }
 }
 
-/// An extent (west, south, east, north in degrees; west above east when
-/// it crosses the antimeridian) cut to the world, as anything that frames
-/// or clips by it needs it; `None` when it is not four finite numbers (an
-/// extent counted from values no CRS has, written by hand).
-pub fn extent_in_world(bbox: &[f64]) -> Option<[f64; 4]> {
-    let &[west, south, east, north] = bbox.get(..4)? else {
-        return None;
-    };
-    [west, south, east, north].iter().all(|v| v.is_finite()).then(|| {
-        [
-            west.clamp(-180.0, 180.0),
-            south.clamp(-90.0, 90.0),
-            east.clamp(-180.0, 180.0),
-            north.clamp(-90.0, 90.0),
-        ]
-    })
-}
+pub use catalog_shared::tile_sql::extent_in_world;
 
 /// SQL that is true when `geometry` (a geometry of the dataset's column)
-/// lies within `bounds` and holds no NaN. Its box, kept with it, is
-/// compared first: PostGIS's box operators take a NaN for inside (C's
-/// comparisons), SQL's take it for above every number, so the box's top and
-/// right are compared in SQL too, which leaves out a point with a NaN. The
-/// box of a line, a polygon or a collection skips a NaN that is not its
-/// first position, so theirs are measured as well: a length over a NaN is
-/// NaN, which SQL puts above infinity.
+/// lies within the storage CRS's bounds and holds no NaN
+/// (`catalog_shared::tile_sql::drawable`).
 pub fn drawable(dataset: &Dataset, geometry: &str) -> String {
-    let [west, south, east, north] = bounds(dataset);
-    let finite = match dataset.geometry_type {
-        Some(GeometryType::Point) => String::new(),
-        Some(t) if t.dimension().is_some_and(|d| d > 0) => {
-            format!(" AND ST_Length({geometry}) + ST_Perimeter({geometry}) < 'Infinity'")
-        }
-        _ => format!(" AND ST_Length(ST_LineFromMultiPoint(ST_Points({geometry}))) < 'Infinity'"),
-    };
-    format!(
-        "({geometry} @ ST_MakeEnvelope({west:?}, {south:?}, {east:?}, {north:?}, {srid}) \
-         AND ST_XMax({geometry}) <= {east:?} AND ST_YMax({geometry}) <= {north:?}{finite})",
-        srid = dataset.srid.max(0)
-    )
+    catalog_shared::tile_sql::drawable(dataset.geometry_type, dataset.srid, bounds(dataset), geometry)
 }
 
 /// `transformed` (an expression of `geometry`) where `geometry` is

@@ -41,16 +41,17 @@ async fn own_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobV
 }
 
 /// The job, when the caller may follow it: their own, or the rehydration
-/// of a dataset they may read (every signed-in reader of a cold dataset is
-/// handed that job's id, whoever's read started it; anonymous readers
-/// retry the read after its `Retry-After`).
+/// or tile archive of a dataset they may read (every signed-in reader of a
+/// cold dataset, or asking for its PMTiles, is handed that job's id,
+/// whoever's read started it; anonymous readers retry the read after its
+/// `Retry-After`).
 async fn followed_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
     let user = caller.signed_in()?;
     let job = jobs::find(&state.pool, job_id).await?;
     match job {
         Some(job) if user.is_admin() || job.created_by == Some(user.id) => Ok(job),
         Some(job)
-            if job.kind == JobKind::Rehydrate
+            if matches!(job.kind, JobKind::Rehydrate | JobKind::TileArchive)
                 && let Some(dataset_id) = job.dataset_id
                 && visible_dataset(state, caller, dataset_id).await.is_ok() =>
         {

@@ -491,14 +491,17 @@ pub mod names {
         TypeDown,
     }
 
-    /// The file a vector dataset downloads as (`ExportFormat::NAMES`).
+    /// The file a vector dataset downloads as (`ExportFormat::NAMES`, and
+    /// the tile archive).
     pub struct DownloadFormat;
 
     impl utoipa::PartialSchema for DownloadFormat {
         fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+            let mut names = catalog_raster::export::ExportFormat::NAMES.to_vec();
+            names.push(catalog_shared::tile_sql::ARCHIVE_FORMAT);
             one_of(
-                &catalog_raster::export::ExportFormat::NAMES,
-                "The file a vector dataset downloads as (shp: zipped).",
+                &names,
+                "The file a vector dataset downloads as (shp: zipped; pmtiles: the vector tile pyramid).",
             )
         }
     }

@@ -14,9 +14,8 @@ use axum::{
 use catalog_raster::tile::Grid;
 use catalog_shared::{
     AppError,
-    datasets::{ColumnInfo, ColumnType},
-    db::quote_ident,
-    generalize,
+    datasets::ColumnInfo,
+    tile_sql::{self, TileLayer},
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -60,13 +59,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 pub(crate) const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
-const EXTENT: u32 = 4096;
-const BUFFER: u32 = 64;
 pub const MAX_ZOOM: u32 = 24;
 /// The zoom past which viewers over-zoom instead of asking for more tiles.
 pub const SOURCE_MAX_ZOOM: u32 = 16;
-/// Features one tile carries at most (decisions: Generalized tiles).
-const MAX_FEATURES_PER_TILE: u64 = generalize::MAX_TILE_FEATURES;
 /// Cluster cells per tile side (64 px cells on a 512 px tile).
 const CLUSTER_GRID: u32 = 8;
 
@@ -105,151 +100,24 @@ pub fn grid_tile_address(grid: Grid, z: &str, x: &str, y: &str) -> Result<TileAd
     Ok(TileAddress { z, x, y })
 }
 
-/// The dataset's geometry column, as EPSG:3857 for tiling.
-fn geometry_3857(dataset: &Dataset) -> String {
-    let column = format!("t.{}", quote_ident(&dataset.geometry_column));
-    let transformed = if dataset.srid == 3857 {
-        return column;
-    } else if dataset.srid <= 0 {
-        format!("ST_Transform(ST_SetSRID({column}, 4326), 3857)")
-    } else {
-        format!("ST_Transform({column}, 3857)")
-    };
-    // A coordinate no CRS has (written by hand) would fail the tile.
-    crate::coordinates::transformed_if_drawable(dataset, &column, &transformed)
-}
-
-/// Half the side of Web Mercator's square world, in metres.
-const WORLD_HALF_SIDE: f64 = 20_037_508.342_789_244;
-
-/// The tile's area with its buffer in WGS 84, a scalar subquery on the
-/// tile's `$1, $2, $3`: the buffered Mercator envelope cut at the world's
-/// edges, reaching the poles on the first and last rows. Transforming the
-/// buffered envelope itself wraps corners past ±180° to the far side of the
-/// world (tile 1/0/0 became 2.8°E to 177°E) and leaves out what lies beyond
-/// ±85.05°.
-fn tile_area_4326() -> String {
-    let margin = f64::from(BUFFER) / f64::from(EXTENT);
-    let lat = |y: &str| format!("degrees(2 * atan(exp({y} / 6378137.0)) - pi() / 2)");
-    format!(
-        "(SELECT ST_MakeEnvelope(greatest(-180, ST_XMin(e) * 180 / {WORLD_HALF_SIDE}), \
-           CASE WHEN ST_YMin(e) <= -{WORLD_HALF_SIDE} THEN -90 ELSE {south} END, \
-           least(180, ST_XMax(e) * 180 / {WORLD_HALF_SIDE}), \
-           CASE WHEN ST_YMax(e) >= {WORLD_HALF_SIDE} THEN 90 ELSE {north} END, 4326) \
-         FROM (SELECT ST_TileEnvelope($1, $2, $3, margin => {margin}) AS e) tile)",
-        south = lat("ST_YMin(e)"),
-        north = lat("ST_YMax(e)"),
-    )
-}
-
-/// The tile's area (with its buffer) in the dataset's storage CRS, for the index.
-fn tile_area_in_storage_crs(dataset: &Dataset) -> String {
-    match dataset.srid {
-        3857 => format!(
-            "ST_TileEnvelope($1, $2, $3, margin => {})",
-            f64::from(BUFFER) / f64::from(EXTENT)
-        ),
-        4326 => tile_area_4326(),
-        srid if srid <= 0 => format!("ST_SetSRID({}, 0)", tile_area_4326()),
-        srid => {
-            // A projected CRS (a registered table) holds only its own part of
-            // the world, and a box far outside it transforms to nonsense or
-            // fails: the area is first cut to the data's extent, and its
-            // edges densified so that their curves survive the transform.
-            // An extent counted from values no CRS has is cut to the world
-            // (or is the world) before it is written into SQL.
-            let [west, south, east, north] = match dataset
-                .extent_bbox
-                .as_deref()
-                .and_then(crate::coordinates::extent_in_world)
-            {
-                Some([w, s, e, n]) if w <= e => [w, s, e, n],
-                Some([_, s, _, n]) => [-180.0, s, 180.0, n],
-                None => [-180.0, -90.0, 180.0, 90.0],
-            };
-            format!(
-                "ST_Transform(ST_Segmentize(ST_ClipByBox2D({}, ST_MakeEnvelope({west}, {south}, {east}, {north}, 4326)), 0.5), {srid})",
-                tile_area_4326()
-            )
-        }
+/// What the shared tile SQL needs of `dataset`, read from `table`.
+pub(crate) fn tile_layer<'a>(dataset: &'a Dataset, table: &'a str, columns: &'a [ColumnInfo]) -> TileLayer<'a> {
+    TileLayer {
+        table,
+        key_column: &dataset.key_column,
+        geometry_column: &dataset.geometry_column,
+        geometry_type: dataset.geometry_type,
+        srid: dataset.srid,
+        storage_bounds: crate::coordinates::bounds(dataset),
+        extent: dataset.extent_bbox.as_deref().and_then(tile_sql::extent_in_world),
+        columns,
     }
-}
-
-/// An attribute as a value a vector tile can carry: numbers, booleans and
-/// text as they are, anything else as its text form.
-pub(crate) fn tile_value(column: &ColumnInfo) -> String {
-    let name = quote_ident(&column.name);
-    match column.pg_type {
-        ColumnType::SmallInt | ColumnType::Integer | ColumnType::BigInt | ColumnType::Boolean | ColumnType::Text => {
-            format!("t.{name}")
-        }
-        // A registered table's numeric or real column is recorded as double.
-        ColumnType::Double => format!("t.{name}::float8 AS {name}"),
-        _ => format!("t.{name}::text AS {name}"),
-    }
-}
-
-/// The vector tile query; `generalized` below the dataset's complete zoom.
-fn vector_tile_sql(dataset: &Dataset, table: &str, columns: &[ColumnInfo], generalized: bool) -> String {
-    let attributes: String = columns.iter().map(|c| format!(", {}", tile_value(c))).collect();
-    let key = quote_ident(&dataset.key_column);
-    let points = dataset.geometry_type.is_some_and(|t| t.dimension() == Some(0));
-    let mvt =
-        |geometry: &str| format!("ST_AsMVTGeom({geometry}, ST_TileEnvelope($1, $2, $3), {EXTENT}, {BUFFER}, true)");
-    let (mvt_geometry, thinning, order) = if generalized {
-        let mvt_geometry = if points {
-            mvt(&geometry_3857(dataset))
-        } else {
-            // Half a pixel of a 512-pixel tile at zoom $1, in metres.
-            let simplified = format!(
-                "ST_Simplify({}, {} / (1024 * power(2, $1)), true)",
-                geometry_3857(dataset),
-                2.0 * WORLD_HALF_SIDE
-            );
-            format!("coalesce({}, {})", mvt(&simplified), mvt(&geometry_3857(dataset)))
-        };
-        let first_zoom = generalize::FIRST_ZOOM_COLUMN;
-        (
-            mvt_geometry,
-            format!(" AND t.{first_zoom} <= $1"),
-            format!("ORDER BY t.{first_zoom}, hashint8(t.{key}::bigint) "),
-        )
-    } else {
-        (mvt(&geometry_3857(dataset)), String::new(), String::new())
-    };
-    format!(
-        include_str!("tiles/vector_tile.sql"),
-        attributes = attributes,
-        key = key,
-        geom = quote_ident(&dataset.geometry_column),
-        mvt_geometry = mvt_geometry,
-        table = table,
-        area = tile_area_in_storage_crs(dataset),
-        thinning = thinning,
-        order = order,
-        extent = EXTENT,
-        max_features = MAX_FEATURES_PER_TILE,
-    )
 }
 
 /// The zoom from which a dataset's tiles hold every feature they meet (0
 /// for a layer not generalized: it is never thinned, only bounded).
 pub(crate) fn complete_zoom(dataset: &Dataset) -> i16 {
     dataset.complete_zoom.unwrap_or(0)
-}
-
-fn cluster_tile_sql(dataset: &Dataset, table: &str) -> String {
-    format!(
-        include_str!("tiles/cluster_tile.sql"),
-        key = quote_ident(&dataset.key_column),
-        geom = quote_ident(&dataset.geometry_column),
-        geometry = geometry_3857(dataset),
-        table = table,
-        area = tile_area_in_storage_crs(dataset),
-        extent = EXTENT,
-        buffer = BUFFER,
-        grid = CLUSTER_GRID,
-    )
 }
 
 /// A vector tile cut by `sql`; empty when the tile holds nothing. It is
@@ -360,7 +228,7 @@ pub(crate) async fn dataset_tile(
         asked,
         (dataset, (z, x, y)),
         TileRoute::Vector,
-        |d, table, generalized| vector_tile_sql(d, table, &published_columns(d), generalized),
+        |d, table, generalized| tile_layer(d, table, &published_columns(d)).vector_tile_sql(generalized),
     )
     .await
 }
@@ -392,7 +260,7 @@ async fn cluster_tile(
         &asked,
         (dataset, (&z, &x, &y)),
         TileRoute::Cluster,
-        |d, table, _| cluster_tile_sql(d, table),
+        |d, table, _| tile_layer(d, table, &[]).cluster_tile_sql(CLUSTER_GRID),
     )
     .await
 }

@@ -21,6 +21,7 @@ mod runner;
 mod source_text;
 mod sources;
 mod styles;
+mod tile_archive;
 
 pub use cleanup::{Retention, Swept, sweep};
 pub use context::JobDeps;

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     cold,
     context::{JobContext, JobDeps, JobError, drop_staging},
-    download, harvest, ingest, pull, restore, reupload,
+    download, harvest, ingest, pull, restore, reupload, tile_archive,
 };
 
 /// Tries of a handler whose database or object store is unavailable,
@@ -189,6 +189,7 @@ async fn run_with_retries(ctx: &JobContext, input: &JobInput) -> Result<(), JobE
             JobInput::Archive(payload) => cold::archive(ctx, payload.dataset_id).await,
             JobInput::Rehydrate(payload) => cold::rehydrate(ctx, payload.dataset_id).await,
             JobInput::Restore(payload) => restore::run(ctx, payload).await,
+            JobInput::TileArchive(payload) => tile_archive::run(ctx, payload.dataset_id).await,
         };
         match result {
             Err(JobError::Transient(why)) if tries < MAX_TRIES => {

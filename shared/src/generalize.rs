@@ -251,6 +251,47 @@ async fn read_boxes(conn: &mut PgConnection, table: &str) -> Result<Vec<Placed>,
     Ok(placed)
 }
 
+/// Every tile of zooms 0 to `max_zoom` that a feature of the table meets
+/// with the tile buffer (`buffer` of 4096), by zoom; `None` when there
+/// are more than `most`.
+pub async fn tiles_with_data(
+    conn: &mut PgConnection,
+    table: &str,
+    max_zoom: u8,
+    (buffer, most): (u32, usize),
+) -> Result<Option<Vec<(u8, u32, u32)>>, sqlx::Error> {
+    let placed = read_boxes(conn, table).await?;
+    Ok(tiles_of(&placed, max_zoom.min(MAX_ZOOM), (buffer, most)))
+}
+
+fn tiles_of(placed: &[Placed], max_zoom: u8, (buffer, most): (u32, usize)) -> Option<Vec<(u8, u32, u32)>> {
+    let margin = f64::from(buffer) / 4096.0;
+    let mut tiles = Vec::new();
+    for z in 0..=max_zoom {
+        let n = f64::from(1u32 << z);
+        let last = (1u32 << z) - 1;
+        let index = |v: f32, side: f64| ((f64::from(v) * n + side).floor().max(0.0) as u32).min(last);
+        let mut zoom: std::collections::BTreeSet<(u32, u32)> = std::collections::BTreeSet::new();
+        for p in placed {
+            let (c0, c1) = (index(p.min.0, -margin), index(p.max.0, margin));
+            let (r0, r1) = (index(p.min.1, -margin), index(p.max.1, margin));
+            if u64::from(c1 - c0 + 1) * u64::from(r1 - r0 + 1) > most as u64 {
+                return None;
+            }
+            for c in c0..=c1 {
+                for r in r0..=r1 {
+                    zoom.insert((c, r));
+                }
+            }
+            if tiles.len() + zoom.len() > most {
+                return None;
+            }
+        }
+        tiles.extend(zoom.into_iter().map(|(x, y)| (z, x, y)));
+    }
+    Some(tiles)
+}
+
 /// Parses PostgreSQL's binary COPY of rows (bigint, 4 x float8), as it
 /// arrives in chunks that split rows anywhere.
 #[derive(Default)]
@@ -767,5 +808,22 @@ mod tests {
         let mut wrong = bytes.clone();
         wrong[0] = b'X';
         assert!(BoxReader::default().push(&wrong, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn tiles_with_data_are_those_a_feature_meets_with_the_buffer() {
+        // A point at the middle of tile 1/0/0's right edge meets both
+        // zoom-1 tiles of its row through the buffer.
+        let placed: Vec<Placed> = [point(1, 0.0, 40.0), point(2, -100.0, -60.0)]
+            .iter()
+            .filter_map(Placed::of)
+            .collect();
+        let tiles = tiles_of(&placed, 2, (64, 1000)).unwrap();
+        assert!(tiles.contains(&(0, 0, 0)));
+        assert!(tiles.contains(&(1, 0, 0)) && tiles.contains(&(1, 1, 0)));
+        assert!(tiles.contains(&(1, 0, 1)), "the southern point");
+        assert!(!tiles.contains(&(1, 1, 1)), "nothing in the south-east");
+        // Too many tiles is None, never fewer tiles.
+        assert_eq!(tiles_of(&placed, 2, (64, 3)), None);
     }
 }

@@ -48,6 +48,7 @@ text_enum! {
         ServiceImport = "service_import",
         Archive = "archive",
         Restore = "restore",
+        TileArchive = "tile_archive",
     }
 }
 
@@ -234,6 +235,8 @@ pub enum JobInput {
     Archive(DatasetPayload),
     Rehydrate(DatasetPayload),
     Restore(RestorePayload),
+    /// The PMTiles archive of a dataset's vector tiles, at its data version.
+    TileArchive(DatasetPayload),
 }
 
 /// The version of a dataset a restore job brings back.
@@ -260,15 +263,16 @@ impl JobInput {
             JobInput::Archive(_) => JobKind::Archive,
             JobInput::Rehydrate(_) => JobKind::Rehydrate,
             JobInput::Restore(_) => JobKind::Restore,
+            JobInput::TileArchive(_) => JobKind::TileArchive,
         }
     }
 
-    /// The dataset an archive, rehydrate or restore job works on: recorded
-    /// on the job row when it is queued, where the one-move-per-dataset
-    /// index sees the moves.
+    /// The dataset an archive, rehydrate, restore or tile archive job works
+    /// on: recorded on the job row when it is queued, where the
+    /// one-move-per-dataset index sees the moves.
     fn moved_dataset(&self) -> Option<Uuid> {
         match self {
-            JobInput::Archive(p) | JobInput::Rehydrate(p) => Some(p.dataset_id),
+            JobInput::Archive(p) | JobInput::Rehydrate(p) | JobInput::TileArchive(p) => Some(p.dataset_id),
             JobInput::Restore(p) => Some(p.dataset_id),
             _ => None,
         }
@@ -282,7 +286,7 @@ impl JobInput {
             JobInput::UrlDownload(p) => serde_json::to_value(p),
             JobInput::Connector(p) => serde_json::to_value(p),
             JobInput::ServiceImport(p) => serde_json::to_value(p),
-            JobInput::Archive(p) | JobInput::Rehydrate(p) => serde_json::to_value(p),
+            JobInput::Archive(p) | JobInput::Rehydrate(p) | JobInput::TileArchive(p) => serde_json::to_value(p),
             JobInput::Restore(p) => serde_json::to_value(p),
         };
         payload.expect("job payloads serialize")
@@ -303,6 +307,7 @@ impl JobInput {
             JobKind::Archive => JobInput::Archive(parse(kind, payload)?),
             JobKind::Rehydrate => JobInput::Rehydrate(parse(kind, payload)?),
             JobKind::Restore => JobInput::Restore(parse(kind, payload)?),
+            JobKind::TileArchive => JobInput::TileArchive(parse(kind, payload)?),
         })
     }
 }

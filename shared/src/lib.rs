@@ -28,6 +28,7 @@ pub mod secrets;
 pub mod storage;
 pub mod telemetry;
 mod text_enum;
+pub mod tile_sql;
 pub mod uploads;
 pub mod wgs84;
 

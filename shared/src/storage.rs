@@ -78,6 +78,13 @@ impl Storage {
         self.exports_root().join(dataset_id.to_string())
     }
 
+    /// The PMTiles archive of a dataset's vector tiles at a data version
+    /// (among its exports, so it goes with them after `EXPORT_CACHE_DAYS`).
+    pub fn tile_archive(&self, dataset_id: uuid::Uuid, data_version: i64) -> Path {
+        self.export_folder(dataset_id)
+            .join(format!("tiles-v{data_version}.pmtiles"))
+    }
+
     /// Every folder holding objects a dataset owns: deleting the dataset
     /// empties them all.
     pub fn dataset_folders(&self, dataset_id: uuid::Uuid) -> [Path; 3] {

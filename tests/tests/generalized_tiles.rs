@@ -315,4 +315,119 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
     let (_, body) = get_tile(&app, &id, (0, 0, 0)).await;
     let keys: BTreeSet<i64> = tile_points((0, 0, 0), &body).into_iter().map(|(k, _, _)| k).collect();
     assert!(!keys.contains(&drawn.0), "the removed place is gone from zoom 0");
+
+    check_archive(&app, &admin, &id, &dataset, complete).await;
+}
+
+/// `format=pmtiles`: 202 with a job, then the archive, range-readable, as
+/// the `pmtiles` package (PyPI) reads it over HTTP ranges; its tiles hold
+/// what the service's own tiles hold (read by GDAL's MVT driver).
+async fn check_archive(app: &App, admin: &str, id: &str, dataset: &Value, complete: u32) {
+    let download = app.url(&format!("/api/datasets/{id}/download?format=pmtiles"));
+    let first = app.send(app.http().get(&download)).await;
+    assert_eq!(first.status(), 202, "the archive is made by a job");
+    assert!(first.headers().contains_key("retry-after"));
+    let first: Value = first.json().await.unwrap();
+    let job_id = first["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let again = app.send(app.http().get(&download)).await;
+    if again.status() == 202 {
+        let again: Value = again.json().await.unwrap();
+        assert_eq!(again["job_id"], json!(job_id), "one job however many ask");
+    }
+    let job = app.wait_job(admin, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["kind"], "tile_archive");
+    let whole = app.send(app.http().get(&download)).await;
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.headers()["content-type"], "application/vnd.pmtiles");
+    assert!(whole.headers().contains_key("etag"));
+    let bytes = whole.bytes().await.unwrap();
+    assert_eq!(&bytes[..7], b"PMTiles");
+    assert_eq!(bytes[7], 3, "version 3");
+    let header = app.send(app.http().get(&download).header("range", "bytes=0-126")).await;
+    assert_eq!(header.status(), 206);
+    assert_eq!(header.bytes().await.unwrap().len(), 127);
+    // Refusals: a selection, and a dataset with no pyramid.
+    let selected = app.send(app.http().get(format!("{download}&bbox=0,0,1,1"))).await;
+    assert_eq!(selected.status(), 400);
+
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("places.pmtiles");
+    std::fs::write(&file, &bytes).unwrap();
+    let python = std::env::var("CATALOG_PYTHON").expect("CATALOG_PYTHON (set by scripts/test.sh)");
+    let output = std::process::Command::new(python)
+        .arg(catalog_tests::package_dir().join("clients/pmtiles_read.py"))
+        .arg(&file)
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "pmtiles_read.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let head = &read["header"];
+    assert_eq!(head["min_zoom"], 0, "{head}");
+    assert_eq!(head["max_zoom"], json!(complete), "{head}");
+    assert_eq!(head["tile_type"], "MVT", "{head}");
+    assert_eq!(head["tile_compression"], "GZIP", "{head}");
+    let layer = &read["metadata"]["vector_layers"][0];
+    assert_eq!(layer["id"], dataset["table_name"], "{}", read["metadata"]);
+    let tiles: BTreeMap<(u32, u64, u64), u64> = read["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let n = |i: usize| t[i].as_u64().unwrap();
+            ((n(0) as u32, n(1), n(2)), n(3))
+        })
+        .collect();
+    assert!(tiles.keys().all(|&(z, _, _)| z <= complete));
+    let archived = |(z, x, y): (u32, u64, u64)| {
+        let bytes = std::fs::read(out.path().join(format!("{z}/{x}/{y}.pbf"))).unwrap();
+        tile_points((z, x, y), &bytes)
+            .into_iter()
+            .map(|(k, _, _)| k)
+            .collect::<BTreeSet<i64>>()
+    };
+    // Every tile of zooms 0 to 2 the service draws is archived, and no
+    // other; then the biggest tiles of each zoom up to the complete one.
+    let mut compared = Vec::new();
+    for z in 0..=2u32 {
+        for x in 0..1u64 << z {
+            for y in 0..1u64 << z {
+                compared.push((z, x, y));
+            }
+        }
+    }
+    for z in 3..=complete {
+        let mut of_zoom: Vec<_> = tiles.iter().filter(|((tz, _, _), _)| *tz == z).collect();
+        of_zoom.sort_by_key(|(_, size)| std::cmp::Reverse(**size));
+        compared.extend(of_zoom.iter().take(3).map(|(address, _)| **address));
+    }
+    for address in compared {
+        let (status, body) = get_tile(app, id, address).await;
+        if status == 204 {
+            assert!(
+                !tiles.contains_key(&address),
+                "{address:?}: archived, but the service draws nothing"
+            );
+            continue;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            tiles.contains_key(&address),
+            "{address:?}: drawn by the service, not archived"
+        );
+        let served: BTreeSet<i64> = tile_points(address, &body).into_iter().map(|(k, _, _)| k).collect();
+        assert_eq!(
+            archived(address),
+            served,
+            "{address:?}: the archived tile holds what the service draws"
+        );
+    }
 }

@@ -2708,7 +2708,7 @@ export interface components {
          * @description What a job does: `jobs.kind`, and what the worker dispatches on.
          * @enum {string}
          */
-        JobKind: "ingest" | "reupload" | "url_download" | "rehydrate" | "connector" | "service_import" | "archive" | "restore";
+        JobKind: "ingest" | "reupload" | "url_download" | "rehydrate" | "connector" | "service_import" | "archive" | "restore" | "tile_archive";
         JobList: {
             jobs: components["schemas"]["JobView"][];
             /** Format: int64 */
@@ -9486,8 +9486,8 @@ export interface operations {
             query?: {
                 /** @description a download token for this dataset */
                 token?: string;
-                /** @description vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1) */
-                format?: "gpkg" | "geojson" | "csv" | "shp" | "fgb" | "parquet";
+                /** @description vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1), pmtiles (the vector tile pyramid, zoom 0 to the complete zoom, made by a job: 202 with the job until it is kept) */
+                format?: "gpkg" | "geojson" | "csv" | "shp" | "fgb" | "parquet" | "pmtiles";
                 /** @description as on items: features meeting the box, in bbox-crs */
                 bbox?: number[];
                 /** @description as on items: one of the collection's `crs` */
@@ -9534,9 +9534,10 @@ export interface operations {
                     "application/zip": unknown;
                     "application/flatgeobuf": unknown;
                     "application/vnd.apache.parquet": unknown;
+                    "application/vnd.pmtiles": unknown;
                 };
             };
-            /** @description the dataset is archived and being restored: poll the job, then ask again */
+            /** @description format=pmtiles: the archive is being made; `job_id` names the job, ask again after Retry-After */
             202: {
                 headers: {
                     /** @description seconds to wait */
@@ -9565,6 +9566,7 @@ export interface operations {
                     "application/zip": unknown;
                     "application/flatgeobuf": unknown;
                     "application/vnd.apache.parquet": unknown;
+                    "application/vnd.pmtiles": unknown;
                 };
             };
             /** @description a parameter the download does not take, a filter that does not parse or fit, a format not named here */
@@ -9596,6 +9598,15 @@ export interface operations {
             };
             /** @description a signed-in caller may not read the dataset, or there is none */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description format=pmtiles of a dataset that is not generalized (a registered table, or loaded before 0.3) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11821,7 +11832,7 @@ export interface operations {
                 /** @description Only jobs in this status (another name is a 400, not an empty list). */
                 status?: null | ("queued" | "running" | "succeeded" | "failed" | "cancelled");
                 /** @description Only jobs of this kind (another name is a 400, not an empty list). */
-                kind?: null | ("ingest" | "reupload" | "url_download" | "rehydrate" | "connector" | "service_import" | "archive" | "restore");
+                kind?: null | ("ingest" | "reupload" | "url_download" | "rehydrate" | "connector" | "service_import" | "archive" | "restore" | "tile_archive");
                 limit?: number | null;
                 offset?: number | null;
             };

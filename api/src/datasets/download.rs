@@ -55,7 +55,7 @@ const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "ap
     params(("dataset_id" = Uuid, Path),
         ("token" = Option<String>, Query, description = "a download token for this dataset"),
         ("format" = inline(Option<crate::openapi::names::DownloadFormat>), Query,
-            description = "vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1)"),
+            description = "vector datasets: gpkg (default), geojson, csv (geometry as WKT), shp (zipped), fgb (FlatGeobuf), parquet (GeoParquet 1.1), pmtiles (the vector tile pyramid, zoom 0 to the complete zoom, made by a job: 202 with the job until it is kept)"),
         ("bbox" = Option<Vec<f64>>, Query, description = "as on items: features meeting the box, in bbox-crs"),
         ("bbox-crs" = Option<String>, Query, pattern = r"^http://www\.opengis\.net/def/crs/(OGC/1\.3/CRS84|EPSG/0/[1-9][0-9]{0,8})$",
             description = "as on items: one of the collection's `crs`"),
@@ -74,15 +74,17 @@ const OWN_PARAMETERS: [&str; 6] = ["token", "format", "scope", "exp", "sig", "ap
     responses((status = 200, description = "the file: a raster's COG, or the matching features of a vector dataset in the format asked for",
                content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
                        ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"),
-                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"))),
+                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"), ("application/vnd.pmtiles"))),
+              (status = 202, description = "format=pmtiles: the archive is being made; `job_id` names the job, ask again after Retry-After"),
               (status = 206, description = "a byte range of the file",
                content(("image/tiff; application=geotiff; profile=cloud-optimized"), ("application/geopackage+sqlite3"),
                        ("application/geo+json"), ("text/csv; charset=utf-8"), ("application/zip"),
-                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"))),
+                       ("application/flatgeobuf"), ("application/vnd.apache.parquet"), ("application/vnd.pmtiles"))),
               (status = 400, description = "a parameter the download does not take, a filter that does not parse or fit, a format not named here", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 401, description = "no valid download token, signed link or credential, for data not everyone may read", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 403, description = "a token for another dataset", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 404, description = "a signed-in caller may not read the dataset, or there is none", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 409, description = "format=pmtiles of a dataset that is not generalized (a registered table, or loaded before 0.3)", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 412, description = "the file changed after If-Unmodified-Since", body = catalog_shared::Problem, content_type = "application/problem+json"),
               (status = 416, description = "a Range the file cannot satisfy; Content-Range gives its length", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 pub(super) async fn download(
@@ -112,10 +114,22 @@ pub(super) async fn download(
         let file = crate::tiles::raster_file(&state, &dataset).await?;
         return serve(&file, request, COG_MEDIA_TYPE, &format!("{stem}.tif"), None).await;
     }
+    if own("format") == Some(super::tile_archive::FORMAT) {
+        if !selection.is_empty() {
+            return Err(AppError::bad_request(
+                "a PMTiles archive holds the whole tile pyramid: it takes no feature selection",
+            ));
+        }
+        return super::tile_archive::download(&state, &caller, &dataset, &stem, request).await;
+    }
     let format = match own("format") {
         None => ExportFormat::GeoPackage,
         Some(name) => ExportFormat::from_name(name).ok_or_else(|| {
-            AppError::bad_request(format!("format must be one of {}", ExportFormat::NAMES.join(", ")))
+            AppError::bad_request(format!(
+                "format must be one of {}, {}",
+                ExportFormat::NAMES.join(", "),
+                super::tile_archive::FORMAT
+            ))
         })?,
     };
     // Before the query is planned: an archived dataset has no table yet.
@@ -336,7 +350,7 @@ fn file_stem(title: &str) -> String {
 /// Serves a file with Range and conditional requests (206, 304, 416); a
 /// kept export also with its strong ETag (`If-None-Match` answered 304)
 /// and the time it was made as `Last-Modified`.
-async fn serve(
+pub(super) async fn serve(
     file: &FilePath,
     request: Request,
     media_type: &str,

@@ -37,6 +37,7 @@ mod picture;
 mod quarantine;
 mod styles;
 mod summary;
+mod tile_archive;
 mod upload;
 
 use crate::dataset_record::{

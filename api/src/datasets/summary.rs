@@ -3,7 +3,7 @@
 //! and the breaks of equal-count classes. Values come as vector tiles carry
 //! them, so a style built from them matches the drawn features.
 use axum::{Json, extract::State};
-use catalog_shared::{AppError, db::quote_ident};
+use catalog_shared::{AppError, db::quote_ident, tile_sql::tile_value};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json as SqlJson;
@@ -14,7 +14,6 @@ use crate::{
     access::{Caller, datasets::cached_visible_dataset},
     extract::{Path, Query},
     state::AppState,
-    tiles::tile_value,
 };
 
 /// How many of the most common values a summary lists.

@@ -282,7 +282,7 @@ fn read_zip_member(gdal_path: &str) -> Result<Vec<u8>, RasterError> {
 }
 
 /// Copies the file into the object store in parts.
-async fn store(ctx: &JobContext, file: &Path, object: &ObjectPath) -> Result<(), JobError> {
+pub(crate) async fn store(ctx: &JobContext, file: &Path, object: &ObjectPath) -> Result<(), JobError> {
     let mut reader = tokio::fs::File::open(file).await?;
     let upload = ctx.deps.storage.store.put_multipart(object).await?;
     let mut writer = WriteMultipart::new(upload);

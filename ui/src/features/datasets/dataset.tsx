@@ -343,7 +343,10 @@ const FORMATS: [string, string][] = [
 function Download({ dataset }: { dataset: Dataset }) {
   const [format, setFormat] = useState("gpkg");
   const [filtered, setFiltered] = useState(false);
+  const [building, setBuilding] = useState(false);
   const filter = useLocation().searchParams.get("filter");
+  // Only a generalized layer has a tile pyramid to archive.
+  const formats: [string, string][] = dataset.complete_zoom != null ? [...FORMATS, ["pmtiles", `PMTiles (vector tiles, zoom 0 to ${dataset.complete_zoom})`]] : FORMATS;
   const action = useAction();
   const raster = dataset.kind === "raster";
   const download = () =>
@@ -351,9 +354,22 @@ function Download({ dataset }: { dataset: Dataset }) {
       const grant = await data(client.POST("/auth/download-token/{dataset_id}", { params: { path: { dataset_id: dataset.id } } }));
       const url = new URL(grant.download_url);
       if (!raster) url.searchParams.set("format", format);
-      if (!raster && filtered && filter) {
+      if (!raster && format !== "pmtiles" && filtered && filter) {
         url.searchParams.set("filter", filter);
         url.searchParams.set("filter-lang", "cql2-text");
+      }
+      // The tile archive is made by a job first (202): ask for its first
+      // byte until it is kept, then download it.
+      try {
+        while (format === "pmtiles") {
+          const probe = await fetch(url, { headers: { Range: "bytes=0-0" } });
+          if (probe.status === 206 || probe.status === 200) break;
+          if (probe.status !== 202) throw new Error((await probe.json().catch(() => null))?.detail ?? `HTTP ${probe.status}`);
+          setBuilding(true);
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+        }
+      } finally {
+        setBuilding(false);
       }
       window.location.assign(url.toString());
     });
@@ -367,14 +383,14 @@ function Download({ dataset }: { dataset: Dataset }) {
           <label>
             Format
             <select value={format} onChange={(e) => setFormat(e.target.value)}>
-              {FORMATS.map(([value, label]) => (
+              {formats.map(([value, label]) => (
                 <option key={value} value={value}>
                   {label}
                 </option>
               ))}
             </select>
           </label>
-          {filter && (
+          {filter && format !== "pmtiles" && (
             <label className="inline">
               <input type="checkbox" checked={filtered} onChange={(e) => setFiltered(e.target.checked)} />
               Only the rows of the filter <code>{filter}</code>
@@ -385,6 +401,7 @@ function Download({ dataset }: { dataset: Dataset }) {
       <button type="button" onClick={download} disabled={action.busy}>
         Download
       </button>
+      {building && <p role="status">Making the tile archive; the download starts when it is ready.</p>}
       <ErrorNote error={action.error} />
     </section>
   );

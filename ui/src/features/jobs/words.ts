@@ -12,6 +12,7 @@ export const KINDS: Record<Job["kind"], string> = {
   service_import: "Service import",
   archive: "Archive",
   restore: "Restore",
+  tile_archive: "Tile archive (PMTiles)",
 };
 
 /** The part of a source people know it by: a URL's last path segment (a
