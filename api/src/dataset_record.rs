@@ -88,9 +88,14 @@ pub struct Dataset {
     /// Null when the layer is not generalized (a raster, a registered
     /// table, one loaded before 0.3); 0 when every tile is complete.
     pub(crate) complete_zoom: Option<i16>,
-    /// The SQL that cuts the dataset's vector (0), cluster (1) and
-    /// generalized vector (2) tiles, with its digest, made on first use: a changed record is read anew,
-    /// so neither outlives the record it was made from.
+    /// Cluster tiles below this zoom are read from the cells counted at
+    /// load (`catalog_shared::generalize::record_clusters`).
+    #[serde(skip)]
+    pub(crate) cluster_cells_zoom: Option<i16>,
+    /// The SQL that cuts the dataset's vector (0), cluster (1), generalized
+    /// vector (2) and counted cluster (3) tiles, with its digest, made on
+    /// first use: a changed record is read anew, so neither outlives the
+    /// record it was made from.
     #[serde(skip)]
     #[sqlx(skip)]
     pub(crate) tile_sql: TileSql,
@@ -101,15 +106,16 @@ fn epsg_code<S: serde::Serializer>(srid: &i32, serializer: S) -> Result<S::Ok, S
     Some(*srid).filter(|s| *s > 0).serialize(serializer)
 }
 
-/// SQL text and its digest, per kind of vector tile.
+/// SQL text and its digest, per kind of vector tile (whole, clustered,
+/// generalized, clustered from counted cells).
 #[derive(Clone, Default)]
-pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 3]);
+pub struct TileSql(pub [OnceLock<(Arc<str>, [u8; 16])>; 4]);
 
 pub(crate) const DATASET_COLUMNS: &str =
     "id, title, summary, schema_name, table_name, key_column, geometry_column, geometry_type, srid, source_srid, extent_bbox,
     feature_count, quarantined_count, column_info, sample_values, geometry_info, visibility, status, publication_version, data_version, keywords, license, attribution, temporal_column, temporal_extent, source_format,
     source_filename, source_layer, is_registered, storage, kind, raster, raster_object, job_id, created_by, created_at, updated_at,
-    complete_zoom";
+    complete_zoom, cluster_cells_zoom";
 
 /// The published attribute columns of a dataset.
 pub fn published_columns(dataset: &Dataset) -> Vec<ColumnInfo> {
@@ -137,6 +143,12 @@ impl Dataset {
     pub(crate) fn is_generalized_at(&self, z: u32) -> bool {
         self.complete_zoom
             .is_some_and(|complete| i64::from(z) < i64::from(complete))
+    }
+
+    /// Whether the cluster tiles of zoom `z` are read from counted cells.
+    pub(crate) fn has_cluster_cells_at(&self, z: u32) -> bool {
+        self.cluster_cells_zoom
+            .is_some_and(|counted| i64::from(z) < i64::from(counted))
     }
 
     /// The schema and name of the dataset's table, for what names the

@@ -339,7 +339,9 @@ async fn written(tx: &mut PgConnection, (dataset, table): (&Dataset, &str), key:
 type Box = (f64, f64, f64, f64);
 
 /// The WGS 84 boxes of a change's `before` and `after` geometries (hex
-/// EWKB in the row JSON).
+/// EWKB in the row JSON), measured as a load measures a table's
+/// (`generalize`), so an edit takes away from a cluster cell what the
+/// load counted in it.
 async fn boxes_of(
     tx: &mut PgConnection,
     dataset: &Dataset,
@@ -355,9 +357,9 @@ async fn boxes_of(
     for (slot, hex) in boxes.iter_mut().zip([geometry_of(before), geometry_of(after)]) {
         if let Some(hex) = hex {
             *slot = sqlx::query_as(
-                "SELECT ST_XMin(b), ST_YMin(b), ST_XMax(b), ST_YMax(b)
-                 FROM (SELECT ST_Transform(ST_SetSRID(g, CASE WHEN ST_SRID(g) = 0 THEN 4326 ELSE ST_SRID(g) END), 4326)::box2d AS b
-                       FROM (SELECT $1::geometry AS g) x) y WHERE b IS NOT NULL",
+                "SELECT ST_XMin(w), ST_YMin(w), ST_XMax(w), ST_YMax(w)
+                 FROM (SELECT ST_Transform(ST_SetSRID(g, CASE WHEN ST_SRID(g) = 0 THEN 4326 ELSE ST_SRID(g) END), 4326) AS w
+                       FROM (SELECT $1::geometry AS g) x) y WHERE NOT ST_IsEmpty(w)",
             )
             .bind(hex)
             .fetch_optional(&mut *tx)
@@ -367,34 +369,40 @@ async fn boxes_of(
     Ok(boxes)
 }
 
-/// The dataset's generalization (complete zoom, cell bits), read under the
+/// The dataset's generalization (complete zoom, cell bits, zoom below
+/// which cluster cells are counted), read under the
 /// dataset row's lock at the start of an edit: edits of one dataset rank
 /// its features one after another, each from the other's result, and
 /// never lock each other's rows in turn.
-async fn lock_generalization(tx: &mut PgConnection, dataset: &Dataset) -> Result<Option<(u8, u8)>, AppError> {
-    let recorded: Option<(Option<i16>, Option<i16>)> =
-        sqlx::query_as("SELECT complete_zoom, thinning_cell_bits FROM datasets WHERE id = $1 FOR UPDATE")
-            .bind(dataset.id)
-            .fetch_optional(&mut *tx)
-            .await?;
+async fn lock_generalization(tx: &mut PgConnection, dataset: &Dataset) -> Result<Option<(u8, u8, u8)>, AppError> {
+    let recorded: Option<(Option<i16>, Option<i16>, Option<i16>)> = sqlx::query_as(
+        "SELECT complete_zoom, thinning_cell_bits, cluster_cells_zoom FROM datasets WHERE id = $1 FOR UPDATE",
+    )
+    .bind(dataset.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let zoom = |z: i16| u8::try_from(z).ok();
     Ok(match recorded {
-        Some((Some(zoom), Some(bits))) => u8::try_from(zoom).ok().zip(u8::try_from(bits).ok()),
+        Some((Some(complete), Some(bits), cells)) => zoom(complete)
+            .zip(zoom(bits))
+            .map(|(complete, bits)| (complete, bits, cells.and_then(zoom).unwrap_or(0))),
         _ => None,
     })
 }
 
 /// The first zooms of the features around a change's `before` and `after`
-/// boxes, in the change's transaction, so the generalized tiles of the
-/// new data version draw it as a load would (decisions: Generalized tiles).
+/// boxes and the cluster cells it left and joined, in the change's
+/// transaction, so the generalized and cluster tiles of the new data
+/// version draw it as a load would (decisions: Generalized tiles).
 /// Nothing to do for a layer complete from zoom 0, or when the geometry
-/// did not move (a first zoom depends on keys and boxes only).
+/// did not move (a first zoom and a cell depend on keys and boxes only).
 async fn keep_generalization(
     tx: &mut PgConnection,
     (dataset, table): (&Dataset, &str),
-    generalization: Option<(u8, u8)>,
-    boxes: &[Option<Box>; 2],
+    generalization: Option<(u8, u8, u8)>,
+    (key, boxes): (i64, &[Option<Box>; 2]),
 ) -> Result<(), AppError> {
-    let Some((complete_zoom, cell_bits)) = generalization.filter(|(zoom, _)| *zoom > 0) else {
+    let Some((complete_zoom, cell_bits, cluster_cells_zoom)) = generalization.filter(|(zoom, _, _)| *zoom > 0) else {
         return Ok(());
     };
     if boxes[0] == boxes[1] {
@@ -405,11 +413,27 @@ async fn keep_generalization(
         .flatten()
         .map(|&(w, s, e, n)| ((w + e) / 2.0, (s + n) / 2.0))
         .collect();
-    generalize::regeneralize_around(
+    let columns = (table, dataset.key_column.as_str(), dataset.geometry_column.as_str());
+    generalize::regeneralize_around(tx, columns, (complete_zoom, cell_bits), &places).await?;
+    let feature = |b: &Option<Box>| {
+        b.map(|(west, south, east, north)| generalize::Feature {
+            key,
+            west,
+            south,
+            east,
+            north,
+        })
+    };
+    let change = generalize::Move {
+        key,
+        before: feature(&boxes[0]),
+        after: feature(&boxes[1]),
+    };
+    generalize::recount_clusters(
         tx,
-        (table, &dataset.key_column, &dataset.geometry_column),
-        (complete_zoom, cell_bits),
-        &places,
+        (dataset.id, table, columns.1, columns.2),
+        cluster_cells_zoom,
+        &change,
     )
     .await?;
     Ok(())
@@ -479,7 +503,7 @@ pub(crate) async fn insert_feature(
     let (key, after) = query.fetch_one(&mut *tx).await.map_err(write_error)?;
     let boxes = boxes_of(&mut tx, dataset, None, Some(&after)).await?;
     keep_extent(&mut tx, (dataset, table), &boxes).await?;
-    keep_generalization(&mut tx, (dataset, table), generalization, &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), generalization, (key, &boxes)).await?;
     record_edit(&mut tx, dataset.id, caller.user_id(), 1, &[(key, None, Some(after))]).await?;
     let written = written(&mut tx, (dataset, table), key).await?;
     tx.commit().await?;
@@ -626,7 +650,7 @@ async fn change_feature(
     };
     let boxes = boxes_of(&mut tx, dataset, Some(&before), after.as_ref()).await?;
     keep_extent(&mut tx, (dataset, table), &boxes).await?;
-    keep_generalization(&mut tx, (dataset, table), generalization, &boxes).await?;
+    keep_generalization(&mut tx, (dataset, table), generalization, (key, &boxes)).await?;
     let added = if after.is_none() { -1 } else { 0 };
     record_edit(
         &mut tx,

@@ -62,8 +62,6 @@ pub(crate) const MVT_MEDIA_TYPE: &str = "application/vnd.mapbox-vector-tile";
 pub const MAX_ZOOM: u32 = 24;
 /// The zoom past which viewers over-zoom instead of asking for more tiles.
 pub const SOURCE_MAX_ZOOM: u32 = 16;
-/// Cluster cells per tile side (64 px cells on a 512 px tile).
-const CLUSTER_GRID: u32 = 8;
 
 /// A tile address, checked against the tile matrix of its zoom.
 #[derive(Clone, Copy)]
@@ -260,7 +258,7 @@ async fn cluster_tile(
         &asked,
         (dataset, (&z, &x, &y)),
         TileRoute::Cluster,
-        |d, table, _| tile_layer(d, table, &[]).cluster_tile_sql(CLUSTER_GRID),
+        |d, table, counted| tile_layer(d, table, &[]).cluster_tile_sql(counted),
     )
     .await
 }
@@ -298,7 +296,9 @@ async fn terrain_tile(
 }
 
 /// A vector tile of `dataset` at (z, x, y) on `route`, cut by the SQL
-/// `sql_of` writes, from the tile cache when it holds it.
+/// `sql_of` writes (told whether the load's work serves the zoom: the
+/// ranks below the complete zoom, or the counted cluster cells), from the
+/// tile cache when it holds it.
 async fn serve_tile(
     state: &AppState,
     caller: &Caller,
@@ -310,14 +310,18 @@ async fn serve_tile(
     let at = tile_address(z, x, y)?;
     let (dataset, pinned) = asked.version.resolve(state, caller, asked.uri, dataset).await?;
     let data = crate::read_gate::open(state, caller, &dataset).await?;
-    let generalized = route == TileRoute::Vector && dataset.is_generalized_at(at.z);
+    let precomputed = match route {
+        TileRoute::Cluster => dataset.has_cluster_cells_at(at.z),
+        _ => dataset.is_generalized_at(at.z),
+    };
     let memo = &dataset.tile_sql.0[match route {
+        TileRoute::Cluster if precomputed => 3,
         TileRoute::Cluster => 1,
-        _ if generalized => 2,
+        _ if precomputed => 2,
         _ => 0,
     }];
     let (sql, digest) = memo.get_or_init(|| {
-        let sql = with_data_version(&sql_of(&dataset, data.table(), generalized));
+        let sql = with_data_version(&sql_of(&dataset, data.table(), precomputed));
         let digest = recipe_digest(&sql);
         (sql.into(), digest)
     });

@@ -466,6 +466,15 @@ pub async fn publish(
     .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
+    generalize::record_clusters(
+        &mut tx,
+        dataset_id,
+        (
+            &loaded.generalization.clusters,
+            loaded.generalization.cluster_cells_zoom,
+        ),
+    )
+    .await?;
     let columns = reader::column_info(plan);
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
@@ -529,6 +538,15 @@ pub async fn replace(
     .bind(i16::from(loaded.generalization.complete_zoom))
     .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
+    .await?;
+    generalize::record_clusters(
+        &mut tx,
+        dataset_id,
+        (
+            &loaded.generalization.clusters,
+            loaded.generalization.cluster_cells_zoom,
+        ),
+    )
     .await?;
     // The time axis stays where it was while the new data has it;
     // otherwise it is found anew.

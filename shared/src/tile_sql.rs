@@ -5,7 +5,7 @@
 use crate::{
     datasets::{ColumnInfo, ColumnType, GeometryType},
     db::quote_ident,
-    generalize,
+    generalize::{self, WORLD_HALF_SIDE},
 };
 
 /// Tile coordinates a side, and the buffer around them.
@@ -15,8 +15,6 @@ pub const BUFFER: u32 = 64;
 pub const MAX_FEATURES_PER_TILE: u64 = generalize::MAX_TILE_FEATURES;
 /// The download route's `format` for the PMTiles archive of the tiles.
 pub const ARCHIVE_FORMAT: &str = "pmtiles";
-/// Half the side of Web Mercator's square world, in metres.
-pub const WORLD_HALF_SIDE: f64 = 20_037_508.342_789_244;
 
 /// What the tile SQL needs of a dataset.
 pub struct TileLayer<'a> {
@@ -133,18 +131,41 @@ impl TileLayer<'_> {
         )
     }
 
-    /// The cluster tile query: `grid` cells a tile side.
-    pub fn cluster_tile_sql(&self, grid: u32) -> String {
+    /// The cluster tile query, of `generalize::CLUSTER_GRID` cells a tile
+    /// side: from the dataset's counted cells where it has them
+    /// (`counted`), and then taking `$5`, the dataset's id.
+    pub fn cluster_tile_sql(&self, counted: bool) -> String {
+        let key = quote_ident(self.key_column);
+        if counted {
+            // Points are counted where they are; other features at the
+            // centre of their box, which their own position would belie.
+            let lone_position = if self.geometry_type == Some(GeometryType::Point) {
+                format!(
+                    "(SELECT {} FROM {} t WHERE t.{key} = cells.lone)",
+                    self.geometry_3857(),
+                    self.table
+                )
+            } else {
+                "NULL::geometry".to_string()
+            };
+            return format!(
+                include_str!("tile_sql/counted_cluster_tile.sql"),
+                lone_position = lone_position,
+                extent = EXTENT,
+                buffer = BUFFER,
+                grid = generalize::CLUSTER_GRID,
+            );
+        }
         format!(
             include_str!("tile_sql/cluster_tile.sql"),
-            key = quote_ident(self.key_column),
+            key = key,
             geom = quote_ident(self.geometry_column),
             geometry = self.geometry_3857(),
             table = self.table,
             area = self.tile_area_in_storage_crs(),
             extent = EXTENT,
             buffer = BUFFER,
-            grid = grid,
+            grid = generalize::CLUSTER_GRID,
         )
     }
 

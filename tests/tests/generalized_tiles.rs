@@ -2,8 +2,9 @@
 //! GeoNames' 234,908 places, ordered by country. Below the complete zoom
 //! every tile stays within the bounds and every 8x8 cell of a tile that
 //! holds a place in PostGIS holds one in the tile; from the complete zoom
-//! on a tile holds what PostGIS finds in its envelope; an edit shows at
-//! once, at every zoom, and a removed place's cell keeps a place.
+//! on a tile holds what PostGIS finds in its envelope; cluster tiles
+//! count every place below it; an edit shows at once, at every zoom, and
+//! a removed place's cell keeps a place.
 use std::collections::{BTreeMap, BTreeSet};
 
 use catalog_tests::{Api, App};
@@ -114,6 +115,125 @@ async fn check_zoom(app: &App, id: &str, table: &str, z: u32) -> usize {
         );
     }
     most
+}
+
+/// The features of a cluster tile as GDAL's MVT driver reads them: count,
+/// key of a lone place, and position in EPSG:3857.
+fn cluster_points((z, x, y): (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, Option<i64>, f64, f64)> {
+    let path = format!("/vsimem/clusters-{}.pbf", uuid::Uuid::new_v4());
+    gdal::vsi::create_mem_file(&path, bytes.to_vec()).unwrap();
+    let (zs, xs, ys) = (format!("Z={z}"), format!("X={x}"), format!("Y={y}"));
+    let dataset = gdal::Dataset::open_ex(
+        &path,
+        gdal::DatasetOptions {
+            allowed_drivers: Some(&["MVT"]),
+            open_options: Some(&[&zs, &xs, &ys, "CLIP=NO"]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut points = Vec::new();
+    for mut layer in dataset.layers() {
+        for feature in layer.features() {
+            let field = |name: &str| {
+                feature
+                    .field_index(name)
+                    .ok()
+                    .and_then(|i| feature.field_as_integer64(i).unwrap())
+            };
+            let (px, py, _) = feature.geometry().unwrap().get_point(0);
+            points.push((field("point_count").unwrap(), field("gid"), px, py));
+        }
+    }
+    drop(dataset);
+    gdal::vsi::unlink_mem_file(&path).unwrap();
+    points
+}
+
+/// Each cell (8 a tile side) of zoom `z` that holds places in PostGIS:
+/// how many, and the least key among them.
+async fn cell_counts(app: &App, table: &str, z: u32) -> BTreeMap<(u64, u64), (i64, i64)> {
+    let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT x, y, count(*), min(gid) FROM (
+           SELECT gid, floor((ST_X(geom) + 180) / 360 * 2 ^ ($1 + 3))::bigint AS x,
+                  floor((1 - asinh(tan(radians(greatest(-85.0511287798, least(85.0511287798, ST_Y(geom))))))
+                   / pi()) / 2 * 2 ^ ($1 + 3))::bigint AS y
+           FROM {table}) c GROUP BY x, y"
+    )))
+    .bind(z as i32)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(x, y, n, key)| ((x as u64, y as u64), (n, key)))
+        .collect()
+}
+
+/// Every cluster tile of zoom `z` that holds a place (or, given `at`,
+/// those of the places `at`, longitude and latitude) counts every place:
+/// each cell of its grid that holds places in PostGIS is one cluster of
+/// that many (a lone place with its key), at most 100 of them (the grid
+/// and its ring), however few places the thinned tile draws.
+async fn check_clusters(app: &App, id: &str, table: &str, z: u32, at: Option<&[(f64, f64)]>) {
+    let counts = cell_counts(app, table, z).await;
+    let tiles_a_side = f64::from(1u32 << z);
+    let chosen: Option<BTreeSet<(u64, u64)>> = at.map(|places| {
+        places
+            .iter()
+            .map(|&(lon, lat)| {
+                let (fx, fy) = fraction(lon * HALF / 180.0, mercator_y(lat));
+                ((fx * tiles_a_side) as u64, (fy * tiles_a_side) as u64)
+            })
+            .collect()
+    });
+    let mut by_tile: BTreeMap<(u64, u64), Vec<(u64, u64)>> = BTreeMap::new();
+    for &(cx, cy) in counts.keys() {
+        let tile = (cx / 8, cy / 8);
+        if chosen.as_ref().is_none_or(|c| c.contains(&tile)) {
+            by_tile.entry(tile).or_default().push((cx, cy));
+        }
+    }
+    assert!(!by_tile.is_empty(), "zoom {z}: no tile to check");
+    let cells = f64::from(1u32 << (z + 3));
+    // A cluster's centre is in its cell, rounded to the tile's grid (a
+    // point on a cell's edge may round into the next).
+    let unit = 1.5 / (tiles_a_side * 4096.0);
+    for (&(tx, ty), expected) in &by_tile {
+        let address = (z, tx, ty);
+        let response = app
+            .send(
+                app.http()
+                    .get(app.url(&format!("/api/tiles/{id}/cluster/{z}/{tx}/{ty}.pbf"))),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "cluster tile {address:?} holds places");
+        let clusters = cluster_points(address, &response.bytes().await.unwrap());
+        assert!(clusters.len() <= 100, "{address:?}: {} clusters", clusters.len());
+        let near = |px: f64, py: f64| {
+            let (fx, fy) = fraction(px, py);
+            [-unit, 0.0, unit]
+                .iter()
+                .flat_map(|dx| [-unit, 0.0, unit].map(|dy| (((fx + dx) * cells) as u64, ((fy + dy) * cells) as u64)))
+                .collect::<BTreeSet<_>>()
+        };
+        // GDAL reads a property a feature lacks as 0: a cluster's key is
+        // read only where it counts one place.
+        let key = |m: i64, gid: Option<i64>| if m == 1 { gid } else { None };
+        for cell in expected {
+            let (n, least) = counts[cell];
+            let lone = (n == 1).then_some(least);
+            assert!(
+                clusters
+                    .iter()
+                    .any(|&(m, gid, px, py)| (m, key(m, gid)) == (n, lone) && near(px, py).contains(cell)),
+                "zoom {z}, tile {tx}/{ty}: cell {cell:?} holds {n} places in PostGIS (lone: {lone:?}); clusters near it: {:?}",
+                clusters
+                    .iter()
+                    .filter(|&&(_, _, px, py)| near(px, py).contains(cell))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
 }
 
 /// The keys PostGIS finds in tile z/x/y with its buffer (64 of 4096).
@@ -227,6 +347,11 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
         }
     }
 
+    // Cluster tiles below the complete zoom count every place.
+    for z in 0..complete.min(6) {
+        check_clusters(&app, &id, &table, z, None).await;
+    }
+
     // From the complete zoom on, the densest tiles hold what PostGIS finds.
     let densest: Vec<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT x, y FROM (SELECT floor((ST_X(geom) + 180) / 360 * 2 ^ $1)::bigint AS x,
@@ -315,8 +440,74 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
     let (_, body) = get_tile(&app, &id, (0, 0, 0)).await;
     let keys: BTreeSet<i64> = tile_points((0, 0, 0), &body).into_iter().map(|(k, _, _)| k).collect();
     assert!(!keys.contains(&drawn.0), "the removed place is gone from zoom 0");
+    // Clusters count the edits: one more in the new place's cells, one
+    // less in those of the removed.
+    let deepest = complete.saturating_sub(1);
+    check_clusters(&app, &id, &table, 0, None).await;
+    check_clusters(&app, &id, &table, deepest, Some(&[(-140.0, -40.0), (2.35, 48.85)])).await;
+    // A second place beside the new one, then gone: its cells hold two,
+    // then one again, which is named.
+    let beside = create_place(&app, &admin, &id, (-140.0001, -40.0001)).await;
+    for z in [0, deepest] {
+        check_clusters(&app, &id, &table, z, Some(&[(-140.0, -40.0)])).await;
+    }
+    edit_place(&app, &admin, &id, beside, None).await;
+    for z in [0, deepest] {
+        check_clusters(&app, &id, &table, z, Some(&[(-140.0, -40.0)])).await;
+    }
+    // The new place moves across the world: it leaves its cells and joins
+    // others at every zoom.
+    edit_place(&app, &admin, &id, new_key, Some((-100.0, -55.0))).await;
+    for z in [0, 2, deepest] {
+        check_clusters(&app, &id, &table, z, Some(&[(-140.0, -40.0), (-100.0, -55.0)])).await;
+    }
 
     check_archive(&app, &admin, &id, &dataset, complete).await;
+}
+
+/// A place made with the features route; its key.
+async fn create_place(app: &App, admin: &str, id: &str, (lon, lat): (f64, f64)) -> i64 {
+    let created = app
+        .send(
+            app.http()
+                .post(app.url(&format!("/api/collections/{id}/items")))
+                .bearer_auth(admin)
+                .header("Content-Type", "application/geo+json")
+                .body(
+                    json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
+                           "properties": {"name": "Beside"}})
+                    .to_string(),
+                ),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    created["id"]
+        .as_i64()
+        .or_else(|| created["id"].as_str().and_then(|k| k.parse().ok()))
+        .unwrap_or_else(|| panic!("{created}"))
+}
+
+/// Moves a place (PATCH of its geometry) or, without a place, deletes it.
+async fn edit_place(app: &App, admin: &str, id: &str, key: i64, to: Option<(f64, f64)>) {
+    let item = app.url(&format!("/api/collections/{id}/items/{key}"));
+    let current = app.send(app.http().get(&item).bearer_auth(admin)).await;
+    let etag = current.headers()["etag"].to_str().unwrap().to_string();
+    let request = match to {
+        Some((lon, lat)) => app
+            .http()
+            .patch(&item)
+            .header("Content-Type", "application/merge-patch+json")
+            .body(json!({"geometry": {"type": "Point", "coordinates": [lon, lat]}}).to_string()),
+        None => app.http().delete(&item),
+    };
+    let response = app.send(request.bearer_auth(admin).header("If-Match", etag)).await;
+    assert!(
+        response.status().is_success(),
+        "{:?} of {key}: {}",
+        to,
+        response.status()
+    );
 }
 
 /// `format=pmtiles`: 202 with a job, then the archive, range-readable, as

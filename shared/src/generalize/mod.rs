@@ -16,20 +16,20 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::db::quote_ident;
 
-/// Tiles are cut up to this zoom and over-zoomed past it.
-pub const MAX_ZOOM: u8 = 16;
+mod clusters;
+mod grid;
+pub use clusters::{CLUSTER_GRID, ClusterCell, Move, record_clusters, recount_clusters};
+pub use grid::{FIRST_ZOOM_COLUMN, Feature, MAX_ZOOM, WORLD_HALF_SIDE};
+use grid::{LEVELS, MAX_CELL_BITS, Placed, cell_box, features_meeting, mercator, unmorton};
+
 /// What one tile may carry at most (decisions).
 pub const MAX_TILE_FEATURES: u64 = 100_000;
 pub const MAX_TILE_BYTES: u64 = 2_000_000;
-/// The column of a loaded table that holds a kept feature's first zoom
-/// (null for a feature first drawn at the complete zoom).
-pub const FIRST_ZOOM_COLUMN: &str = "__minzoom";
-/// Cells a tile side at most: 8-pixel cells of a 512-pixel tile.
-const MAX_CELL_BITS: u8 = 6;
-/// At least 8 cells a side, whatever the features weigh.
+/// At least 8 cells a side, whatever the features weigh: never coarser
+/// than the cluster grid, so a cluster cell's least feature is drawn at
+/// its zoom (`recount_clusters` finds a lone member among those).
 const MIN_CELL_BITS: u8 = 3;
-/// Bits of a centre's position on each axis.
-const LEVELS: u8 = MAX_ZOOM + MAX_CELL_BITS;
+const _: () = assert!(MIN_CELL_BITS >= clusters::CLUSTER_BITS);
 /// A feature whose box covers more tiles than this at a zoom is counted
 /// in every tile of that zoom.
 const WIDE: u64 = 256;
@@ -42,16 +42,6 @@ const MAX_SPREAD_TILES: usize = 8_000_000;
 const SPARE_NUMERATOR: u64 = 9;
 const SPARE_DENOMINATOR: u64 = 10;
 
-/// A feature as generalization sees it: its key and its box in WGS 84.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Feature {
-    pub key: i64,
-    pub west: f64,
-    pub south: f64,
-    pub east: f64,
-    pub north: f64,
-}
-
 /// What a layer's low zooms need.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Generalization {
@@ -62,45 +52,10 @@ pub struct Generalization {
     pub cell_bits: u8,
     /// Each feature first drawn below the complete zoom, with that zoom.
     pub first_zooms: Vec<(i64, u8)>,
-}
-
-/// A feature placed on Web Mercator: the Morton code of its centre at
-/// `LEVELS` bits, its box as fractions of the world (x east, y south; in
-/// single precision, a few metres, as the counts need: 40 bytes a feature,
-/// so 10,000,000 of them take 400 MB while a layer is ranked).
-struct Placed {
-    code: u64,
-    key: i64,
-    min: (f32, f32),
-    max: (f32, f32),
-    /// Width or height, the larger, taken before rounding to single precision.
-    across: f32,
-}
-
-impl Placed {
-    fn of(f: &Feature) -> Option<Self> {
-        if ![f.west, f.south, f.east, f.north].iter().all(|v| v.is_finite()) {
-            return None;
-        }
-        let (x0, y1) = mercator(f.west.min(f.east), f.south.min(f.north));
-        let (x1, y0) = mercator(f.west.max(f.east), f.south.max(f.north));
-        // The centre in degrees, as an edit's cell is found (`zoom_0_cell`).
-        let (cx, cy) = mercator((f.west + f.east) / 2.0, (f.south + f.north) / 2.0);
-        let side = f64::from(1u32 << LEVELS);
-        let cell = |v: f64| ((v * side) as u64).min((1 << LEVELS) - 1) as u32;
-        Some(Placed {
-            code: morton(cell(cx), cell(cy)),
-            key: f.key,
-            min: (x0 as f32, y0 as f32),
-            max: (x1 as f32, y1 as f32),
-            across: (x1 - x0).max(y1 - y0) as f32,
-        })
-    }
-
-    /// A well-mixed priority from the key: spatially random, fixed.
-    fn priority(&self) -> (u64, i64) {
-        (splitmix64(self.key as u64), self.key)
-    }
+    /// The cluster tiles' cells below `cluster_cells_zoom` (at most the
+    /// complete zoom).
+    pub clusters: Vec<ClusterCell>,
+    pub cluster_cells_zoom: u8,
 }
 
 /// The cells a tile side for features of `bytes_per_feature`: a tile of
@@ -129,10 +84,13 @@ fn generalize_placed(mut placed: Vec<Placed>, bytes_per_feature: u64) -> General
     let complete_zoom = complete_zoom(&placed, tile_budget(bytes_per_feature));
     let cell_bits = cell_bits_for(bytes_per_feature);
     let first_zooms = rank(&mut placed, complete_zoom, cell_bits);
+    let (clusters, cluster_cells_zoom) = clusters::count_cells(&placed, complete_zoom);
     Generalization {
         complete_zoom,
         cell_bits,
         first_zooms,
+        clusters,
+        cluster_cells_zoom,
     }
 }
 
@@ -148,35 +106,20 @@ pub fn first_zooms(features: &[Feature], complete_zoom: u8, cell_bits: u8) -> Ve
 pub fn zoom_0_cell(lon: f64, lat: f64, cell_bits: u8) -> [f64; 4] {
     let (x, y) = mercator(lon, lat);
     let cells = f64::from(1u32 << cell_bits);
-    let (column, row) = ((x * cells).floor(), (y * cells).floor());
-    let lon_of = |x: f64| x * 360.0 - 180.0;
-    let lat_of = |y: f64| (std::f64::consts::PI * (1.0 - 2.0 * y)).sinh().atan().to_degrees();
-    // Cells on the world's edges reach past it: features beyond 85.05° or
-    // 180° are placed (clamped) in them.
-    let last = cells - 1.0;
-    [
-        if column == 0.0 { -360.0 } else { lon_of(column / cells) },
-        if row == last {
-            -90.0
-        } else {
-            lat_of((row + 1.0) / cells)
-        },
-        if column == last {
-            360.0
-        } else {
-            lon_of((column + 1.0) / cells)
-        },
-        if row == 0.0 { 90.0 } else { lat_of(row / cells) },
-    ]
+    cell_box(cell_bits, (x * cells).floor() as u32, (y * cells).floor() as u32)
 }
 
 /// A layer's generalization as its dataset records it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Recorded {
     pub complete_zoom: u8,
     pub cell_bits: u8,
     /// Features drawn below the complete zoom.
     pub kept: u64,
+    /// Its cluster cells, of the zooms below `cluster_cells_zoom`
+    /// (`record_clusters` writes them with the dataset).
+    pub clusters: Vec<ClusterCell>,
+    pub cluster_cells_zoom: u8,
 }
 
 /// Generalizes a loaded table (`schema.table`, quoted; key `gid`, geometry
@@ -221,6 +164,8 @@ pub async fn rank_table(pool: &PgPool, table: &str) -> Result<Recorded, sqlx::Er
         complete_zoom: g.complete_zoom,
         cell_bits: g.cell_bits,
         kept: g.first_zooms.len() as u64,
+        clusters: g.clusters,
+        cluster_cells_zoom: g.cluster_cells_zoom,
     })
 }
 
@@ -411,26 +356,9 @@ pub async fn regeneralize_around(
         .collect();
     cells.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     cells.dedup();
-    let (key_q, geom_q) = (quote_ident(key), quote_ident(geometry));
+    let key_q = quote_ident(key);
     for cell in cells {
-        let candidates: Vec<Feature> = sqlx::query_as::<_, (i64, f64, f64, f64, f64)>(sqlx::AssertSqlSafe(format!(
-            "SELECT {key_q}::bigint, ST_XMin({geom_q}), ST_YMin({geom_q}), ST_XMax({geom_q}), ST_YMax({geom_q})
-             FROM {table} WHERE {geom_q} && ST_MakeEnvelope($1, $2, $3, $4, 4326) AND NOT ST_IsEmpty({geom_q})"
-        )))
-        .bind(cell[0])
-        .bind(cell[1])
-        .bind(cell[2])
-        .bind(cell[3])
-        .fetch(&mut *conn)
-        .map_ok(|(key, west, south, east, north)| Feature {
-            key,
-            west,
-            south,
-            east,
-            north,
-        })
-        .try_collect()
-        .await?;
+        let candidates = features_meeting(conn, (table, key, geometry), cell, None).await?;
         // Features ranked in this cell are those whose centre is in it.
         let inside: Vec<Feature> = candidates
             .into_iter()
@@ -546,51 +474,9 @@ fn rank(placed: &mut [Placed], complete_zoom: u8, cell_bits: u8) -> Vec<(i64, u8
         .collect()
 }
 
-/// Web Mercator as fractions of the world: x east from 180° W, y south
-/// from 85.05° N, both in [0, 1).
-fn mercator(lon: f64, lat: f64) -> (f64, f64) {
-    const MAX_LATITUDE: f64 = 85.051_128_779_806_59;
-    let x = (lon.clamp(-180.0, 180.0) + 180.0) / 360.0;
-    let lat = lat.clamp(-MAX_LATITUDE, MAX_LATITUDE).to_radians();
-    let y = (1.0 - lat.tan().asinh() / std::f64::consts::PI) / 2.0;
-    let below_one = 1.0 - f64::EPSILON;
-    (x.clamp(0.0, below_one), y.clamp(0.0, below_one))
-}
-
-fn morton(x: u32, y: u32) -> u64 {
-    fn spread(v: u32) -> u64 {
-        let mut v = u64::from(v);
-        v = (v | (v << 16)) & 0x0000_ffff_0000_ffff;
-        v = (v | (v << 8)) & 0x00ff_00ff_00ff_00ff;
-        v = (v | (v << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
-        v = (v | (v << 2)) & 0x3333_3333_3333_3333;
-        (v | (v << 1)) & 0x5555_5555_5555_5555
-    }
-    spread(x) | (spread(y) << 1)
-}
-
-fn unmorton(code: u64) -> (u32, u32) {
-    fn squeeze(mut v: u64) -> u32 {
-        v &= 0x5555_5555_5555_5555;
-        v = (v | (v >> 1)) & 0x3333_3333_3333_3333;
-        v = (v | (v >> 2)) & 0x0f0f_0f0f_0f0f_0f0f;
-        v = (v | (v >> 4)) & 0x00ff_00ff_00ff_00ff;
-        v = (v | (v >> 8)) & 0x0000_ffff_0000_ffff;
-        ((v | (v >> 16)) & 0x0000_0000_ffff_ffff) as u32
-    }
-    (squeeze(code), squeeze(code >> 1))
-}
-
-/// A well-mixed priority from a key: spatially random, fixed per feature.
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::grid::morton;
     use super::*;
 
     fn point(key: i64, lon: f64, lat: f64) -> Feature {
