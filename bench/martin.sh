@@ -9,6 +9,10 @@
 # and the table shows both counts, ours/martin's.
 # Each tile is measured in ROUNDS (3) rounds alternating which server goes
 # first, and the medians are compared: this 2-core machine's speed drifts.
+# Then the big layer (BIG_POINTS, 10,000,000 points in order of longitude,
+# loaded through the service): one tile a zoom from 0 to 6, cut cold by
+# each, bytes and seconds, and how many times smaller and faster ours are;
+# and what share of its load the generalization took.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/stack.sh"
 source "$(dirname "$0")/common.sh"
@@ -35,7 +39,7 @@ start_martin() {
     --cache-size "$1" >>"$WORK/martin.log" 2>&1 &
   MARTIN_PID=$!
   EXTRA_PIDS=$MARTIN_PID
-  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$MARTIN_PORT/catalog" >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$MARTIN_PORT/catalog" >/dev/null && return; sleep 0.1; done
   echo "martin did not start; see $WORK/martin.log" >&2
   exit 1
 }
@@ -80,4 +84,65 @@ for pairing in off on; do
     wrk_notes "our $tile" "$ours_m"
     wrk_notes "martin's $tile" "$martin_m"
   done
+done
+
+# The big layer: loaded through the service (the worker again), then
+# martin restarted to find its table.
+BIG_POINTS=${BIG_POINTS:-10000000}
+big_csv="$WORK/sorted_points_$BIG_POINTS.csv"
+if [[ ! -s $big_csv ]]; then
+  log "generating $big_csv (seeded, in order of longitude)"
+  python3 bench/gen_points.py "$BIG_POINTS" "$big_csv" sorted
+fi
+"$CARGO_TARGET_DIR/release/catalog-worker" >"$WORK/worker-big.log" 2>&1 &
+WORKER=$!
+log "loading $BIG_POINTS points through the service"
+started=$(date +%s.%N)
+read -r BIG_COLLECTION BIG_TABLE < <(python3 bench/load_public.py "http://127.0.0.1:$API_PORT" "$big_csv" "$DATABASE_URL")
+ingest_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$started" "$(date +%s.%N)")
+kill "$WORKER"
+loaded=$(grep 'layer loaded' "$WORK/worker-big.log" | tail -1)
+field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$loaded"; }
+restart_api TILE_CACHE_MB=0
+start_martin 0
+BIG_OURS="http://127.0.0.1:$API_PORT/api/tiles/$BIG_COLLECTION"
+BIG_THEIRS="http://127.0.0.1:$MARTIN_PORT/$BIG_TABLE"
+BIG_COMPLETE=$(curl -sf "$BIG_OURS/tilejson.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["vector_layers"][0]["complete_zoom"])')
+python3 -c "import sys
+points, complete, ingest, copy, generalize, index = sys.argv[1:]
+ingest, copy, generalize, index = float(ingest), int(copy) / 1000, int(generalize) / 1000, int(index) / 1000
+print(f'\\n{points} points in order of longitude, complete from zoom {complete}; ingest {ingest:.1f} s '
+      f'(upload to published), of which copy {copy:.1f} s, generalization {generalize:.1f} s '
+      f'({100 * generalize / ingest:.0f}% of the ingest; goal at most 30%), indexes {index:.1f} s')" \
+  "$BIG_POINTS" "$BIG_COMPLETE" "$ingest_s" "$(field copy_ms)" "$(field generalize_ms)" "$(field index_ms)"
+
+# cut_tile URL: "bytes seconds" of one tile, uncompressed, as the server
+# cuts it ("- -" when it gives none within ten minutes).
+cut_tile() {
+  local figures
+  if figures=$(curl -sf --max-time 600 -o /dev/null -w '%{size_download} %{time_total}' "$1"); then
+    echo "$figures"
+  else
+    echo "- -"
+  fi
+}
+printf '%-10s %12s %9s %14s %10s %9s %8s\n' tile "ours bytes" "ours s" "martin bytes" "martin s" smaller faster
+for z in 0 1 2 3 4 5 6; do
+  # The tile over 10° E, 47° N.
+  read -r x y < <(python3 -c "import math; n = 2 ** $z; lat = math.radians(47)
+print(int((10 + 180) / 360 * n), int((1 - math.asinh(math.tan(lat)) / math.pi) / 2 * n))")
+  # Each twice, alternating, the second counted: both read the table
+  # from PostgreSQL's cache, neither from its own tile cache.
+  cut_tile "$BIG_OURS/$z/$x/$y.pbf" >/dev/null
+  cut_tile "$BIG_THEIRS/$z/$x/$y" >/dev/null
+  read -r our_bytes our_s < <(cut_tile "$BIG_OURS/$z/$x/$y.pbf")
+  read -r their_bytes their_s < <(cut_tile "$BIG_THEIRS/$z/$x/$y")
+  ratios=$(python3 -c "import sys
+a = sys.argv[1:]
+try:
+    print(f'{int(a[2]) / max(int(a[0]), 1):.1f}x {float(a[3]) / max(float(a[1]), 1e-6):.1f}x')
+except ValueError:
+    print('- -')" "$our_bytes" "$our_s" "$their_bytes" "$their_s")
+  # shellcheck disable=SC2086 # two cells
+  printf '%-10s %12s %9s %14s %10s %9s %8s\n' "$z/$x/$y" "$our_bytes" "$our_s" "$their_bytes" "$their_s" $ratios
 done
