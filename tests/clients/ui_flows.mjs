@@ -302,7 +302,12 @@ await screen(page, 'dataset-table');
 const wholeState = await drawnPixels(page);
 await page.getByRole('button', { name: /^Zoom to feature / }).first().click();
 await until(async () => (await dataPixels(page)) > wholeState * 1.3, 'the map zoomed to the county');
+// The table asks for attributes only, and gets them gzipped.
+const wholePage = page.waitForResponse((r) => r.url().includes('/items?') && !r.url().includes('filter='));
 await page.getByRole('button', { name: 'Clear filter' }).click();
+const tablePage = await wholePage;
+assert.match(tablePage.url(), /skipGeometry=true/, 'the table leaves geometries out');
+assert.equal((await tablePage.allHeaders())['content-encoding'], 'gzip', 'the table page comes gzipped');
 await until(async () => (await rowsOf()) === 'rows 1–10 of 100', 'the whole table again');
 await page.getByRole('button', { name: 'bir74 ▼' }).click();
 await until(async () => !page.url().includes('sortby'), 'no sort');
