@@ -693,16 +693,18 @@ async fn tile_connections_outlive_abandoned_requests_and_an_outage() {
         response.bytes().await.unwrap();
         cuts.push(started.elapsed());
     }
+    // A quarter of the quickest cut: most requests are dropped while
+    // their query runs, even if the machine speeds up meanwhile.
     cuts.sort();
-    let patience = (cuts[1] / 3).max(std::time::Duration::from_millis(1));
+    let patience = (cuts[0] / 4).max(std::time::Duration::from_millis(1));
+    let mut abandoned = 0;
     for _ in 0..12 {
-        let abandoned = stack.http.get(&heavy).timeout(patience).send().await;
-        assert!(
-            abandoned.is_err(),
-            "the heavy tile took under {patience:?} (a third of the {:?} it took before)",
-            cuts[1]
-        );
+        abandoned += usize::from(stack.http.get(&heavy).timeout(patience).send().await.is_err());
     }
+    assert!(
+        abandoned >= 8,
+        "{abandoned} of 12 requests given up after {patience:?} (a quarter of the quickest of {cuts:?})"
+    );
     for _ in 0..20 {
         let again = get(&stack, &tile(8, 128, 127), &[]).await;
         assert_eq!(again.status(), 200);

@@ -143,13 +143,22 @@ function AttributeTable({
     e.preventDefault();
     setParams({ filter: typed.trim() || null, offset: null });
   };
-  const zoomTo = async (featureId: string | number) => {
-    const { data: feature } = await client.GET("/collections/{collectionId}/items/{featureId}", {
-      params: { path: { collectionId: dataset.id, featureId: String(featureId) } },
+  const zooming = useAction();
+  const lastZoom = useRef(0);
+  const zoomTo = (featureId: string | number) =>
+    zooming.run(async () => {
+      // Only the last click zooms, whichever answer comes first.
+      const click = ++lastZoom.current;
+      const feature = await data(
+        client.GET("/collections/{collectionId}/items/{featureId}", {
+          params: { path: { collectionId: dataset.id, featureId: String(featureId) } },
+        }),
+      );
+      const bounds = boundsOf((feature as { geometry?: unknown }).geometry);
+      if (click !== lastZoom.current) return;
+      if (!bounds) throw new Error(`Feature ${featureId} has no geometry to zoom to.`);
+      onZoom(bounds);
     });
-    const bounds = boundsOf((feature as { geometry?: unknown } | undefined)?.geometry);
-    if (bounds) onZoom(bounds);
-  };
   const zoomCell = (f: Items["features"][number]) => {
     const id = f.id;
     return (
@@ -184,6 +193,7 @@ function AttributeTable({
         )}
       </form>
       <ErrorNote error={items.error} />
+      <ErrorNote error={zooming.error} />
       <div className="table-scroll" tabIndex={0} role="region" aria-label="Attribute table">
         <table>
           <thead>
