@@ -466,15 +466,7 @@ pub async fn publish(
     .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    generalize::record_clusters(
-        &mut tx,
-        dataset_id,
-        (
-            &loaded.generalization.clusters,
-            loaded.generalization.cluster_cells_zoom,
-        ),
-    )
-    .await?;
+    loaded.generalization.record_clusters(&mut tx, dataset_id).await?;
     let columns = reader::column_info(plan);
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
@@ -539,15 +531,7 @@ pub async fn replace(
     .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    generalize::record_clusters(
-        &mut tx,
-        dataset_id,
-        (
-            &loaded.generalization.clusters,
-            loaded.generalization.cluster_cells_zoom,
-        ),
-    )
-    .await?;
+    loaded.generalization.record_clusters(&mut tx, dataset_id).await?;
     // The time axis stays where it was while the new data has it;
     // otherwise it is found anew.
     let columns = reader::column_info(plan);

@@ -8,7 +8,6 @@
 use catalog_shared::{
     datasets,
     db::quote_ident,
-    generalize,
     history::{self, VersionKind},
     ingest_report::IngestReport,
     jobs::RestorePayload,
@@ -130,12 +129,7 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .bind(i16::from(generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    generalize::record_clusters(
-        &mut tx,
-        id,
-        (&generalization.clusters, generalization.cluster_cells_zoom),
-    )
-    .await?;
+    generalization.record_clusters(&mut tx, id).await?;
     let time_axis: Option<String> = sqlx::query_scalar("SELECT temporal_column FROM datasets WHERE id = $1")
         .bind(id)
         .fetch_one(&mut *tx)

@@ -26,9 +26,13 @@ fn fraction(x: f64, y: f64) -> (f64, f64) {
     ((x + HALF) / (2.0 * HALF), (HALF - y) / (2.0 * HALF))
 }
 
-/// The features of a vector tile as GDAL's MVT driver reads it: key and
-/// position in EPSG:3857 of each point.
-fn tile_points((z, x, y): (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, f64, f64)> {
+/// What `read` takes of each feature of a vector tile, as GDAL's MVT
+/// driver reads it, given the feature's position in EPSG:3857.
+fn read_tile<T>(
+    (z, x, y): (u32, u64, u64),
+    bytes: &[u8],
+    read: impl Fn(&gdal::vector::Feature, f64, f64) -> T,
+) -> Vec<T> {
     let path = format!("/vsimem/tile-{}.pbf", uuid::Uuid::new_v4());
     gdal::vsi::create_mem_file(&path, bytes.to_vec()).unwrap();
     let (zs, xs, ys) = (format!("Z={z}"), format!("X={x}"), format!("Y={y}"));
@@ -41,20 +45,27 @@ fn tile_points((z, x, y): (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, f64, f64)>
         },
     )
     .unwrap();
-    let mut points = Vec::new();
+    let mut read_features = Vec::new();
     for mut layer in dataset.layers() {
         for feature in layer.features() {
-            let key = feature
-                .field_as_integer64(feature.field_index("mvt_id").unwrap())
-                .unwrap()
-                .unwrap();
             let (px, py, _) = feature.geometry().unwrap().get_point(0);
-            points.push((key, px, py));
+            read_features.push(read(&feature, px, py));
         }
     }
     drop(dataset);
     gdal::vsi::unlink_mem_file(&path).unwrap();
-    points
+    read_features
+}
+
+/// The points of a vector tile: key and position in EPSG:3857.
+fn tile_points(address: (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, f64, f64)> {
+    read_tile(address, bytes, |feature, px, py| {
+        let key = feature
+            .field_as_integer64(feature.field_index("mvt_id").unwrap())
+            .unwrap()
+            .unwrap();
+        (key, px, py)
+    })
 }
 
 /// The cells (8 a tile side) of zoom `z` that hold a place in PostGIS.
@@ -117,37 +128,18 @@ async fn check_zoom(app: &App, id: &str, table: &str, z: u32) -> usize {
     most
 }
 
-/// The features of a cluster tile as GDAL's MVT driver reads them: count,
-/// key of a lone place, and position in EPSG:3857.
-fn cluster_points((z, x, y): (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, Option<i64>, f64, f64)> {
-    let path = format!("/vsimem/clusters-{}.pbf", uuid::Uuid::new_v4());
-    gdal::vsi::create_mem_file(&path, bytes.to_vec()).unwrap();
-    let (zs, xs, ys) = (format!("Z={z}"), format!("X={x}"), format!("Y={y}"));
-    let dataset = gdal::Dataset::open_ex(
-        &path,
-        gdal::DatasetOptions {
-            allowed_drivers: Some(&["MVT"]),
-            open_options: Some(&[&zs, &xs, &ys, "CLIP=NO"]),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let mut points = Vec::new();
-    for mut layer in dataset.layers() {
-        for feature in layer.features() {
-            let field = |name: &str| {
-                feature
-                    .field_index(name)
-                    .ok()
-                    .and_then(|i| feature.field_as_integer64(i).unwrap())
-            };
-            let (px, py, _) = feature.geometry().unwrap().get_point(0);
-            points.push((field("point_count").unwrap(), field("gid"), px, py));
-        }
-    }
-    drop(dataset);
-    gdal::vsi::unlink_mem_file(&path).unwrap();
-    points
+/// The features of a cluster tile: count, key of a lone place, and
+/// position in EPSG:3857.
+fn cluster_points(address: (u32, u64, u64), bytes: &[u8]) -> Vec<(i64, Option<i64>, f64, f64)> {
+    read_tile(address, bytes, |feature, px, py| {
+        let field = |name: &str| {
+            feature
+                .field_index(name)
+                .ok()
+                .and_then(|i| feature.field_as_integer64(i).unwrap())
+        };
+        (field("point_count").unwrap(), field("gid"), px, py)
+    })
 }
 
 /// Each cell (8 a tile side) of zoom `z` that holds places in PostGIS:
@@ -381,25 +373,7 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
 
     // An edit shows at once: a place where there was none is drawn at every
     // zoom; removing the place drawn for a cell leaves the cell a place.
-    let created = app
-        .send(
-            app.http()
-                .post(app.url(&format!("/api/collections/{id}/items")))
-                .bearer_auth(&admin)
-                .header("Content-Type", "application/geo+json")
-                .body(
-                    json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [-140.0, -40.0]},
-                           "properties": {"name": "Nowhere"}})
-                    .to_string(),
-                ),
-        )
-        .await;
-    assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
-    let new_key = created["id"]
-        .as_i64()
-        .or_else(|| created["id"].as_str().and_then(|k| k.parse().ok()))
-        .unwrap_or_else(|| panic!("{created}"));
+    let new_key = create_place(&app, &admin, &id, "Nowhere", (-140.0, -40.0)).await;
     for z in 0..=complete {
         let n = f64::from(1u32 << z);
         let (x, y) = (((-140.0 + 180.0) / 360.0 * n) as u64, {
@@ -423,18 +397,7 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
         .into_iter()
         .find(|&(_, px, py)| cell_of(fraction(px, py)) == cell_of(paris))
         .expect("Paris's cell has a place at zoom 0");
-    let item = format!("/api/collections/{id}/items/{}", drawn.0);
-    let current = app.send(app.http().get(app.url(&item)).bearer_auth(&admin)).await;
-    let etag = current.headers()["etag"].to_str().unwrap().to_string();
-    let deleted = app
-        .send(
-            app.http()
-                .delete(app.url(&item))
-                .bearer_auth(&admin)
-                .header("If-Match", etag),
-        )
-        .await;
-    assert_eq!(deleted.status(), 204);
+    assert_eq!(edit_place(&app, &admin, &id, drawn.0, None).await, 204);
     check_zoom(&app, &id, &table, 0).await;
     check_zoom(&app, &id, &table, 3).await;
     let (_, body) = get_tile(&app, &id, (0, 0, 0)).await;
@@ -447,7 +410,7 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
     check_clusters(&app, &id, &table, deepest, Some(&[(-140.0, -40.0), (2.35, 48.85)])).await;
     // A second place beside the new one, then gone: its cells hold two,
     // then one again, which is named.
-    let beside = create_place(&app, &admin, &id, (-140.0001, -40.0001)).await;
+    let beside = create_place(&app, &admin, &id, "Beside", (-140.0001, -40.0001)).await;
     for z in [0, deepest] {
         check_clusters(&app, &id, &table, z, Some(&[(-140.0, -40.0)])).await;
     }
@@ -466,7 +429,7 @@ async fn geonames_places_are_thinned_evenly_below_the_complete_zoom_and_exact_fr
 }
 
 /// A place made with the features route; its key.
-async fn create_place(app: &App, admin: &str, id: &str, (lon, lat): (f64, f64)) -> i64 {
+async fn create_place(app: &App, admin: &str, id: &str, name: &str, (lon, lat): (f64, f64)) -> i64 {
     let created = app
         .send(
             app.http()
@@ -475,7 +438,7 @@ async fn create_place(app: &App, admin: &str, id: &str, (lon, lat): (f64, f64)) 
                 .header("Content-Type", "application/geo+json")
                 .body(
                     json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
-                           "properties": {"name": "Beside"}})
+                           "properties": {"name": name}})
                     .to_string(),
                 ),
         )
@@ -488,8 +451,9 @@ async fn create_place(app: &App, admin: &str, id: &str, (lon, lat): (f64, f64)) 
         .unwrap_or_else(|| panic!("{created}"))
 }
 
-/// Moves a place (PATCH of its geometry) or, without a place, deletes it.
-async fn edit_place(app: &App, admin: &str, id: &str, key: i64, to: Option<(f64, f64)>) {
+/// Moves a place (PATCH of its geometry) or, without a place, deletes it;
+/// the answer's status.
+async fn edit_place(app: &App, admin: &str, id: &str, key: i64, to: Option<(f64, f64)>) -> u16 {
     let item = app.url(&format!("/api/collections/{id}/items/{key}"));
     let current = app.send(app.http().get(&item).bearer_auth(admin)).await;
     let etag = current.headers()["etag"].to_str().unwrap().to_string();
@@ -508,6 +472,7 @@ async fn edit_place(app: &App, admin: &str, id: &str, key: i64, to: Option<(f64,
         to,
         response.status()
     );
+    response.status().as_u16()
 }
 
 /// `format=pmtiles`: 202 with a job, then the archive, range-readable, as

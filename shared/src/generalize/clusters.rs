@@ -94,7 +94,7 @@ pub(super) fn count_cells(placed: &[Placed], complete_zoom: u8) -> (Vec<ClusterC
 /// Replaces the dataset's cluster cells with those counted below
 /// `counted_below`, in the transaction that publishes the table they were
 /// counted from (after the dataset row is written).
-pub async fn record_clusters(
+pub(super) async fn record_clusters(
     conn: &mut PgConnection,
     dataset: Uuid,
     (cells, counted_below): (&[ClusterCell], u8),
@@ -245,18 +245,8 @@ async fn lone_member(
 
 #[cfg(test)]
 mod tests {
-    use super::super::place;
+    use super::super::{grid::point, place};
     use super::*;
-
-    fn point(key: i64, lon: f64, lat: f64) -> Feature {
-        Feature {
-            key,
-            west: lon,
-            south: lat,
-            east: lon,
-            north: lat,
-        }
-    }
 
     #[test]
     fn cells_count_every_feature_at_every_zoom_below_the_complete_one() {

@@ -28,6 +28,18 @@ pub struct Feature {
     pub north: f64,
 }
 
+/// A point feature, as the tests place them.
+#[cfg(test)]
+pub(super) fn point(key: i64, lon: f64, lat: f64) -> Feature {
+    Feature {
+        key,
+        west: lon,
+        south: lat,
+        east: lon,
+        north: lat,
+    }
+}
+
 /// A feature placed on Web Mercator: the Morton code of its centre at
 /// `LEVELS` bits, its box as fractions of the world (x east, y south; in
 /// single precision, a few metres, as the counts need: 40 bytes a feature,

@@ -18,7 +18,7 @@ use crate::db::quote_ident;
 
 mod clusters;
 mod grid;
-pub use clusters::{CLUSTER_GRID, ClusterCell, Move, record_clusters, recount_clusters};
+pub use clusters::{CLUSTER_GRID, ClusterCell, Move, recount_clusters};
 pub use grid::{FIRST_ZOOM_COLUMN, Feature, MAX_ZOOM, WORLD_HALF_SIDE};
 use grid::{LEVELS, MAX_CELL_BITS, Placed, cell_box, features_meeting, mercator, unmorton};
 
@@ -120,6 +120,15 @@ pub struct Recorded {
     /// (`record_clusters` writes them with the dataset).
     pub clusters: Vec<ClusterCell>,
     pub cluster_cells_zoom: u8,
+}
+
+impl Recorded {
+    /// Replaces the dataset's cluster cells with this generalization's, in
+    /// the transaction that publishes the table they were counted from
+    /// (after the dataset row is written).
+    pub async fn record_clusters(&self, conn: &mut PgConnection, dataset: uuid::Uuid) -> Result<(), sqlx::Error> {
+        clusters::record_clusters(conn, dataset, (&self.clusters, self.cluster_cells_zoom)).await
+    }
 }
 
 /// Generalizes a loaded table (`schema.table`, quoted; key `gid`, geometry
@@ -476,18 +485,8 @@ fn rank(placed: &mut [Placed], complete_zoom: u8, cell_bits: u8) -> Vec<(i64, u8
 
 #[cfg(test)]
 mod tests {
-    use super::grid::morton;
+    use super::grid::{morton, point};
     use super::*;
-
-    fn point(key: i64, lon: f64, lat: f64) -> Feature {
-        Feature {
-            key,
-            west: lon,
-            south: lat,
-            east: lon,
-            north: lat,
-        }
-    }
 
     /// A grid of `n` by `n` points over a box.
     fn grid(n: i64, [west, south, east, north]: [f64; 4]) -> Vec<Feature> {
