@@ -68,9 +68,9 @@ export CATALOG_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # schemathesis, which tests every operation against the OpenAPI document;
 # pyarrow, geopandas and DuckDB, which read GeoParquet downloads; and
 # stac-api-validator, run offline over vendored schemas
-# (tests/clients/stac_validate.py).
+# (tests/clients/stac_validate.py). Their versions: tests/clients/requirements.txt.
 [[ -x $ROOT/.data/venv/bin/python ]] || python3 -m venv "$ROOT/.data/venv"
-"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check OWSLib PyLD pystac-client cql2 aiosmtpd openapi-spec-validator prometheus-client "moto[server]" "schemathesis==4.32.5" pyarrow geopandas duckdb "stac-api-validator==0.6.8" pmtiles
+"$ROOT/.data/venv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/clients/requirements.txt"
 export CATALOG_PYTHON="$ROOT/.data/venv/bin/python"
 export CATALOG_QGIS_PYTHON=/usr/bin/python3
 # Data in a national grid: rgdal's scot_BNG (EPSG:27700), a shapefile
