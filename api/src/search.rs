@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::page::{Limit, Offset};
 use crate::{
     access::{Caller, policy::visible_to_caller},
+    bbox::Bbox,
     dataset_record::{DATASET_COLUMNS, Dataset},
     extract::{Json as JsonBody, Path, Query},
     state::AppState,
@@ -51,6 +52,15 @@ pub struct SearchQuery {
     #[schema(pattern = r"^[^\u0000]*$")]
     #[param(pattern = r"^[^\u0000]*$")]
     format: Option<String>,
+    /// datasets whose extent meets this box: west,south,east,north in
+    /// CRS84 (west above east crosses the antimeridian), as a map's view
+    #[param(value_type = Option<String>, example = "5.7,49.4,6.6,50.2")]
+    #[schema(value_type = Option<String>, example = "5.7,49.4,6.6,50.2")]
+    bbox: Option<String>,
+    /// the order: relevance (best match first, the default; newest first
+    /// without words), newest (last updated first), title (A to Z) or size
+    /// (most features first)
+    sort: Option<SearchOrder>,
     #[serde(default)]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 200, default = 20)]
     #[param(value_type = Option<i64>, minimum = 1, maximum = 200, default = 20)]
@@ -61,41 +71,147 @@ pub struct SearchQuery {
     offset: Offset,
 }
 
-/// The weighted document a dataset is found by.
-const DOCUMENT: &str = "setweight(to_tsvector('simple', coalesce(d.title, '')), 'A')
-    || setweight(to_tsvector('simple', array_to_string(d.keywords, ' ')), 'B')
-    || setweight(to_tsvector('simple', coalesce(d.summary, '')), 'C')
-    || setweight(to_tsvector('simple', coalesce(jsonb_path_query_array(d.column_info, '$[*].original_name')::text, '')), 'D')";
+/// How search results are ordered.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchOrder {
+    Relevance,
+    Newest,
+    Title,
+    Size,
+}
+
+impl SearchOrder {
+    fn sql(self) -> &'static str {
+        match self {
+            Self::Relevance => "rank DESC, d.updated_at DESC, d.id",
+            Self::Newest => "d.updated_at DESC, d.id",
+            Self::Title => "lower(d.title), d.id",
+            Self::Size => "d.feature_count DESC NULLS LAST, d.updated_at DESC, d.id",
+        }
+    }
+}
+
+/// The weighted document a dataset is found by, in a text search
+/// configuration: `simple` keeps words as written (names, codes, prefixes),
+/// `english` finds them by stem ("airport" finds "Airports").
+fn document(config: &str) -> String {
+    format!(
+        "setweight(to_tsvector('{config}', coalesce(d.title, '')), 'A')
+    || setweight(to_tsvector('{config}', array_to_string(d.keywords, ' ')), 'B')
+    || setweight(to_tsvector('{config}', coalesce(d.summary, '')), 'C')
+    || setweight(to_tsvector('{config}', coalesce(jsonb_path_query_array(d.column_info, '$[*].original_name')::text, '')), 'D')"
+    )
+}
+
+/// The words of `q` as a `simple` prefix query (`airp:* & us:*`), so a
+/// word being typed finds what it begins; none when `q` uses the web
+/// syntax (quotes, `-word`, `OR`), which means what it says. Words are
+/// letters and digits only, so nothing of `q` is tsquery syntax.
+fn prefix_query(q: &str) -> Option<String> {
+    if q.contains('"')
+        || q.split_whitespace()
+            .any(|w| w.starts_with('-') || w == "or" || w == "OR")
+    {
+        return None;
+    }
+    let words: Vec<String> = q
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(16)
+        .map(|w| format!("{}:*", w.to_lowercase()))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" & "))
+}
+
+/// What matches `q` ($3) and its prefix query ($10): its stems, its words
+/// as written, or the words they begin.
+fn text_match() -> String {
+    format!(
+        "(({english}) @@ websearch_to_tsquery('english', $3)
+          OR ({simple}) @@ websearch_to_tsquery('simple', $3)
+          OR ($10::text IS NOT NULL AND ({simple}) @@ to_tsquery('simple', $10)))",
+        english = document("english"),
+        simple = document("simple"),
+    )
+}
+
+/// How well a dataset matches: words as written count most, then stems,
+/// then prefixes.
+fn text_rank() -> String {
+    format!(
+        "ts_rank_cd({simple}, websearch_to_tsquery('simple', $3))
+         + 0.5 * ts_rank_cd({english}, websearch_to_tsquery('english', $3))
+         + CASE WHEN $10::text IS NULL THEN 0 ELSE 0.25 * ts_rank_cd({simple}, to_tsquery('simple', $10)) END",
+        english = document("english"),
+        simple = document("simple"),
+    )
+}
 
 /// Conditions of a search over `datasets d`: $1 caller, $2 admin, then
-/// q, geometry type, visibility, keyword, owner, format.
+/// q, geometry type, visibility, keyword, owner, format, bbox (float8[4])
+/// and q's prefix query.
 fn conditions() -> String {
     format!(
         "{visible}
-         AND ($3::text IS NULL OR ({DOCUMENT}) @@ websearch_to_tsquery('simple', $3))
+         AND ($3::text IS NULL OR {text})
          AND ($4::text IS NULL OR d.geometry_type = $4)
          AND ($5::text IS NULL OR d.visibility = $5)
          AND ($6::text IS NULL OR $6 = ANY(d.keywords))
          AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM users o WHERE o.id = d.created_by AND lower(o.username) = lower($7)))
-         AND ($8::text IS NULL OR d.source_format = $8)",
-        visible = visible_to_caller("d")
+         AND ($8::text IS NULL OR d.source_format = $8)
+         AND ($9::float8[] IS NULL OR (cardinality(d.extent_bbox) = 4 AND ST_Intersects({extent}, {bbox})))",
+        visible = visible_to_caller("d"),
+        text = text_match(),
+        extent = crate::bbox::sql_geometry("d.extent_bbox"),
+        bbox = crate::bbox::sql_geometry("$9"),
     )
+}
+
+/// The parts of a search the SQL takes checked: q (blank is none), its
+/// prefix query, and the box.
+struct Terms<'q> {
+    q: Option<&'q str>,
+    prefix: Option<String>,
+    bbox: Option<Vec<f64>>,
+}
+
+impl<'q> Terms<'q> {
+    fn of(s: &'q SearchQuery) -> Result<Self, AppError> {
+        let q = s.q.as_deref().filter(|q| !q.trim().is_empty());
+        if q.is_some_and(|q| q.chars().count() > 500) {
+            return Err(AppError::bad_request("q must be at most 500 characters"));
+        }
+        let bbox = s
+            .bbox
+            .as_deref()
+            .map(|b| b.parse::<Bbox>().map(|b| b.to_array().to_vec()))
+            .transpose()?;
+        Ok(Self {
+            q,
+            prefix: q.and_then(prefix_query),
+            bbox,
+        })
+    }
 }
 
 fn bind_search<'q, O>(
     query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     caller: &Caller,
     s: &'q SearchQuery,
+    terms: &'q Terms<'q>,
 ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
     query
         .bind(caller.user_id())
         .bind(caller.is_admin())
-        .bind(s.q.as_deref().filter(|q| !q.trim().is_empty()))
+        .bind(terms.q)
         .bind(&s.geometry_type)
         .bind(&s.visibility)
         .bind(&s.keyword)
         .bind(&s.owner)
         .bind(&s.format)
+        .bind(&terms.bbox)
+        .bind(&terms.prefix)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -127,9 +243,12 @@ struct HitRow {
 
 async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Result<SearchResults, AppError> {
     let (limit, offset) = (s.limit.get(), s.offset.get());
-    if s.q.as_ref().is_some_and(|q| q.chars().count() > 500) {
-        return Err(AppError::bad_request("q must be at most 500 characters"));
-    }
+    let terms = Terms::of(s)?;
+    let order = match s.sort {
+        Some(order) => order,
+        None if terms.q.is_some() => SearchOrder::Relevance,
+        None => SearchOrder::Newest,
+    };
     let columns: String = DATASET_COLUMNS
         .split(',')
         .map(|c| format!("d.{}", c.trim()))
@@ -138,12 +257,14 @@ async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Resul
     let sql = format!(
         "SELECT {columns},
                 (SELECT o.username FROM users o WHERE o.id = d.created_by) AS created_by_username,
-                CASE WHEN $3::text IS NULL THEN 0 ELSE ts_rank_cd({DOCUMENT}, websearch_to_tsquery('simple', $3)) END::real AS rank,
+                CASE WHEN $3::text IS NULL THEN 0 ELSE {rank} END::real AS rank,
                 count(*) OVER () AS total
-         FROM datasets d WHERE {} ORDER BY rank DESC, d.updated_at DESC, d.id LIMIT {limit} OFFSET {offset}",
-        conditions()
+         FROM datasets d WHERE {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+        conditions(),
+        rank = text_rank(),
+        order = order.sql(),
     );
-    let rows: Vec<HitRow> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), caller, s)
+    let rows: Vec<HitRow> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), caller, s, &terms)
         .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
         .await?;
     let total = rows.first().map_or(0, |r| r.total);
@@ -193,6 +314,7 @@ async fn facets(
         ),
         ("format", "coalesce(d.source_format, 'unknown')"),
     ];
+    let terms = Terms::of(&s)?;
     let mut out = Map::new();
     for (name, expr) in facets {
         let sql = format!(
@@ -200,7 +322,7 @@ async fn facets(
              WHERE value IS NOT NULL GROUP BY value ORDER BY count(*) DESC, value",
             conditions()
         );
-        let rows: Vec<(String, i64)> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &caller, &s)
+        let rows: Vec<(String, i64)> = bind_search(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &caller, &s, &terms)
             .fetch_all(state.db.reader(caller.user_id(), 0).await.pool)
             .await?;
         out.insert(

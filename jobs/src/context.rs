@@ -131,7 +131,10 @@ impl JobContext {
     /// cancelled, so every progress report doubles as a cancellation check.
     pub async fn progress(&self, step: &str, done: Option<i64>, total: Option<i64>) -> Result<(), JobError> {
         let still_running = sqlx::query(
-            "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp()
+            "UPDATE jobs SET step = $2, progress_done = $3, progress_total = $4, updated_at = clock_timestamp(),
+                             steps = CASE WHEN step IS DISTINCT FROM $2
+                                          THEN steps || jsonb_build_array(jsonb_build_object('step', $2::text, 'at', clock_timestamp()))
+                                          ELSE steps END
              WHERE id = $1 AND status = $5",
         )
         .bind(self.job_id)

@@ -284,14 +284,63 @@ rejection_into_problem!(
 
 impl From<axum::extract::rejection::PathRejection> for AppError {
     fn from(r: axum::extract::rejection::PathRejection) -> Self {
-        // A malformed id in the path names no resource.
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, r.body_text())
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
+        // A malformed id in the path names no resource. Said in words a
+        // person mistyping an address acts on, not the parser's.
+        let detail = match &r {
+            PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+                ErrorKind::ParseErrorAtKey { key, value, .. } | ErrorKind::DeserializeError { key, value, .. } => {
+                    Some(mistyped(value, key))
+                }
+                ErrorKind::ParseErrorAtIndex {
+                    value, expected_type, ..
+                }
+                | ErrorKind::ParseError { value, expected_type } => Some(mistyped(value, expected_type)),
+                _ => None,
+            },
+            _ => None,
+        };
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            detail.unwrap_or_else(|| r.body_text()),
+        )
     }
+}
+
+/// What a mistyped part of an address should have been, from the name of
+/// its parameter or type: an id, or a whole number (a tile's z, x, y, a
+/// version).
+fn mistyped(value: &str, name: &str) -> String {
+    let value: String = value.chars().take(80).collect();
+    let name = name.to_ascii_lowercase();
+    let wanted = if name.ends_with("_id") || name.ends_with("id") || name.contains("uuid") {
+        "an id: ids are 36 characters of hex digits and dashes, like 0f8fad5b-d9cb-469f-a165-70867728950e"
+    } else if [
+        "u8", "u16", "u32", "u64", "i32", "i64", "usize", "z", "x", "y", "version",
+    ]
+    .iter()
+    .any(|n| name == *n || name.ends_with(&format!("::{n}")))
+    {
+        "a whole number"
+    } else {
+        "what this address takes there"
+    };
+    format!("the address holds {value:?}, which is not {wanted}; check the link or what was typed")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_address_is_named_in_words() {
+        assert!(mistyped("datasets-abc", "dataset_id").contains("is not an id"));
+        assert!(mistyped("1e3", "z").contains("not a whole number"));
+        assert!(mistyped("1e3", "u32").contains("not a whole number"));
+        let long = "x".repeat(500);
+        assert!(mistyped(&long, "map_id").len() < 250, "a long value is cut");
+    }
 
     fn store_error(kind: std::io::ErrorKind) -> object_store::Error {
         object_store::Error::Generic {

@@ -419,9 +419,24 @@ pub struct JobView {
     pub last_error: Option<String>,
     #[serde(skip)]
     pub created_by: Option<Uuid>,
+    /// The username of whoever sent the job; null once that account is gone.
+    pub owner: Option<String>,
+    /// The uploaded file's size in bytes; null for a job that read no upload.
+    pub file_bytes: Option<i64>,
+    /// Each step the job went through, with when it began, oldest first
+    /// (a job run again after a failure goes through its steps again).
+    #[sqlx(json)]
+    pub steps: Vec<JobStep>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A step of a job and when it began.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct JobStep {
+    pub step: String,
+    pub at: DateTime<Utc>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -433,7 +448,9 @@ pub struct Progress {
 pub const JOB_COLUMNS: &str = "id, kind, status, step, progress_done, progress_total, error, dataset_id, dataset_ids,
     coalesce(payload->>'filename', payload->>'url', payload->'service'->>'url') AS source,
     EXISTS (SELECT 1 FROM job_reports r WHERE r.job_id = jobs.id) AS has_report,
-    result, attempts, next_attempt_at, last_error, created_by, created_at, started_at, finished_at";
+    result, attempts, next_attempt_at, last_error, created_by,
+    (SELECT u.username FROM users u WHERE u.id = jobs.created_by) AS owner, nullif(upload_bytes, 0) AS file_bytes, steps,
+    created_at, started_at, finished_at";
 
 impl JobView {
     /// Fills in what is derived from the row: progress and the report's address.

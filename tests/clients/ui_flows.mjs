@@ -142,6 +142,25 @@ async function dataPixels(page, palette = NOT_DATA, near = false) {
   }, [png.toString('base64'), palette, near]);
 }
 
+/** How many pixels of the map's screenshot are the dataset preview's orange (#c2410c, as fill or outline): red well over blue. */
+async function orangePixels(page) {
+  const png = await page.locator('.map canvas').screenshot();
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = img.width;
+    canvas.height = img.height;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const { data } = ctx.getImageData(0, 0, img.width, img.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i] - data[i + 2] > 40) n += 1;
+    return n;
+  }, png.toString('base64'));
+}
+
 async function api(method, route, token, body) {
   const response = await fetch(`${base}${route}`, {
     method,
@@ -278,9 +297,15 @@ await page.getByRole('button', { name: 'bir74 ▲' }).click();
 await until(async () => page.url().includes('sortby=-bir74'), 'descending sort in the address');
 const column = async (name) => (await page.getByRole('columnheader').allInnerTexts()).findIndex((h) => h.replace(/ [▲▼]$/, '') === name);
 await until(async () => (await page.locator('tbody tr').first().locator('td').nth(await column('bir74')).innerText()) === '21588', 'the largest first');
+const everyCounty = await orangePixels(page);
+assert.ok(everyCounty > 2000, `the counties are drawn in orange: ${everyCounty} pixels`);
 await page.getByLabel(/^Filter \(CQL2/).fill('bir74 > 10000');
 await page.getByRole('button', { name: 'Apply filter' }).click();
 await until(async () => (await rowsOf()) === 'rows 1–6 of 6', 'six counties past 10,000 births');
+// The map marks the filter's six counties in the layer's colour, the other 94 in grey.
+await page.getByText("The map marks the 6 features of the table's filter in colour, the others in grey.").waitFor();
+await until(async () => (await orangePixels(page)) < everyCounty * 0.3,
+  `the map to mark only six counties (of ${everyCounty} orange pixels for all)`);
 await page.reload();
 await until(async () => (await rowsOf()) === 'rows 1–6 of 6', 'the filter kept over a reload');
 assert.equal(await page.getByLabel(/^Filter \(CQL2/).inputValue(), 'bir74 > 10000');
@@ -298,10 +323,16 @@ const [filteredDownload] = await Promise.all([page.waitForEvent('download'), pag
 const exported = JSON.parse(fs.readFileSync(await filteredDownload.path(), 'utf8'));
 assert.equal(exported.features.length, 6, 'the filtered download holds the six counties');
 await screen(page, 'dataset-table');
-// Zooming to a row fills the map with counties.
+// Zooming to a row fills the map with counties, and brings the map into view.
 const wholeState = await drawnPixels(page);
+await page.getByRole('button', { name: /^Zoom to feature / }).last().scrollIntoViewIfNeeded();
+await page.evaluate(() => window.scrollBy(0, document.querySelector('.map').getBoundingClientRect().bottom));
+// As far as the page scrolls: the map's top at least is out of view.
+assert.ok(await page.locator('.map').evaluate((e) => e.getBoundingClientRect().top < 0), 'the map is scrolled out of view');
 await page.getByRole('button', { name: /^Zoom to feature / }).first().click();
 await until(async () => (await dataPixels(page)) > wholeState * 1.3, 'the map zoomed to the county');
+assert.ok(await page.locator('.map').evaluate((e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight; }),
+  'Zoom brought the whole map into view');
 // The table asks for attributes only, and gets them gzipped.
 const wholePage = page.waitForResponse((r) => r.url().includes('/items?') && !r.url().includes('filter='));
 await page.getByRole('button', { name: 'Clear filter' }).click();
@@ -363,11 +394,45 @@ await page.getByText('rows 1–10 of 100').waitFor();
 const firstName = await page.locator('tbody tr').first().locator('td').nth(
   await page.getByRole('columnheader').allInnerTexts().then((h) => h.indexOf('name'))).innerText();
 const before = (await api('GET', `/api/datasets/${datasetId}/versions`, adminToken)).versions[0].version;
+/** Whether `locator` lies wholly inside the attribute table's visible box (and the window). */
+const inTableView = (locator) => locator.evaluate((e) => {
+  const box = e.getBoundingClientRect();
+  const table = e.closest('.table-scroll').getBoundingClientRect();
+  return box.left >= table.left && box.right <= table.right + 1 && box.right <= window.innerWidth;
+});
+// Escape leaves a row as it was.
 await page.getByRole('button', { name: /^Edit feature / }).first().click();
 const nameInput = page.getByRole('textbox', { name: /^name of feature / }).first();
+await nameInput.fill('Not kept');
+await nameInput.press('Escape');
+await nameInput.waitFor({ state: 'detached' });
+assert.equal(await page.getByRole('cell', { name: 'Not kept', exact: true }).count(), 0, 'Escape kept nothing');
+// The row's actions stay in view though its inputs run wider than the table; Enter saves.
+await page.getByRole('button', { name: /^Edit feature / }).first().click();
+assert.ok(await page.getByRole('region', { name: 'Attributes' }).getByRole('table').evaluate((t) => t.scrollWidth > t.closest('.table-scroll').clientWidth), 'the row runs wider than the table');
+assert.ok(await inTableView(page.getByRole('button', { name: 'Save row' })), 'Save row is in view');
+assert.ok(await inTableView(page.getByRole('button', { name: 'Cancel' })), 'Cancel is in view');
 await nameInput.fill('Renamed county');
-await page.getByRole('button', { name: 'Save row' }).click();
+await nameInput.press('Enter');
 await page.getByRole('cell', { name: 'Renamed county', exact: true }).waitFor();
+// On a phone, Edit is in view and opens the row in a sheet whose Save is on screen.
+{
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 844 });
+  const edit = page.getByRole('button', { name: /^Edit feature / }).nth(2);
+  // Scrolled to vertically only: scrolling the button itself into view would scroll the table sideways too.
+  await page.getByRole('region', { name: 'Attribute table' }).evaluate((e) => e.scrollIntoView({ block: 'center' }));
+  assert.ok(await inTableView(edit), 'Edit is in view on a phone');
+  await edit.click();
+  const sheet = page.getByRole('dialog', { name: /^Edit feature / });
+  await sheet.waitFor();
+  const save = await sheet.getByRole('button', { name: 'Save row' }).boundingBox();
+  assert.ok(save && save.y >= 0 && save.y + save.height <= 844 && save.x + save.width <= 390, `the sheet's Save row is on screen: ${JSON.stringify(save)}`);
+  await page.screenshot({ path: path.join(shots, 'dataset-row-sheet-phone.jpg'), quality: 70 });
+  await sheet.getByRole('button', { name: 'Cancel' }).click();
+  await sheet.waitFor({ state: 'detached' });
+  await page.setViewportSize(size);
+}
 await page.getByRole('button', { name: /^Delete feature / }).nth(1).click();
 await page.getByText('rows 1–10 of 99').waitFor();
 await page.getByText(new RegExp(`Feature \\d+ deleted by ${admin}`)).waitFor();
@@ -415,6 +480,55 @@ assert.match(await page.locator('.card').first().innerText(), new RegExp(`by ${a
 const countiesPicture = page.getByRole('img', { name: 'Picture of North Carolina counties', exact: true });
 await pictureLoaded(countiesPicture, 240, 'the counties\' picture');
 await screen(page, 'catalog');
+// Words are found by their stem and by their beginning, as typed.
+for (const words of ['county', 'carol']) {
+  await page.getByLabel('Search datasets').fill(words);
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await until(async () => new URL(page.url()).searchParams.get('q') === words, `the search for ${words}`);
+  await page.getByText('1 dataset', { exact: true }).waitFor();
+  await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
+}
+await page.getByLabel('Sort by').selectOption('title');
+await until(async () => new URL(page.url()).searchParams.get('sort') === 'title', 'the order in the address');
+// A map area: the map zoomed in on the Gulf of Guinea holds no county of North Carolina; any area again finds them.
+await page.getByLabel('Search datasets').fill('');
+await page.getByRole('button', { name: 'Search', exact: true }).click();
+await page.getByRole('button', { name: 'Search a map area' }).click();
+const areaMap = page.getByRole('region', { name: 'Map to search in' });
+await areaMap.waitFor();
+await page.getByText('Loading map data…').waitFor({ state: 'detached' });
+await areaMap.locator('canvas').focus();
+// Zoomed in one step at a time (a key pressed while the map still eases cuts the last step short),
+// searching after each, until the area spans under 80 degrees.
+let areaWest = -180;
+let areaEast = 180;
+for (let step = 0; step < 8 && !(areaWest > -40 && areaEast < 40); step += 1) {
+  await page.keyboard.press('=');
+  await page.waitForTimeout(700);
+  await page.getByRole('button', { name: 'Search this map area' }).click();
+  await until(async () => new URL(page.url()).searchParams.has('bbox'), 'the area in the address');
+  [areaWest, , areaEast] = new URL(page.url()).searchParams.get('bbox').split(',').map(Number);
+  await areaMap.locator('canvas').focus();
+}
+assert.ok(areaWest > -40 && areaEast < 40, `the area is the map's view: ${page.url()}`);
+await page.getByText('No dataset matches.').waitFor();
+await screen(page, 'catalog-area');
+await page.getByRole('button', { name: 'Any area' }).click();
+await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
+// On a phone the filters wait behind a button above the results.
+{
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 844 });
+  const filters = page.getByRole('complementary', { name: 'Filters' });
+  await until(async () => !(await filters.isVisible()), 'the filters folded away');
+  const toggle = page.getByRole('button', { name: 'Filters', exact: true });
+  assert.ok((await toggle.boundingBox()).y < (await page.locator('.card').first().boundingBox()).y, 'the Filters button is above the results');
+  await toggle.click();
+  await filters.waitFor();
+  assert.ok((await filters.boundingBox()).y < (await page.locator('.card').first().boundingBox()).y, 'the filters open above the results');
+  await page.screenshot({ path: path.join(shots, 'catalog-filters-phone.jpg'), quality: 70 });
+  await page.setViewportSize(size);
+}
 
 // --- A remote service: this service's own OGC API collection, imported as
 // a new dataset, then pulled again after a preview of what would change.
@@ -466,23 +580,60 @@ assert.match(await choice.innerText(), /countries \(MultiPolygon, 177 features\)
 assert.match(await choice.innerText(), /capitals \(Point, 243 features\)/);
 await screen(page, 'upload-layers');
 await choice.getByLabel(/^capitals/).uncheck();
+// The zooms of the vector tiles the page asks for: where its map opens.
+const tileZooms = [];
+const tileZoom = (request) => {
+  const match = /\/api\/tiles\/[0-9a-f-]{36}\/(\d+)\/\d+\/\d+(\.pbf)?(\?|$)/.exec(request.url());
+  if (match) tileZooms.push(Number(match[1]));
+};
+page.on('request', tileZoom);
 await choice.getByRole('button', { name: 'Load 1 of 2 layers' }).click();
 await page.waitForURL(/\/datasets\/[0-9a-f-]{36}$/, { timeout: 120_000 });
 await page.getByRole('heading', { level: 1, name: 'World countries from a GeoPackage' }).waitFor();
 await page.getByText('177', { exact: true }).first().waitFor();
+// The world opens once across the map, not as copies side by side: a map
+// over 1,024 px wide shows one 512 px world tile-width only from zoom 1.
+await page.getByText('Loading map data…').waitFor({ state: 'detached' });
+const worldWidth = await page.locator('.map').evaluate((e) => e.clientWidth);
+assert.ok(worldWidth >= 1024, `the dataset's map is ${worldWidth} px wide`);
+assert.ok(tileZooms.length > 0 && Math.min(...tileZooms) >= 1,
+  `the world fills the ${worldWidth} px map once: its tiles were asked at zooms ${[...new Set(tileZooms)]}`);
+page.off('request', tileZoom);
 
-// --- API keys: the secret is shown once, listed by prefix, revoked.
+// --- API keys: the secret is shown once with a Copy button, listed by prefix with its expiry and last use,
+// revoked only after a question.
 step('api keys');
 await page.getByRole('link', { name: `Account of ${admin}` }).click();
 await page.getByLabel('Key name').fill('ui-test');
+const expiry = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+await page.getByLabel('Expires after (optional)').fill(expiry);
 await page.getByRole('button', { name: 'Create key' }).click();
 const secret = await page.getByLabel('New API key').innerText();
 assert.ok(secret.length > 20, 'the new key is shown');
+await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+await page.getByRole('button', { name: 'Copy the new API key' }).click();
+await page.getByText('Copied.').waitFor();
+assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'Copy puts the key on the clipboard');
+const keyRow = page.getByRole('row').filter({ hasText: 'ui-test' });
+await keyRow.getByText('never').waitFor();
+assert.match(await keyRow.innerText(), /expires /, 'the expiry is listed');
+const shownExpiry = await api('GET', '/api/auth/api-keys', adminToken).then((keys) => keys.find((k) => k.name === 'ui-test').expires_at);
+assert.equal(new Date(shownExpiry).toISOString().slice(0, 10) >= expiry, true, `the key expires at the end of ${expiry}: ${shownExpiry}`);
 const keyed = await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } });
 assert.equal(keyed.status, 200, 'the shown key works');
-await page.getByRole('button', { name: 'Revoke key ui-test' }).waitFor();
+// Its use is shown at the next look.
+await page.reload();
+await keyRow.getByText('never').waitFor({ state: 'detached' });
+assert.doesNotMatch(await keyRow.innerText(), /never/, 'the last use of the key is listed');
 await screen(page, 'account');
+// Answering no keeps the key; yes revokes it, and says so.
+dialogAnswer = false;
 await page.getByRole('button', { name: 'Revoke key ui-test' }).click();
+assert.match(dialogs.at(-1), /Revoke the key “ui-test”\? Scripts and tools that use it stop working/);
+assert.equal((await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } })).status, 200, 'no kept the key');
+dialogAnswer = true;
+await page.getByRole('button', { name: 'Revoke key ui-test' }).click();
+await page.getByText('The key “ui-test” is revoked.').waitFor();
 await page.getByRole('button', { name: 'Revoke key ui-test' }).waitFor({ state: 'detached' });
 assert.equal((await fetch(`${base}/api/auth/me`, { headers: { 'X-Api-Key': secret } })).status, 401, 'revoked');
 
@@ -533,6 +684,12 @@ step('job report');
   const text = await page.locator('main').innerText();
   assert.match(text, /Coordinate out of range/, text);
   assert.match(text, /357\.7/, 'the row kept aside shows its coordinate');
+  // The file's size, who sent it, and the steps it went through.
+  const facts = await page.locator('dl.facts').first().innerText();
+  assert.match(facts, /File size\s+\d+(\.\d)? (B|KB)/, facts);
+  assert.match(facts, new RegExp(`Sent by\\s+${admin}`), facts);
+  const steps = await page.getByRole('list').filter({ hasText: 'Checking the rows' }).innerText();
+  assert.match(steps, /Reading the file[\s\S]*Checking the rows[\s\S]*Indexing[\s\S]*Publishing/, steps);
   await page.getByRole('region', { name: /Rows kept aside from/ }).locator('canvas').waitFor({ timeout: 30_000 });
   await screen(page, 'job-report');
 }
@@ -571,6 +728,9 @@ await page.getByRole('button', { name: 'Remove Populations' }).click();
 await page.getByLabel('Style of North Carolina counties').first().selectOption('classes');
 await page.getByLabel('Column for North Carolina counties').first().selectOption('bir74');
 await page.getByLabel('Colour ramp of North Carolina counties').first().selectOption('Blues');
+// The legend names the column the classes are of, as the file named it, and the unit the map maker gave.
+await page.getByLabel('Unit of the numbers of North Carolina counties (optional)').first().fill('births');
+await legend.getByText('by BIR74, in births').waitFor();
 await page.getByLabel('Opacity of North Carolina counties').first().focus();
 await page.keyboard.press('End');
 assert.equal(await page.getByLabel('Opacity of North Carolina counties').first().inputValue(), '1');
@@ -589,11 +749,21 @@ await page.locator('.map').scrollIntoViewIfNeeded();
 for (const colour of classColours) {
   await until(async () => (await dataPixels(page, [rgb(colour)], true)) >= 50, `counties drawn in ${colour}`);
 }
+await page.getByLabel('Description').fill('Births in 1974, by county');
+await page.getByLabel('Notes').fill('Classes: equal counts.');
 await screen(page, 'map-editor');
 await page.getByRole('button', { name: 'Save map' }).click();
 await page.getByText('Map saved.').waitFor();
 const mapId = page.url().split('/').pop();
 const saved = await api('GET', `/api/maps/${mapId}`, adminToken);
+// Saving kept the view the editor zoomed to (North Carolina), not the layers' world extent.
+assert.ok(saved.center_lng > -85 && saved.center_lng < -75 && saved.center_lat > 33 && saved.center_lat < 37 && saved.zoom > 5,
+  `the saved view: ${saved.center_lng}, ${saved.center_lat} at zoom ${saved.zoom}`);
+assert.equal(saved.bearing, 0);
+assert.equal(saved.description, 'Births in 1974, by county');
+assert.equal(saved.notes, 'Classes: equal counts.');
+/** How many pixels of the map show the counties' classes: a map opened on North Carolina is mostly counties. */
+const countyPixels = (p) => dataPixels(p, classColours.map(rgb), true);
 const ordered = [...saved.layers].sort((x, y) => x.sort_order - y.sort_order);
 assert.deepEqual(ordered.map((l) => l.dataset_name), ['World countries', 'North Carolina counties', 'North Carolina counties']);
 assert.equal(ordered[0].style_config.mode, 'categories');
@@ -610,6 +780,7 @@ const stylePath = path.join(scratch, 'counties.style.json');
 fs.copyFileSync(await download.path(), stylePath);
 const style = JSON.parse(fs.readFileSync(stylePath, 'utf8'));
 assert.equal(style.version, 8, 'the export is a MapLibre style');
+assert.deepEqual([style.center, style.zoom], [[saved.center_lng, saved.center_lat], saved.zoom], 'the exported style opens on the saved view');
 assert.deepEqual(style.layers.filter((l) => l.type === 'fill' && l.metadata?.['catalog:layer']).map((l) => l.paint['fill-color']),
   ordered.map((l) => l.paint['fill-color']), 'the exported style draws the same colours');
 // Sharing: the private world layer is named, and made public from the dialog.
@@ -738,6 +909,9 @@ await visitor.goto(shareUrl);
 await visitor.getByRole('heading', { name: 'Counties map' }).waitFor();
 drawn = await drawnPixels(visitor);
 assert.ok(drawn >= 2000, `the shared map drew ${drawn} pixels of data`);
+await visitor.getByText('Births in 1974, by county').waitFor();
+// It opens on the saved view: the world extent would leave North Carolina a few hundred pixels.
+await until(async () => (await countyPixels(visitor)) >= 20_000, 'the shared map open on North Carolina');
 await screen(visitor, 'shared-map');
 
 // --- The embeddable view: the map and nothing else, framed by a page of
@@ -748,6 +922,7 @@ await embedded.goto(`${shareUrl}/embed`);
 await embedded.getByRole('region', { name: 'Map Counties map' }).waitFor();
 drawn = await drawnPixels(embedded);
 assert.ok(drawn >= 2000, `the embedded map drew ${drawn} pixels of data`);
+await until(async () => (await countyPixels(embedded)) >= 20_000, 'the embedded map open on North Carolina');
 assert.equal(await embedded.getByRole('navigation').count(), 0, 'no navigation in the embeddable view');
 assert.equal(await embedded.locator('form, input, textarea').count(), 0, 'no form in the embeddable view');
 assert.equal(await embedded.locator('a:not(.maplibregl-ctrl a)').count(), 0, 'no link but the map\'s attribution');
@@ -756,6 +931,11 @@ const framer = await newPage({ bypassCSP: false });
 await framer.setContent(`<iframe src="${shareUrl}/embed" width="600" height="400" title="Embedded"></iframe>
   <iframe src="${shareUrl}" width="600" height="400" title="App"></iframe>`);
 await framer.frameLocator('iframe[title="Embedded"]').getByRole('region', { name: 'Map Counties map' }).waitFor();
+// In a small frame the legend starts folded behind its title, and opens on a click.
+const frameLegend = framer.frameLocator('iframe[title="Embedded"]').getByRole('button', { name: 'Legend' });
+assert.equal(await frameLegend.getAttribute('aria-expanded'), 'false', 'the legend is folded in a 600 x 400 frame');
+await frameLegend.click();
+await framer.frameLocator('iframe[title="Embedded"]').getByText('by BIR74, in births').waitFor();
 // The browser shows its own error page in the refused frame, and says why.
 await until(async () => framer.frames().some((f) => f.url().startsWith('chrome-error:')),
   'the browser refusing to frame the app\'s page of the shared map');
@@ -783,14 +963,74 @@ await screen(visitor, 'register');
 await visitor.getByRole('button', { name: 'Register' }).click();
 await visitor.getByRole('status').waitFor();
 const registered = await visitor.getByRole('status').innerText();
-await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
+// A person waiting for approval shows as a badge on the Admin link, on every screen.
+if (/approval/.test(registered)) {
+  await page.goto(`${base}/maps`);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin 1 waiting for approval' }).waitFor();
+}
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: /^Admin/ }).click();
 await page.getByRole('heading', { name: 'Users' }).waitFor();
 if (/approval/.test(registered)) {
+  await page.getByText('One account waits for your approval').waitFor();
   await page.getByRole('button', { name: 'Approve newcomer' }).click();
+  await page.getByText('newcomer is now active.').waitFor();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin', exact: true }).waitFor();
 }
 await page.getByLabel('Status of newcomer').waitFor();
 assert.equal(await page.getByLabel('Status of newcomer').inputValue(), 'active');
+// A role change asks first, and says what it did; no leaves the role as it was.
+dialogAnswer = false;
+await page.getByLabel('Role of newcomer').selectOption('editor');
+assert.match(dialogs.at(-1), /^Make newcomer an? editor\? An editor also uploads/);
+await until(async () => (await page.getByLabel('Role of newcomer').inputValue()) === 'viewer', 'the role is viewer again');
+assert.deepEqual((await api('GET', '/api/admin/users', adminToken)).find((u) => u.username === 'newcomer').roles, ['viewer']);
+dialogAnswer = true;
+await page.getByLabel('Role of newcomer').selectOption('editor');
+await page.getByText('newcomer is now an editor (was viewer); their API keys were revoked.').waitFor();
+assert.deepEqual((await api('GET', '/api/admin/users', adminToken)).find((u) => u.username === 'newcomer').roles, ['editor']);
+// An admin adds a person by invitation: the link (copied) lets them choose their password, and they sign in.
+await page.getByLabel('New username').fill('invited');
+await page.getByLabel('Email (optional)').fill('invited@example.org');
+await page.getByLabel('Role of the new account').selectOption('editor');
+await page.getByRole('button', { name: 'Create and make an invitation link' }).click();
+const inviteUrl = await page.getByLabel('Invitation link for invited', { exact: true }).inputValue();
+assert.ok(inviteUrl.startsWith(`${base}/reset-password#token=`), inviteUrl);
+await page.getByRole('button', { name: 'Copy the link for invited' }).click();
+assert.equal(await page.evaluate(() => navigator.clipboard.readText()), inviteUrl, 'Copy puts the link on the clipboard');
+await page.getByRole('row').filter({ hasText: 'invited@example.org' }).waitFor();
 await screen(page, 'admin-users');
+const invitee = await newPage();
+await invitee.goto(inviteUrl);
+await invitee.getByLabel('New password', { exact: true }).fill('Invited-Password-1');
+await invitee.getByLabel('New password again').fill('Invited-Password-1');
+await invitee.getByRole('button', { name: 'Set the password' }).click();
+await invitee.getByRole('heading', { name: 'Password set' }).waitFor();
+const invitedLogin = await fetch(`${base}/api/auth/login`, {
+  method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams({ username: 'invited', password: 'Invited-Password-1' }),
+});
+assert.equal(invitedLogin.status, 200, 'the invited person signs in with the password they chose');
+await invitee.close();
+// Or with a password set by the admin: it can sign in at once.
+await page.getByLabel('New username').fill('direct');
+await page.getByLabel('Set it now').check();
+await page.getByLabel('Password of the new account').fill('Direct-Password-12');
+await page.getByRole('button', { name: 'Create the account' }).click();
+await page.getByText('The account direct is made; it can sign in now.').waitFor();
+// The metrics screen draws the service's own figures as small charts.
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Metrics' }).click();
+await page.getByRole('heading', { name: 'Metrics' }).waitFor();
+await until(async () => !/waiting for a second read/.test(await page.getByRole('listitem').filter({ hasText: 'Requests' }).first().innerText()),
+  'a second read of the metrics', 20_000);
+assert.match(await page.getByRole('listitem').filter({ hasText: 'Requests' }).first().innerText(), /per second/);
+assert.match(await page.getByRole('listitem').filter({ hasText: 'Latency, 95th percentile' }).innerText(), /ms|waiting/);
+const storageBars = page.getByRole('list', { name: 'Storage by person' });
+await storageBars.getByText(admin, { exact: true }).waitFor();
+assert.match(await page.getByRole('list', { name: 'Datasets by person' }).innerText(), new RegExp(`${admin}\\s+\\d+`));
+assert.ok(await page.locator('.chart polyline').count() >= 8, 'every figure has its line');
+await screen(page, 'admin-metrics');
+await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Users' }).click();
+await page.getByRole('heading', { name: 'Users' }).waitFor();
 // A forgotten password, with no mail server: the sign-in page points to
 // the admin, who makes a one-time link; the link sets the password once.
 await visitor.goto(`${base}/signin`);
@@ -821,7 +1061,7 @@ await page.getByLabel('Username of the person').fill('newcomer');
 await page.getByRole('button', { name: 'Grant access' }).click();
 await page.getByRole('button', { name: 'Revoke access of newcomer' }).click();
 await page.getByRole('button', { name: 'Revoke access of newcomer' }).waitFor({ state: 'detached' });
-await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: /^Admin/ }).click();
 
 // --- Single sign-on: a provider added in the admin screen shows on the sign-in page at its next load,
 // and so do its changes; the callback signs in and returns to where the person was.
@@ -905,7 +1145,7 @@ await reader.getByRole('heading', { level: 1, name: 'bus_stops' }).waitFor();
 // --- Quotas: each account's usage and caps; a cap set here refuses the
 // owner's next upload with the service's reason.
 step('quotas');
-await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
+await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: /^Admin/ }).click();
 await page.getByRole('navigation', { name: 'Admin' }).getByRole('link', { name: 'Quotas' }).click();
 const newcomerQuota = page.getByRole('form', { name: 'newcomer', exact: true });
 await until(async () => /Datasets: 1 of no limit/.test(await newcomerQuota.innerText()), 'newcomer\'s usage');

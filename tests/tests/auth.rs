@@ -361,6 +361,25 @@ async fn keys_die_on_password_change_role_change_and_approval() {
         )
         .await;
     assert_eq!(refused.status(), 401, "pending accounts cannot sign in");
+    // The admin screen's badge counts the accounts waiting for approval.
+    let waiting = |query: &'static str| {
+        let stack = &stack;
+        let admin = admin.clone();
+        async move {
+            let (status, users) = stack.get_json(Some(&admin), &format!("/api/admin/users{query}")).await;
+            assert_eq!(status, 200, "{users}");
+            users
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u["username"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(waiting("?status=pending").await, ["newbie"]);
+    assert!(waiting("").await.len() > 1, "no filter lists every account");
+    let (status, body) = stack.get_json(Some(&admin), "/api/admin/users?status=waiting").await;
+    assert_eq!(status, 400, "{body}");
     let response = stack
         .send(
             stack
@@ -463,6 +482,10 @@ async fn api_key_rules() {
     assert_eq!(status, 200);
     assert_eq!(list.as_array().unwrap().len(), 2);
     assert!(!list.to_string().contains(&key) && !list.to_string().contains(&read_only));
+    // Both keys authenticated requests above: their last use is listed.
+    for listed in list.as_array().unwrap() {
+        assert!(listed["last_used_at"].is_string(), "{listed}");
+    }
     let id = full["id"].as_str().unwrap();
     let revoked = stack
         .send(
@@ -478,7 +501,20 @@ async fn api_key_rules() {
         .as_str()
         .unwrap()
         .to_string();
+    let unused = |list: &Value| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["last_used_at"].is_null())
+            .count()
+    };
+    assert_eq!(
+        unused(&stack.get_json(Some(&editor), "/api/auth/api-keys").await.1),
+        1,
+        "a new key was never used"
+    );
     assert_eq!(key_status(&stack, &soon).await, 200);
+    assert_eq!(unused(&stack.get_json(Some(&editor), "/api/auth/api-keys").await.1), 0);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(key_status(&stack, &soon).await, 401, "expired");
     let past = stack

@@ -91,6 +91,37 @@ async fn geopackage_in_nad27_is_reprojected() {
     assert_eq!(srid, 4326);
 }
 
+/// A job's page names its file's size, who sent it and the steps it went
+/// through, in order, each once.
+#[tokio::test]
+async fn a_job_names_its_file_size_owner_and_steps() {
+    let app = App::start_with_worker().await;
+    let token = app.admin_token().await;
+    let bytes = data_file("gpkg/nc.gpkg");
+    let size = bytes.len();
+    let job_id = app.upload_ok(&token, "nc.gpkg", bytes, &[]).await;
+    let job = app.wait_job(&token, &job_id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let (_, me) = app.get_json(Some(&token), "/api/auth/me").await;
+    assert_eq!(job["owner"], me["username"], "{job}");
+    assert_eq!(job["file_bytes"].as_u64(), Some(size as u64), "{job}");
+    let steps = job["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert!(names.len() >= 2, "{names:?}");
+    assert!(
+        names.windows(2).all(|w| w[0] != w[1]),
+        "a step is listed when it begins: {names:?}"
+    );
+    let times: Vec<chrono::DateTime<chrono::Utc>> = steps
+        .iter()
+        .map(|s| s["at"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let started: chrono::DateTime<chrono::Utc> = job["started_at"].as_str().unwrap().parse().unwrap();
+    let finished: chrono::DateTime<chrono::Utc> = job["finished_at"].as_str().unwrap().parse().unwrap();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "oldest first: {times:?}");
+    assert!(times[0] >= started && *times.last().unwrap() <= finished, "{job}");
+}
+
 #[tokio::test]
 async fn every_spatial_layer_of_a_geopackage_becomes_a_dataset() {
     let app = App::start_with_worker().await;

@@ -79,6 +79,47 @@ async fn search_ranks_filters_counts_and_saves() {
     );
     let (_, by_column) = app.get_json(None, "/api/search/datasets?q=species").await;
     assert_eq!(by_column["total"], 3, "original column names are searched");
+    // Words are found by their stem and, as they are typed, by their beginning.
+    let ids_of = |found: &Value| -> Vec<String> {
+        found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, stem) = app.get_json(None, "/api/search/datasets?q=tree").await;
+    assert_eq!(
+        ids_of(&stem),
+        [trees.as_str(), parks.as_str()],
+        "\"tree\" finds \"trees\""
+    );
+    let (_, typed) = app.get_json(None, "/api/search/datasets?q=Stre").await;
+    assert_eq!(ids_of(&typed), [trees.as_str()], "a word's beginning finds it");
+    let (_, negated) = app.get_json(None, "/api/search/datasets?q=trees%20-street").await;
+    assert_eq!(
+        ids_of(&negated),
+        [parks.as_str()],
+        "the web syntax still means what it says"
+    );
+    // Orders: by title, newest first (the roads were edited last).
+    let (_, by_title) = app.get_json(None, "/api/search/datasets?sort=title").await;
+    assert_eq!(ids_of(&by_title), [parks.as_str(), roads.as_str(), trees.as_str()]);
+    let (_, newest) = app.get_json(None, "/api/search/datasets?sort=newest").await;
+    assert_eq!(ids_of(&newest)[0], roads);
+    assert_eq!(app.get_json(None, "/api/search/datasets?sort=size").await.0, 200);
+    assert_eq!(app.get_json(None, "/api/search/datasets?sort=biggest").await.0, 400);
+    // A map's area: the points at (1, 2) are in it, the line to (1, 1) is not; a box across the antimeridian finds none.
+    let (_, area) = app
+        .get_json(None, "/api/search/datasets?bbox=0.5,1.5,1.5,2.5&sort=title")
+        .await;
+    assert_eq!(ids_of(&area), [parks.as_str(), trees.as_str()]);
+    let (_, facets_in_area) = app.get_json(None, "/api/search/facets?bbox=0.5,1.5,1.5,2.5").await;
+    assert_eq!(facets_in_area["geometry_type"], json!({"Point": 2}));
+    let (_, pacific) = app.get_json(None, "/api/search/datasets?bbox=170,-10,-170,10").await;
+    assert_eq!(pacific["total"], 0);
+    let (status, wrong) = app.get_json(None, "/api/search/datasets?bbox=1,2,3").await;
+    assert_eq!(status, 400, "{wrong}");
     let (_, by_keyword) = app.get_json(None, "/api/search/datasets?keyword=transport").await;
     assert_eq!(by_keyword["results"][0]["id"], roads.as_str());
     let (_, lines) = app
@@ -132,5 +173,18 @@ async fn search_ranks_filters_counts_and_saves() {
     let delete = |path: String| app.send(app.http().delete(app.url(&path)).bearer_auth(&admin));
     assert_eq!(delete(format!("/api/search/saved/{id}")).await.status(), 204);
     assert_eq!(delete(format!("/api/search/saved/{id}")).await.status(), 404);
-    assert_eq!(delete("/api/search/saved/not-a-uuid".into()).await.status(), 422);
+    let mistyped = delete("/api/search/saved/not-a-uuid".into()).await;
+    assert_eq!(mistyped.status(), 422);
+    let problem: Value = mistyped.json().await.unwrap();
+    assert_eq!(
+        problem["detail"],
+        "the address holds \"not-a-uuid\", which is not an id: ids are 36 characters of hex digits and dashes, \
+         like 0f8fad5b-d9cb-469f-a165-70867728950e; check the link or what was typed",
+        "a mistyped id is named in words, not the parser's"
+    );
+    let (status, tile) = app
+        .get_json(None, "/api/datasets/7b2e9c1a-0000-4000-8000-00000000000")
+        .await;
+    assert_eq!(status, 422);
+    assert!(tile["detail"].as_str().unwrap().contains("is not an id"), "{tile}");
 }

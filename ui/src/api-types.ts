@@ -45,7 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every account. */
+        /** Every account, or those in one state. */
         get: operations["list_users"];
         put?: never;
         /** An admin creates an active account. */
@@ -2723,6 +2723,12 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /** @description A step of a job and when it began. */
+        JobStep: {
+            /** Format: date-time */
+            at: string;
+            step: string;
+        };
         /** @description A job as users see it. */
         JobView: {
             /** Format: int32 */
@@ -2733,6 +2739,11 @@ export interface components {
             dataset_id?: string | null;
             dataset_ids: string[];
             error?: null | components["schemas"]["Problem"];
+            /**
+             * Format: int64
+             * @description The uploaded file's size in bytes; null for a job that read no upload.
+             */
+            file_bytes?: number | null;
             /** Format: date-time */
             finished_at?: string | null;
             /** Format: uuid */
@@ -2745,6 +2756,8 @@ export interface components {
              * @description When a job waiting after a provider's failure runs again.
              */
             next_attempt_at?: string | null;
+            /** @description The username of whoever sent the job; null once that account is gone. */
+            owner?: string | null;
             progress?: null | components["schemas"]["Progress"];
             /**
              * @description Where the job's ingest report is (`GET /api/jobs/{id}/report`), once
@@ -2759,6 +2772,11 @@ export interface components {
             started_at?: string | null;
             status: components["schemas"]["JobStatus"];
             step?: string | null;
+            /**
+             * @description Each step the job went through, with when it began, oldest first
+             *     (a job run again after a failure goes through its steps again).
+             */
+            steps: components["schemas"]["JobStep"][];
         };
         KeyInfo: {
             /** Format: date-time */
@@ -2769,6 +2787,11 @@ export interface components {
             id: string;
             /** @description The first characters of the key, to tell keys apart. */
             key_prefix: string;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to the minute; null when never.
+             */
+            last_used_at?: string | null;
             name?: string | null;
             /** Format: date-time */
             revoked_at?: string | null;
@@ -3398,8 +3421,19 @@ export interface components {
             /** Format: float */
             rank: number;
         };
+        /**
+         * @description How search results are ordered.
+         * @enum {string}
+         */
+        SearchOrder: "relevance" | "newest" | "title" | "size";
         /** @description What a search asks for; also what a saved search keeps. */
         SearchQuery: {
+            /**
+             * @description datasets whose extent meets this box: west,south,east,north in
+             *     CRS84 (west above east crosses the antimeridian), as a map's view
+             * @example 5.7,49.4,6.6,50.2
+             */
+            bbox?: string | null;
             /** @description source format: gpkg, shapefile, geojson, csv, postgis */
             format?: string | null;
             geometry_type?: string | null;
@@ -3421,6 +3455,7 @@ export interface components {
              *     holds no NUL, here and in every field below
              */
             q?: string | null;
+            sort?: null | components["schemas"]["SearchOrder"];
             visibility?: string | null;
         };
         /** @description Item search parameters, from the query string or a POST body. */
@@ -4011,7 +4046,10 @@ export interface operations {
     };
     list_users: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the accounts in this state (`pending`: those waiting for approval). */
+                status?: null | components["schemas"]["AccountStatus"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4046,6 +4084,15 @@ export interface operations {
             };
             /** @description the caller may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a value in the request is invalid */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15024,6 +15071,18 @@ export interface operations {
                 owner?: string | null;
                 /** @description source format: gpkg, shapefile, geojson, csv, postgis */
                 format?: string | null;
+                /**
+                 * @description datasets whose extent meets this box: west,south,east,north in
+                 *     CRS84 (west above east crosses the antimeridian), as a map's view
+                 * @example 5.7,49.4,6.6,50.2
+                 */
+                bbox?: number[] & (unknown | unknown);
+                /**
+                 * @description the order: relevance (best match first, the default; newest first
+                 *     without words), newest (last updated first), title (A to Z) or size
+                 *     (most features first)
+                 */
+                sort?: null | components["schemas"]["SearchOrder"];
                 limit?: number | null;
                 offset?: number | null;
             };
@@ -15125,6 +15184,18 @@ export interface operations {
                 owner?: string | null;
                 /** @description source format: gpkg, shapefile, geojson, csv, postgis */
                 format?: string | null;
+                /**
+                 * @description datasets whose extent meets this box: west,south,east,north in
+                 *     CRS84 (west above east crosses the antimeridian), as a map's view
+                 * @example 5.7,49.4,6.6,50.2
+                 */
+                bbox?: number[] & (unknown | unknown);
+                /**
+                 * @description the order: relevance (best match first, the default; newest first
+                 *     without words), newest (last updated first), title (A to Z) or size
+                 *     (most features first)
+                 */
+                sort?: null | components["schemas"]["SearchOrder"];
                 limit?: number | null;
                 offset?: number | null;
             };

@@ -7,7 +7,7 @@ import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { ApiError, client, data, type Schemas } from "./lib/api";
 import { MapView } from "./components/map/mapview";
-import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "./components/map/mapstyle";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle, savedView } from "./components/map/mapstyle";
 import { Legend } from "./components/map/legend";
 import "./embed.css";
 
@@ -43,11 +43,13 @@ function EmbeddedMap() {
       <MapView
         style={mapStyle(map)}
         bounds={extentOf(map)}
+        view={savedView(map)}
         basemap={basemapPlacement(map)}
         identify={identifiedLayers(map)}
         label={`Map ${map.name}`}
       />
-      <Legend layers={map.layers} />
+      {/* Over a small frame the legend starts folded, so the map stays in view. */}
+      <Legend layers={map.layers} collapsible startOpen={window.innerWidth >= 700 && window.innerHeight >= 500} />
     </>
   );
 }

@@ -1,6 +1,7 @@
 import { StrictMode, useEffect, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { Routes } from "./app/routes";
+import { PendingBadge, usePendingCount } from "./features/admin/admin";
 import { signOut } from "./lib/api";
 import { Link, navigate, useLocation } from "./lib/router";
 import { SessionProvider, isAdmin, useSession } from "./lib/session";
@@ -20,6 +21,7 @@ function Banner() {
 function Shell({ children }: { children: ReactNode }) {
   const { user, setUser } = useSession();
   const location = useLocation();
+  const pending = usePendingCount();
   // On a phone the menu folds away behind one button, and folds again after each move.
   const [menuOpen, setMenuOpen] = useState(false);
   useEffect(() => setMenuOpen(false), [location.pathname]);
@@ -54,7 +56,11 @@ function Shell({ children }: { children: ReactNode }) {
             <Link href="/maps">Maps</Link>
             <Link href="/upload">Upload</Link>
             {user && <Link href="/jobs">Jobs</Link>}
-            {isAdmin(user) && <Link href="/admin/users">Admin</Link>}
+            {isAdmin(user) && (
+              <Link href="/admin/users">
+                Admin <PendingBadge count={pending} />
+              </Link>
+            )}
           </nav>
           <div className="who">
             {user ? (

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::api_keys;
 use crate::{
     access::Caller,
-    extract::{Json as JsonBody, Path},
+    extract::{Json as JsonBody, Path, Query},
     state::AppState,
 };
 
@@ -312,12 +312,27 @@ async fn create_user(
     Ok((StatusCode::CREATED, Json(user_response(&state, id).await?)))
 }
 
-/// Every account.
-#[utoipa::path(get, path = "/api/admin/users", tag = "admin", responses((status = 200, body = Vec<UserResponse>)))]
-async fn list_users(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<UserResponse>>, AppError> {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct UserFilter {
+    /// Only the accounts in this state (`pending`: those waiting for approval).
+    status: Option<AccountStatus>,
+}
+
+/// Every account, or those in one state.
+#[utoipa::path(get, path = "/api/admin/users", tag = "admin", params(UserFilter),
+    responses((status = 200, body = Vec<UserResponse>)))]
+async fn list_users(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(filter): Query<UserFilter>,
+) -> Result<Json<Vec<UserResponse>>, AppError> {
     caller.admin()?;
-    let sql = format!("{USER_SELECT} ORDER BY u.created_at");
-    let rows: Vec<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(&state.pool).await?;
+    let sql = format!("{USER_SELECT} WHERE $1::text IS NULL OR u.status = $1 ORDER BY u.created_at");
+    let rows: Vec<UserRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(filter.status)
+        .fetch_all(&state.pool)
+        .await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 

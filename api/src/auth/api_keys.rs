@@ -103,6 +103,8 @@ pub struct KeyInfo {
     expires_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
+    /// When the key last authenticated a request, to the minute; null when never.
+    last_used_at: Option<DateTime<Utc>>,
 }
 
 fn parse_request(body: &Bytes) -> Result<KeyRequest, AppError> {
@@ -204,7 +206,7 @@ async fn create_key_for_user(
 async fn list_own_keys(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<KeyInfo>>, AppError> {
     let user = caller.signed_in()?;
     let keys = sqlx::query_as(
-        "SELECT id, key_prefix, name, scope, expires_at, created_at, revoked_at FROM api_keys
+        "SELECT id, key_prefix, name, scope, expires_at, created_at, revoked_at, last_used_at FROM api_keys
          WHERE user_id = $1 ORDER BY created_at DESC",
     )
     .bind(user.id)

@@ -5,6 +5,7 @@ import { useEffect, useRef, type ReactNode } from "react";
 import { NotFound } from "../components/common";
 import { Account } from "../features/account/account";
 import { AdminBanner, AdminQuotas, AdminUsers } from "../features/admin/admin";
+import { AdminMetrics } from "../features/admin/metrics";
 import { AdminNotifications } from "../features/admin/notifications";
 import { AdminProviders } from "../features/admin/providers";
 import { ApiView } from "../features/apiview/apiview";
@@ -42,6 +43,7 @@ const ROUTES: Route[] = [
   { pattern: "/api-view", page: () => <ApiView /> },
   { pattern: "/admin", page: () => <AdminUsers /> },
   { pattern: "/admin/users", page: () => <AdminUsers /> },
+  { pattern: "/admin/metrics", page: () => <AdminMetrics /> },
   { pattern: "/admin/quotas", page: () => <AdminQuotas /> },
   { pattern: "/admin/providers", page: () => <AdminProviders /> },
   { pattern: "/admin/notifications", page: () => <AdminNotifications /> },

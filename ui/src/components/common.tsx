@@ -102,7 +102,21 @@ export function when(iso?: string | null): string {
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GB`;
+}
+
+/** Whether the window is phone-narrow (the stylesheet's 700 px breakpoint), kept true as it is resized. */
+export function useNarrow(): boolean {
+  const query = "(max-width: 700px)";
+  const [narrow, setNarrow] = useState(() => window.matchMedia(query).matches);
+  useEffect(() => {
+    const media = window.matchMedia(query);
+    const change = () => setNarrow(media.matches);
+    media.addEventListener("change", change);
+    return () => media.removeEventListener("change", change);
+  }, []);
+  return narrow;
 }
 
 /** The browser tab's title for this screen (a name people typed is shown as text by the browser). */
@@ -110,6 +124,27 @@ export function useTitle(title: string | null | undefined): void {
   useEffect(() => {
     if (title) document.title = `${title} · Spatial Data Catalog`;
   }, [title]);
+}
+
+/** Copies `text` to the clipboard and says so; where the page may not
+ * write the clipboard (plain http off loopback), it says to copy by hand. */
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [said, setSaid] = useState("");
+  const copy = () =>
+    navigator.clipboard
+      ? navigator.clipboard.writeText(text).then(
+          () => setSaid("Copied."),
+          () => setSaid("The browser refused: select the text and copy it."),
+        )
+      : setSaid("This page may not copy: select the text and copy it.");
+  return (
+    <span className="copy">
+      <button type="button" onClick={copy} aria-label={label}>
+        Copy
+      </button>
+      <span role="status">{said}</span>
+    </span>
+  );
 }
 
 /** A column heading of a `ScrollTable`: its text, or a label screen

@@ -159,7 +159,7 @@ pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut
         let expr = match lang {
             Lang::Text => cql2::parse_text(filter).map_err(|e| FilterError::Syntax {
                 lang: "text",
-                message: e.to_string(),
+                message: where_text_fails(&e, filter),
             })?,
             Lang::Json => cql2::parse_json(filter).map_err(|e| FilterError::Syntax {
                 lang: "JSON",
@@ -173,6 +173,36 @@ pub fn translate(filter: &str, lang: Lang, queryables: &Queryables, params: &mut
         };
         translator.condition(&expr)
     })
+}
+
+/// Where a CQL2 text stops parsing, in words: the parser's own message is
+/// a dump of its grammar's rule names.
+fn where_text_fails(error: &cql2::Error, filter: &str) -> String {
+    use pest::error::LineColLocation;
+    let cql2::Error::Pest(error) = error else {
+        return error.to_string();
+    };
+    let (line, column) = match error.line_col {
+        LineColLocation::Pos(at) | LineColLocation::Span(at, _) => at,
+    };
+    let rest: String = filter
+        .lines()
+        .nth(line.saturating_sub(1))
+        .map(|text| text.chars().skip(column.saturating_sub(1)).take(24).collect())
+        .unwrap_or_default();
+    let at = if filter.lines().count() > 1 {
+        format!("line {line}, character {column}")
+    } else {
+        format!("character {column}")
+    };
+    if rest.trim().is_empty() {
+        format!("it stops at {at} where more is needed (a value, an operator or a closing parenthesis)")
+    } else {
+        format!(
+            "it goes wrong at {at}, at {rest:?}: check the operator, quotes and parentheses there \
+             (strings take single quotes, properties their names in /queryables)"
+        )
+    }
 }
 
 struct Translator<'a> {
@@ -516,6 +546,19 @@ mod tests {
         assert_eq!(n, 2);
         let (s, _) = sql("born >= DATE('2020-01-01')").unwrap();
         assert!(s.contains("::date"), "{s}");
+    }
+
+    #[test]
+    fn a_syntax_error_says_where_in_words() {
+        let wrong = sql("name = 'Paris' AND pop >> 10").unwrap_err();
+        assert!(wrong.contains("character 25"), "{wrong}");
+        assert!(wrong.contains("\"> 10\""), "{wrong}");
+        assert!(
+            !wrong.contains("Rule") && !wrong.contains("-->"),
+            "no parser dump: {wrong}"
+        );
+        let short = sql("name = ").unwrap_err();
+        assert!(short.contains("more is needed"), "{short}");
     }
 
     #[test]

@@ -26,6 +26,8 @@ export type StyleConfig = {
   /** proportional: the values at the smallest and largest symbol. */
   min?: number;
   max?: number;
+  /** What the column's numbers count ("people", "km²"), as the map maker typed it; legends name it. */
+  unit?: string;
 };
 
 /** Colours told apart at a glance (ColorBrewer's Dark2 and Paired, reordered). */

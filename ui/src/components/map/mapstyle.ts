@@ -123,6 +123,15 @@ export function basemapPlacement(map: MapResponse): BasemapPlacement | null {
   return { above: map.basemap_config.basemap_position === "top", opacity: map.basemap_config.opacity ?? 1 };
 }
 
+/** Where a map looks when it opens: MapLibre's camera. */
+export type MapCamera = { center: [number, number]; zoom: number; bearing: number; pitch: number };
+
+/** The view the map was saved with, if its editor saved one. */
+export function savedView(map: MapResponse): MapCamera | null {
+  if (map.center_lng == null || map.center_lat == null || map.zoom == null) return null;
+  return { center: [map.center_lng, map.center_lat], zoom: map.zoom, bearing: map.bearing, pitch: map.pitch };
+}
+
 export function extentOf(map: MapResponse): number[] | null {
   const boxes = (map.layers as MapLayer[]).map((l) => l.dataset_extent_bbox).filter((b): b is number[] => !!b && b.length >= 4);
   if (!boxes.length) return null;

@@ -6,10 +6,13 @@ import type { Map as MapLibreMap, StyleSpecification, LngLatBoundsLike, MapMouse
 import { authHeaders } from "../../lib/api";
 import { builtinBasemap, withBasemap, type BasemapPlacement } from "./basemap";
 import { cellText } from "../text";
+import type { MapCamera } from "./mapstyle";
 
 export type MapViewProps = {
   style: StyleSpecification;
   bounds?: number[] | null;
+  /** A saved view to open on instead of fitting the bounds. */
+  view?: MapCamera | null;
   label: string;
   /** Where the built-in basemap goes, if the map draws it. */
   basemap?: BasemapPlacement | null;
@@ -38,7 +41,12 @@ function attributeTable(layerName: string, properties: Record<string, unknown>):
   return box;
 }
 
-export function MapView({ style, bounds, label, basemap, identify, onMap }: MapViewProps) {
+/** MapLibre's tiles are 512 px a side at zoom 0: below this zoom a map this wide shows the world more than once. */
+function worldOnceZoom(width: number): number {
+  return Math.log2(width / 512);
+}
+
+export function MapView({ style, bounds, view, label, basemap, identify, onMap }: MapViewProps) {
   const container = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
@@ -74,6 +82,9 @@ export function MapView({ style, bounds, label, basemap, identify, onMap }: MapV
         container: container.current,
         style: base && basemap ? withBasemap(current, base, basemap) : current,
         attributionControl: { compact: true },
+        // Saved maps may be tilted as far as the API allows.
+        maxPitch: 85,
+        ...(view ?? {}),
         transformRequest: (url) =>
           url.startsWith(`${window.location.origin}/api/`) ? { url, headers: authHeaders() } : { url },
       });
@@ -93,10 +104,13 @@ export function MapView({ style, bounds, label, basemap, identify, onMap }: MapV
         }
         popup.setLngLat(e.lngLat).setDOMContent(attributeTable(names[feature.layer.id], feature.properties)).addTo(map);
       });
-      if (bounds && bounds.length >= 4) {
+      if (!view && bounds && bounds.length >= 4) {
         let [west, south, east, north] = bounds;
         if (west > east) east += 360; // across the antimeridian
         map.fitBounds([west, south, east, north] as LngLatBoundsLike, { padding: 24, animate: false, maxZoom: 16 });
+        // A world-wide extent fits by its height and leaves copies of the world at its sides: one world fills the width instead.
+        const once = worldOnceZoom(map.getContainer().clientWidth);
+        if (map.getZoom() < once) map.setZoom(once);
       }
       drawn.current = { map, base };
       onMap?.(map);
@@ -106,8 +120,8 @@ export function MapView({ style, bounds, label, basemap, identify, onMap }: MapV
       drawn.current = null;
       map?.remove();
     };
-    // A new map only when the extent or basemap changes in content, not when a render builds equal objects.
-  }, [JSON.stringify(bounds), JSON.stringify(basemap)]);
+    // A new map only when the extent, view or basemap changes in content, not when a render builds equal objects.
+  }, [JSON.stringify(bounds), JSON.stringify(view), JSON.stringify(basemap)]);
   return (
     <div className="mapbox">
       <div ref={container} className="map" role="region" aria-label={label} aria-busy={loading} />

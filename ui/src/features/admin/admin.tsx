@@ -1,15 +1,15 @@
-import { useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { client, data, type Schemas, type User } from "../../lib/api";
 import { Link, useLocation } from "../../lib/router";
 import { isAdmin, useSession } from "../../lib/session";
-import { ApiLink } from "../../components/apilink";
-import { ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "../../components/common";
+import { CopyButton, ErrorNote, ScrollTable, SignedIn, bytes, useAction, useLoad, when, useTitle } from "../../components/common";
 
 /** The admin screens, one link each. */
 export function AdminNav() {
   const here = useLocation().pathname;
   const links: [string, string][] = [
     ["/admin/users", "Users"],
+    ["/admin/metrics", "Metrics"],
     ["/admin/quotas", "Quotas"],
     ["/admin/providers", "Sign-in providers"],
     ["/admin/notifications", "Notifications"],
@@ -22,10 +22,42 @@ export function AdminNav() {
           {label}
         </Link>
       ))}
-      <ApiLink path="/api/metrics" open={false}>
-        Metrics
-      </ApiLink>
     </nav>
+  );
+}
+
+/** How many accounts wait for approval (0 for people who are not admins),
+ * read again at every move between screens and when an account changes. */
+export function usePendingCount(): number {
+  const { user } = useSession();
+  const here = useLocation().pathname;
+  const [changes, setChanges] = useState(0);
+  useEffect(() => {
+    const changed = () => setChanges((n) => n + 1);
+    window.addEventListener(ACCOUNTS_CHANGED, changed);
+    return () => window.removeEventListener(ACCOUNTS_CHANGED, changed);
+  }, []);
+  const pending = useLoad(
+    () =>
+      isAdmin(user)
+        ? data(client.GET("/admin/users", { params: { query: { status: "pending" } } })).then((users) => users.length)
+        : Promise.resolve(0),
+    [user?.id, here, changes],
+  );
+  return pending.value ?? 0;
+}
+
+/** Sent on the window when an admin changed an account, so badges count again. */
+const ACCOUNTS_CHANGED = "catalog:accounts-changed";
+
+/** The number of accounts waiting for approval, beside a link to them. */
+export function PendingBadge({ count }: { count: number }) {
+  if (!count) return null;
+  return (
+    <span className="badge" title={`${count} waiting for approval`}>
+      {count}
+      <span className="visually-hidden"> waiting for approval</span>
+    </span>
   );
 }
 
@@ -50,62 +82,207 @@ function useUsers() {
   return useLoad(() => (isAdmin(user) ? data(client.GET("/admin/users")) : Promise.resolve([])), [user?.id]);
 }
 
-/** Accounts: approve pending ones, change roles and status. */
+/** A password the account's holder never sees: it meets the service's
+ * rules (four kinds of character), and an invitation link replaces it. */
+function throwawayPassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  const body = Array.from(bytes, (b) => b.toString(36).padStart(2, "0")).join("");
+  return `Aa1!${body}`;
+}
+
+type Made = { username: string; url: string; expires_at: string; invitation: boolean };
+
+/** A new account: with a password the admin sets, or invited with a link
+ * with which the person chooses their own. */
+function NewUser({ onMade }: { onMade: (made: Made | null, username: string) => void }) {
+  const [username, setUsername] = useState("");
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState<Schemas["Role"]>("viewer");
+  const [invite, setInvite] = useState(true);
+  const [password, setPassword] = useState("");
+  const action = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    action.run(async () => {
+      const user = await data(
+        client.POST("/admin/users", {
+          body: { username, email: email || undefined, role, password: invite ? throwawayPassword() : password },
+        }),
+      );
+      let made: Made | null = null;
+      if (invite) {
+        const link = await data(
+          client.POST("/admin/users/{user_id}/password-reset", { params: { path: { user_id: user.id } } }),
+        );
+        made = { username: user.username, ...link, invitation: true };
+      }
+      onMade(made, user.username);
+      setUsername("");
+      setEmail("");
+      setPassword("");
+    });
+  };
+  return (
+    <form className="stack wide card" onSubmit={submit} aria-labelledby="new-user">
+      <h2 id="new-user">Add a person</h2>
+      <div className="row">
+        <label>
+          New username
+          <input value={username} onChange={(e) => setUsername(e.target.value)} maxLength={150} required />
+        </label>
+        <label>
+          Email (optional)
+          <input type="email" value={email} onChange={(e) => setEmail(e.target.value)} maxLength={254} />
+        </label>
+        <label>
+          Role of the new account
+          <select value={role} onChange={(e) => setRole(e.target.value as Schemas["Role"])}>
+            {ROLES.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <fieldset className="row">
+        <legend>Their password</legend>
+        <label className="inline">
+          <input type="radio" name="how" checked={invite} onChange={() => setInvite(true)} />
+          Invite: they choose it with a link you send
+        </label>
+        <label className="inline">
+          <input type="radio" name="how" checked={!invite} onChange={() => setInvite(false)} />
+          Set it now
+        </label>
+        {!invite && (
+          <label>
+            Password of the new account
+            <input
+              type="password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              autoComplete="new-password"
+              minLength={12}
+              required
+            />
+          </label>
+        )}
+      </fieldset>
+      {!invite && (
+        <p className="hint">At least 12 characters, with three of: lower-case, upper-case, digits, symbols.</p>
+      )}
+      <ErrorNote error={action.error} />
+      <button type="submit" disabled={action.busy}>
+        {invite ? "Create and make an invitation link" : "Create the account"}
+      </button>
+    </form>
+  );
+}
+
+const ROLES: Schemas["Role"][] = ["viewer", "editor", "admin"];
+
+/** What a role lets its holder do, in a sentence. */
+const ROLE_MEANS: Record<Schemas["Role"], string> = {
+  viewer: "reads what is public or granted to them",
+  editor: "also uploads and edits their own datasets and maps",
+  admin: "also manages every account, dataset and setting",
+};
+
+/** Accounts: add or invite people, approve pending ones, change roles and status. */
 export function AdminUsers() {
   const users = useUsers();
   const action = useAction();
-  const change = (id: string, update: Schemas["UserUpdate"]) =>
+  const [said, setSaid] = useState("");
+  const [link, setLink] = useState<Made | null>(null);
+  const change = (u: User, update: Schemas["UserUpdate"], done: string) =>
     action.run(async () => {
-      await client.PATCH("/admin/users/{user_id}", { params: { path: { user_id: id } }, body: update });
+      await data(client.PATCH("/admin/users/{user_id}", { params: { path: { user_id: u.id } }, body: update }));
+      setSaid(done);
+      window.dispatchEvent(new Event(ACCOUNTS_CHANGED));
       users.reload();
     });
-  const [link, setLink] = useState<{ username: string; url: string; expires_at: string } | null>(null);
+  const changeRole = (u: User, role: Schemas["Role"]) => {
+    const was = u.roles[0] ?? "viewer";
+    if (role === was) return;
+    const question = `Make ${u.username} ${role === "admin" ? "an" : "a"} ${role}? An ${role} ${ROLE_MEANS[role]}. Their API keys are revoked.`;
+    if (!window.confirm(question)) {
+      users.reload();
+      return;
+    }
+    change(u, { role }, `${u.username} is now ${role === "admin" ? "an" : "a"} ${role} (was ${was}); their API keys were revoked.`);
+  };
+  const changeStatus = (u: User, status: Schemas["AccountStatus"]) => {
+    if (status !== "active" && !window.confirm(`Make ${u.username} ${status}? They can no longer sign in, and their keys stop working.`)) {
+      users.reload();
+      return;
+    }
+    change(u, { status }, `${u.username} is now ${status}.`);
+  };
   const makeLink = (u: User) =>
     action.run(async () => {
       const made = await data(client.POST("/admin/users/{user_id}/password-reset", { params: { path: { user_id: u.id } } }));
-      setLink({ username: u.username, ...made });
+      setLink({ username: u.username, ...made, invitation: false });
     });
+  const pending = users.value?.filter((u) => u.status === "pending").length ?? 0;
   return (
     <AdminScreen title="Users">
+      <NewUser
+        onMade={(made, username) => {
+          setLink(made);
+          setSaid(made ? "" : `The account ${username} is made; it can sign in now.`);
+          users.reload();
+        }}
+      />
       <ErrorNote error={action.error ?? users.error} />
+      {said && <p role="status">{said}</p>}
       {link && (
         <div className="secret" role="status">
           <label>
-            Password reset link for {link.username}
+            {link.invitation ? "Invitation link" : "Password reset link"} for {link.username}
             <input readOnly value={link.url} onFocus={(e) => e.target.select()} />
           </label>
+          <CopyButton text={link.url} label={`Copy the link for ${link.username}`} />
           <p>
-            Send it to {link.username} yourself: it sets a new password once, until {when(link.expires_at)}. An older link of
-            theirs stops working.
+            Send it to {link.username} yourself: it sets {link.invitation ? "their first" : "a new"} password once, until{" "}
+            {when(link.expires_at)}. An older link of theirs stops working.
           </p>
         </div>
       )}
+      {pending > 0 && (
+        <p className="note">
+          {pending === 1 ? "One account waits" : `${pending} accounts wait`} for your approval: Approve is in their Status
+          column.
+        </p>
+      )}
       <ScrollTable label="Users table" columns={["Username", "Email", "Role", "Status", "Created", "Password"]}>
         {users.value?.map((u) => (
-          <tr key={u.id}>
+          <tr key={u.id} className={u.status === "pending" ? "pending" : undefined}>
             <td>{u.username}</td>
             <td>{u.email ?? ""}</td>
             <td>
               <select
                 aria-label={`Role of ${u.username}`}
                 value={u.roles[0] ?? "viewer"}
-                onChange={(e) => change(u.id, { role: e.target.value as Schemas["Role"] })}
+                onChange={(e) => changeRole(u, e.target.value as Schemas["Role"])}
               >
-                <option value="viewer">viewer</option>
-                <option value="editor">editor</option>
-                <option value="admin">admin</option>
+                {ROLES.map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
               </select>
             </td>
             <td>
               {u.status === "pending" ? (
-                <button type="button" onClick={() => change(u.id, { status: "active" })} aria-label={`Approve ${u.username}`}>
+                <button type="button" onClick={() => changeStatus(u, "active")} aria-label={`Approve ${u.username}`}>
                   Approve
                 </button>
               ) : (
                 <select
                   aria-label={`Status of ${u.username}`}
                   value={u.status}
-                  onChange={(e) => change(u.id, { status: e.target.value as Schemas["AccountStatus"] })}
+                  onChange={(e) => changeStatus(u, e.target.value as Schemas["AccountStatus"])}
                 >
                   <option value="active">active</option>
                   <option value="suspended">suspended</option>

@@ -1,8 +1,11 @@
-import { useState, type FormEvent } from "react";
+import { Suspense, lazy, useState, type FormEvent } from "react";
 import { client, data } from "../../lib/api";
 import { Link, navigate, useLocation } from "../../lib/router";
-import { ErrorNote, useLoad, useTitle } from "../../components/common";
+import { ErrorNote, useLoad, useNarrow, useTitle } from "../../components/common";
 import { Thumbnail, pictureOf } from "../../components/extent";
+
+// The area map's code loads only when it is opened: the catalog is the first page.
+const AreaPicker = lazy(() => import("./areapicker"));
 
 type Facets = Record<string, Record<string, number>>;
 const FACETS: [string, string][] = [
@@ -13,7 +16,12 @@ const FACETS: [string, string][] = [
   ["format", "Format"],
 ];
 const PAGE = 20;
-
+const ORDERS: [string, string][] = [
+  ["relevance", "Best match"],
+  ["newest", "Newest"],
+  ["title", "Title (A to Z)"],
+  ["size", "Most features"],
+];
 /** The catalog: search words and facet filters live in the address, so a search can be shared. */
 export function Catalog() {
   useTitle("Datasets");
@@ -41,6 +49,11 @@ export function Catalog() {
   };
   const offset = Number(params.get("offset") ?? 0);
   const total = results.value?.total ?? 0;
+  const narrow = useNarrow();
+  const [showFilters, setShowFilters] = useState(false);
+  const [picking, setPicking] = useState(false);
+  const area = params.get("bbox");
+  const sort = params.get("sort") ?? (params.get("q") ? "relevance" : "newest");
 
   return (
     <section>
@@ -52,6 +65,45 @@ export function Catalog() {
         </label>
         <button type="submit">Search</button>
       </form>
+      <div className="row search-tools">
+        <label>
+          Sort by
+          <select value={sort} onChange={(e) => change("sort", e.target.value)}>
+            {ORDERS.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        {area ? (
+          <p className="chip" role="status">
+            Only datasets in the map area{" "}
+            <button type="button" className="link" onClick={() => change("bbox", null)}>
+              Any area
+            </button>
+          </p>
+        ) : (
+          <button type="button" aria-expanded={picking} onClick={() => setPicking(!picking)}>
+            {picking ? "Close the map" : "Search a map area"}
+          </button>
+        )}
+        {narrow && (
+          <button type="button" aria-expanded={showFilters} aria-controls="filters" onClick={() => setShowFilters(!showFilters)}>
+            {showFilters ? "Hide filters" : "Filters"}
+          </button>
+        )}
+      </div>
+      {picking && !area && (
+        <Suspense fallback={<p className="loading">Loading the map…</p>}>
+          <AreaPicker
+            onPick={(bbox) => {
+              setPicking(false);
+              change("bbox", bbox);
+            }}
+          />
+        </Suspense>
+      )}
       <div className="catalog">
         <div className="grow">
           <ErrorNote error={results.error} />
@@ -94,8 +146,8 @@ export function Catalog() {
             </nav>
           )}
         </div>
-        {/* After the results in the page, so a phone shows results first; beside them on a wide screen. */}
-        <aside aria-label="Filters">
+        {/* Beside the results on a wide screen; on a phone behind the Filters button above them. */}
+        <aside aria-label="Filters" id="filters" hidden={narrow && !showFilters}>
           {FACETS.map(([name, label]) => {
             const counts = facets.value?.[name] ?? {};
             const chosen = params.get(name);

@@ -23,8 +23,29 @@ type Items = {
 const ROWS = 10;
 const COLOUR = "#c2410c";
 
-/** The preview's style: the dataset alone (the MapView puts the service's own basemap under it). */
-function previewStyle(d: Dataset, rendering: RasterConfig): StyleSpecification {
+/** The most features of a filter the map marks; past it the map says it marks the first ones. */
+const MARKED_MAX = 10_000;
+const UNMATCHED = "#9ca3af";
+
+/** The ids of the features the table's filter matches (at most `MARKED_MAX`), null without a filter. */
+function useMatched(d: Dataset | null, filter: string) {
+  const vector = !!d && d.kind !== "raster" && !!d.geometry_column;
+  return useLoad(async () => {
+    if (!d || !filter || !vector) return null;
+    const query = new URLSearchParams({ filter, "filter-lang": "cql2-text", skipGeometry: "true", properties: "", limit: String(MARKED_MAX) });
+    const page = (await data(
+      client.GET("/collections/{collectionId}/items", {
+        params: { path: { collectionId: d.id } },
+        querySerializer: () => query.toString(),
+      }),
+    )) as Items;
+    return { ids: page.features.map((f) => f.id as number), matched: page.numberMatched ?? page.features.length };
+  }, [d?.id, d?.updated_at, filter, vector]);
+}
+
+/** The preview's style: the dataset alone (the MapView puts the service's own basemap under it); with
+ * `marked`, the features of the table's filter in the layer's colour over the others in grey. */
+function previewStyle(d: Dataset, rendering: RasterConfig, marked: number[] | null = null): StyleSpecification {
   const query = rasterQuery(rendering);
   const tilejson = `${window.location.origin}/api/tiles/${d.id}/tilejson.json${d.kind === "raster" && query ? `?${query}` : ""}`;
   const layers: LayerSpecification[] = [{ id: "background", type: "background", paint: { "background-color": "#eef2f5" } }];
@@ -37,18 +58,21 @@ function previewStyle(d: Dataset, rendering: RasterConfig): StyleSpecification {
   }
   const common = { source: "data", "source-layer": d.table_name };
   const type = (d.geometry_type ?? "").toLowerCase();
+  // A filter marks its features: the layer's colour for them, grey for the rest.
+  const colour = marked ? ["case", ["in", ["id"], ["literal", marked]], COLOUR, UNMATCHED] : COLOUR;
+  const order = marked ? { "fill-sort-key": ["case", ["in", ["id"], ["literal", marked]], 1, 0] } : {};
   if (type.includes("polygon")) {
-    layers.push({ id: "fill", type: "fill", ...common, paint: { "fill-color": COLOUR, "fill-opacity": 0.35 } });
-    layers.push({ id: "outline", type: "line", ...common, paint: { "line-color": COLOUR, "line-width": 1 } });
+    layers.push({ id: "fill", type: "fill", ...common, layout: order, paint: { "fill-color": colour, "fill-opacity": 0.35 } } as LayerSpecification);
+    layers.push({ id: "outline", type: "line", ...common, paint: { "line-color": colour, "line-width": 1 } } as LayerSpecification);
   } else if (type.includes("line")) {
-    layers.push({ id: "line", type: "line", ...common, paint: { "line-color": COLOUR, "line-width": 2 } });
+    layers.push({ id: "line", type: "line", ...common, paint: { "line-color": colour, "line-width": 2 } } as LayerSpecification);
   } else {
     layers.push({
       id: "point",
       type: "circle",
       ...common,
-      paint: { "circle-color": COLOUR, "circle-radius": 4, "circle-stroke-color": "#fff", "circle-stroke-width": 1 },
-    });
+      paint: { "circle-color": colour, "circle-radius": 4, "circle-stroke-color": "#fff", "circle-stroke-width": 1 },
+    } as LayerSpecification);
   }
   return { version: 8, sources: { data: { type: "vector", url: tilejson } }, layers };
 }
@@ -214,7 +238,7 @@ function AttributeTable({
                 </th>
               ))}
               {editable && (
-                <th scope="col">
+                <th scope="col" className="row-actions">
                   <span className="visually-hidden">Actions</span>
                 </th>
               )}
@@ -552,6 +576,7 @@ export function DatasetPage({ id }: { id: string }) {
   const action = useAction();
   const map = useRef<MapLibreMap | null>(null);
   const [rendering, setRendering] = useState<RasterConfig>({ mode: "raster" });
+  const matched = useMatched(dataset.value, useLocation().searchParams.get("filter") ?? "");
   useTitle(dataset.value?.title ?? "Dataset");
   if (dataset.error) return <LoadFailed error={dataset.error} />;
   const d = dataset.value;
@@ -567,8 +592,12 @@ export function DatasetPage({ id }: { id: string }) {
       navigate("/datasets", true);
     });
   };
-  const zoom = (bounds: number[]) =>
-    map.current?.fitBounds(bounds as [number, number, number, number], { padding: 48, maxZoom: 14, duration: 0 });
+  const zoom = (bounds: number[]) => {
+    if (!map.current) return;
+    map.current.fitBounds(bounds as [number, number, number, number], { padding: 48, maxZoom: 14, duration: 0 });
+    // The table sits below the map: the zoom is seen only with the map in view.
+    map.current.getContainer().scrollIntoView({ block: "nearest" });
+  };
 
   return (
     <article>
@@ -594,7 +623,7 @@ export function DatasetPage({ id }: { id: string }) {
       {raster && <RasterStyleEditor name={d.title} raster={raster} config={rendering} onChange={setRendering} />}
       {d.geometry_column || d.kind === "raster" ? (
         <MapView
-          style={previewStyle(d, rendering)}
+          style={previewStyle(d, rendering, matched.value?.ids ?? null)}
           bounds={d.extent_bbox}
           basemap={{}}
           identify={d.kind === "raster" ? undefined : { fill: d.title, line: d.title, point: d.title }}
@@ -602,6 +631,13 @@ export function DatasetPage({ id }: { id: string }) {
           label={`Map of ${d.title}`}
         />
       ) : null}
+      {matched.value && (
+        <p className="meta" role="status">
+          The map marks the {matched.value.matched.toLocaleString()} {matched.value.matched === 1 ? "feature" : "features"} of the
+          table's filter in colour, the others in grey
+          {matched.value.matched > matched.value.ids.length ? ` (the first ${matched.value.ids.length.toLocaleString()} of them)` : ""}.
+        </p>
+      )}
       {d.complete_zoom ? (
         <p className="meta" role="note">
           Below zoom {d.complete_zoom} the map draws an even selection of the features, one in each 8-pixel cell that

@@ -1,7 +1,7 @@
-import { useState, type ReactNode } from "react";
+import { useState, type KeyboardEvent, type ReactNode } from "react";
 import { ApiError, client, data, type Schemas } from "../../lib/api";
 import { Link } from "../../lib/router";
-import { ErrorNote, ScrollTable, cellText, useAction, useLoad, when } from "../../components/common";
+import { ErrorNote, ScrollTable, cellText, useAction, useLoad, useNarrow, when } from "../../components/common";
 
 type Dataset = Schemas["Dataset"];
 type Column = Schemas["ColumnInfo"];
@@ -87,32 +87,61 @@ export function EditableRow({
       onChanged();
     });
   };
+  const cancel = () => setEditing(null);
+  // As in a spreadsheet: Enter keeps the row's values, Escape leaves them.
+  const keys = (e: KeyboardEvent) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      save();
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      cancel();
+    }
+  };
+  // On a phone the row is edited in a sheet over the page, one field a line, since a row of inputs runs off screen.
+  const narrow = useNarrow();
+  const input = (c: Column, focused: boolean) => (
+    <input
+      aria-label={`${c.name} of feature ${feature.id}`}
+      value={editing?.values[c.name] ?? ""}
+      autoFocus={focused}
+      onKeyDown={keys}
+      onChange={(e) => editing && setEditing({ ...editing, values: { ...editing.values, [c.name]: e.target.value } })}
+    />
+  );
+  const actions = (
+    <>
+      <button type="button" onClick={save} disabled={action.busy}>
+        Save row
+      </button>
+      <button type="button" onClick={cancel}>
+        Cancel
+      </button>
+    </>
+  );
   return (
-    <tr>
+    <tr className={editing ? "editing" : undefined}>
       {lead}
-      {columns.map((c) => (
-        <td key={c.name}>
-          {editing ? (
-            <input
-              aria-label={`${c.name} of feature ${feature.id}`}
-              value={editing.values[c.name]}
-              onChange={(e) => setEditing({ ...editing, values: { ...editing.values, [c.name]: e.target.value } })}
-            />
-          ) : (
-            cellText(feature.properties?.[c.name])
-          )}
-        </td>
+      {columns.map((c, i) => (
+        <td key={c.name}>{editing && !narrow ? input(c, i === 0) : cellText(feature.properties?.[c.name])}</td>
       ))}
       <td className="row-actions">
-        {editing ? (
-          <>
-            <button type="button" onClick={save} disabled={action.busy}>
-              Save row
-            </button>
-            <button type="button" onClick={() => setEditing(null)}>
-              Cancel
-            </button>
-          </>
+        {editing && narrow ? (
+          <div className="sheet" role="dialog" aria-modal="true" aria-labelledby={`sheet-${feature.id}`}>
+            <h3 id={`sheet-${feature.id}`}>Edit feature {feature.id}</h3>
+            <div className="sheet-fields">
+              {columns.map((c, i) => (
+                <label key={c.name}>
+                  {c.name}
+                  {input(c, i === 0)}
+                </label>
+              ))}
+            </div>
+            <div className="row">{actions}</div>
+            <ErrorNote error={action.error} />
+          </div>
+        ) : editing ? (
+          actions
         ) : (
           <>
             <button type="button" onClick={start} aria-label={`Edit feature ${feature.id}`}>
@@ -123,7 +152,7 @@ export function EditableRow({
             </button>
           </>
         )}
-        <ErrorNote error={action.error} />
+        {!(editing && narrow) && <ErrorNote error={action.error} />}
       </td>
     </tr>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { client, data, upload } from "../../lib/api";
 import { Link, navigate } from "../../lib/router";
-import { ErrorNote, SignedIn, bytes, useAction, useTitle } from "../../components/common";
+import { ErrorNote, SignedIn, bytes, useAction, useLoad, useTitle } from "../../components/common";
 import { JobProgress, useJob } from "../../components/job";
 import { ImportService } from "./services";
 
@@ -46,9 +46,28 @@ function LayerChoice({ item, onLoad }: { item: Sending; onLoad: (layers: string[
   );
 }
 
+/** The titles of the datasets a job made (each layer's name unless a title was given), by id. */
+function useTitles(ids: string[]) {
+  return useLoad(
+    async () =>
+      Object.fromEntries(
+        await Promise.all(
+          ids.map((id) =>
+            data(client.GET("/datasets/{dataset_id}", { params: { path: { dataset_id: id } } })).then(
+              (d) => [id, d.title] as const,
+              () => [id, null] as const,
+            ),
+          ),
+        ),
+      ) as Record<string, string | null>,
+    [ids.join(",")],
+  );
+}
+
 function UploadRow({ item, single, onLoad }: { item: Sending; single: boolean; onLoad: (layers: string[]) => void }) {
   const job = useJob(item.jobId);
   const made = job?.status === "succeeded" ? (job.dataset_ids.length ? job.dataset_ids : job.dataset_id ? [job.dataset_id] : []) : [];
+  const titles = useTitles(made.length > 1 ? made : []);
   const dataset = made.length === 1 ? made[0] : undefined;
   useEffect(() => {
     // One file making one dataset: it opens once it is ready.
@@ -70,11 +89,11 @@ function UploadRow({ item, single, onLoad }: { item: Sending; single: boolean; o
       {dataset && <Link href={`/datasets/${dataset}`}>Open the dataset</Link>}
       {made.length > 1 && (
         <div>
-          <p>This file held {made.length} layers; each became a dataset:</p>
+          <p>{made.length} layers loaded; each became a dataset:</p>
           <ul>
             {made.map((id, i) => (
               <li key={id}>
-                <Link href={`/datasets/${id}`}>{`Open dataset ${i + 1} of ${made.length}`}</Link>
+                <Link href={`/datasets/${id}`}>{`Open ${titles.value?.[id] ?? `dataset ${i + 1} of ${made.length}`}`}</Link>
               </li>
             ))}
           </ul>

@@ -4,11 +4,11 @@
 import { useEffect } from "react";
 import { client, data, type Schemas } from "../../lib/api";
 import { Link } from "../../lib/router";
-import { ErrorNote, LoadFailed, SignedIn, useLoad, useTitle, when } from "../../components/common";
+import { ErrorNote, LoadFailed, SignedIn, bytes, useLoad, useTitle, when } from "../../components/common";
 import { JobProgress } from "../../components/job";
 import { QuarantineMap } from "./quarantinemap";
 import { ReportView } from "./report";
-import { KINDS, datasetsOf, jobTitle } from "./words";
+import { KINDS, datasetsOf, jobTitle, stepWords } from "./words";
 
 type Job = Schemas["JobView"];
 type Dataset = Schemas["Dataset"];
@@ -52,6 +52,40 @@ function Report({ job }: { job: Job }) {
   );
 }
 
+/** How long from `from` to `to`, as people say it. */
+function took(from: string, to: string): string {
+  const seconds = Math.max(0, (new Date(to).getTime() - new Date(from).getTime()) / 1000);
+  if (seconds < 1) return "under a second";
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  return `${Math.round(seconds / 60)} min`;
+}
+
+/** The steps the job went through, each with its start and how long it took. */
+function Steps({ job }: { job: Job }) {
+  if (!job.steps.length) return null;
+  const running = job.status === "running";
+  return (
+    <section aria-labelledby="steps">
+      <h2 id="steps">Steps</h2>
+      <ol className="steps">
+        {job.steps.map((s, i) => {
+          const next = job.steps[i + 1]?.at ?? job.finished_at;
+          const last = i === job.steps.length - 1;
+          return (
+            <li key={`${s.step}-${s.at}`} aria-current={running && last ? "step" : undefined}>
+              <span className="step-name">{stepWords(s.step)}</span>{" "}
+              <span className="meta">
+                from {new Date(s.at).toLocaleTimeString()}
+                {next ? `, ${took(s.at, next)}` : running ? ", under way" : ""}
+              </span>
+            </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}
+
 function JobDetails({ job }: { job: Job }) {
   const made = useDatasets(job);
   const kept = (made.value ?? []).filter((m) => (m.dataset?.quarantined_count ?? 0) > 0);
@@ -67,6 +101,14 @@ function JobDetails({ job }: { job: Job }) {
             <dd className="wrap">{job.source}</dd>
           </>
         )}
+        {job.file_bytes != null && (
+          <>
+            <dt>File size</dt>
+            <dd>{bytes(job.file_bytes)}</dd>
+          </>
+        )}
+        <dt>Sent by</dt>
+        <dd>{job.owner ?? "an account since removed"}</dd>
         <dt>Status</dt>
         <dd aria-live="polite">
           <JobProgress job={job} showError={false} />
@@ -95,6 +137,7 @@ function JobDetails({ job }: { job: Job }) {
           </>
         )}
       </dl>
+      <Steps job={job} />
       {job.status === "failed" && job.error && (
         <div className="error-box" role="alert">
           <h2>Why it failed</h2>

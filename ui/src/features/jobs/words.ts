@@ -60,3 +60,23 @@ export function jobTitle(job: Job): string {
 export function datasetsOf(job: Job): string[] {
   return job.dataset_ids.length ? job.dataset_ids : job.dataset_id ? [job.dataset_id] : [];
 }
+
+/** What each step of a job does, in words; a step not named here shows as the worker wrote it. */
+const STEPS: Record<string, string> = {
+  reading: "Reading the file",
+  downloading: "Downloading",
+  validating: "Checking the image",
+  checking: "Checking the rows",
+  loading: "Loading rows",
+  indexing: "Indexing",
+  publishing: "Publishing",
+  restoring: "Restoring from cold storage",
+  describing: "Describing the data",
+  copying: "Copying",
+  "cutting tiles": "Cutting tiles",
+  storing: "Storing",
+};
+
+export function stepWords(step: string): string {
+  return STEPS[step] ?? step.charAt(0).toUpperCase() + step.slice(1);
+}

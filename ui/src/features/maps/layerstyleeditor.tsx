@@ -53,7 +53,13 @@ export function LayerStyleEditor({
     action.run(async () => {
       // A rule-based style draws values no rule names in grey; one colour keeps the layer's own.
       const own = config.mode === "single" || config.mode === "proportional" ? config.colour : QUALITATIVE[index % QUALITATIVE.length];
-      const base: StyleConfig = { mode, colour: mode === "categories" || mode === "classes" ? OTHER_COLOUR : own, outline: config.outline };
+      const base: StyleConfig = {
+        mode,
+        colour: mode === "categories" || mode === "classes" ? OTHER_COLOUR : own,
+        outline: config.outline,
+        // The unit belongs to its column: another column's numbers count something else.
+        unit: column === config.column ? config.unit : undefined,
+      };
       if (mode === "single" || !column) return set({ ...base, mode: "single" });
       const summary = (await data(
         client.GET("/datasets/{dataset_id}/columns/{column}/summary", {
@@ -117,6 +123,17 @@ export function LayerStyleEditor({
             </select>
           </label>
         </>
+      )}
+      {(config.mode === "classes" || config.mode === "proportional") && (
+        <label>
+          Unit of the numbers of {name} (optional)
+          <input
+            value={config.unit ?? ""}
+            placeholder="e.g. people, km²"
+            maxLength={40}
+            onChange={(e) => set({ ...config, unit: e.target.value || undefined })}
+          />
+        </label>
       )}
       <label className="inline">
         {config.mode === "categories" || config.mode === "classes" ? `Colour of other values of ${name}` : `Colour of ${name}`}

@@ -19,6 +19,7 @@ import {
   identifiedLayers,
   mapStyle,
   rasterBasemap,
+  savedView,
 } from "../../components/map/mapstyle";
 
 type MapResponse = Schemas["MapResponse"];
@@ -149,10 +150,25 @@ function saveFile(name: string, text: string) {
   URL.revokeObjectURL(link.href);
 }
 
-/** What saving sends: compared with the last save to tell unsaved changes. */
+/** The view the map is showing, as saving keeps it (rounded: a centimetre and a hundredth of a zoom are enough). */
+function cameraOf(map: MapLibreMap) {
+  const centre = map.getCenter().wrap();
+  const round = (value: number, digits: number) => Number(value.toFixed(digits));
+  return {
+    center_lng: round(centre.lng, 7),
+    center_lat: round(centre.lat, 7),
+    zoom: round(map.getZoom(), 2),
+    bearing: round(map.getBearing(), 1),
+    pitch: round(map.getPitch(), 1),
+  };
+}
+
+/** What saving sends but the view: compared with the last save to tell unsaved changes. */
 function saved(map: MapResponse, layers: MapLayer[]) {
   return JSON.stringify({
     name: map.name,
+    description: map.description ?? "",
+    notes: map.notes ?? "",
     basemap_style: map.basemap_style,
     basemap_config: map.basemap_config,
     layers: layers.map((l, i) => ({
@@ -222,10 +238,14 @@ function Editor({ initial }: { initial: MapResponse }) {
     });
     setAdding("");
   };
+  const view = useRef<MapLibreMap | null>(null);
+  // The view it was opened with; a save does not move the map.
+  const [opened] = useState(() => savedView(initial));
   const save = () => {
     setNote(null);
     action.run(async () => {
-      const body = JSON.parse(saved(map, layers));
+      // The map opens where its editor looked when it was saved.
+      const body = { ...JSON.parse(saved(map, layers)), ...(view.current ? cameraOf(view.current) : {}) };
       const result = await data(client.PUT("/maps/{map_id}", { params: { path: { map_id: map.id } }, body }));
       const ordered = [...result.layers].sort((a, b) => a.sort_order - b.sort_order);
       setMap(result);
@@ -239,11 +259,13 @@ function Editor({ initial }: { initial: MapResponse }) {
       const style = await data(client.GET("/maps/{map_id}/style.json", { params: { path: { map_id: map.id } }, parseAs: "text" }));
       saveFile(`${map.name}.style.json`, style);
     });
-  const view = useRef<MapLibreMap | null>(null);
   const zoomTo = (bounds: number[]) => {
     let [west, south, east, north] = bounds;
     if (west > east) east += 360; // across the antimeridian
-    view.current?.fitBounds([west, south, east, north], { padding: 24, maxZoom: 14, duration: 0 });
+    if (!view.current) return;
+    view.current.fitBounds([west, south, east, north], { padding: 24, maxZoom: 14, duration: 0 });
+    // The layer list runs below the map: bring the map into view to show the zoom.
+    view.current.getContainer().scrollIntoView({ block: "nearest" });
   };
   const drop = (e: DragEvent, to: number) => {
     e.preventDefault();
@@ -264,9 +286,19 @@ function Editor({ initial }: { initial: MapResponse }) {
         Map name
         <input value={map.name} onChange={(e) => setMap({ ...map, name: e.target.value })} />
       </label>
+      <label>
+        Description
+        <textarea
+          rows={2}
+          maxLength={2000}
+          value={map.description ?? ""}
+          onChange={(e) => setMap({ ...map, description: e.target.value })}
+        />
+      </label>
       <MapView
         style={mapStyle(preview)}
         bounds={extentOf(preview) ?? basemapExtent}
+        view={opened}
         basemap={basemapPlacement(preview)}
         identify={identifiedLayers(preview)}
         onMap={(m) => (view.current = m)}
@@ -348,8 +380,17 @@ function Editor({ initial }: { initial: MapResponse }) {
         </div>
       </section>
       {datasets.value && <BasemapSettings map={map} rasters={rasters} onChange={(patch) => setMap({ ...map, ...patch })} />}
+      <label>
+        Notes
+        <textarea
+          rows={4}
+          maxLength={50000}
+          value={map.notes ?? ""}
+          onChange={(e) => setMap({ ...map, notes: e.target.value })}
+        />
+      </label>
       <div className="row actions">
-        <button type="button" onClick={save}>
+        <button type="button" onClick={save} aria-describedby="save-view">
           Save map
         </button>
         <button type="button" onClick={exportStyle}>
@@ -364,6 +405,9 @@ function Editor({ initial }: { initial: MapResponse }) {
           </span>
         )}
       </div>
+      <p id="save-view" className="meta">
+        Saving also keeps the map's view: it opens, shared and embedded too, where it is now.
+      </p>
       <ErrorNote error={action.error} />
       {note && !dirty && <p role="status">{note}</p>}
       {sharing && (

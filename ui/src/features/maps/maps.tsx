@@ -3,7 +3,7 @@ import { ApiError, client, data } from "../../lib/api";
 import { Link, navigate } from "../../lib/router";
 import { ErrorNote, LoadFailed, SignedIn, useAction, useLoad, when, useTitle } from "../../components/common";
 import { MapView } from "../../components/map/mapview";
-import { basemapPlacement, extentOf, identifiedLayers, mapStyle } from "../../components/map/mapstyle";
+import { basemapPlacement, extentOf, identifiedLayers, mapStyle, savedView } from "../../components/map/mapstyle";
 import { Legend } from "../../components/map/legend";
 import { Thumbnail } from "../../components/extent";
 
@@ -119,6 +119,7 @@ export function SharedMap({ token }: { token: string }) {
       <MapView
         style={mapStyle(m)}
         bounds={extentOf(m)}
+        view={savedView(m)}
         basemap={basemapPlacement(m)}
         identify={identifiedLayers(m)}
         label={`Map ${m.name}`}
