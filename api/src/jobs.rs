@@ -32,7 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// The job, when the caller started it or is an admin.
-async fn own_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
+pub(crate) async fn own_job(state: &AppState, caller: &Caller, job_id: Uuid) -> Result<JobView, AppError> {
     let user = caller.signed_in()?;
     match jobs::find(&state.pool, job_id).await? {
         Some(job) if user.is_admin() || job.created_by == Some(user.id) => Ok(job),

@@ -94,13 +94,16 @@ impl SearchOrder {
 
 /// The weighted document a dataset is found by, in a text search
 /// configuration: `simple` keeps words as written (names, codes, prefixes),
-/// `english` finds them by stem ("airport" finds "Airports").
+/// `english` finds them by stem ("airport" finds "Airports"). Column names
+/// and the sample of each column's values the load kept (a county's name,
+/// a species) count least.
 fn document(config: &str) -> String {
     format!(
         "setweight(to_tsvector('{config}', coalesce(d.title, '')), 'A')
     || setweight(to_tsvector('{config}', array_to_string(d.keywords, ' ')), 'B')
     || setweight(to_tsvector('{config}', coalesce(d.summary, '')), 'C')
-    || setweight(to_tsvector('{config}', coalesce(jsonb_path_query_array(d.column_info, '$[*].original_name')::text, '')), 'D')"
+    || setweight(to_tsvector('{config}', coalesce(jsonb_path_query_array(d.column_info, '$[*].original_name')::text, '')), 'D')
+    || setweight(to_tsvector('{config}', coalesce(jsonb_path_query_array(d.sample_values, '$.*[*]')::text, '')), 'D')"
     )
 }
 

@@ -94,7 +94,7 @@ pub async fn ingest_object(
             .map_err(JobError::Invalid)?
     };
     if options.preview {
-        return list_layers(ctx, object, &rasters, &layers).await;
+        return list_layers(ctx, &rasters, &layers).await;
     }
     let rasters: Vec<&Source> = rasters.iter().filter(|s| !published.contains(&s.label)).collect();
     let to_load = layers
@@ -177,8 +177,10 @@ pub async fn ingest_object(
 }
 
 /// A preview: the file's layers as the job's result (what an upload could
-/// load, and by which name to ask for each); the file goes, nothing loads.
-async fn list_layers(ctx: &JobContext, object: &Path, rasters: &[Source], layers: &[LayerJob]) -> Result<(), JobError> {
+/// load, and by which name to ask for each); nothing loads. The file stays
+/// as every upload's does (until the cleanup's upload retention), so the
+/// layers chosen load from it (`POST /api/datasets/upload/{job}/load`).
+async fn list_layers(ctx: &JobContext, rasters: &[Source], layers: &[LayerJob]) -> Result<(), JobError> {
     let mut listed: Vec<serde_json::Value> = layers
         .iter()
         .map(|l| {
@@ -196,9 +198,6 @@ async fn list_layers(ctx: &JobContext, object: &Path, rasters: &[Source], layers
         .bind(serde_json::json!({"layers": listed}))
         .execute(&ctx.deps.pool)
         .await?;
-    if let Err(e) = ctx.deps.storage.store.delete(object).await {
-        tracing::warn!(job_id = %ctx.job_id, error = %e, "preview file not removed");
-    }
     Ok(())
 }
 

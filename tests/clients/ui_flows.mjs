@@ -515,6 +515,8 @@ await page.getByText('No dataset matches.').waitFor();
 await screen(page, 'catalog-area');
 await page.getByRole('button', { name: 'Any area' }).click();
 await page.getByRole('link', { name: 'North Carolina counties' }).waitFor();
+await page.getByRole('button', { name: 'Close the map' }).click();
+await areaMap.waitFor({ state: 'detached' });
 // On a phone the filters wait behind a button above the results.
 {
   const size = page.viewportSize();
@@ -571,6 +573,12 @@ await screen(page, 'jobs');
 
 // --- A file of two layers: its layers listed (name, type, count), one chosen, one dataset made under the title given.
 step('upload layers');
+// The file is sent once: the layers chosen load from the file its preview read.
+const uploadPosts = [];
+const uploadPost = (request) => {
+  if (request.method() === 'POST' && new URL(request.url()).pathname.startsWith('/api/datasets/upload')) uploadPosts.push(new URL(request.url()).pathname);
+};
+page.on('request', uploadPost);
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
 await page.getByLabel(/^Title \(optional/).fill('World countries from a GeoPackage');
 await page.getByLabel('Files to upload').setInputFiles(env('CATALOG_TWO_LAYERS'));
@@ -591,6 +599,9 @@ await choice.getByRole('button', { name: 'Load 1 of 2 layers' }).click();
 await page.waitForURL(/\/datasets\/[0-9a-f-]{36}$/, { timeout: 120_000 });
 await page.getByRole('heading', { level: 1, name: 'World countries from a GeoPackage' }).waitFor();
 await page.getByText('177', { exact: true }).first().waitFor();
+page.off('request', uploadPost);
+assert.equal(uploadPosts.filter((p) => p === '/api/datasets/upload').length, 1, `the file was sent once: ${uploadPosts}`);
+assert.equal(uploadPosts.filter((p) => /^\/api\/datasets\/upload\/[0-9a-f-]{36}\/load$/.test(p)).length, 1, `the chosen layer loaded from the preview: ${uploadPosts}`);
 // The world opens once across the map, not as copies side by side: a map
 // over 1,024 px wide shows one 512 px world tile-width only from zoom 1.
 await page.getByText('Loading map data…').waitFor({ state: 'detached' });
@@ -608,7 +619,7 @@ await page.getByLabel('Key name').fill('ui-test');
 const expiry = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
 await page.getByLabel('Expires after (optional)').fill(expiry);
 await page.getByRole('button', { name: 'Create key' }).click();
-const secret = await page.getByLabel('New API key').innerText();
+const secret = await page.getByLabel('New API key', { exact: true }).innerText();
 assert.ok(secret.length > 20, 'the new key is shown');
 await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
 await page.getByRole('button', { name: 'Copy the new API key' }).click();
@@ -860,10 +871,30 @@ assert.ok((await colourful()) < 500, 'the raster shows grey by default');
 await page.getByLabel('Colour map of elev_luxembourg').selectOption('terrain');
 await until(async () => (await colourful()) > 5000, 'the terrain colours on the map');
 await screen(page, 'dataset-raster');
-// In the catalog, the (private) raster's card shows its picture, fetched with the session.
+// In the catalog, the (private) raster's card shows its picture, fetched with the session and framed on
+// its extent: Luxembourg, taller than wide, fills the picture's height, centred across it.
 await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datasets' }).click();
 const picture = page.getByRole('img', { name: 'Picture of elev_luxembourg' });
-await pictureLoaded(picture, 256, 'the raster\'s picture');
+await pictureLoaded(picture, 240, 'the raster\'s picture');
+const drawnBox = await picture.evaluate((img) => {
+  const canvas = document.createElement('canvas');
+  [canvas.width, canvas.height] = [img.naturalWidth, img.naturalHeight];
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+  const box = { left: canvas.width, right: -1, top: canvas.height, bottom: -1, width: canvas.width, height: canvas.height };
+  for (let y = 0; y < canvas.height; y += 1) {
+    for (let x = 0; x < canvas.width; x += 1) {
+      if (data[(y * canvas.width + x) * 4 + 3] < 128) continue;
+      box.left = Math.min(box.left, x); box.right = Math.max(box.right, x);
+      box.top = Math.min(box.top, y); box.bottom = Math.max(box.bottom, y);
+    }
+  }
+  return box;
+});
+assert.ok(drawnBox.top <= 3 && drawnBox.bottom >= drawnBox.height - 4, `the raster fills the picture's height: ${JSON.stringify(drawnBox)}`);
+assert.ok(Math.abs(drawnBox.left - (drawnBox.width - 1 - drawnBox.right)) <= 8 && drawnBox.right - drawnBox.left < drawnBox.width - 40,
+  `the raster is centred across the picture: ${JSON.stringify(drawnBox)}`);
 // A vector dataset's card shows the server's picture of its data (240 px wide, in the layer colour).
 const worldPicture = page.getByRole('img', { name: 'Picture of World countries', exact: true });
 await pictureLoaded(worldPicture, 240, 'the countries\' picture');

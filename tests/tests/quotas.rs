@@ -355,15 +355,47 @@ async fn a_multi_layer_file_loads_the_layers_chosen() {
     assert_eq!(job["dataset_ids"], json!([]));
     assert_eq!(usage(&app, &erin).await["dataset_count"], 0, "a preview loads nothing");
 
-    let job = app
-        .upload_ok(&erin, "two.gpkg", two_layers.clone(), &[("layer", "second")])
-        .await;
-    let job = app.wait_job(&erin, &job).await;
+    // The layer chosen loads from the file the preview kept: it is not sent again.
+    let preview_id = job["id"].as_str().unwrap().to_string();
+    let load = |token: String, id: String, body: Value| {
+        let app = &app;
+        async move {
+            let response = app
+                .send(
+                    app.http()
+                        .post(app.url(&format!("/api/datasets/upload/{id}/load")))
+                        .bearer_auth(&token)
+                        .json(&body),
+                )
+                .await;
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, mallory) = app.user_token("mallory", "editor").await;
+    let (status, body) = load(mallory, preview_id.clone(), json!({"layers": ["second"]})).await;
+    assert_eq!(status, 404, "another's preview is not found: {body}");
+    let (status, body) = load(
+        erin.clone(),
+        preview_id.clone(),
+        json!({"layers": ["second"], "title": "Second layer"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let job = app.wait_job(&erin, body["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "succeeded", "{job}");
     let made = job["dataset_ids"].as_array().unwrap();
     assert_eq!(made.len(), 1, "{job}");
     let dataset = app.dataset(&erin, made[0].as_str().unwrap()).await;
     assert_eq!(dataset["feature_count"], 7);
+    assert_eq!(dataset["title"], "Second layer");
+    // Only a finished preview's file loads this way.
+    let (status, body) = load(erin.clone(), job["id"].as_str().unwrap().to_string(), json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    // The cap holds as for an upload: a second dataset is refused.
+    let (status, body) = load(erin.clone(), preview_id.clone(), json!({"layers": ["first"]})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("quota"), "{body}");
 
     set_quota(&app, &admin, erin_id, json!({"dataset_count": 5})).await;
     let job = app

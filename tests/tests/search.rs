@@ -102,6 +102,13 @@ async fn search_ranks_filters_counts_and_saves() {
         [parks.as_str()],
         "the web syntax still means what it says"
     );
+    // A value of an attribute (in the sample each load keeps of a column) finds its datasets.
+    let (_, by_value) = app.get_json(None, "/api/search/datasets?q=oak").await;
+    let mut found = ids_of(&by_value);
+    found.sort();
+    let mut public = vec![trees.clone(), parks.clone(), roads.clone()];
+    public.sort();
+    assert_eq!(found, public, "every public dataset has an oak");
     // Orders: by title, newest first (the roads were edited last).
     let (_, by_title) = app.get_json(None, "/api/search/datasets?sort=title").await;
     assert_eq!(ids_of(&by_title), [parks.as_str(), roads.as_str(), trees.as_str()]);

@@ -800,6 +800,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/datasets/upload/{job_id}/load": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Loads layers of a file an upload preview (`preview=true`) listed, from
+         *     the file the preview kept, so it is not sent again: a new upload job,
+         *     as if the file had been uploaded with these `layer` fields.
+         */
+        post: operations["load_previewed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/datasets/{dataset_id}": {
         parameters: {
             query?: never;
@@ -3160,6 +3181,26 @@ export interface components {
         Position: "bottom" | "top";
         /** @enum {boolean} */
         PreviewOnly: true;
+        /**
+         * @description Which layers of a previewed file to load, and the datasets' description
+         *     (as the upload form's fields).
+         */
+        PreviewedLoad: {
+            /**
+             * @description The layers to load, by the `layer` names the preview listed; none:
+             *     every layer (as an upload without `layer` fields).
+             */
+            layers?: string[];
+            /**
+             * Format: int32
+             * @description Source CRS (EPSG code) for files that declare none.
+             */
+            srid?: number | null;
+            summary?: string | null;
+            title?: string | null;
+            /** @description private (default), restricted, internal or public. */
+            visibility?: string | null;
+        };
         /**
          * @description An RFC 9457 problem document: the body of every error the service gives,
          *     and the `error` member of a failed job.
@@ -8899,6 +8940,125 @@ export interface operations {
             /** @description the object store is full; nothing was kept */
             507: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    load_previewed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the preview job */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewedLoad"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobAccepted"];
+                };
+            };
+            /** @description a malformed request (query, header or body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a credential was sent that resolves to no one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the caller may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no preview job of the caller's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the job is not a finished preview whose file is still kept */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not of a media type this operation takes */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description too many requests */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database could not serve the request */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -49,6 +49,7 @@ pub fn routes(max_upload_bytes: u64) -> OpenApiRouter<AppState> {
     let body_limit = usize::try_from(max_upload_bytes.saturating_add(1 << 20)).unwrap_or(usize::MAX);
     OpenApiRouter::new()
         .routes(routes!(upload::upload).layer(DefaultBodyLimit::max(body_limit)))
+        .routes(routes!(upload::load_previewed))
         .routes(routes!(upload::reupload).layer(DefaultBodyLimit::max(body_limit)))
         .routes(routes!(upload::import_url))
         .routes(routes!(cold::archive))

@@ -5,7 +5,10 @@ use catalog_raster::cog;
 use catalog_shared::{
     AppError,
     datasets::DatasetVisibility,
-    jobs::{self, IngestOptions, IngestPayload, JobInput, RasterOptions, ReuploadPayload, UrlDownloadPayload},
+    jobs::{
+        self, IngestOptions, IngestPayload, JobInput, JobKind, JobStatus, RasterOptions, ReuploadPayload,
+        UrlDownloadPayload,
+    },
     storage::safe_filename,
     uploads,
 };
@@ -18,7 +21,7 @@ use crate::dataset_record::{SUMMARY_MAX, TITLE_MAX, check_text};
 use crate::{
     access::{Caller, datasets::writable_dataset, policy::visibility_named},
     extract::{Json as JsonBody, Multipart, Path},
-    jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, queue_fetch, queue_once, respond},
+    jobs::{IdempotencyKey, JobAccepted, Queued, earlier_job, own_job, queue_fetch, queue_once, respond},
     quotas::{self, Demand},
     state::AppState,
 };
@@ -118,6 +121,120 @@ pub(super) async fn upload(
         creator: Some(user.id),
         key: &key,
         demand,
+        received: &received,
+    };
+    let queued = enqueue_upload(&state, upload, job_id, JobInput::Ingest(payload)).await?;
+    Ok(respond(&state, queued, job_id))
+}
+
+/// Which layers of a previewed file to load, and the datasets' description
+/// (as the upload form's fields).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PreviewedLoad {
+    /// The layers to load, by the `layer` names the preview listed; none:
+    /// every layer (as an upload without `layer` fields).
+    #[serde(default)]
+    layers: Vec<String>,
+    title: Option<String>,
+    summary: Option<String>,
+    /// private (default), restricted, internal or public.
+    visibility: Option<String>,
+    /// Source CRS (EPSG code) for files that declare none.
+    srid: Option<i32>,
+}
+
+/// Loads layers of a file an upload preview (`preview=true`) listed, from
+/// the file the preview kept, so it is not sent again: a new upload job,
+/// as if the file had been uploaded with these `layer` fields.
+#[utoipa::path(post, path = "/api/datasets/upload/{job_id}/load", tag = "datasets",
+    params(("job_id" = Uuid, Path, description = "the preview job")), request_body = PreviewedLoad,
+    responses((status = 202, body = JobAccepted),
+              (status = 404, description = "no preview job of the caller's", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 409, description = "the job is not a finished preview whose file is still kept", body = catalog_shared::Problem, content_type = "application/problem+json"),
+              (status = 422, body = catalog_shared::Problem, content_type = "application/problem+json")))]
+pub(super) async fn load_previewed(
+    State(state): State<AppState>,
+    caller: Caller,
+    key: IdempotencyKey,
+    Path(preview_id): Path<Uuid>,
+    JsonBody(body): JsonBody<PreviewedLoad>,
+) -> Result<Response, AppError> {
+    let user = caller.editor()?.clone();
+    if let Some(earlier) = earlier_request(&state, user.id, &key).await? {
+        return Ok(respond(&state, Queued::Earlier(earlier), earlier));
+    }
+    let preview = own_job(&state, &caller, preview_id).await?;
+    let (payload, removed, bytes): (sqlx::types::Json<serde_json::Value>, bool, i64) =
+        sqlx::query_as("SELECT payload, upload_removed, upload_bytes FROM jobs WHERE id = $1")
+            .bind(preview_id)
+            .fetch_one(&state.pool)
+            .await?;
+    let source = (preview.kind == JobKind::Ingest)
+        .then(|| serde_json::from_value::<IngestPayload>(payload.0).ok())
+        .flatten()
+        .filter(|source| source.options.preview && preview.status == JobStatus::Succeeded)
+        .ok_or_else(|| {
+            AppError::conflict(format!(
+                "job {preview_id} is not a finished upload preview: upload the file with preview=true first"
+            ))
+        })?;
+    if removed {
+        return Err(AppError::conflict(
+            "the previewed file is no longer kept (uploads are kept for UPLOAD_RETENTION_HOURS): upload it again",
+        ));
+    }
+    if body.srid.is_some_and(|srid| srid <= 0) {
+        return Err(AppError::unprocessable("srid must be a positive EPSG code"));
+    }
+    let mut options = IngestOptions {
+        layers: body.layers,
+        srid: body.srid.or(source.options.srid),
+        raster: source.options.raster,
+        ..IngestOptions::default()
+    };
+    if let Some(title) = body.title {
+        check_text("title", title.trim(), 1, TITLE_MAX)?;
+        options.title = Some(title.trim().to_string());
+    }
+    if let Some(summary) = body.summary {
+        check_text("summary", summary.trim(), 0, SUMMARY_MAX)?;
+        options.summary = Some(summary.trim().to_string()).filter(|s| !s.is_empty());
+    }
+    if let Some(visibility) = body.visibility {
+        options.visibility = visibility_named(&visibility)?;
+    }
+    let owner = preview.created_by.unwrap_or(user.id);
+    quotas::refuse_when_full(&state.pool, owner, 1).await?;
+    // The new job keeps a copy of its own (a store-side copy), so each
+    // job's files go with it at cleanup, as an upload's do.
+    let job_id = Uuid::now_v7();
+    let path = state.storage.upload_path(job_id, &source.filename);
+    let from: object_store::path::Path = source.object_path.as_str().into();
+    state.storage.store.copy(&from, &path).await.map_err(|e| match e {
+        object_store::Error::NotFound { .. } => {
+            AppError::conflict("the previewed file is no longer kept: upload it again")
+        }
+        e => e.into(),
+    })?;
+    let received = Received {
+        path,
+        filename: source.filename,
+        bytes: bytes.max(0) as u64,
+    };
+    let payload = IngestPayload {
+        object_path: received.path.to_string(),
+        filename: received.filename.clone(),
+        options,
+    };
+    let upload = Upload {
+        owner,
+        creator: Some(user.id),
+        key: &key,
+        demand: Demand {
+            bytes: received.bytes,
+            datasets: 1,
+        },
         received: &received,
     };
     let queued = enqueue_upload(&state, upload, job_id, JobInput::Ingest(payload)).await?;

@@ -182,6 +182,10 @@ function NewUser({ onMade }: { onMade: (made: Made | null, username: string) => 
 
 const ROLES: Schemas["Role"][] = ["viewer", "editor", "admin"];
 
+/** "an admin", "an editor", "a viewer". */
+const withArticle = (role: string) => `${/^[aeiou]/.test(role) ? "an" : "a"} ${role}`;
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
 /** What a role lets its holder do, in a sentence. */
 const ROLE_MEANS: Record<Schemas["Role"], string> = {
   viewer: "reads what is public or granted to them",
@@ -205,12 +209,12 @@ export function AdminUsers() {
   const changeRole = (u: User, role: Schemas["Role"]) => {
     const was = u.roles[0] ?? "viewer";
     if (role === was) return;
-    const question = `Make ${u.username} ${role === "admin" ? "an" : "a"} ${role}? An ${role} ${ROLE_MEANS[role]}. Their API keys are revoked.`;
+    const question = `Make ${u.username} ${withArticle(role)}? ${capitalized(withArticle(role))} ${ROLE_MEANS[role]}. Their API keys are revoked.`;
     if (!window.confirm(question)) {
       users.reload();
       return;
     }
-    change(u, { role }, `${u.username} is now ${role === "admin" ? "an" : "a"} ${role} (was ${was}); their API keys were revoked.`);
+    change(u, { role }, `${u.username} is now ${withArticle(role)} (was ${was}); their API keys were revoked.`);
   };
   const changeStatus = (u: User, status: Schemas["AccountStatus"]) => {
     if (status !== "active" && !window.confirm(`Make ${u.username} ${status}? They can no longer sign in, and their keys stop working.`)) {

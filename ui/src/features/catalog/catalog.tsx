@@ -76,32 +76,27 @@ export function Catalog() {
             ))}
           </select>
         </label>
-        {area ? (
+        {area && (
           <p className="chip" role="status">
             Only datasets in the map area{" "}
             <button type="button" className="link" onClick={() => change("bbox", null)}>
               Any area
             </button>
           </p>
-        ) : (
-          <button type="button" aria-expanded={picking} onClick={() => setPicking(!picking)}>
-            {picking ? "Close the map" : "Search a map area"}
-          </button>
         )}
+        <button type="button" aria-expanded={picking} onClick={() => setPicking(!picking)}>
+          {picking ? "Close the map" : "Search a map area"}
+        </button>
         {narrow && (
           <button type="button" aria-expanded={showFilters} aria-controls="filters" onClick={() => setShowFilters(!showFilters)}>
             {showFilters ? "Hide filters" : "Filters"}
           </button>
         )}
       </div>
-      {picking && !area && (
+      {/* The map stays open after a search, to move and search again. */}
+      {picking && (
         <Suspense fallback={<p className="loading">Loading the map…</p>}>
-          <AreaPicker
-            onPick={(bbox) => {
-              setPicking(false);
-              change("bbox", bbox);
-            }}
-          />
+          <AreaPicker onPick={(bbox) => change("bbox", bbox)} />
         </Suspense>
       )}
       <div className="catalog">
@@ -115,7 +110,7 @@ export function Catalog() {
           <ul className="cards">
             {results.value?.results.map((d) => (
               <li key={d.id} className="card">
-                <Thumbnail path={pictureOf(d)} bbox={d.extent_bbox} title={d.title} />
+                <Thumbnail path={pictureOf(d)} raster={d.kind === "raster" ? d.id : undefined} bbox={d.extent_bbox} title={d.title} />
                 <div>
                   <h2>
                     <Link href={`/datasets/${d.id}`}>{d.title}</Link>

@@ -19,7 +19,7 @@ function LayerChoice({ item, onLoad }: { item: Sending; onLoad: (layers: string[
   const picked = chosen ?? layers?.map((l) => l.layer) ?? [];
   useEffect(() => {
     // One layer: nothing to choose.
-    if (layers && layers.length <= 1) onLoad([]);
+    if (layers && layers.length <= 1) onLoad(layers.map((l) => l.layer));
   }, [layers?.length]);
   if (preview?.status === "failed") return <ErrorNote error={new Error(preview.error?.detail ?? "The file could not be read.")} />;
   if (!layers) return <span role="status">reading the file's layers…</span>;
@@ -116,14 +116,29 @@ export function Upload() {
   const files = useRef<File[]>([]);
   const updater = (index: number) => (change: Partial<Sending>) =>
     setItems((now) => now.map((it, j) => (j === index ? { ...it, ...change } : it)));
-  /** Sends a file to load (only `layers` of it, when chosen), or only to list its layers. */
-  const send = (index: number, several: boolean, options: { preview?: boolean; layers?: string[] }) => {
+  /** Loads the layers chosen of a file its preview read, from the file the preview kept (not sent again). */
+  const loadPreviewed = (index: number, several: boolean, layers: string[]) => {
+    const item = items[index];
+    const update = updater(index);
+    const name = files.current[index].name;
+    const body = {
+      layers,
+      title: title.trim() ? (several ? `${title.trim()} (${name})` : title.trim()) : undefined,
+      summary: summary.trim() || undefined,
+      visibility,
+    };
+    data(client.POST("/datasets/upload/{job_id}/load", { params: { path: { job_id: item.previewJobId! } }, body })).then(
+      (accepted) => update({ jobId: accepted.job_id }),
+      (error) => update({ error }),
+    );
+  };
+  /** Sends a file to load, or (`preview`) only to list its layers. */
+  const send = (index: number, several: boolean, options: { preview?: boolean }) => {
     const file = files.current[index];
     const update = updater(index);
     const form = new FormData();
     // Text fields first: the API reads them before the file.
     if (options.preview) form.append("preview", "true");
-    for (const layer of options.layers ?? []) form.append("layer", layer);
     if (title.trim()) form.append("title", several ? `${title.trim()} (${file.name})` : title.trim());
     if (summary.trim()) form.append("summary", summary.trim());
     form.append("visibility", visibility);
@@ -173,7 +188,8 @@ export function Upload() {
           </label>
           <label className="inline">
             <input type="checkbox" checked={chooseLayers} onChange={(e) => setChooseLayers(e.target.checked)} />
-            Choose the layers of GeoPackages and zips before loading (the file is read first, then sent again)
+            Choose the layers of GeoPackages and zips before loading (the file is read first; the layers chosen then load
+            from it)
           </label>
         </fieldset>
         <div
@@ -207,7 +223,7 @@ export function Upload() {
               key={i}
               item={item}
               single={items.length === 1}
-              onLoad={(layers) => send(i, items.length > 1, { layers })}
+              onLoad={(layers) => loadPreviewed(i, items.length > 1, layers)}
             />
           ))}
         </ul>
