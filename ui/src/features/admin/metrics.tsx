@@ -144,16 +144,21 @@ function Chart({ title, values, unit }: { title: string; values: (number | null)
   const height = 48;
   const step = width / Math.max(KEPT - 1, 1);
   const start = width - (values.length - 1) * step;
+  const at = (v: number, i: number): [number, number] => [start + i * step, height - (v / top) * (height - 4) - 2];
   const line = values
-    .map((v, i) => (v === null ? null : `${(start + i * step).toFixed(1)},${(height - (v / top) * (height - 4) - 2).toFixed(1)}`))
+    .map((v, i) => (v === null ? null : at(v, i).map((c) => c.toFixed(1)).join(",")))
     .filter(Boolean)
     .join(" ");
+  // The latest value's dot: a line needs two reads, a dot shows from the first.
+  const end = values[values.length - 1];
+  const last = end != null ? at(end, values.length - 1) : null;
   return (
     <li className="card chart">
       <h2>{title}</h2>
       <p className="figure">{latest === null ? "waiting for a second read" : unit(latest)}</p>
       <svg viewBox={`0 0 ${width} ${height}`} width="100%" height={height} role="img" aria-label={`${title}, the last ${values.length} reads, highest ${unit(top)}`}>
         <polyline points={line} fill="none" stroke="var(--accent)" strokeWidth={2} />
+        {last && <circle cx={last[0]} cy={last[1]} r={3} fill="var(--accent)" />}
       </svg>
     </li>
   );

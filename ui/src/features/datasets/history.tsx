@@ -1,4 +1,5 @@
 import { useState, type KeyboardEvent, type ReactNode } from "react";
+import { createPortal } from "react-dom";
 import { ApiError, client, data, type Schemas } from "../../lib/api";
 import { Link } from "../../lib/router";
 import { ErrorNote, ScrollTable, cellText, useAction, useLoad, useNarrow, when } from "../../components/common";
@@ -127,19 +128,26 @@ export function EditableRow({
       ))}
       <td className="row-actions">
         {editing && narrow ? (
-          <div className="sheet" role="dialog" aria-modal="true" aria-labelledby={`sheet-${feature.id}`}>
-            <h3 id={`sheet-${feature.id}`}>Edit feature {feature.id}</h3>
-            <div className="sheet-fields">
-              {columns.map((c, i) => (
-                <label key={c.name}>
-                  {c.name}
-                  {input(c, i === 0)}
-                </label>
-              ))}
-            </div>
-            <div className="row">{actions}</div>
-            <ErrorNote error={action.error} />
-          </div>
+          // On the page's body, above the table's sticky cells (a cell's stacking would keep it under them).
+          createPortal(
+            <>
+              <div className="sheet-backdrop" onClick={cancel} aria-hidden="true" />
+              <div className="sheet" role="dialog" aria-modal="true" aria-labelledby={`sheet-${feature.id}`}>
+                <h3 id={`sheet-${feature.id}`}>Edit feature {feature.id}</h3>
+                <div className="sheet-fields">
+                  {columns.map((c, i) => (
+                    <label key={c.name}>
+                      {c.name}
+                      {input(c, i === 0)}
+                    </label>
+                  ))}
+                </div>
+                <div className="row">{actions}</div>
+                <ErrorNote error={action.error} />
+              </div>
+            </>,
+            document.body,
+          )
         ) : editing ? (
           actions
         ) : (
