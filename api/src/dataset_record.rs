@@ -89,7 +89,7 @@ pub struct Dataset {
     /// table, one loaded before 0.3); 0 when every tile is complete.
     pub(crate) complete_zoom: Option<i16>,
     /// Cluster tiles below this zoom are read from the cells counted at
-    /// load (`catalog_shared::generalize::record_clusters`).
+    /// load (`catalog_shared::generalize::Recorded::record`).
     #[serde(skip)]
     pub(crate) cluster_cells_zoom: Option<i16>,
     /// The SQL that cuts the dataset's vector (0), cluster (1), generalized

@@ -369,51 +369,92 @@ async fn boxes_of(
     Ok(boxes)
 }
 
-/// The dataset's generalization (complete zoom, cell bits, zoom below
-/// which cluster cells are counted), read under the
-/// dataset row's lock at the start of an edit: edits of one dataset rank
-/// its features one after another, each from the other's result, and
-/// never lock each other's rows in turn.
-async fn lock_generalization(tx: &mut PgConnection, dataset: &Dataset) -> Result<Option<(u8, u8, u8)>, AppError> {
-    let recorded: Option<(Option<i16>, Option<i16>, Option<i16>)> = sqlx::query_as(
-        "SELECT complete_zoom, thinning_cell_bits, cluster_cells_zoom FROM datasets WHERE id = $1 FOR UPDATE",
+/// A dataset's generalization as an edit keeps it.
+#[derive(Clone, Copy)]
+struct Generalized {
+    complete_zoom: u8,
+    cell_bits: u8,
+    /// Cluster tiles below this zoom are read from counted cells.
+    cluster_cells_zoom: u8,
+    /// What a tile of the complete zoom may hold; none for a layer ranked
+    /// before it was recorded (its complete zoom then stays as loaded).
+    budget: Option<u64>,
+}
+
+/// The dataset's generalization, read under the dataset row's lock at the
+/// start of an edit: edits of one dataset rank its features one after
+/// another, each from the other's result, and never lock each other's
+/// rows in turn.
+async fn lock_generalization(tx: &mut PgConnection, dataset: &Dataset) -> Result<Option<Generalized>, AppError> {
+    let recorded: Option<GeneralizationRow> = sqlx::query_as(
+        "SELECT complete_zoom, thinning_cell_bits, cluster_cells_zoom, tile_budget FROM datasets WHERE id = $1 FOR UPDATE",
     )
     .bind(dataset.id)
     .fetch_optional(&mut *tx)
     .await?;
     let zoom = |z: i16| u8::try_from(z).ok();
-    Ok(match recorded {
-        Some((Some(complete), Some(bits), cells)) => zoom(complete)
-            .zip(zoom(bits))
-            .map(|(complete, bits)| (complete, bits, cells.and_then(zoom).unwrap_or(0))),
-        _ => None,
-    })
+    Ok(recorded.and_then(|row| {
+        let (complete_zoom, cell_bits) = zoom(row.complete_zoom?).zip(zoom(row.thinning_cell_bits?))?;
+        Some(Generalized {
+            complete_zoom,
+            cell_bits,
+            cluster_cells_zoom: row.cluster_cells_zoom.and_then(zoom).unwrap_or(0),
+            budget: row.tile_budget.and_then(|b| u64::try_from(b).ok()),
+        })
+    }))
+}
+
+#[derive(sqlx::FromRow)]
+struct GeneralizationRow {
+    complete_zoom: Option<i16>,
+    thinning_cell_bits: Option<i16>,
+    cluster_cells_zoom: Option<i16>,
+    tile_budget: Option<i32>,
 }
 
 /// The first zooms of the features around a change's `before` and `after`
 /// boxes and the cluster cells it left and joined, in the change's
 /// transaction, so the generalized and cluster tiles of the new data
 /// version draw it as a load would (decisions: Generalized tiles).
-/// Nothing to do for a layer complete from zoom 0, or when the geometry
-/// did not move (a first zoom and a cell depend on keys and boxes only).
+/// A feature put where the complete zoom's tile already holds all a
+/// complete tile may ranks the whole layer again, from the complete zoom
+/// that now fits (decisions: computed at ingest and after each change).
+/// Nothing else to do for a layer complete from zoom 0, or when the
+/// geometry did not move (a first zoom and a cell depend on keys and
+/// boxes only).
 async fn keep_generalization(
     tx: &mut PgConnection,
     (dataset, table): (&Dataset, &str),
-    generalization: Option<(u8, u8, u8)>,
+    generalization: Option<Generalized>,
     (key, boxes): (i64, &[Option<Box>; 2]),
 ) -> Result<(), AppError> {
-    let Some((complete_zoom, cell_bits, cluster_cells_zoom)) = generalization.filter(|(zoom, _, _)| *zoom > 0) else {
+    let Some(kept) = generalization else {
         return Ok(());
     };
     if boxes[0] == boxes[1] {
         return Ok(());
     }
-    let places: Vec<(f64, f64)> = boxes
-        .iter()
-        .flatten()
-        .map(|&(w, s, e, n)| ((w + e) / 2.0, (s + n) / 2.0))
-        .collect();
+    let centre = |&(w, s, e, n): &Box| ((w + e) / 2.0, (s + n) / 2.0);
     let columns = (table, dataset.key_column.as_str(), dataset.geometry_column.as_str());
+    if let (Some(budget), Some(after)) = (kept.budget, &boxes[1])
+        && generalize::overflows(tx, (table, columns.2), (kept.complete_zoom, budget), centre(after)).await?
+    {
+        let ranked = generalize::rank_on(tx, table).await?;
+        ranked.record(tx, dataset.id).await?;
+        tracing::info!(dataset_id = %dataset.id, from = kept.complete_zoom, to = ranked.complete_zoom,
+                       "an edit filled a complete tile: the layer is ranked again");
+        return Ok(());
+    }
+    let Generalized {
+        complete_zoom,
+        cell_bits,
+        cluster_cells_zoom,
+        ..
+    } = kept;
+    if complete_zoom == 0 {
+        return Ok(());
+    }
+    let places: Vec<(f64, f64)> = boxes.iter().flatten().map(centre).collect();
     generalize::regeneralize_around(tx, columns, (complete_zoom, cell_bits), &places).await?;
     let feature = |b: &Option<Box>| {
         b.map(|(west, south, east, north)| generalize::Feature {

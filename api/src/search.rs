@@ -287,7 +287,9 @@ async fn run_search(state: &AppState, caller: &Caller, s: &SearchQuery) -> Resul
 }
 
 /// Datasets matching words and filters, best match first.
-#[utoipa::path(get, path = "/api/search/datasets", tag = "search", params(SearchQuery), responses((status = 200, body = SearchResults)))]
+#[utoipa::path(get, path = "/api/search/datasets", tag = "search", params(SearchQuery),
+    responses((status = 200, body = SearchResults),
+              (status = 400, description = "a bad bbox, sort or parameter", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn search_datasets(
     State(state): State<AppState>,
     caller: Caller,
@@ -298,7 +300,9 @@ async fn search_datasets(
 
 /// Counts of the matching datasets by geometry type, visibility, keyword,
 /// owner and format.
-#[utoipa::path(get, path = "/api/search/facets", tag = "search", params(SearchQuery), responses((status = 200, description = "facet counts")))]
+#[utoipa::path(get, path = "/api/search/facets", tag = "search", params(SearchQuery),
+    responses((status = 200, description = "facet counts"),
+              (status = 400, description = "a bad bbox, sort or parameter", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn facets(
     State(state): State<AppState>,
     caller: Caller,

@@ -441,9 +441,8 @@ pub async fn publish(
     sqlx::query(
         "INSERT INTO datasets (id, title, summary, schema_name, table_name, geometry_type, srid, source_srid,
                                extent_bbox, feature_count, column_info, sample_values, visibility,
-                               source_format, source_filename, source_layer, job_id, created_by, geometry_info,
-                               complete_zoom, thinning_cell_bits)
-         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                               source_format, source_filename, source_layer, job_id, created_by, geometry_info)
+         VALUES ($1, $2, $3, 'data', $4, $5, 4326, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(dataset_id)
     .bind(&meta.title)
@@ -462,11 +461,9 @@ pub async fn publish(
     .bind(ctx.job_id)
     .bind(ctx.created_by)
     .bind(geometry_info(loaded))
-    .bind(i16::from(loaded.generalization.complete_zoom))
-    .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    loaded.generalization.record_clusters(&mut tx, dataset_id).await?;
+    loaded.generalization.record(&mut tx, dataset_id).await?;
     let columns = reader::column_info(plan);
     let time_axis = datasets::detect_temporal_column(&columns).map(|c| c.name.as_str());
     datasets::set_time_axis(&mut tx, dataset_id, ("data", &loaded.table), time_axis).await?;
@@ -512,8 +509,7 @@ pub async fn replace(
     sqlx::query(
         "UPDATE datasets SET geometry_type = $2, source_srid = $3, extent_bbox = $4, feature_count = $5,
                 column_info = $6, sample_values = $7, source_format = $8, source_filename = $9, source_layer = $10,
-                geometry_info = $11, complete_zoom = $12, thinning_cell_bits = $13,
-                data_version = data_version + 1, updated_at = now()
+                geometry_info = $11, data_version = data_version + 1, updated_at = now()
          WHERE id = $1",
     )
     .bind(dataset_id)
@@ -527,11 +523,9 @@ pub async fn replace(
     .bind(&source.filename)
     .bind(&source.layer)
     .bind(geometry_info(loaded))
-    .bind(i16::from(loaded.generalization.complete_zoom))
-    .bind(i16::from(loaded.generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    loaded.generalization.record_clusters(&mut tx, dataset_id).await?;
+    loaded.generalization.record(&mut tx, dataset_id).await?;
     // The time axis stays where it was while the new data has it;
     // otherwise it is found anew.
     let columns = reader::column_info(plan);

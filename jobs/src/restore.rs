@@ -116,7 +116,7 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
                 source_format = e.shape->>'source_format', source_filename = e.shape->>'source_filename',
                 source_layer = e.shape->>'source_layer',
                 feature_count = $3, extent_bbox = $4, quarantined_count = 0, data_version = data_version + 1,
-                complete_zoom = $6, thinning_cell_bits = $7, updated_at = now()
+                updated_at = now()
          FROM dataset_eras e
          WHERE d.id = $1 AND e.dataset_id = $1 AND e.era = $2",
     )
@@ -125,11 +125,9 @@ pub async fn run(ctx: &JobContext, payload: &RestorePayload) -> Result<(), JobEr
     .bind(count)
     .bind(extent)
     .bind(&added_later)
-    .bind(i16::from(generalization.complete_zoom))
-    .bind(i16::from(generalization.cell_bits))
     .execute(&mut *tx)
     .await?;
-    generalization.record_clusters(&mut tx, id).await?;
+    generalization.record(&mut tx, id).await?;
     let time_axis: Option<String> = sqlx::query_scalar("SELECT temporal_column FROM datasets WHERE id = $1")
         .bind(id)
         .fetch_one(&mut *tx)

@@ -339,6 +339,20 @@ async fn keys_die_on_password_change_role_change_and_approval() {
     assert_eq!(key_status(&stack, &key).await, 200, "an email change keeps keys");
     assert_eq!(patch(editor_id, json!({"role": "viewer"})).await.status(), 200);
     assert_eq!(key_status(&stack, &key).await, 401, "role change");
+    // An admin cannot lock themselves out; the rest of their account changes.
+    let (_, me) = stack.get_json(Some(&admin), "/api/auth/me").await;
+    let own: Uuid = me["id"].as_str().unwrap().parse().unwrap();
+    for change in [
+        json!({"role": "viewer"}),
+        json!({"status": "suspended"}),
+        json!({"is_active": false}),
+        json!({"auth_provider": "local"}),
+    ] {
+        let refused = patch(own, change.clone()).await;
+        assert_eq!(refused.status(), 409, "{change}");
+    }
+    assert_eq!(me_status(&stack, &admin).await, 200, "still an admin, still signed in");
+    assert_eq!(patch(own, json!({"email": "root@example.org"})).await.status(), 200);
 
     let response = stack
         .send(

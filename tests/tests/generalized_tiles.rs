@@ -587,3 +587,99 @@ async fn check_archive(app: &App, admin: &str, id: &str, dataset: &Value, comple
         );
     }
 }
+
+/// A point of the test's crowded square: a long note makes every row
+/// weigh about 1.6 KB, so a complete tile holds about a thousand.
+fn crowded_point(i: usize) -> Value {
+    let (lon, lat) = (0.5 + (i % 40) as f64 * 0.45, 0.5 + (i / 40 % 40) as f64 * 0.45);
+    json!({"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
+           "properties": {"name": format!("point {i}"), "note": "n".repeat(1500)}})
+}
+
+/// Edits that fill the complete zoom's tile past what a complete tile may
+/// hold raise the complete zoom in their own transaction (decisions:
+/// computed at ingest and after each change): the layer, complete from
+/// zoom 0 while it fits one tile, is thinned below its new complete zoom,
+/// within the bounds and with a point in every 8x8 cell that holds one,
+/// and exact from it.
+#[tokio::test]
+async fn edits_that_overfill_a_complete_tile_raise_the_complete_zoom() {
+    let app = App::start_with_worker().await;
+    let admin = app.admin_token().await;
+    let loaded = 1000;
+    let features: Vec<Value> = (0..loaded).map(crowded_point).collect();
+    let id = app
+        .ingest_geojson(
+            &admin,
+            &json!({"type": "FeatureCollection", "features": features}),
+            &[("visibility", "public")],
+        )
+        .await;
+    let dataset = app.dataset(&admin, &id).await;
+    assert_eq!(dataset["complete_zoom"], json!(0), "{} points fit one tile", loaded);
+    let table = format!(
+        "\"{}\".\"{}\"",
+        dataset["schema_name"].as_str().unwrap(),
+        dataset["table_name"].as_str().unwrap()
+    );
+    // The budget as the load counts it: the table's bytes a row.
+    let bytes: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT pg_table_size('{table}')")))
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let budget = catalog_shared::generalize::tile_budget(bytes as u64 / loaded as u64) as usize;
+    assert!(
+        budget > loaded && budget < loaded + 400,
+        "a complete tile holds {budget} of these points"
+    );
+    let mut added = 0;
+    let complete = loop {
+        let created = app
+            .send(
+                app.http()
+                    .post(app.url(&format!("/api/collections/{id}/items")))
+                    .bearer_auth(&admin)
+                    .header("Content-Type", "application/geo+json")
+                    .body(crowded_point(loaded + added).to_string()),
+            )
+            .await;
+        assert_eq!(created.status(), 201);
+        added += 1;
+        let complete = app.dataset(&admin, &id).await["complete_zoom"].as_u64().unwrap() as u32;
+        if complete > 0 || added > budget - loaded + 50 {
+            break complete;
+        }
+    };
+    assert!(
+        complete > 0,
+        "{} points in one tile, past its {budget}, and still complete at zoom 0",
+        loaded + added
+    );
+    assert!(
+        loaded + added > budget * 9 / 10,
+        "raised at {} points, well under the budget {budget}",
+        loaded + added
+    );
+    let (_, tilejson) = app.get_json(None, &format!("/api/tiles/{id}/tilejson.json")).await;
+    assert_eq!(tilejson["vector_layers"][0]["complete_zoom"], json!(complete));
+    for z in 0..complete {
+        let most = check_zoom(&app, &id, &table, z).await;
+        assert!(
+            most < loaded + added,
+            "zoom {z} is thinned: {most} of {} points",
+            loaded + added
+        );
+    }
+    let (x, y) = catalog_tests::tile_at(9.0, 9.0, complete);
+    let (status, body) = get_tile(&app, &id, (complete, u64::from(x), u64::from(y))).await;
+    assert_eq!(status, 200);
+    let drawn: BTreeSet<i64> = tile_points((complete, u64::from(x), u64::from(y)), &body)
+        .into_iter()
+        .map(|(key, ..)| key)
+        .collect();
+    assert_eq!(
+        drawn,
+        keys_in_tile(&app, &table, (complete, u64::from(x), u64::from(y))).await,
+        "zoom {complete} is exact"
+    );
+}

@@ -236,6 +236,8 @@ fn table() -> Vec<Row> {
         // The job the table uses loaded no rows: no report (its reader is the ingest report test).
         row("GET", "/api/jobs/{job_id}/report", None, [401, 401, 401, 404, 404, 404, 404, 404]),
         row("DELETE", "/api/jobs/{job_id}", None, [401, 401, 401, 403, 404, 404, 409, 409]),
+        // The table's job is an upload, not a preview: nothing to load from.
+        row("POST", "/api/datasets/upload/{job_id}/load", Json("{}"), [401, 401, 401, 403, 403, 404, 409, 409]),
         // Last: signing out ends the sessions the rows above use. It reads
         // no API key, and accepts a dead access token.
         row("POST", "/api/auth/logout", None, [401, 401, 204, 401, 204, 204, 204, 204]),

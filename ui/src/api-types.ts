@@ -72,7 +72,8 @@ export interface paths {
         /**
          * An admin edits an account. A role change, the approval of a pending
          *     account or a conversion between auth providers revokes every API key of
-         *     the account.
+         *     the account. An admin cannot lock themselves out: their own account
+         *     keeps its admin role, its active status and its way of signing in.
          */
         patch: operations["update_user"];
         trace?: never;
@@ -4105,7 +4106,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserResponse"][];
                 };
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a status that is not an account state */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4339,7 +4340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the email is another account's */
+            /** @description the email is another account's, or the change would lock the admin making it out */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15260,7 +15261,7 @@ export interface operations {
                     "application/json": components["schemas"]["SearchResults"];
                 };
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a bad bbox, sort or parameter */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15372,7 +15373,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description a malformed request (query, header or body) */
+            /** @description a bad bbox, sort or parameter */
             400: {
                 headers: {
                     [name: string]: unknown;

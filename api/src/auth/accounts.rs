@@ -321,7 +321,8 @@ pub struct UserFilter {
 
 /// Every account, or those in one state.
 #[utoipa::path(get, path = "/api/admin/users", tag = "admin", params(UserFilter),
-    responses((status = 200, body = Vec<UserResponse>)))]
+    responses((status = 200, body = Vec<UserResponse>),
+              (status = 400, description = "a status that is not an account state", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn list_users(
     State(state): State<AppState>,
     caller: Caller,
@@ -334,6 +335,14 @@ async fn list_users(
         .fetch_all(&state.pool)
         .await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Whether an update of one's own account would end one's admin access.
+fn locks_out(update: &UserUpdate) -> bool {
+    update.role.is_some_and(|r| r != Role::Admin)
+        || update.status.is_some_and(|s| s != AccountStatus::Active)
+        || update.is_active == Some(false)
+        || update.auth_provider.is_some()
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -355,17 +364,24 @@ pub struct UserUpdate {
 
 /// An admin edits an account. A role change, the approval of a pending
 /// account or a conversion between auth providers revokes every API key of
-/// the account.
+/// the account. An admin cannot lock themselves out: their own account
+/// keeps its admin role, its active status and its way of signing in.
 #[utoipa::path(patch, path = "/api/admin/users/{user_id}", tag = "admin", params(("user_id" = Uuid, Path)), request_body = UserUpdate,
     responses((status = 200, body = UserResponse), (status = 404, body = catalog_shared::Problem, content_type = "application/problem+json"),
-              (status = 409, description = "the email is another account's", body = catalog_shared::Problem, content_type = "application/problem+json")))]
+              (status = 409, description = "the email is another account's, or the change would lock the admin making it out", body = catalog_shared::Problem, content_type = "application/problem+json")))]
 async fn update_user(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
     JsonBody(body): JsonBody<UserUpdate>,
 ) -> Result<Json<UserResponse>, AppError> {
-    caller.admin()?;
+    let admin = caller.admin()?;
+    if admin.id == id && locks_out(&body) {
+        return Err(AppError::conflict(
+            "you cannot take away your own admin role, suspend or deactivate your own account, or change how you sign \
+             in: another admin can",
+        ));
+    }
     if let Some(email) = &body.email {
         check_email(email)?;
     }

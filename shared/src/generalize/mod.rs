@@ -114,19 +114,31 @@ pub fn zoom_0_cell(lon: f64, lat: f64, cell_bits: u8) -> [f64; 4] {
 pub struct Recorded {
     pub complete_zoom: u8,
     pub cell_bits: u8,
+    /// Features a tile of the complete zoom may hold (`tile_budget` of the
+    /// table's bytes a feature when it was ranked): an edit that puts more
+    /// in one raises the complete zoom (`overflows`).
+    pub budget: u64,
     /// Features drawn below the complete zoom.
     pub kept: u64,
     /// Its cluster cells, of the zooms below `cluster_cells_zoom`
-    /// (`record_clusters` writes them with the dataset).
+    /// (`record` writes them with the dataset).
     pub clusters: Vec<ClusterCell>,
     pub cluster_cells_zoom: u8,
 }
 
 impl Recorded {
-    /// Replaces the dataset's cluster cells with this generalization's, in
-    /// the transaction that publishes the table they were counted from
-    /// (after the dataset row is written).
-    pub async fn record_clusters(&self, conn: &mut PgConnection, dataset: uuid::Uuid) -> Result<(), sqlx::Error> {
+    /// Writes this generalization with the dataset (complete zoom, cell
+    /// size, budget) and replaces its cluster cells, in the transaction
+    /// that publishes the table it was counted from (after the dataset row
+    /// is written) or that changed it.
+    pub async fn record(&self, conn: &mut PgConnection, dataset: uuid::Uuid) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE datasets SET complete_zoom = $2, thinning_cell_bits = $3, tile_budget = $4 WHERE id = $1")
+            .bind(dataset)
+            .bind(i16::from(self.complete_zoom))
+            .bind(i16::from(self.cell_bits))
+            .bind(i32::try_from(self.budget).unwrap_or(i32::MAX))
+            .execute(&mut *conn)
+            .await?;
         clusters::record_clusters(conn, dataset, (&self.clusters, self.cluster_cells_zoom)).await
     }
 }
@@ -138,14 +150,20 @@ impl Recorded {
 /// the others) in one statement; `low_zooms_index_sql` is the partial
 /// index to build with the table's others.
 pub async fn rank_table(pool: &PgPool, table: &str) -> Result<Recorded, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    let placed = read_boxes(&mut conn, table).await?;
+    rank_on(&mut *pool.acquire().await?, table).await
+}
+
+/// `rank_table` on a connection: also an edit's, in its transaction, when
+/// the complete zoom must rise (the table's indexes are then in place).
+pub async fn rank_on(conn: &mut PgConnection, table: &str) -> Result<Recorded, sqlx::Error> {
+    let placed = read_boxes(&mut *conn, table).await?;
     let count = placed.len() as u64;
     let table_bytes: i64 = sqlx::query_scalar("SELECT pg_table_size($1::regclass)")
         .bind(table)
         .fetch_one(&mut *conn)
         .await?;
     let bytes_per_feature = table_bytes.max(0) as u64 / count.max(1);
+    let budget = tile_budget(bytes_per_feature);
     let g = generalize_placed(placed, bytes_per_feature);
     let had_ranks: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped)",
@@ -168,10 +186,11 @@ pub async fn rank_table(pool: &PgPool, table: &str) -> Result<Recorded, sqlx::Er
         .execute(&mut *conn)
         .await?;
     }
-    write_first_zooms(&mut conn, table, "gid", &g.first_zooms).await?;
+    write_first_zooms(&mut *conn, table, "gid", &g.first_zooms).await?;
     Ok(Recorded {
         complete_zoom: g.complete_zoom,
         cell_bits: g.cell_bits,
+        budget,
         kept: g.first_zooms.len() as u64,
         clusters: g.clusters,
         cluster_cells_zoom: g.cluster_cells_zoom,
@@ -345,6 +364,39 @@ async fn write_first_zooms(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// Whether the tile of `complete_zoom` that holds `place` (longitude,
+/// latitude: where an edit put a feature) now holds more than `budget`
+/// features, counted as the load counts them (a feature in each tile its
+/// box meets, no buffer): the complete zoom must then rise (`rank_on`). The
+/// count stops at `budget + 1`, so a full tile costs what the budget does.
+/// `table` is quoted, `geometry` a column name, the geometry in WGS 84.
+pub async fn overflows(
+    conn: &mut PgConnection,
+    (table, geometry): (&str, &str),
+    (complete_zoom, budget): (u8, u64),
+    (lon, lat): (f64, f64),
+) -> Result<bool, sqlx::Error> {
+    if complete_zoom > MAX_ZOOM || !lon.is_finite() || !lat.is_finite() {
+        return Ok(false);
+    }
+    let (x, y) = mercator(lon, lat);
+    let tiles = f64::from(1u32 << complete_zoom);
+    let [west, south, east, north] = cell_box(complete_zoom, (x * tiles) as u32, (y * tiles) as u32);
+    let limit = i64::try_from(budget).unwrap_or(i64::MAX - 1) + 1;
+    let held: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM (SELECT FROM {table} WHERE {} && ST_MakeEnvelope($1, $2, $3, $4, 4326) LIMIT $5) t",
+        quote_ident(geometry)
+    )))
+    .bind(west)
+    .bind(south)
+    .bind(east)
+    .bind(north)
+    .bind(limit)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(held >= limit)
 }
 
 /// After an edit: the first zooms of the features of the zoom-0 cells of

@@ -229,6 +229,9 @@ export function AdminUsers() {
       setLink({ username: u.username, ...made, invitation: false });
     });
   const pending = users.value?.filter((u) => u.status === "pending").length ?? 0;
+  // One's own role and status stay (the API refuses to lock an admin out).
+  const me = useSession().user?.id;
+  const ownNote = "Your own role and status: another admin can change them";
   return (
     <AdminScreen title="Users">
       <NewUser
@@ -267,6 +270,8 @@ export function AdminUsers() {
             <td>
               <select
                 aria-label={`Role of ${u.username}`}
+                disabled={u.id === me}
+                title={u.id === me ? ownNote : undefined}
                 value={u.roles[0] ?? "viewer"}
                 onChange={(e) => changeRole(u, e.target.value as Schemas["Role"])}
               >
@@ -285,6 +290,8 @@ export function AdminUsers() {
               ) : (
                 <select
                   aria-label={`Status of ${u.username}`}
+                  disabled={u.id === me}
+                  title={u.id === me ? ownNote : undefined}
                   value={u.status}
                   onChange={(e) => changeStatus(u, e.target.value as Schemas["AccountStatus"])}
                 >
