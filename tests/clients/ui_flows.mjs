@@ -1321,7 +1321,19 @@ for (const [route, name, ready] of [
   await screen(phoneAdmin, name);
 }
 
-for (const p of [page, visitor, sso, phone, ogc, owner, reader, phoneAdmin]) {
+// --- A file of several layers loaded whole (the chooser off): each dataset it made is named.
+step('upload results');
+const uploader = await signedIn(admin, adminPassword);
+await uploader.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Upload' }).click();
+await uploader.getByLabel(/^Choose the layers of GeoPackages and zips/).uncheck();
+await uploader.getByLabel('Files to upload').setInputFiles(env('CATALOG_TWO_LAYERS'));
+await uploader.getByText('2 layers loaded; each became a dataset:').waitFor({ timeout: 120_000 });
+const madeLinks = await uploader.getByRole('list').filter({ hasText: /^Open / }).getByRole('link').allInnerTexts();
+assert.ok(madeLinks.length === 2 && madeLinks.some((t) => /countries/.test(t)) && madeLinks.some((t) => /capitals/.test(t)),
+  `each dataset is named by its layer: ${madeLinks.join(', ')}`);
+await screen(uploader, 'upload-results');
+
+for (const p of [page, visitor, sso, phone, ogc, owner, reader, phoneAdmin, uploader]) {
   assert.deepEqual(p.seen.foreign, [], 'nothing is fetched from another site');
   assert.deepEqual(p.seen.errors.filter((e) => !/status of 4[0-9][0-9]/.test(e)), [], 'no script errors');
 }
