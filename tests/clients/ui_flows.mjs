@@ -118,11 +118,12 @@ const NOT_DATA = [[238, 242, 245], [205, 223, 234], [246, 244, 238], [167, 191, 
 /** The built-in basemap's water and land. */
 const BASEMAP = NOT_DATA.slice(1, 3);
 
-/** How many pixels of the map's screenshot are far from every one of `palette` (what the map drew of data),
- * or, with `near`, within a few levels of one of them. */
-async function dataPixels(page, palette = NOT_DATA, near = false) {
+/** How many pixels of the map's screenshot meet `rule`: far from every colour of `rule.palette` (what
+ * the map drew of data) or, with `rule.near`, within a few levels of one; with `rule.redOverBlue`, red
+ * more than that over blue. */
+async function mapPixels(page, rule) {
   const png = await page.locator('.map canvas').screenshot();
-  return page.evaluate(async ([b64, palette, near]) => {
+  return page.evaluate(async ([b64, rule]) => {
     const img = new Image();
     img.src = `data:image/png;base64,${b64}`;
     await img.decode();
@@ -135,31 +136,23 @@ async function dataPixels(page, palette = NOT_DATA, near = false) {
     let n = 0;
     for (let i = 0; i < data.length; i += 4) {
       const [r, g, b] = [data[i], data[i + 1], data[i + 2]];
-      const nearest = Math.min(...palette.map(([pr, pg, pb]) => Math.abs(r - pr) + Math.abs(g - pg) + Math.abs(b - pb)));
-      if (near ? nearest <= 12 : nearest > 90) n += 1;
+      if (rule.redOverBlue !== undefined) {
+        if (r - b > rule.redOverBlue) n += 1;
+        continue;
+      }
+      const nearest = Math.min(...rule.palette.map(([pr, pg, pb]) => Math.abs(r - pr) + Math.abs(g - pg) + Math.abs(b - pb)));
+      if (rule.near ? nearest <= 12 : nearest > 90) n += 1;
     }
     return n;
-  }, [png.toString('base64'), palette, near]);
+  }, [png.toString('base64'), rule]);
 }
 
+/** How many pixels of the map's screenshot are far from every one of `palette` (what the map drew of data),
+ * or, with `near`, within a few levels of one of them. */
+const dataPixels = (page, palette = NOT_DATA, near = false) => mapPixels(page, { palette, near });
+
 /** How many pixels of the map's screenshot are the dataset preview's orange (#c2410c, as fill or outline): red well over blue. */
-async function orangePixels(page) {
-  const png = await page.locator('.map canvas').screenshot();
-  return page.evaluate(async (b64) => {
-    const img = new Image();
-    img.src = `data:image/png;base64,${b64}`;
-    await img.decode();
-    const canvas = document.createElement('canvas');
-    canvas.width = img.width;
-    canvas.height = img.height;
-    const ctx = canvas.getContext('2d');
-    ctx.drawImage(img, 0, 0);
-    const { data } = ctx.getImageData(0, 0, img.width, img.height);
-    let n = 0;
-    for (let i = 0; i < data.length; i += 4) if (data[i] - data[i + 2] > 40) n += 1;
-    return n;
-  }, png.toString('base64'));
-}
+const orangePixels = (page) => mapPixels(page, { redOverBlue: 40 });
 
 async function api(method, route, token, body) {
   const response = await fetch(`${base}${route}`, {

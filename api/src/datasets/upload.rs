@@ -80,15 +80,7 @@ pub(super) async fn upload(
     let mut options = IngestOptions::default();
     let received = receive_upload(&state, job_id, &mut multipart, |name, value| {
         match name {
-            "title" => {
-                check_text("title", &value, 1, TITLE_MAX)?;
-                options.title = Some(value);
-            }
-            "summary" => {
-                check_text("summary", &value, 0, SUMMARY_MAX)?;
-                options.summary = Some(value);
-            }
-            "visibility" => options.visibility = visibility_named(&value)?,
+            "title" | "summary" | "visibility" | "srid" => describe(&mut options, name, value)?,
             "layer" => options.layers.push(value),
             "preview" => {
                 options.preview = match value.as_str() {
@@ -97,7 +89,6 @@ pub(super) async fn upload(
                     _ => return Err(AppError::unprocessable("preview must be true or false")),
                 }
             }
-            "srid" => options.srid = Some(parse_srid(&value)?),
             raster => raster_option(&mut options.raster, raster, value)?,
         }
         Ok(())
@@ -165,8 +156,8 @@ pub(super) async fn load_previewed(
         return Ok(respond(&state, Queued::Earlier(earlier), earlier));
     }
     let preview = own_job(&state, &caller, preview_id).await?;
-    let (payload, removed, bytes): (sqlx::types::Json<serde_json::Value>, bool, i64) =
-        sqlx::query_as("SELECT payload, upload_removed, upload_bytes FROM jobs WHERE id = $1")
+    let (payload, removed): (sqlx::types::Json<serde_json::Value>, bool) =
+        sqlx::query_as("SELECT payload, upload_removed FROM jobs WHERE id = $1")
             .bind(preview_id)
             .fetch_one(&state.pool)
             .await?;
@@ -184,25 +175,23 @@ pub(super) async fn load_previewed(
             "the previewed file is no longer kept (uploads are kept for UPLOAD_RETENTION_HOURS): upload it again",
         ));
     }
-    if body.srid.is_some_and(|srid| srid <= 0) {
-        return Err(AppError::unprocessable("srid must be a positive EPSG code"));
-    }
     let mut options = IngestOptions {
         layers: body.layers,
-        srid: body.srid.or(source.options.srid),
+        srid: source.options.srid,
         raster: source.options.raster,
         ..IngestOptions::default()
     };
-    if let Some(title) = body.title {
-        check_text("title", title.trim(), 1, TITLE_MAX)?;
-        options.title = Some(title.trim().to_string());
-    }
-    if let Some(summary) = body.summary {
-        check_text("summary", summary.trim(), 0, SUMMARY_MAX)?;
-        options.summary = Some(summary.trim().to_string()).filter(|s| !s.is_empty());
-    }
-    if let Some(visibility) = body.visibility {
-        options.visibility = visibility_named(&visibility)?;
+    // As the upload form's text parts are taken: trimmed, empty ones left out.
+    let fields = [
+        ("title", body.title),
+        ("summary", body.summary),
+        ("visibility", body.visibility),
+        ("srid", body.srid.map(|srid| srid.to_string())),
+    ];
+    for (name, value) in fields {
+        if let Some(value) = value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+            describe(&mut options, name, value)?;
+        }
     }
     let owner = preview.created_by.unwrap_or(user.id);
     quotas::refuse_when_full(&state.pool, owner, 1).await?;
@@ -220,7 +209,7 @@ pub(super) async fn load_previewed(
     let received = Received {
         path,
         filename: source.filename,
-        bytes: bytes.max(0) as u64,
+        bytes: preview.file_bytes.unwrap_or(0).max(0) as u64,
     };
     let payload = IngestPayload {
         object_path: received.path.to_string(),
@@ -239,6 +228,25 @@ pub(super) async fn load_previewed(
     };
     let queued = enqueue_upload(&state, upload, job_id, JobInput::Ingest(payload)).await?;
     Ok(respond(&state, queued, job_id))
+}
+
+/// Sets a field that describes the datasets an upload makes (`title`,
+/// `summary`, `visibility`, `srid`), checked as the upload form checks it.
+fn describe(options: &mut IngestOptions, name: &str, value: String) -> Result<(), AppError> {
+    match name {
+        "title" => {
+            check_text("title", &value, 1, TITLE_MAX)?;
+            options.title = Some(value);
+        }
+        "summary" => {
+            check_text("summary", &value, 0, SUMMARY_MAX)?;
+            options.summary = Some(value);
+        }
+        "visibility" => options.visibility = visibility_named(&value)?,
+        "srid" => options.srid = Some(parse_srid(&value)?),
+        other => return Err(AppError::unprocessable(format!("{other} does not describe a dataset"))),
+    }
+    Ok(())
 }
 
 /// A received upload about to be queued: whose quota it counts against,
