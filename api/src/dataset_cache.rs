@@ -21,6 +21,8 @@ use crate::{
 };
 
 const TTL: Duration = Duration::from_secs(60);
+/// How long a record stays cached, as a span of wall-clock time.
+pub const KEPT_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(TTL.as_secs() as i64);
 const MAX_ENTRIES: usize = 10_000;
 
 /// When each record was fetched, by dataset id, and how many times

@@ -11,6 +11,7 @@ use catalog_shared::{
     ingest_report::IngestReport,
     jobs::{self, JOB_COLUMNS, JobKind, JobStatus, JobView},
 };
+use chrono::Utc;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
@@ -70,7 +71,20 @@ async fn get_job(
     caller: Caller,
     Path(job_id): Path<Uuid>,
 ) -> Result<Json<JobView>, AppError> {
-    Ok(Json(followed_job(&state, &caller, job_id).await?))
+    let job = followed_job(&state, &caller, job_id).await?;
+    // A client that sees the job done reads its datasets next, perhaps
+    // before this process has heard their change announced: the copies it
+    // holds go now (for as long as a copy lives after the job ended).
+    if job.status == JobStatus::Succeeded
+        && job
+            .finished_at
+            .is_some_and(|finished| Utc::now() - finished < crate::dataset_cache::KEPT_FOR)
+    {
+        for id in job.dataset_id.iter().chain(&job.dataset_ids) {
+            state.datasets.forget(*id);
+        }
+    }
+    Ok(Json(job))
 }
 
 /// Cancels a queued or running job; its partial work is discarded.
